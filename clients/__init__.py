@@ -1,0 +1,1 @@
+"""ai-coding clients."""

@@ -1,0 +1,61 @@
+"""The ``ai-coding`` console script.
+
+Startup must stay fast: this module imports only typer; every command imports
+what it needs inside its body, and nothing on the client side imports openai
+or mcp.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from services.kernel import __version__
+
+SERVICE_NAMES = ("loop", "tools", "memory", "mcp_gateway")
+
+app = typer.Typer(
+    name="ai-coding",
+    help="A terminal AI coding agent. Run with no command for an interactive session.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"ai-coding {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """ai-coding: a terminal AI coding agent."""
+    if ctx.invoked_subcommand is None:
+        print("the interactive client is not built yet; try `ai-coding run \"...\"`")
+
+
+@app.command()
+def serve(name: str = typer.Argument(..., help="loop, tools, memory or mcp_gateway")) -> None:
+    """Run one service in the foreground (the supervisor uses this)."""
+    if name not in SERVICE_NAMES:
+        print(f"ai-coding serve: unknown service {name!r}; use one of: {', '.join(SERVICE_NAMES)}", file=sys.stderr)
+        raise typer.Exit(2)
+    from services.kernel.server import run_service
+
+    module = importlib.import_module(f"services.{name}.main")
+    raise typer.Exit(run_service(module.build, name))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

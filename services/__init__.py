@@ -1,0 +1,1 @@
+"""ai-coding services: one package per gRPC service plus the shared kernel."""

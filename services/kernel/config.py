@@ -1,0 +1,359 @@
+"""Layered configuration: user file, project file(s), environment.
+
+Layers, lowest first:
+
+1. user layer ``~/.config/ai-coding/config.yaml`` (or ``$AI_CODING_CONFIG``): trusted;
+2. project layer: ``config.yaml`` then ``config.local.yaml`` found upward from the
+   workspace (the nearest directory that has either wins; local beats plain);
+3. environment: ``AI_CODING_MODEL``, ``AI_CODING_PROVIDER``, ``AI_CODING_BASE_URL``,
+   ``AI_CODING_API_KEY`` (fill the default model entry).
+
+Keys are matched ignoring case and camelCase (``maxToolIterations`` ==
+``max_tool_iterations``), except below ``environment`` and ``headers`` where
+keys are passed through as written. Mappings merge per key; other values
+replace.
+
+Execution keys (``EXECUTION_KEYS``) may only come from the user layer unless
+``AI_CODING_TRUST_PROJECT=1``: a repository must not be able to run programs,
+add roots, loosen the sandbox or send a key elsewhere by shipping a config
+file. Each dropped key produces a warning.
+
+``${VAR}`` references are kept as written and expanded by the consumer with
+:func:`expand_vars`, which fails naming the missing variable.
+
+Each component reads a typed view: ``config.section(ToolsConfig, "tools")``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from services.kernel.errors import ConfigError
+
+TRUST_ENV = "AI_CODING_TRUST_PROJECT"
+PROJECT_FILES = ("config.yaml", "config.local.yaml")
+CASE_SENSITIVE_PARENTS = frozenset({"environment", "headers"})
+
+# Dotted paths (``*`` = any key) that only the user layer may set.
+EXECUTION_KEYS: tuple[str, ...] = (
+    "hooks",
+    "mcp",
+    "endpoints",
+    "models.*.base_url",
+    "models.*.api_key",
+    "models.*.provider",
+    "tools.extra_workspace_roots",
+    "tools.sandbox",
+    "tracing.dir",
+    "ai.websearch_api_key",
+    "ai.static_check",
+)
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+T = TypeVar("T")
+
+
+def normalize_key(key: str) -> str:
+    """``maxToolIterations`` -> ``max_tool_iterations``; ``MCP`` -> ``mcp``."""
+    return _CAMEL.sub(r"_\1", key).replace("-", "_").lower()
+
+
+def _normalize(value: Any, parent: str = "") -> Any:
+    if isinstance(value, Mapping):
+        if parent in CASE_SENSITIVE_PARENTS:
+            return {str(k): _normalize(v, "") for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            nk = normalize_key(str(k))
+            out[nk] = _normalize(v, nk)
+        return out
+    if isinstance(value, list):
+        return [_normalize(v, parent) for v in value]
+    return value
+
+
+def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursive per-key merge: mappings merge, everything else replaces."""
+    out = dict(base)
+    for k, v in top.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def expand_vars(value: str, env: Mapping[str, str] | None = None) -> str:
+    """Expand ``${VAR}`` references; a missing or empty variable is an error."""
+    environ = os.environ if env is None else env
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        got = environ.get(name, "")
+        if not got:
+            raise ConfigError(
+                f"the config refers to ${{{name}}} but {name} is not set",
+                hint=f"export {name}=... or write the value in the user config.",
+            )
+        return got
+
+    return _VAR.sub(sub, value)
+
+
+def referenced_vars(value: Any) -> set[str]:
+    """Every ``${VAR}`` name referenced anywhere in ``value``."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        found.update(_VAR.findall(value))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            found |= referenced_vars(v)
+    elif isinstance(value, list):
+        for v in value:
+            found |= referenced_vars(v)
+    return found
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where the user layer lives (``$AI_CODING_CONFIG`` overrides)."""
+    environ = os.environ if env is None else env
+    if environ.get("AI_CODING_CONFIG"):
+        return Path(environ["AI_CODING_CONFIG"]).expanduser()
+    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "ai-coding" / "config.yaml"
+
+
+def read_yaml_file(path: Path) -> dict[str, Any]:
+    """Parse one YAML mapping; errors name the file, the line and the fix."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read config file {path}: {exc.strerror or exc}",
+            hint="Fix its permissions or move it aside.",
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text", hint="Re-save it as UTF-8.") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"invalid YAML in {where}: {problem}", hint="Fix that line and retry.") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"config file {path} must hold a mapping at the top level, not {type(data).__name__}",
+            hint="Write it as `key: value` lines.",
+        )
+    return dict(data)
+
+
+def find_project_files(workspace: Path) -> list[Path]:
+    """The project layer's files, lowest priority first, found upward."""
+    current = workspace.resolve()
+    home = Path.home().resolve()
+    for directory in (current, *current.parents):
+        if directory == home and directory != current:
+            break  # the user's home is not a project
+        found = [directory / name for name in PROJECT_FILES if (directory / name).is_file()]
+        if found:
+            return found
+    return []
+
+
+def _matches(path: tuple[str, ...], pattern: str) -> bool:
+    parts = pattern.split(".")
+    if len(path) < len(parts):
+        return False
+    return all(p == "*" or p == k for p, k in zip(parts, path, strict=False))
+
+
+def _drop_execution_keys(
+    layer: dict[str, Any], user_models: Mapping[str, Any], source: str, warnings: list[str]
+) -> dict[str, Any]:
+    """Remove keys a project layer may not set, with one warning each."""
+
+    def walk(node: Mapping[str, Any], prefix: tuple[str, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            path = (*prefix, k)
+            if any(_matches(path, pat) and len(path) == len(pat.split(".")) for pat in EXECUTION_KEYS):
+                warnings.append(
+                    f"{source}: ignored `{'.'.join(path)}` (execution keys come only from the user "
+                    f"config; export {TRUST_ENV}=1 to trust this project)"
+                )
+                continue
+            if path[:1] == ("models",) and len(path) == 2 and k not in user_models:
+                warnings.append(
+                    f"{source}: ignored new model entry `{k}` (a project may tune, not add, models; "
+                    f"export {TRUST_ENV}=1 to trust this project)"
+                )
+                continue
+            out[k] = walk(v, path) if isinstance(v, Mapping) else v
+        return out
+
+    return walk(layer, ())
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {}
+    for var, key in (
+        ("AI_CODING_MODEL", "model"),
+        ("AI_CODING_PROVIDER", "provider"),
+        ("AI_CODING_BASE_URL", "base_url"),
+        ("AI_CODING_API_KEY", "api_key"),
+    ):
+        if env.get(var):
+            entry[key] = env[var]
+    return {"models": {"default": entry}, "default_model": "default"} if entry else {}
+
+
+@dataclass
+class Config:
+    """The merged configuration and where each top-level value came from."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        node: Any = self.data
+        for part in dotted.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def section(self, cls: type[T], key: str) -> T:
+        """A typed view of one section (unknown keys are ignored with no error)."""
+        raw = self.get(key, {})
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"config key `{key}` must be a mapping, got {type(raw).__name__}")
+        return from_mapping(cls, raw, key)
+
+    def source_of(self, dotted: str) -> str:
+        """The layer that set ``dotted`` (longest matching prefix), or "default"."""
+        parts = dotted.split(".")
+        for n in range(len(parts), 0, -1):
+            got = self.sources.get(".".join(parts[:n]))
+            if got:
+                return got
+        return "default"
+
+
+def _record_sources(node: Mapping[str, Any], prefix: str, source: str, out: dict[str, str]) -> None:
+    for k, v in node.items():
+        path = f"{prefix}.{k}" if prefix else k
+        out[path] = source
+        if isinstance(v, Mapping):
+            _record_sources(v, path, source, out)
+
+
+def load_config(
+    workspace: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    user_path: Path | None = None,
+) -> Config:
+    """Load and merge every layer for ``workspace`` (None = user and env only)."""
+    environ = dict(os.environ if env is None else env)
+    cfg = Config()
+    upath = user_path or user_config_path(environ)
+    user: dict[str, Any] = {}
+    if upath.exists():
+        user = _normalize(read_yaml_file(upath))
+        cfg.files.append(upath)
+        _record_sources(user, "", f"user:{upath}", cfg.sources)
+    merged = dict(user)
+    trusted = environ.get(TRUST_ENV, "") in ("1", "true", "yes")
+    if workspace is not None:
+        user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
+        for pfile in find_project_files(workspace):
+            layer = _normalize(read_yaml_file(pfile))
+            if not trusted:
+                layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)
+            cfg.files.append(pfile)
+            _record_sources(layer, "", f"project:{pfile}", cfg.sources)
+            merged = merge(merged, layer)
+    env_layer = _env_layer(environ)
+    if env_layer:
+        _record_sources(env_layer, "", "env", cfg.sources)
+        merged = merge(merged, env_layer)
+    cfg.data = merged
+    return cfg
+
+
+# ---------------------------------------------------------------- typed views
+
+
+def _type_ok(value: Any, tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, a) for a in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (list, tuple):
+        return isinstance(value, list)
+    if origin is dict:
+        return isinstance(value, Mapping)
+    if isinstance(tp, type):
+        return isinstance(value, tp)
+    return True
+
+
+def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
+    """Build dataclass ``cls`` from ``raw``; nested dataclasses are built too.
+
+    A value of the wrong type is a :class:`ConfigError` naming the key.
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls} is not a dataclass")
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in raw:
+            continue
+        value = raw[f.name]
+        tp = hints[f.name]
+        key = f"{where}.{f.name}" if where else f.name
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            if value is None:
+                continue
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"config key `{key}` must be a mapping, got {type(value).__name__}")
+            kwargs[f.name] = from_mapping(tp, value, key)
+            continue
+        if not _type_ok(value, tp):
+            raise ConfigError(
+                f"config key `{key}` has the wrong type: expected {getattr(tp, '__name__', tp)}, "
+                f"got {type(value).__name__} ({value!r:.60})",
+                hint="Fix the value in the file /config names as its source.",
+            )
+        if typing.get_origin(tp) is tuple and isinstance(value, list):
+            value = tuple(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)

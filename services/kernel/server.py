@@ -1,0 +1,179 @@
+"""Server bootstrap shared by every service.
+
+A service describes itself as a :class:`ServiceDef` (its name, how to add its
+servicers, what to do at shutdown). :func:`create_server` binds a real aio
+server on an address and returns ``(server, bound_address)`` so tests can use
+an ephemeral socket; :func:`run_service` is the process main: config, logging,
+endpoint, SIGTERM handling (health NOT_SERVING, the service's own drain hook,
+then ``server.stop(grace)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from services.kernel.config import Config, load_config
+from services.kernel.endpoints import (
+    AuthSettings,
+    Endpoint,
+    auth_settings,
+    endpoint_for,
+    ensure_runtime_dir,
+    parse_endpoint,
+    prepare_unix_socket,
+    runtime_dir,
+)
+from services.kernel.errors import AiCodingError, EndpointError
+from services.kernel.interceptors import AuthInterceptor, ContextInterceptor
+from services.kernel.logs import setup_logging
+
+log = logging.getLogger("ai_coding.server")
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+DEFAULT_GRACE_SECONDS = 5.0
+
+
+@dataclass
+class ServiceDef:
+    """What a service contributes to the shared bootstrap."""
+
+    name: str
+    """Short name: loop, tools, memory or mcp_gateway."""
+    proto_services: list[str]
+    """Full proto service names, for health and reflection."""
+    register: Callable[[grpc.aio.Server], None]
+    """Adds the servicers to the server."""
+    on_shutdown: Callable[[], Awaitable[None]] | None = None
+    """Called after health turns NOT_SERVING and before the server stops
+    (e.g. the loop sends in-flight turns their final event)."""
+    on_start: Callable[[], Awaitable[None]] | None = None
+    """Called once the server is listening (start background tasks here)."""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    address: str
+    health: HealthServicer
+    service: ServiceDef
+
+
+def _server_options() -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+def _bind(server: grpc.aio.Server, endpoint: Endpoint) -> str:
+    if endpoint.scheme == "unix":
+        prepare_unix_socket(endpoint.path)
+        Path(endpoint.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        server.add_insecure_port(f"unix:{endpoint.path}")
+        return str(endpoint)
+    auth = endpoint.auth
+    if not (auth.tls_cert and auth.tls_key and auth.token):
+        raise EndpointError(
+            f"{endpoint.service} would listen on {endpoint} without TLS and a token",
+            hint="Set endpoints.auth.tls_cert, tls_key and token_file in the user config (TCP needs all three).",
+            reason="tcp_requires_tls",
+        )
+    try:
+        cert = Path(auth.tls_cert).expanduser().read_bytes()
+        key = Path(auth.tls_key).expanduser().read_bytes()
+    except OSError as exc:
+        raise EndpointError(f"cannot read TLS files for {endpoint.service}: {exc}") from None
+    creds = grpc.ssl_server_credentials([(key, cert)])
+    try:
+        port = server.add_secure_port(f"{endpoint.host}:{endpoint.port}", creds)
+    except RuntimeError as exc:
+        raise EndpointError(
+            f"cannot listen on {endpoint}: {exc}", hint="Is the port in use?", reason="port_in_use"
+        ) from None
+    return f"tcp://{endpoint.host}:{port}"
+
+
+async def create_server(endpoint: Endpoint | str, service: ServiceDef) -> RunningServer:
+    """Build, bind and start a server for ``service``; returns it with its bound address."""
+    if isinstance(endpoint, str):
+        endpoint = parse_endpoint(service.name, endpoint)
+    interceptors: list[grpc.aio.ServerInterceptor] = [ContextInterceptor(service.name)]
+    if endpoint.scheme == "tcp":
+        interceptors.insert(0, AuthInterceptor(endpoint.auth.token))
+    server = grpc.aio.server(interceptors=interceptors, options=_server_options())
+    service.register(server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    names = [*service.proto_services, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
+    reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
+    address = _bind(server, endpoint)
+    await server.start()
+    if endpoint.scheme == "unix":
+        os.chmod(endpoint.path, 0o600)
+    for name in ["", *service.proto_services]:
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    if service.on_start is not None:
+        await service.on_start()
+    return RunningServer(server, address, health, service)
+
+
+async def shutdown(running: RunningServer, grace: float = DEFAULT_GRACE_SECONDS) -> None:
+    """Graceful stop: NOT_SERVING, the service's drain hook, then stop(grace)."""
+    await running.health.enter_graceful_shutdown()
+    if running.service.on_shutdown is not None:
+        try:
+            await asyncio.wait_for(running.service.on_shutdown(), timeout=grace)
+        except Exception:
+            log.exception("shutdown hook of %s failed", running.service.name)
+    await running.server.stop(grace)
+
+
+async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> int:
+    """Run one service until SIGTERM/SIGINT. Returns the process exit code."""
+    config = load_config(None)
+    rdir = ensure_runtime_dir(runtime_dir(config))
+    setup_logging(name, rdir / "logs")
+    endpoint = endpoint_for(name, config)
+    if endpoint.scheme == "tcp" and not endpoint.auth.token:
+        endpoint = Endpoint(endpoint.service, "tcp", host=endpoint.host, port=endpoint.port, auth=auth_settings(config))
+    service = service_factory(config)
+    running = await create_server(endpoint, service)
+    log.info("%s serving on %s (pid %d)", name, running.address, os.getpid())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("%s shutting down", name)
+    await shutdown(running)
+    if endpoint.scheme == "unix":
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(endpoint.path)
+    return 0
+
+
+def run_service(service_factory: Callable[[Config], ServiceDef], name: str) -> int:
+    """Process entry point for ``ai-coding serve NAME``: readable errors, no traceback."""
+    try:
+        return asyncio.run(serve(service_factory, name))
+    except AiCodingError as exc:
+        print(f"ai-coding serve {name}: {exc}", flush=True)
+        log.error("%s failed to start: %s", name, exc)
+        return 2
+
+
+__all__ = ["AuthSettings", "RunningServer", "ServiceDef", "create_server", "run_service", "serve", "shutdown"]
