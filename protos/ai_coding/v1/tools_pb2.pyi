@@ -25,13 +25,23 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class SandboxOptions(_message.Message):
+    """What a caller asks of the sandbox. The service's own config decides; a
+    request can only tighten it (network=false always wins, a request can never
+    turn the sandbox off).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MODE_FIELD_NUMBER: _builtins.int
     NETWORK_FIELD_NUMBER: _builtins.int
     mode: _builtins.str
-    """"bwrap" (default) or "none" (explicit opt-out)."""
+    """"bwrap" (default) or "none" (explicit opt-out; honoured only when the
+    service's own config says none). Empty = the service's setting.
+    """
     network: _builtins.bool
+    """Network access for bash and jobs; true is honoured only when the
+    service's config allows it.
+    """
     def __init__(
         self,
         *,
@@ -91,21 +101,35 @@ class OpenSessionResponse(_message.Message):
 
     WORKSPACE_ROOT_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    SANDBOX_FIELD_NUMBER: _builtins.int
+    EXTRA_ROOTS_FIELD_NUMBER: _builtins.int
     workspace_root: _builtins.str
     """The resolved (real) workspace root."""
     @_builtins.property
     def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Warnings to surface as Degraded events (e.g. sandbox mode none)."""
 
+    @_builtins.property
+    def sandbox(self) -> Global___SandboxOptions:
+        """The sandbox the session actually gets (after the service's config)."""
+
+    @_builtins.property
+    def extra_roots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The extra roots actually granted (resolved; only ones the service's
+        trusted config lists).
+        """
+
     def __init__(
         self,
         *,
         workspace_root: _builtins.str = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
+        sandbox: Global___SandboxOptions | None = ...,
+        extra_roots: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["sandbox", b"sandbox"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["warnings", b"warnings", "workspace_root", b"workspace_root"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["extra_roots", b"extra_roots", "sandbox", b"sandbox", "warnings", b"warnings", "workspace_root", b"workspace_root"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -136,6 +160,7 @@ class CloseSessionResponse(_message.Message):
 
     JOBS_STOPPED_FIELD_NUMBER: _builtins.int
     jobs_stopped: _builtins.int
+    """Background jobs that were still running and got stopped."""
     def __init__(
         self,
         *,
