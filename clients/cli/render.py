@@ -1,0 +1,394 @@
+"""Render the loop's turn events to a terminal (used by ``ai-coding run`` and the REPL).
+
+The text boundary: every string that comes from outside (model text, tool
+output, arguments, titles, previews, user input) reaches the console only as a
+``rich.text.Text`` built by :func:`literal`, never as a ``str`` that rich would
+parse as markup, and with terminal control characters made visible. So
+``[bold]``, ``[/x]``, ``[path=/tmp/x]`` and ``ESC [31m`` / OSC sequences print
+as the characters they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from ai_coding.v1 import common_pb2, loop_pb2
+from rich.console import Console
+from rich.text import Text
+
+# C0 controls except \t and \n, DEL, and the C1 range (0x80-0x9f: 8-bit CSI/OSC).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+# How many lines of a running command's output show under its tool line.
+CHUNK_LINES_SHOWN = 6
+_MAX_RESULT_CHARS = 80
+
+STATUS_NAMES = {
+    loop_pb2.TURN_STATUS_COMPLETED: "completed",
+    loop_pb2.TURN_STATUS_MAX_ITERATIONS: "max iterations",
+    loop_pb2.TURN_STATUS_BUDGET: "budget",
+    loop_pb2.TURN_STATUS_TIMEOUT: "timeout",
+    loop_pb2.TURN_STATUS_INTERRUPTED: "interrupted",
+    loop_pb2.TURN_STATUS_APPROVAL_STOP: "stopped at approval",
+    loop_pb2.TURN_STATUS_FAILED: "failed",
+}
+
+_TASK_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "⊘", "dropped": "✗"}
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with control characters replaced by a visible ``\\xNN`` form (\\r\\n kept as \\n)."""
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def literal(text: str, style: str = "") -> Text:
+    """External text as a rich ``Text``: no markup parsing, no emoji codes, controls visible."""
+    return Text(visible_controls(text), style=style)
+
+
+def one_line(text: str, limit: int = _MAX_RESULT_CHARS) -> str:
+    """The first non-empty line of ``text``, cut to ``limit`` characters."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped:
+            return stripped if len(stripped) <= limit else stripped[: limit - 1] + "…"
+    return ""
+
+
+def human_count(n: float) -> str:
+    """1234 -> '1.2k', 999 -> '999', 2500000 -> '2.5M'."""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 1_000:
+        return f"{n / 1_000:.1f}k"
+    return str(int(n))
+
+
+def human_duration(ms: float) -> str:
+    """Milliseconds as '350ms', '1.2s' or '2m05s'."""
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def cache_hit(usage: common_pb2.Usage) -> str:
+    """Cache hit as the provider reported it, else the prefix ratio, else 'n/a' (never a guess)."""
+    if usage.HasField("cached_tokens") and usage.prompt_tokens > 0:
+        return f"{100 * usage.cached_tokens / usage.prompt_tokens:.0f}%"
+    if usage.HasField("prefix_ratio"):
+        return f"~{100 * usage.prefix_ratio:.0f}%"
+    return "n/a"
+
+
+def tool_title(tool: str, arguments_json: str) -> str:
+    """A verb-target title when the loop sent none: 'Running · pytest -q', 'Reading · src/a.py'."""
+    try:
+        args = json.loads(arguments_json) if arguments_json else {}
+    except json.JSONDecodeError:
+        args = {}
+    if not isinstance(args, dict):
+        args = {}
+    verbs = {"bash": ("Running", "command"), "read": ("Reading", "path"), "write": ("Writing", "path"),
+             "edit": ("Editing", "path"), "glob": ("Finding", "pattern"), "grep": ("Searching", "pattern")}
+    verb, key = verbs.get(tool, (tool, ""))
+    target = str(args.get(key, "")) if key else ""
+    return f"{verb} · {one_line(target, 60)}" if target else verb
+
+
+def status_line(finished: loop_pb2.TurnFinished) -> str:
+    """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s' for a finished turn."""
+    usage = finished.usage
+    parts = [STATUS_NAMES.get(finished.status, "unknown")]
+    if finished.reason and finished.status != loop_pb2.TURN_STATUS_COMPLETED:
+        parts[0] += f" ({one_line(finished.reason, 60)})"
+    parts.append(f"{human_count(usage.prompt_tokens)} in / {human_count(usage.completion_tokens)} out")
+    parts.append(f"cache {cache_hit(usage)}")
+    if finished.iterations:
+        parts.append(f"{finished.iterations} step{'s' if finished.iterations != 1 else ''}")
+    parts.append(human_duration(finished.duration_ms))
+    return " · ".join(parts)
+
+
+def tool_result_summary(result: common_pb2.ToolResult) -> str:
+    """The short text after ✓/✗: the error code and sentence, or the output's first line."""
+    if not result.ok:
+        code = result.error.code or result.limit_hit or "error"
+        message = one_line(result.error.message, 60)
+        return f"{code}: {message}" if message else code
+    first = one_line(result.output)
+    lines = len(result.output.splitlines())
+    return f"{first} (+{lines - 1} lines)" if lines > 1 and first else first
+
+
+@dataclass
+class _Tool:
+    title: str
+    tool: str
+    arguments_json: str
+    chunk_lines: int = 0
+    hidden_lines: int = 0
+    partial: str = ""
+
+
+@dataclass
+class _TurnState:
+    reasoning_chars: int = 0
+    reasoning_text: list[str] = field(default_factory=list)
+    reasoning_shown: bool = False
+    in_reasoning: bool = False
+    tasks: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class LastTool:
+    """The last finished tool call, for ``/last`` and Ctrl-Y."""
+
+    tool: str
+    title: str
+    arguments_json: str
+    output: str
+    ok: bool
+
+
+class EventRenderer:
+    """Turns ``TurnEvent`` protos into terminal output, one event at a time."""
+
+    def __init__(self, console: Console, verbose: bool = False) -> None:
+        self.console = console
+        self.verbose = verbose
+        self.last_tool: LastTool | None = None
+        self.last_reasoning = ""
+        self.pending_approval: loop_pb2.ApprovalRequested | None = None
+        self.pending_question: loop_pb2.QuestionAsked | None = None
+        self.last_seq = 0
+        self._tools: dict[str, _Tool] = {}
+        self._turn = _TurnState()
+        self._mid_line = False
+        self._last_line_tool = ""
+
+    # ---- output primitives ----
+
+    def _line(self, text: Text) -> None:
+        """Print one terminal line; never wraps (a narrow terminal truncates with …)."""
+        self._end_text()
+        self.console.print(text, no_wrap=True, overflow="ellipsis", highlight=False, crop=True)
+        self._last_line_tool = ""
+
+    def _end_text(self) -> None:
+        if self._mid_line:
+            self.console.print(highlight=False)
+            self._mid_line = False
+        self._flush_reasoning()
+
+    def _flush_reasoning(self) -> None:
+        turn = self._turn
+        if turn.in_reasoning:
+            turn.in_reasoning = False
+            if not turn.reasoning_shown:
+                turn.reasoning_shown = True
+                self.console.print(
+                    literal(f"▸ thinking ({human_count(turn.reasoning_chars)} chars)", "dim"),
+                    no_wrap=True, overflow="ellipsis", highlight=False, crop=True)
+            if self.verbose:
+                self.console.print(literal(turn.reasoning_text[-1], "dim italic"), highlight=False)
+
+    # ---- dispatch ----
+
+    def handle(self, event: loop_pb2.TurnEvent) -> None:
+        """Render one event. Unknown or empty events are ignored."""
+        self.last_seq = max(self.last_seq, event.seq)
+        kind = event.WhichOneof("event")
+        if kind is None:
+            return
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(getattr(event, kind))
+
+    def close(self) -> None:
+        """Finish any half-written line (call when the stream ends)."""
+        self._end_text()
+
+    # ---- events ----
+
+    def _on_turn_started(self, ev: loop_pb2.TurnStarted) -> None:
+        self._turn = _TurnState()
+        self._tools.clear()
+        if self.verbose:
+            self._line(literal(f"turn {ev.turn} · {ev.model}", "dim"))
+
+    def _on_text_delta(self, ev: loop_pb2.TextDelta) -> None:
+        if not ev.text:
+            return
+        self._flush_reasoning()
+        self.console.print(literal(ev.text), end="", soft_wrap=True, highlight=False)
+        self._mid_line = not ev.text.endswith("\n")
+        self._last_line_tool = ""
+
+    def _on_reasoning_delta(self, ev: loop_pb2.ReasoningDelta) -> None:
+        turn = self._turn
+        if not turn.in_reasoning:
+            if self._mid_line:
+                self.console.print(highlight=False)
+                self._mid_line = False
+            turn.in_reasoning = True
+            turn.reasoning_text.append("")
+        turn.reasoning_chars += len(ev.text)
+        turn.reasoning_text[-1] += ev.text
+        self.last_reasoning = "\n\n".join(turn.reasoning_text)
+
+    def _on_tool_started(self, ev: loop_pb2.ToolStarted) -> None:
+        title = ev.title or tool_title(ev.tool, ev.arguments_json)
+        self._tools[ev.call_id] = _Tool(title=title, tool=ev.tool, arguments_json=ev.arguments_json)
+        self._line(literal(f"▸ {title}", "yellow"))
+        self._last_line_tool = ev.call_id
+
+    def _on_tool_chunk(self, ev: common_pb2.ToolChunk) -> None:
+        tool = self._tools.get(ev.call_id)
+        if tool is None:
+            return
+        if ev.stream == "progress":
+            done = f" {ev.progress:g}/{ev.total:g}" if ev.total else ""
+            self._chunk_line(tool, f"{one_line(ev.text)}{done}")
+            return
+        text = tool.partial + ev.text
+        *complete, tool.partial = text.split("\n")
+        for line in complete:
+            self._chunk_line(tool, line)
+
+    def _chunk_line(self, tool: _Tool, line: str) -> None:
+        if tool.chunk_lines >= CHUNK_LINES_SHOWN and not self.verbose:
+            tool.hidden_lines += 1
+            return
+        tool.chunk_lines += 1
+        self._line(literal(f"  │ {line}", "dim"))
+
+    def _on_tool_finished(self, ev: loop_pb2.ToolFinished) -> None:
+        result = ev.result
+        tool = self._tools.pop(result.call_id, None) or _Tool(
+            title=tool_title(result.tool, "{}"), tool=result.tool, arguments_json="{}")
+        if tool.partial:
+            self._chunk_line(tool, tool.partial)
+        if tool.hidden_lines:
+            self._line(literal(f"  │ … {tool.hidden_lines} more lines (/last shows all)", "dim"))
+        self.last_tool = LastTool(tool=tool.tool, title=tool.title, arguments_json=tool.arguments_json,
+                                  output=result.output if result.ok else _failure_text(result), ok=result.ok)
+        mark, style = ("✓", "green") if result.ok else ("✗", "red")
+        summary = tool_result_summary(result)
+        text = f"{mark} {tool.title}" + (f" · {summary}" if summary else "")
+        text += f" · {human_duration(result.duration_ms)}"
+        if self._last_line_tool == result.call_id and self.console.is_terminal:
+            # The started line is the last one on screen: turn it into the result in place.
+            self.console.file.write("\x1b[1A\x1b[2K\r")
+        self._line(literal(text, style))
+
+    def _on_approval_requested(self, ev: loop_pb2.ApprovalRequested) -> None:
+        self.pending_approval = ev
+        self._line(literal(f"? approve {ev.tool}" + (f" ({ev.reason})" if ev.reason else ""), "bold magenta"))
+        preview = ev.preview or ev.arguments_json
+        self._end_text()
+        self.console.print(literal(preview), highlight=False)
+        self._line(Text("  y once · a always (this session) · n deny · s stop the turn · Enter = deny",
+                        style="magenta"))
+
+    def _on_approval_resolved(self, ev: loop_pb2.ApprovalResolved) -> None:
+        if self.pending_approval and self.pending_approval.request_id == ev.request_id:
+            self.pending_approval = None
+        names = {loop_pb2.APPROVAL_DECISION_ALLOW_ONCE: "allowed once",
+                 loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS: "allowed for this session",
+                 loop_pb2.APPROVAL_DECISION_DENY: "denied",
+                 loop_pb2.APPROVAL_DECISION_STOP: "stopped"}
+        source = f" ({ev.source})" if ev.source and ev.source != "user" else ""
+        self._line(literal(f"  → {names.get(ev.decision, 'denied')}{source}", "dim"))
+
+    def _on_question_asked(self, ev: loop_pb2.QuestionAsked) -> None:
+        self.pending_question = ev
+        self._line(literal("◆ Question", "bold cyan"))
+        self._end_text()
+        self.console.print(literal(ev.question), highlight=False)
+        for number, option in enumerate(ev.options, start=1):
+            self._line(literal(f"  {number}. {option}"))
+        hint = "  type a number or your own answer · Esc answers empty" if ev.options else \
+            "  type your answer · Esc answers empty"
+        self._line(Text(hint, style="cyan"))
+
+    def _on_question_resolved(self, ev: loop_pb2.QuestionResolved) -> None:
+        if self.pending_question and self.pending_question.request_id == ev.request_id:
+            self.pending_question = None
+        self._line(literal(f"  → {one_line(ev.answer) or '(no answer)'}", "dim"))
+
+    def _on_task_list_updated(self, ev: loop_pb2.TaskListUpdated) -> None:
+        tasks = tuple((item.content, item.status) for item in ev.items)
+        if tasks == self._turn.tasks:
+            return
+        self._turn.tasks = tasks
+        done = sum(1 for _, status in tasks if status == "completed")
+        self._line(literal(f"  tasks {done}/{len(tasks)}" + (f" · {one_line(ev.goal, 60)}" if ev.goal else ""),
+                           "dim"))
+        for content, status in tasks:
+            self._line(literal(f"  {_TASK_MARKS.get(status, '·')} {one_line(content)}", "dim"))
+
+    def _on_compaction_started(self, ev: loop_pb2.CompactionStarted) -> None:
+        self._line(literal(f"  compacting ~{human_count(ev.estimated_tokens)} tokens ({ev.reason})", "dim"))
+
+    def _on_compaction_ended(self, ev: loop_pb2.CompactionEnded) -> None:
+        self._line(literal(f"  compacted {human_count(ev.estimated_before)} → "
+                           f"{human_count(ev.estimated_after)} tokens", "dim"))
+
+    def _on_memory_recalled(self, ev: loop_pb2.MemoryRecalled) -> None:
+        if self.verbose and ev.count:
+            self._line(literal(f"  recalled {ev.count} notes ({ev.elapsed_ms:.1f}ms)", "dim"))
+
+    def _on_degraded(self, ev: loop_pb2.Degraded) -> None:
+        self._line(literal(f"  degraded · {ev.component}: {one_line(ev.reason, 100)}", "yellow"))
+
+    def _on_search_stalled(self, ev: loop_pb2.SearchStalled) -> None:
+        if self.verbose:
+            self._line(literal(f"  search stalled (level {ev.level}): {one_line(ev.reason)}", "dim"))
+
+    def _on_context_assembled(self, ev: loop_pb2.ContextAssembled) -> None:
+        if self.verbose:
+            self._line(literal(f"  context ~{human_count(ev.estimated_tokens)} tokens", "dim"))
+
+    def _on_model_step_finished(self, ev: loop_pb2.ModelStepFinished) -> None:
+        if self.verbose:
+            self._line(literal(f"  step {ev.step} · {ev.finish_reason} · {human_duration(ev.latency_ms)}", "dim"))
+
+    def _on_input_queued(self, ev: loop_pb2.InputQueued) -> None:
+        self._line(literal(f"  queued #{ev.position}: {one_line(ev.input, 60)}", "dim"))
+
+    def _on_notice(self, ev: loop_pb2.Notice) -> None:
+        style = {"warning": "yellow", "error": "red"}.get(ev.level, "dim")
+        self._line(literal(ev.text, style))
+
+    def _on_turn_finished(self, ev: loop_pb2.TurnFinished) -> None:
+        self._end_text()
+        self.pending_approval = None
+        self.pending_question = None
+        if ev.handoff:
+            self.console.print(literal(ev.handoff), highlight=False)
+        ok = ev.status == loop_pb2.TURN_STATUS_COMPLETED
+        self._line(literal(f"● {status_line(ev)}", "dim" if ok else "yellow"))
+
+
+def _failure_text(result: common_pb2.ToolResult) -> str:
+    parts = [f"error: {result.error.code}: {result.error.message}"]
+    if result.error.hint:
+        parts.append(f"hint: {result.error.hint}")
+    if result.output:
+        parts.append(result.output)
+    return "\n".join(parts)
+
+
+def last_tool_text(last: LastTool) -> str:
+    """Full arguments and output of a finished tool call (what /last prints and Ctrl-Y copies)."""
+    try:
+        args = json.dumps(json.loads(last.arguments_json or "{}"), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        args = last.arguments_json
+    return f"{last.title}\narguments:\n{args}\noutput:\n{last.output}"

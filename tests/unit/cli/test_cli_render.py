@@ -1,0 +1,194 @@
+"""The event renderer against hand-built TurnEvent protos: plain text capture at 60 and 200 columns."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from ai_coding.v1 import common_pb2, loop_pb2
+from rich.console import Console
+
+from clients.cli.render import EventRenderer, last_tool_text, status_line, tool_title, visible_controls
+
+
+def make(width: int = 200, terminal: bool = False) -> tuple[EventRenderer, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=terminal, color_system="standard" if terminal else None,
+                      legacy_windows=False)
+    return EventRenderer(console), out
+
+
+_seq = iter(range(1, 1_000_000))
+
+
+def ev(**kwargs: object) -> loop_pb2.TurnEvent:
+    return loop_pb2.TurnEvent(seq=next(_seq), session_id="s1", turn=1, **kwargs)  # type: ignore[arg-type]
+
+
+def finished(status: int = loop_pb2.TURN_STATUS_COMPLETED, **usage: int) -> loop_pb2.TurnEvent:
+    return ev(turn_finished=loop_pb2.TurnFinished(
+        status=status, usage=common_pb2.Usage(**usage), iterations=2, duration_ms=2300))  # type: ignore[arg-type]
+
+
+def tool(call_id: str, ok: bool = True, output: str = "", code: str = "", ms: float = 1200) -> loop_pb2.TurnEvent:
+    result = common_pb2.ToolResult(call_id=call_id, tool="bash", ok=ok, output=output, duration_ms=ms,
+                                   error=common_pb2.ErrorInfo(code=code, message="stopped by the user" if code else ""))
+    return ev(tool_finished=loop_pb2.ToolFinished(result=result))
+
+
+def test_text_deltas_stream_into_one_line_and_the_turn_ends_with_a_status_line() -> None:
+    renderer, out = make()
+    for piece in ("Hel", "lo ", "world"):
+        renderer.handle(ev(text_delta=loop_pb2.TextDelta(text=piece)))
+    assert out.getvalue() == "Hello world"
+    renderer.handle(finished(prompt_tokens=1234, completion_tokens=56, cached_tokens=1000))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Hello world"
+    assert lines[1] == "● completed · 1.2k in / 56 out · cache 81% · 2 steps · 2.3s"
+
+
+def test_a_tool_call_is_one_started_line_then_one_result_line_with_duration() -> None:
+    renderer, out = make()
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title="Running · pytest -q")))
+    renderer.handle(tool("c1", output="3 passed in 0.1s\n"))
+    assert out.getvalue().splitlines() == ["▸ Running · pytest -q", "✓ Running · pytest -q · 3 passed in 0.1s · 1.2s"]
+    assert renderer.last_tool is not None
+    assert "3 passed" in last_tool_text(renderer.last_tool)
+
+
+def test_on_a_terminal_the_started_line_is_replaced_in_place() -> None:
+    renderer, out = make(terminal=True)
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title="Running · ls")))
+    renderer.handle(tool("c1", output="a.py"))
+    assert "\x1b[1A\x1b[2K" in out.getvalue()
+
+
+def test_a_failed_tool_shows_its_error_code() -> None:
+    renderer, out = make()
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title="Running · sleep 60")))
+    renderer.handle(tool("c1", ok=False, code="cancelled_by_user"))
+    assert out.getvalue().splitlines()[-1].startswith("✗ Running · sleep 60 · cancelled_by_user: stopped by the user")
+
+
+def test_running_output_is_bounded_in_height_and_the_rest_is_counted() -> None:
+    renderer, out = make()
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title="Running · seq 20")))
+    text = "".join(f"{i}\n" for i in range(1, 21))
+    renderer.handle(ev(tool_chunk=common_pb2.ToolChunk(call_id="c1", stream="stdout", text=text[:7])))
+    renderer.handle(ev(tool_chunk=common_pb2.ToolChunk(call_id="c1", stream="stdout", text=text[7:])))
+    renderer.handle(tool("c1", output=text))
+    lines = out.getvalue().splitlines()
+    shown = [line for line in lines if line.startswith("  │ ") and "more lines" not in line]
+    assert [line[4:] for line in shown] == ["1", "2", "3", "4", "5", "6"]
+    assert "  │ … 14 more lines (/last shows all)" in lines
+
+
+def test_reasoning_is_one_folded_line_per_turn() -> None:
+    renderer, out = make()
+    renderer.handle(ev(turn_started=loop_pb2.TurnStarted(turn=1)))
+    renderer.handle(ev(reasoning_delta=loop_pb2.ReasoningDelta(text="x" * 1200)))
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title="Running · ls")))
+    renderer.handle(tool("c1", output="a"))
+    renderer.handle(ev(reasoning_delta=loop_pb2.ReasoningDelta(text="y" * 50)))
+    renderer.handle(ev(text_delta=loop_pb2.TextDelta(text="done")))
+    renderer.close()
+    text = out.getvalue()
+    assert text.count("▸ thinking") == 1
+    assert "▸ thinking (1.2k chars)" in text
+    assert renderer.last_reasoning == "x" * 1200 + "\n\n" + "y" * 50
+
+
+MARKUP_CASES = ["[bold]not bold[/bold]", "closing [/x] tag", "[path=/tmp/x]", ":smile: [red]r[/red]"]
+
+
+@pytest.mark.parametrize("payload", MARKUP_CASES)
+def test_markup_in_external_text_renders_literally_everywhere(payload: str) -> None:
+    renderer, out = make(terminal=True)
+    renderer.handle(ev(text_delta=loop_pb2.TextDelta(text=payload + "\n")))
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title=f"Running · {payload}")))
+    renderer.handle(ev(tool_chunk=common_pb2.ToolChunk(call_id="c1", stream="stdout", text=payload + "\n")))
+    renderer.handle(tool("c1", output=payload))
+    renderer.handle(ev(approval_requested=loop_pb2.ApprovalRequested(request_id="r", tool="bash", preview=payload)))
+    renderer.handle(ev(question_asked=loop_pb2.QuestionAsked(request_id="q", question=payload, options=[payload])))
+    plain = _strip_sgr(out.getvalue())
+    # text, title (started), chunk, result title, result summary, preview, question, option
+    assert plain.count(payload) >= 8
+
+
+def test_escape_sequences_in_external_text_are_shown_not_executed() -> None:
+    renderer, out = make(terminal=True)
+    hostile = "red:\x1b[31mRED\x1b[0m title:\x1b]0;pwned\x07 clip:\x1b]52;c;ZXZpbA==\x07 csi8:\x9b2J bell\x07"
+    renderer.handle(ev(text_delta=loop_pb2.TextDelta(text=hostile + "\n")))
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title=hostile)))
+    renderer.handle(tool("c1", output=hostile))
+    raw = out.getvalue()
+    assert "\x1b[31mRED" not in raw and "\x1b]" not in raw and "\x07" not in raw and "\x9b" not in raw
+    assert "\\x1b[31mRED\\x1b[0m" in raw
+    assert "\\x1b]52;c;ZXZpbA==\\x07" in raw
+
+
+def test_visible_controls_keeps_newlines_and_tabs() -> None:
+    assert visible_controls("a\tb\r\nc\x00") == "a\tb\nc\\x00"
+
+
+@pytest.mark.parametrize("width", [60, 200])
+def test_status_and_tool_lines_never_wrap(width: int) -> None:
+    renderer, out = make(width=width)
+    long = "pytest " + "-k some_really_long_selector " * 12
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title=f"Running · {long}")))
+    renderer.handle(tool("c1", output="ok " * 100))
+    renderer.handle(ev(turn_finished=loop_pb2.TurnFinished(
+        status=loop_pb2.TURN_STATUS_FAILED, reason="the model endpoint refused the request " * 4,
+        usage=common_pb2.Usage(prompt_tokens=123456789, completion_tokens=98765), iterations=40,
+        duration_ms=400000)))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert all(len(line) <= width for line in lines)
+    if width == 60:
+        assert all(line.endswith("…") for line in lines)
+    else:
+        assert lines[2].startswith("● failed (the model endpoint refused")
+
+
+def test_cache_is_reported_as_unknown_when_the_provider_did_not_say() -> None:
+    line = status_line(loop_pb2.TurnFinished(status=loop_pb2.TURN_STATUS_COMPLETED,
+                                             usage=common_pb2.Usage(prompt_tokens=10, completion_tokens=2)))
+    assert "cache n/a" in line
+    ratio = status_line(loop_pb2.TurnFinished(usage=common_pb2.Usage(prompt_tokens=10, prefix_ratio=0.5)))
+    assert "cache ~50%" in ratio
+
+
+def test_a_title_is_derived_from_the_arguments_when_the_loop_sent_none() -> None:
+    assert tool_title("bash", '{"command": "pytest -q\\necho"}') == "Running · pytest -q"
+    assert tool_title("read", '{"path": "src/a.py"}') == "Reading · src/a.py"
+    assert tool_title("mystery", "not json") == "mystery"
+
+
+def test_task_list_prints_only_when_it_changes() -> None:
+    renderer, out = make()
+    items = [loop_pb2.TaskItem(id="1", content="write tests", status="completed"),
+             loop_pb2.TaskItem(id="2", content="fix bug", status="in_progress")]
+    renderer.handle(ev(task_list_updated=loop_pb2.TaskListUpdated(goal="ship", items=items)))
+    renderer.handle(ev(task_list_updated=loop_pb2.TaskListUpdated(goal="ship", items=items)))
+    lines = out.getvalue().splitlines()
+    assert lines == ["  tasks 1/2 · ship", "  ☑ write tests", "  ◐ fix bug"]
+
+
+def test_approval_and_question_are_remembered_until_resolved() -> None:
+    renderer, out = make()
+    renderer.handle(ev(approval_requested=loop_pb2.ApprovalRequested(request_id="r1", tool="bash", preview="rm -rf x")))
+    assert renderer.pending_approval is not None
+    assert "Enter = deny" in out.getvalue()
+    renderer.handle(ev(approval_resolved=loop_pb2.ApprovalResolved(
+        request_id="r1", decision=loop_pb2.APPROVAL_DECISION_DENY, source="user")))
+    assert renderer.pending_approval is None
+    renderer.handle(ev(question_asked=loop_pb2.QuestionAsked(request_id="q1", question="Which?", options=["a", "b"])))
+    assert "  2. b" in out.getvalue().splitlines()
+    renderer.handle(ev(question_resolved=loop_pb2.QuestionResolved(request_id="q1", answer="b")))
+    assert renderer.pending_question is None
+
+
+def _strip_sgr(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
