@@ -1,0 +1,118 @@
+"""Slash command parsing: pure, offline, no terminal state.
+
+``parse_slash(line)`` says what a submitted line is: a known command (with its
+canonical name and arguments), a near-miss of one ("did you mean"), a removed
+command's tombstone, or ``None``: plain text for the model (including unknown
+``/text`` such as ``/path/to/file``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Canonical name -> (argument hint, one-line help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "help": ("", "list the commands"),
+    "status": ("", "session id, message count, memory notes"),
+    "model": ("[name]", "list the configured models, or switch to one"),
+    "resume": ("[id]", "pick a saved session, or resume one by id prefix"),
+    "permissions": ("[auto|confirm]", "show or switch how approvals are answered"),
+    "todo": ("", "the session's task list"),
+    "tasks": ("[stop <id>]", "background subagent runs"),
+    "skills": ("", "the skill catalog"),
+    "plan": ("<topic>", "plan a topic and run the plan step by step"),
+    "review": ("", "ask the model to review the current git diff"),
+    "config": ("", "the effective configuration"),
+    "compact": ("", "compact the history now"),
+    "memory": ("[query]", "long-term memory notes"),
+    "trace": ("", "trace summary of the last turn"),
+    "budget": ("", "token ledger of this session"),
+    "last": ("", "full arguments and output of the last tool call (Ctrl-Y copies them)"),
+    "mcp": ("", "MCP servers and their state"),
+    "clear": ("", "start a new session (the old one stays resumable)"),
+    "quit": ("", "exit"),
+}
+
+ALIASES: dict[str, str] = {"h": "help", "q": "quit", "exit": "quit", "?": "help"}
+
+# Removed commands: typing one gets this answer instead of going to the model.
+TOMBSTONES: dict[str, str] = {
+    "plan-run": "did you mean /plan? /plan-run was removed: /plan <topic> plans and runs the steps in one go.",
+}
+
+MAX_DISTANCE = 2
+_NAME = re.compile(r"^[A-Za-z][A-Za-z-]*$|^\?$")
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """A known command: canonical ``name`` and the raw ``args`` after it (stripped)."""
+
+    name: str
+    args: str
+
+
+@dataclass(frozen=True)
+class SlashReply:
+    """A line to print instead of running anything (did-you-mean or a tombstone); never sent to the model."""
+
+    text: str
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance between ``a`` and ``b``."""
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i]
+        for j, cb in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def closest_command(name: str) -> str | None:
+    """The known command or alias nearest to ``name`` within ``MAX_DISTANCE`` (ties: the first listed)."""
+    best: tuple[int, str] | None = None
+    for candidate in (*COMMANDS, *ALIASES):
+        distance = edit_distance(name, candidate)
+        if distance <= MAX_DISTANCE and (best is None or distance < best[0]):
+            best = (distance, ALIASES.get(candidate, candidate))
+    return best[1] if best else None
+
+
+def parse_slash(line: str) -> SlashCommand | SlashReply | None:
+    """Classify a submitted line. ``None`` means: send it to the model as it is."""
+    text = line.strip()
+    if not text.startswith("/") or text == "/":
+        return None
+    head, _, args = text[1:].partition(" ")
+    name = head.lower()
+    if name in COMMANDS:
+        return SlashCommand(name, args.strip())
+    if name in ALIASES:
+        return SlashCommand(ALIASES[name], args.strip())
+    if name in TOMBSTONES:
+        return SlashReply(TOMBSTONES[name])
+    if not _NAME.match(head):
+        return None
+    # Single letters are too close to everything (/x is one edit from /h and /q): only aliases count.
+    suggestion = closest_command(name) if len(name) > 1 else None
+    if suggestion:
+        return SlashReply(f"unknown command /{head}: did you mean /{suggestion}?")
+    return None
+
+
+def completions(prefix: str) -> list[tuple[str, str]]:
+    """Commands starting with ``prefix`` (without the slash) as (``/name args``, help) pairs."""
+    return [(f"/{name}" + (f" {hint}" if hint else ""), doc)
+            for name, (hint, doc) in COMMANDS.items() if name.startswith(prefix.lower())]
+
+
+def help_text() -> str:
+    """The /help listing, one command a line."""
+    width = max(len(name) + len(hint) for name, (hint, _) in COMMANDS.items()) + 3
+    rows = [f"  /{name} {hint}".ljust(width + 2) + doc for name, (hint, doc) in COMMANDS.items()]
+    keys = ("  keys: Enter send (queued while a turn runs) · Esc cancel running tools · Ctrl-C abort the turn"
+            " · Ctrl-C twice or Ctrl-D exit · Ctrl-Y copy the last tool call")
+    return "\n".join([*rows, keys])
