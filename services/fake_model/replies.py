@@ -1,0 +1,177 @@
+"""Pure builders for what the fake model sends: completions, stream chunks, usage and error bodies.
+
+The shapes follow the OpenAI Chat Completions wire format (and DeepSeek's usage
+variant) closely enough that the official ``openai`` client parses them as it
+would a real provider's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from services.fake_model.script import Step
+
+# Characters per tool-argument fragment in a stream: real providers send a few
+# tokens per chunk, so a typical call arrives as several fragments.
+ARGUMENT_FRAGMENT_CHARS = 8
+
+
+def message_text(message: Any) -> str:
+    """The text of one Chat Completions message: string content, or its text parts joined."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def last_message_text(body: dict[str, Any]) -> str:
+    """The text of the request's last message ("" when there are no messages)."""
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages:
+        return message_text(messages[-1])
+    return ""
+
+
+def match_failure(step: Step, label: str, text: str) -> str | None:
+    """``None`` when every ``match`` substring is in ``text``; else a message naming what was expected."""
+    missing = [m for m in step.match if m not in text]
+    if not missing:
+        return None
+    shown = text if len(text) <= 300 else text[:150] + " ... " + text[-150:]
+    return (f"fake model: {label} expects the last message to contain {missing[0]!r}, "
+            f"but the last message was: {shown!r}")
+
+
+def serialize_prompt(body: dict[str, Any]) -> str:
+    """The request's messages as one canonical string, for prefix-cache accounting."""
+    return json.dumps(body.get("messages", []), ensure_ascii=False, separators=(",", ":"))
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix of two strings."""
+    limit = min(len(a), len(b))
+    if a[:limit] == b[:limit]:
+        return limit
+    low, high = 0, limit  # invariant: a[:low] == b[:low], a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def token_estimate(chars: int) -> int:
+    """Roughly four characters per token, as providers' rules of thumb say."""
+    return math.ceil(chars / 4)
+
+
+def completion_chars(step: Step) -> int:
+    """How many characters the reply generates (text, reasoning and tool-call arguments)."""
+    return len(step.text) + len(step.reasoning) + sum(len(c.name) + len(c.arguments_json) for c in step.tool_calls)
+
+
+def compute_usage(step: Step, request_bytes: int, prompt: str, previous_prompt: str) -> dict[str, Any] | None:
+    """The usage object for this reply in the step's shape, or ``None`` for ``usage_shape: none``.
+
+    Prompt tokens ~ request bytes / 4; cached tokens ~ the common prefix with
+    the previous request's messages / 4; a step's ``usage`` mapping overrides any figure.
+    """
+    if step.usage_shape == "none":
+        return None
+    prompt_tokens = step.usage.get("prompt_tokens", token_estimate(request_bytes))
+    completion_tokens = step.usage.get("completion_tokens", token_estimate(completion_chars(step)))
+    reasoning_tokens = step.usage.get("reasoning_tokens", token_estimate(len(step.reasoning)))
+    cached = step.usage.get("cached_tokens", common_prefix_length(prompt, previous_prompt) // 4)
+    cached = min(cached, prompt_tokens)
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if step.usage_shape == "openai":
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    elif step.usage_shape == "deepseek":
+        usage["prompt_cache_hit_tokens"] = cached
+        usage["prompt_cache_miss_tokens"] = prompt_tokens - cached
+    return usage
+
+
+def tool_call_ids(step: Step, request_number: int) -> list[str]:
+    """Ids for the step's tool calls: the scripted id, else one unique to this request."""
+    return [c.id or f"call_{request_number}_{k}" for k, c in enumerate(step.tool_calls)]
+
+
+def completion_body(step: Step, *, completion_id: str, model: str, created: int, ids: list[str],
+                    usage: dict[str, Any] | None) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` reply."""
+    message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+    if step.reasoning:
+        message["reasoning_content"] = step.reasoning
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+            for call_id, c in zip(ids, step.tool_calls, strict=True)
+        ]
+    body: dict[str, Any] = {
+        "id": completion_id, "object": "chat.completion", "created": created, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": step.effective_finish_reason(),
+                     "logprobs": None}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def split_text(text: str, size: int) -> list[str]:
+    """Cut ``text`` into pieces of at most ``size`` characters (none for an empty text)."""
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def stream_deltas(step: Step, ids: list[str]) -> list[dict[str, Any]]:
+    """The ordered ``delta`` objects of a streamed reply: role, reasoning, text, then split tool calls."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"reasoning_content": piece} for piece in split_text(step.reasoning, step.chunk_chars)]
+    deltas += [{"content": piece} for piece in split_text(step.text, step.chunk_chars)]
+    for index, (call_id, call) in enumerate(zip(ids, step.tool_calls, strict=True)):
+        deltas.append({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                       "function": {"name": call.name, "arguments": ""}}]})
+        deltas += [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                   for piece in split_text(call.arguments_json, ARGUMENT_FRAGMENT_CHARS)]
+    return deltas
+
+
+def stream_chunks(step: Step, *, completion_id: str, model: str, created: int, ids: list[str],
+                  include_usage: bool, usage: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every ``chat.completion.chunk`` of a streamed reply, the usage-only chunk last when asked for."""
+    def chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
+        body: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                                "model": model, "choices": choices}
+        if include_usage:
+            body["usage"] = None
+        return body
+
+    chunks = [chunk([{"index": 0, "delta": d, "finish_reason": None}]) for d in stream_deltas(step, ids)]
+    chunks.append(chunk([{"index": 0, "delta": {}, "finish_reason": step.effective_finish_reason()}]))
+    if include_usage and usage is not None:
+        chunks.append({**chunk([]), "usage": usage})
+    return chunks
+
+
+def error_body(message: str, *, type_: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    """The OpenAI error envelope: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def context_length_message(prompt_tokens: int, limit: int = 128000) -> str:
+    """The wording providers use for an over-long prompt."""
+    return (f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+            f"{max(prompt_tokens, limit + 1)} tokens. Please reduce the length of the messages.")
