@@ -1,0 +1,1 @@
+"""The loop's model engine: provider table, settings, streamed client, usage."""

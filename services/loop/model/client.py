@@ -1,0 +1,222 @@
+"""``OpenAIModelClient``: one streamed Chat Completions step with our own retries.
+
+Implements ``services.loop.ports.ModelClient``. The openai package's retries
+are off (``max_retries=0``) so that every retry is visible here: 429 (with
+Retry-After), 408, 5xx, dropped connections and dropped streams are retried
+with jittered exponential backoff, bounded by ``max_retries`` and
+``retry_budget_seconds``, all inside the step deadline.
+
+Partial output and retries: text and reasoning stream to ``on_text`` /
+``on_reasoning`` as they arrive. If a stream drops after some of it was
+delivered, the step is retried only when the caller passed ``on_reset``: it
+is called before the new attempt and means "discard what this step streamed
+so far". A caller that passes no ``on_reset`` gets a ``ModelError`` instead,
+so it never shows text twice. ``StepResult`` always holds the final attempt
+only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import openai
+
+from services.loop.model.providers import get_provider
+from services.loop.model.retry import (
+    Failure,
+    classify_status,
+    is_context_length,
+    next_wait,
+    parse_retry_after,
+)
+from services.loop.model.settings import ModelSettings
+from services.loop.model.stream import StreamAssembler
+from services.loop.model.usage import normalize_usage, prefix_ratio, step_cost
+from services.loop.ports import Message, ModelError, StepResult
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, failure: Failure, detail: str) -> None:
+        super().__init__(detail)
+        self.failure = failure
+        self.detail = detail
+
+
+def _cause(exc: BaseException) -> str:
+    inner = exc.__cause__ or exc.__context__
+    while inner is not None and (inner.__cause__ or inner.__context__) and not str(inner):
+        inner = inner.__cause__ or inner.__context__
+    return str(inner) if inner is not None and str(inner) else str(exc)
+
+
+def _stream_error(exc: openai.APIError) -> Failure:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    text = f"{exc.message} {body.get('code', '')} {body.get('type', '')}"
+    if is_context_length(None, text):
+        return Failure("context_length", False)
+    if "rate" in text.lower() and "limit" in text.lower():
+        return Failure("rate_limited", True)
+    return Failure("server_error", True)
+
+
+def _classify(exc: Exception) -> _AttemptFailed:
+    if isinstance(exc, openai.APITimeoutError):
+        return _AttemptFailed(Failure("timeout", True), "the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return _AttemptFailed(Failure("connection", True), _cause(exc))
+    if isinstance(exc, openai.APIStatusError):
+        headers = dict(exc.response.headers) if exc.response is not None else {}
+        failure = classify_status(exc.status_code, exc.message, parse_retry_after(headers))
+        return _AttemptFailed(failure, f"HTTP {exc.status_code}: {exc.message}")
+    if isinstance(exc, openai.APIError):
+        return _AttemptFailed(_stream_error(exc), exc.message)
+    raise exc
+
+
+class OpenAIModelClient:
+    """A ``ModelClient`` over any OpenAI-compatible endpoint."""
+
+    def __init__(self, settings: ModelSettings, *, client: openai.AsyncOpenAI | None = None) -> None:
+        self.settings = settings
+        self.model_name = settings.name or settings.model
+        self._client = client or openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            max_retries=0,
+            timeout=settings.step_timeout_seconds,
+        )
+        self._last_request: bytes | None = None
+        self.attempts = 0  # attempts of the last step (observability)
+
+    async def close(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            request["tools"] = tools
+        if self.settings.max_tokens is not None:
+            request["max_tokens"] = self.settings.max_tokens
+        if self.settings.temperature is not None:
+            request["temperature"] = self.settings.temperature
+        return request
+
+    async def _attempt(
+        self,
+        request: dict[str, Any],
+        asm: StreamAssembler,
+        on_text: Callable[[str], None],
+        on_reasoning: Callable[[str], None],
+        timeout: float,
+    ) -> None:
+        try:
+            stream = await self._client.chat.completions.create(**request, timeout=timeout)
+            async with stream:
+                async for chunk in stream:
+                    delta = asm.feed(chunk.model_dump(exclude_unset=True))
+                    if delta.reasoning:
+                        on_reasoning(delta.reasoning)
+                    if delta.text:
+                        on_text(delta.text)
+        except openai.APIError as exc:
+            raise _classify(exc) from None
+        if not asm.finish_reason:
+            raise _AttemptFailed(Failure("connection", True), "the stream ended before the model finished")
+
+    def _error(self, failure: Failure, detail: str, attempts: int) -> ModelError:
+        s = self.settings
+        where = s.base_url
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if failure.reason == "auth":
+            row = get_provider(s.provider)
+            var = row.key_env if row and row.key_env else "AI_CODING_API_KEY"
+            return ModelError(
+                "auth", f"{where} refused the key for model `{s.name}` ({detail}); check models.{s.name}.api_key or {var}"
+            )
+        if failure.reason == "connection":
+            return ModelError("connection", f"cannot reach {where}{tries}: {detail}")
+        if failure.reason == "context_length":
+            return ModelError("context_length", f"the request exceeds the context of `{s.model}`: {detail}")
+        if failure.reason == "rate_limited":
+            return ModelError("rate_limited", f"{where} is rate limiting{tries}: {detail}")
+        if failure.reason == "server_error":
+            return ModelError("server_error", f"{where} failed{tries}: {detail}")
+        if failure.reason == "timeout":
+            return ModelError("timeout", f"{where} did not answer in time{tries}: {detail}")
+        return ModelError("bad_request", f"{where} rejected the request for `{s.model}`: {detail}")
+
+    def _result(self, asm: StreamAssembler, request: dict[str, Any], started: float) -> StepResult:
+        usage = normalize_usage(asm.usage)
+        s = self.settings
+        usage.cost_usd = step_cost(
+            usage,
+            input_per_mtok=s.price_input_per_mtok,
+            output_per_mtok=s.price_output_per_mtok,
+            cached_input_per_mtok=s.price_cached_input_per_mtok,
+        )
+        body = json.dumps([request["messages"], request.get("tools")], ensure_ascii=False).encode()
+        usage.prefix_ratio = prefix_ratio(self._last_request, body)
+        self._last_request = body
+        return StepResult(
+            text=asm.text,
+            reasoning=asm.reasoning,
+            tool_calls=asm.tool_calls(f"call_{uuid.uuid4().hex[:8]}"),
+            usage=usage,
+            finish_reason=asm.finish_reason,
+            latency_ms=(time.monotonic() - started) * 1000.0,
+        )
+
+    async def step(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: Callable[[str], None],
+        on_reasoning: Callable[[str], None],
+        timeout_seconds: float,
+        on_reset: Callable[[], None] | None = None,
+    ) -> StepResult:
+        """Run one streamed step; raises ``ModelError`` with a stable reason on failure."""
+        s = self.settings
+        limit = min(timeout_seconds, s.step_timeout_seconds) if timeout_seconds > 0 else s.step_timeout_seconds
+        started = time.monotonic()
+        deadline = started + limit
+        request = self._request(messages, tools)
+        waited = 0.0
+        self.attempts = 0
+        try:
+            async with asyncio.timeout_at(asyncio.get_running_loop().time() + limit):
+                while True:
+                    asm = StreamAssembler()
+                    self.attempts += 1
+                    try:
+                        await self._attempt(request, asm, on_text, on_reasoning, max(deadline - time.monotonic(), 0.1))
+                        return self._result(asm, request, started)
+                    except _AttemptFailed as failed:
+                        wait = next_wait(
+                            failed.failure,
+                            self.attempts - 1,
+                            max_retries=s.max_retries,
+                            waited=waited,
+                            budget=s.retry_budget_seconds,
+                            time_left=deadline - time.monotonic(),
+                        )
+                        if wait is None or (asm.streamed_anything and on_reset is None):
+                            raise self._error(failed.failure, failed.detail, self.attempts) from None
+                        if asm.streamed_anything and on_reset is not None:
+                            on_reset()
+                        waited += wait
+                        await asyncio.sleep(wait)
+        except TimeoutError:
+            raise ModelError("timeout", f"the model step exceeded its {limit:.0f}s deadline") from None

@@ -1,0 +1,160 @@
+"""Model settings: one typed view of a ``models:`` entry, with its key resolved.
+
+Config shape (user layer; a project may tune but not add entries)::
+
+    default_model: fast
+    models:
+      fast:
+        provider: deepseek          # optional: inferred from base_url host+port
+        model: deepseek-chat        # defaults to the entry's name
+        api_key: ${DEEPSEEK_API_KEY}
+        price_input_per_mtok: 0.27
+
+``api_key`` resolves in this order: a ``${VAR}`` reference (missing or empty is
+a hard error naming VAR) -> a literal -> the provider's conventional variable.
+The environment only fills a gap; it never overrides a literal, otherwise a CI
+machine that exports DEEPSEEK_API_KEY would silently use the wrong account.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from services.kernel.config import Config, expand_vars, from_mapping, referenced_vars
+from services.kernel.errors import ConfigError
+from services.loop.model.providers import PROVIDERS, get_provider, infer_provider
+
+NO_MODEL_HINT = (
+    "set AI_CODING_MODEL (and AI_CODING_BASE_URL / AI_CODING_API_KEY) or add models: to "
+    "~/.config/ai-coding/config.yaml (`ai-coding config init` writes a template)."
+)
+# A keyless local endpoint still needs a non-empty string: the openai package
+# would otherwise read OPENAI_API_KEY and send that key to a foreign host.
+NO_KEY_PLACEHOLDER = "not-needed"
+
+
+@dataclass
+class ModelSettings:
+    """One model entry after resolution (what the client needs)."""
+
+    name: str = ""
+    """The entry's name under ``models:``."""
+    provider: str = ""
+    """openai, deepseek, qwen, ollama or generic; inferred from base_url when empty."""
+    model: str = ""
+    """The model id sent to the endpoint; defaults to the entry's name."""
+    base_url: str = ""
+    """Chat Completions endpoint; defaults to the provider's."""
+    api_key: str = ""
+    """Literal key or ``${VAR}``; empty = the provider's conventional variable."""
+    max_tokens: int | None = None
+    """Completion token cap per step; None = the endpoint's default."""
+    temperature: float | None = None
+    """Sampling temperature; None = the endpoint's default."""
+    price_input_per_mtok: float | None = None
+    """USD per million uncached prompt tokens; cost is reported only when set."""
+    price_cached_input_per_mtok: float | None = None
+    """USD per million cached prompt tokens; defaults to the input price."""
+    price_output_per_mtok: float | None = None
+    """USD per million completion tokens."""
+    step_timeout_seconds: float = 300.0
+    """Deadline for one model step including its retries (the turn clock may cut it shorter)."""
+    max_retries: int = 4
+    """Retries after the first attempt on 429, 5xx and dropped connections or streams."""
+    retry_budget_seconds: float = 60.0
+    """Total time the retries of one step may spend waiting."""
+    context_window: int | None = None
+    """Context size in tokens, when known (compaction reads it)."""
+
+
+def _models_section(config: Config) -> dict[str, Any]:
+    raw = config.get("models", {}) or {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"config key `models` must be a mapping of name -> settings, got {type(raw).__name__}",
+            hint="Write `models:` then one indented entry per model.",
+        )
+    return dict(raw)
+
+
+def model_names(config: Config) -> list[str]:
+    """The configured model entry names, in file order."""
+    return list(_models_section(config))
+
+
+def default_model_name(config: Config) -> str:
+    """``default_model`` if set, else the only or first entry; "" when none."""
+    chosen = config.get("default_model")
+    if isinstance(chosen, str) and chosen:
+        return chosen
+    names = model_names(config)
+    return names[0] if names else ""
+
+
+def resolve_api_key(raw: str, provider: str, env: Mapping[str, str]) -> str:
+    """``${VAR}`` -> literal -> provider variable; "" when none applies."""
+    if referenced_vars(raw):
+        return expand_vars(raw, env)
+    if raw:
+        return raw
+    row = get_provider(provider)
+    return env.get(row.key_env, "") if row and row.key_env else ""
+
+
+def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str] | None = None) -> ModelSettings:
+    """The settings of model ``name`` (default model when None), key and endpoint resolved."""
+    environ = os.environ if env is None else env
+    models = _models_section(config)
+    name = name or default_model_name(config)
+    if not name:
+        raise ConfigError("no model configured:", hint=NO_MODEL_HINT)
+    entry = models.get(name)
+    if entry is None:
+        known = ", ".join(models) or "none"
+        raise ConfigError(f"no model named `{name}` (configured: {known})", hint="Pick one of those or add it.")
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"config key `models.{name}` must be a mapping, got {type(entry).__name__}")
+    settings = from_mapping(ModelSettings, entry, f"models.{name}")
+    provider = settings.provider.strip().lower() or (
+        infer_provider(settings.base_url) if settings.base_url else "openai"
+    )
+    row = PROVIDERS.get(provider)
+    if row is None:
+        raise ConfigError(
+            f"config key `models.{name}.provider` is `{settings.provider}`, not a known provider",
+            hint=f"Use one of: {', '.join(PROVIDERS)}.",
+        )
+    base_url = expand_vars(settings.base_url, environ) if settings.base_url else row.default_base_url
+    if not base_url:
+        raise ConfigError(f"model `{name}` has no base_url", hint="The generic provider needs `base_url:`.")
+    api_key = resolve_api_key(settings.api_key, provider, environ)
+    if not api_key and row.key_env:
+        raise ConfigError(
+            f"model `{name}` ({provider}) has no API key",
+            hint=f"export {row.key_env}=... or set models.{name}.api_key: ${{YOUR_VAR}}.",
+        )
+    return replace(
+        settings,
+        name=name,
+        provider=provider,
+        model=settings.model or name,
+        base_url=base_url,
+        api_key=api_key or NO_KEY_PLACEHOLDER,
+    )
+
+
+def secret_env_names(config: Config) -> list[str]:
+    """Every environment variable name the models section consumes (sorted).
+
+    The tool sandbox unsets these so a command the model runs cannot read a key.
+    Computed from the unexpanded config so ``${VAR}`` names are still known;
+    every provider's conventional variable is included whether used or not.
+    """
+    names = {"AI_CODING_API_KEY"} | {p.key_env for p in PROVIDERS.values() if p.key_env}
+    for entry in _models_section(config).values():
+        if isinstance(entry, Mapping):
+            names |= referenced_vars(dict(entry))
+    return sorted(names)

@@ -1,0 +1,146 @@
+"""Assemble one streamed Chat Completions response from its chunks (pure).
+
+Chunks arrive as plain dicts (``chunk.model_dump()``). Text and reasoning
+deltas are returned as they come so the caller can stream them; tool calls
+are put together from partial deltas keyed by ``index`` (falling back to
+``id`` for endpoints that omit the index). Arguments that are not a JSON
+object set ``ToolCall.parse_error``; nothing here raises on model output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.loop.ports import ToolCall
+
+REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Delta:
+    """What one chunk adds for the caller to stream."""
+
+    text: str = ""
+    reasoning: str = ""
+
+
+def arguments_error(arguments_json: str) -> str:
+    """Why ``arguments_json`` is not a JSON object, or "" when it is one."""
+    if not arguments_json.strip():
+        return ""
+    try:
+        value = json.loads(arguments_json)
+    except json.JSONDecodeError as exc:
+        return f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+    if not isinstance(value, dict):
+        return f"arguments must be a JSON object, got {type(value).__name__}"
+    return ""
+
+
+class StreamAssembler:
+    """Feed chunks in order; read the assembled step from the properties."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, _PartialCall] = {}
+        self.finish_reason = ""
+        self.usage: dict[str, Any] | None = None
+        self.chunks = 0
+
+    def feed(self, chunk: Mapping[str, Any]) -> Delta:
+        """Take one chunk; return the text and reasoning it adds."""
+        self.chunks += 1
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = dict(usage)
+        out = Delta()
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, Mapping) or (choice.get("index") or 0) != 0:
+                continue
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+            delta = choice.get("delta")
+            if not isinstance(delta, Mapping):
+                continue
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self._text.append(content)
+                out.text += content
+            for key in REASONING_KEYS:
+                piece = delta.get(key)
+                if isinstance(piece, str) and piece:
+                    self._reasoning.append(piece)
+                    out.reasoning += piece
+                    break
+            for call in delta.get("tool_calls") or ():
+                if isinstance(call, Mapping):
+                    self._add_call_delta(call)
+        return out
+
+    def _slot(self, call: Mapping[str, Any]) -> _PartialCall:
+        index = call.get("index")
+        if isinstance(index, int):
+            return self._calls.setdefault(index, _PartialCall())
+        call_id = call.get("id")
+        for partial in self._calls.values():
+            if call_id and partial.id == call_id:
+                return partial
+        if not call_id and self._calls:
+            return self._calls[max(self._calls)]  # a continuation without index or id
+        return self._calls.setdefault(len(self._calls), _PartialCall())
+
+    def _add_call_delta(self, call: Mapping[str, Any]) -> None:
+        slot = self._slot(call)
+        if call.get("id") and not slot.id:
+            slot.id = str(call["id"])
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            if function.get("name"):
+                slot.name += str(function["name"])
+            if function.get("arguments"):
+                slot.arguments.append(str(function["arguments"]))
+
+    @property
+    def text(self) -> str:
+        """All text so far."""
+        return "".join(self._text)
+
+    @property
+    def reasoning(self) -> str:
+        """All reasoning so far."""
+        return "".join(self._reasoning)
+
+    @property
+    def streamed_anything(self) -> bool:
+        """True once text or reasoning was handed to the caller."""
+        return bool(self._text or self._reasoning)
+
+    def tool_calls(self, id_prefix: str = "call") -> list[ToolCall]:
+        """The assembled calls in index order; missing ids are made up, bad JSON is flagged."""
+        out: list[ToolCall] = []
+        for n, index in enumerate(sorted(self._calls)):
+            partial = self._calls[index]
+            arguments = "".join(partial.arguments)
+            error = arguments_error(arguments)
+            if not partial.name:
+                error = "the tool call has no function name"
+            out.append(
+                ToolCall(
+                    id=partial.id or f"{id_prefix}_{n}",
+                    name=partial.name,
+                    arguments_json=arguments or "{}",
+                    parse_error=error,
+                )
+            )
+        return out

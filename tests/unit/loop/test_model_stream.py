@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from typing import Any
+
+from services.loop.model.stream import StreamAssembler, arguments_error
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": 0, "delta": delta or {}}
+    if finish:
+        choice["finish_reason"] = finish
+    return {"choices": [choice], **extra}
+
+
+def call(index: int | None, *, id: str = "", name: str = "", args: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {"function": {}}
+    if index is not None:
+        out["index"] = index
+    if id:
+        out["id"] = id
+    if name:
+        out["function"]["name"] = name
+    if args:
+        out["function"]["arguments"] = args
+    return {"tool_calls": [out]}
+
+
+def test_text_and_reasoning_deltas_are_returned_as_they_arrive() -> None:
+    asm = StreamAssembler()
+    assert asm.feed(chunk({"reasoning_content": "think"})).reasoning == "think"
+    assert asm.feed(chunk({"reasoning": " more"})).reasoning == " more"
+    d = asm.feed(chunk({"content": "Hi"}))
+    assert (d.text, d.reasoning) == ("Hi", "")
+    asm.feed(chunk({"content": " there"}, finish="stop"))
+    assert asm.text == "Hi there"
+    assert asm.reasoning == "think more"
+    assert asm.finish_reason == "stop"
+
+
+def test_tool_calls_are_assembled_from_partial_chunks_by_index() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(0, id="a", name="read", args='{"pa')))
+    asm.feed(chunk(call(1, id="b", name="bash", args='{"command"')))
+    asm.feed(chunk(call(0, args='th": "x.py"}')))
+    asm.feed(chunk(call(1, args=': "ls"}'), finish="tool_calls"))
+    calls = asm.tool_calls()
+    assert [(c.id, c.name, c.arguments(), c.parse_error) for c in calls] == [
+        ("a", "read", {"path": "x.py"}, ""),
+        ("b", "bash", {"command": "ls"}, ""),
+    ]
+
+
+def test_calls_without_index_are_matched_by_id_then_continued() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(None, id="a", name="read", args='{"path":')))
+    asm.feed(chunk(call(None, args=' "y"}')))
+    asm.feed(chunk(call(None, id="b", name="glob", args="{}")))
+    calls = asm.tool_calls()
+    assert [(c.id, c.arguments()) for c in calls] == [("a", {"path": "y"}), ("b", {})]
+
+
+def test_broken_json_arguments_set_parse_error_and_keep_the_raw_text() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(0, id="a", name="edit", args='{"path": "x", ')))
+    (c,) = asm.tool_calls()
+    assert c.parse_error.startswith("arguments are not valid JSON")
+    assert c.arguments_json == '{"path": "x", '
+
+
+def test_arguments_that_are_not_an_object_are_flagged() -> None:
+    assert arguments_error("[1, 2]") == "arguments must be a JSON object, got list"
+    assert arguments_error("") == ""
+    assert arguments_error('{"a": 1}') == ""
+
+
+def test_a_call_without_id_or_name_gets_an_id_and_an_error() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(0, args="{}")))
+    (c,) = asm.tool_calls("call_x")
+    assert c.id == "call_x_0"
+    assert c.parse_error == "the tool call has no function name"
+
+
+def test_empty_arguments_become_an_empty_object() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(0, id="a", name="glob")))
+    (c,) = asm.tool_calls()
+    assert (c.arguments_json, c.parse_error) == ("{}", "")
+
+
+def test_the_usage_only_final_chunk_is_kept() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk({"content": "x"}, finish="stop"))
+    asm.feed({"choices": [], "usage": {"prompt_tokens": 3}})
+    assert asm.usage == {"prompt_tokens": 3}
+    assert asm.streamed_anything
+
+
+def test_choices_other_than_the_first_are_ignored() -> None:
+    asm = StreamAssembler()
+    asm.feed({"choices": [{"index": 1, "delta": {"content": "other"}}]})
+    assert asm.text == ""
+    assert not asm.streamed_anything
