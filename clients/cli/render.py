@@ -159,9 +159,14 @@ class LastTool:
 class EventRenderer:
     """Turns ``TurnEvent`` protos into terminal output, one event at a time."""
 
-    def __init__(self, console: Console, verbose: bool = False) -> None:
+    def __init__(self, console: Console, verbose: bool = False, line_buffered: bool = False) -> None:
+        """``line_buffered``: print assistant text only as whole lines and keep the unfinished
+        line in :attr:`partial_text` (the REPL shows it above its input line, where
+        prompt_toolkit can redraw it; a half line printed above a live prompt gets erased)."""
         self.console = console
         self.verbose = verbose
+        self.line_buffered = line_buffered
+        self.partial_text = ""
         self.last_tool: LastTool | None = None
         self.last_reasoning = ""
         self.pending_approval: loop_pb2.ApprovalRequested | None = None
@@ -181,6 +186,9 @@ class EventRenderer:
         self._last_line_tool = ""
 
     def _end_text(self) -> None:
+        if self.partial_text:
+            self.console.print(literal(self.partial_text), soft_wrap=True, highlight=False)
+            self.partial_text = ""
         if self._mid_line:
             self.console.print(highlight=False)
             self._mid_line = False
@@ -226,16 +234,19 @@ class EventRenderer:
         if not ev.text:
             return
         self._flush_reasoning()
+        self._last_line_tool = ""
+        if self.line_buffered:
+            *complete, self.partial_text = (self.partial_text + ev.text).split("\n")
+            for line in complete:
+                self.console.print(literal(line), soft_wrap=True, highlight=False)
+            return
         self.console.print(literal(ev.text), end="", soft_wrap=True, highlight=False)
         self._mid_line = not ev.text.endswith("\n")
-        self._last_line_tool = ""
 
     def _on_reasoning_delta(self, ev: loop_pb2.ReasoningDelta) -> None:
         turn = self._turn
         if not turn.in_reasoning:
-            if self._mid_line:
-                self.console.print(highlight=False)
-                self._mid_line = False
+            self._end_text()
             turn.in_reasoning = True
             turn.reasoning_text.append("")
         turn.reasoning_chars += len(ev.text)

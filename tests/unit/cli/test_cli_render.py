@@ -192,3 +192,17 @@ def _strip_sgr(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def test_line_buffered_mode_prints_whole_lines_and_keeps_the_rest_pending() -> None:
+    out = io.StringIO()
+    renderer = EventRenderer(Console(file=out, width=80, color_system=None), line_buffered=True)
+    renderer.handle(ev(text_delta=loop_pb2.TextDelta(text="first li")))
+    assert out.getvalue() == ""
+    assert renderer.partial_text == "first li"
+    renderer.handle(ev(text_delta=loop_pb2.TextDelta(text="ne\nsecond")))
+    assert out.getvalue() == "first line\n"
+    assert renderer.partial_text == "second"
+    renderer.handle(finished())
+    assert out.getvalue().splitlines()[:2] == ["first line", "second"]
+    assert renderer.partial_text == ""
