@@ -165,7 +165,8 @@ class OpenAIModelClient:
             output_per_mtok=s.price_output_per_mtok,
             cached_input_per_mtok=s.price_cached_input_per_mtok,
         )
-        body = json.dumps([request["messages"], request.get("tools")], ensure_ascii=False).encode()
+        # Tools first: endpoints render the tool schemas ahead of the history.
+        body = json.dumps([request.get("tools"), request["messages"]], ensure_ascii=False).encode()
         usage.prefix_ratio = prefix_ratio(self._last_request, body)
         self._last_request = body
         return StepResult(

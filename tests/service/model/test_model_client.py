@@ -1,0 +1,202 @@
+"""The model client against the real fake model server (real HTTP, real SSE, real openai package)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from services.fake_model import FakeModelServer
+from services.loop.model.client import OpenAIModelClient
+from services.loop.model.settings import ModelSettings
+from services.loop.ports import ModelError, StepResult
+
+USER = [{"role": "user", "content": "fix the bug"}]
+TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeModelServer]:
+    with FakeModelServer([]) as server:
+        yield server
+
+
+def settings(url: str, **kw: Any) -> ModelSettings:
+    base: dict[str, Any] = {"name": "fake", "model": "fake-model", "provider": "generic", "base_url": url,
+                            "api_key": "k", "step_timeout_seconds": 30.0}
+    base.update(kw)
+    return ModelSettings(**base)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.resets = 0
+
+    def reset(self) -> None:
+        self.resets += 1
+        self.text.clear()
+        self.reasoning.clear()
+
+
+def run_step(client: OpenAIModelClient, sink: Sink, *, with_reset: bool = False, timeout: float = 30.0,
+             messages: list[dict[str, Any]] | None = None) -> StepResult:
+    async def go() -> StepResult:
+        try:
+            return await client.step(messages or USER, TOOLS, on_text=sink.text.append,
+                                     on_reasoning=sink.reasoning.append, timeout_seconds=timeout,
+                                     on_reset=sink.reset if with_reset else None)
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
+
+
+def test_text_reasoning_and_split_tool_calls_arrive_assembled(fake: FakeModelServer) -> None:
+    fake.load_script([{"reasoning": "Let me look at the code first.", "text": "I'll read calc.py now.",
+                       "chunk_chars": 5,
+                       "tool_calls": [{"name": "read", "arguments": {"path": "calc.py"}},
+                                      {"name": "bash", "arguments": {"command": "pytest -q"}}]}])
+    sink = Sink()
+    result = run_step(OpenAIModelClient(settings(fake.url)), sink)
+    assert len(sink.text) > 1, "text should stream in several deltas"
+    assert "".join(sink.text) == result.text == "I'll read calc.py now."
+    assert "".join(sink.reasoning) == result.reasoning == "Let me look at the code first."
+    assert [(c.name, c.arguments(), c.parse_error) for c in result.tool_calls] == [
+        ("read", {"path": "calc.py"}, ""), ("bash", {"command": "pytest -q"}, "")]
+    assert all(c.id for c in result.tool_calls)
+    assert result.finish_reason == "tool_calls"
+    body = fake.chat_requests[-1].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["tools"] == TOOLS
+
+
+def test_malformed_tool_arguments_become_a_parse_error_not_a_crash(fake: FakeModelServer) -> None:
+    fake.load_script([{"tool_calls": [{"name": "edit", "arguments_raw": '{"path": "a.py", "old'}]}])
+    result = run_step(OpenAIModelClient(settings(fake.url)), Sink())
+    (call,) = result.tool_calls
+    assert call.name == "edit"
+    assert call.parse_error.startswith("arguments are not valid JSON")
+    assert call.arguments_json == '{"path": "a.py", "old'
+
+
+@pytest.mark.parametrize(("shape", "cached_known"), [("openai", True), ("deepseek", True), ("bare", False)])
+def test_usage_is_normalized_per_shape_and_unknown_cache_stays_none(
+    fake: FakeModelServer, shape: str, cached_known: bool
+) -> None:
+    fake.load_script([{"text": "ok", "usage_shape": shape,
+                       "usage": {"prompt_tokens": 900, "completion_tokens": 20, "cached_tokens": 512}}])
+    usage = run_step(OpenAIModelClient(settings(fake.url)), Sink()).usage
+    assert (usage.prompt_tokens, usage.completion_tokens) == (900, 20)
+    assert usage.total_tokens == 920
+    assert usage.cached_tokens == (512 if cached_known else None)
+
+
+def test_cost_appears_only_when_prices_are_configured(fake: FakeModelServer) -> None:
+    script = [{"text": "ok", "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "cached_tokens": 0}}]
+    fake.load_script(script)
+    assert run_step(OpenAIModelClient(settings(fake.url)), Sink()).usage.cost_usd is None
+    fake.load_script(script)
+    priced = settings(fake.url, price_input_per_mtok=2.0, price_output_per_mtok=10.0)
+    assert run_step(OpenAIModelClient(priced), Sink()).usage.cost_usd == pytest.approx((1000 * 2 + 100 * 10) / 1e6)
+
+
+def test_a_429_is_retried_after_retry_after_and_then_succeeds(fake: FakeModelServer) -> None:
+    fake.load_script([{"fault": {"kind": "rate_limit", "retry_after": 0.2}}, {"text": "done"}])
+    client = OpenAIModelClient(settings(fake.url))
+    result = run_step(client, Sink())
+    assert result.text == "done"
+    assert client.attempts == 2
+    first, second = fake.chat_requests
+    assert first.status == 429
+    assert second.time - first.time >= 0.19
+
+
+def test_a_500_storm_ends_in_server_error_after_the_bounded_retries(fake: FakeModelServer) -> None:
+    fake.load_script([{"fault": "server_error", "repeat": "forever"}])
+    client = OpenAIModelClient(settings(fake.url, max_retries=2))
+    with pytest.raises(ModelError) as err:
+        run_step(client, Sink())
+    assert err.value.reason == "server_error"
+    assert "after 3 attempts" in str(err.value)
+    assert len(fake.chat_requests) == 3
+
+
+def test_a_context_length_error_is_not_retried(fake: FakeModelServer) -> None:
+    fake.load_script([{"fault": "context_length", "repeat": "forever"}])
+    with pytest.raises(ModelError) as err:
+        run_step(OpenAIModelClient(settings(fake.url)), Sink())
+    assert err.value.reason == "context_length"
+    assert len(fake.chat_requests) == 1
+
+
+def test_a_refused_key_says_which_setting_to_check(fake: FakeModelServer) -> None:
+    fake.load_script([{"fault": "auth_error", "repeat": "forever"}])
+    with pytest.raises(ModelError) as err:
+        run_step(OpenAIModelClient(settings(fake.url, provider="deepseek")), Sink())
+    assert err.value.reason == "auth"
+    assert "refused the key" in str(err.value)
+    assert "DEEPSEEK_API_KEY" in str(err.value)
+    assert len(fake.chat_requests) == 1
+
+
+def test_an_unreachable_endpoint_names_the_url(fake: FakeModelServer) -> None:
+    url = fake.url
+    fake.stop()
+    with pytest.raises(ModelError) as err:
+        run_step(OpenAIModelClient(settings(url, max_retries=1)), Sink())
+    assert err.value.reason == "connection"
+    assert str(err.value).startswith(f"cannot reach {url}")
+
+
+def test_a_stalled_stream_ends_at_the_step_deadline(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "partial answer", "fault": {"kind": "stall", "after_chunks": 1}}])
+    with pytest.raises(ModelError) as err:
+        run_step(OpenAIModelClient(settings(fake.url)), Sink(), timeout=1.0)
+    assert err.value.reason == "timeout"
+
+
+def test_a_dropped_stream_after_text_is_not_retried_without_a_reset_callback(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "first try text", "chunk_chars": 3, "fault": {"kind": "drop", "after_chunks": 2}},
+                      {"text": "second"}])
+    sink = Sink()
+    with pytest.raises(ModelError) as err:
+        run_step(OpenAIModelClient(settings(fake.url)), sink)
+    assert err.value.reason == "connection"
+    assert sink.text, "the partial text did reach the caller"
+    assert len(fake.chat_requests) == 1
+
+
+def test_a_dropped_stream_is_retried_after_a_reset_and_only_the_final_text_is_kept(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "first try text", "chunk_chars": 3, "fault": {"kind": "drop", "after_chunks": 2}},
+                      {"text": "second attempt"}])
+    sink = Sink()
+    client = OpenAIModelClient(settings(fake.url))
+    result = run_step(client, sink, with_reset=True)
+    assert sink.resets == 1
+    assert "".join(sink.text) == result.text == "second attempt"
+    assert client.attempts == 2
+
+
+def test_the_second_step_reports_its_prefix_ratio_against_the_first(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "a"}, {"text": "b"}])
+    client = OpenAIModelClient(settings(fake.url))
+    history = [*USER, {"role": "assistant", "content": "a"}, {"role": "user", "content": "more"}]
+
+    async def go() -> tuple[StepResult, StepResult]:
+        def noop(_: str) -> None:
+            return None
+        one = await client.step(USER, TOOLS, on_text=noop, on_reasoning=noop, timeout_seconds=30)
+        two = await client.step(history, TOOLS, on_text=noop, on_reasoning=noop, timeout_seconds=30)
+        await client.close()
+        return one, two
+
+    one, two = asyncio.run(go())
+    assert one.usage.prefix_ratio is None
+    assert two.usage.prefix_ratio is not None and 0.0 < two.usage.prefix_ratio < 1.0
+    first, second = json.dumps([TOOLS, USER]).encode(), json.dumps([TOOLS, history]).encode()
+    assert two.usage.prefix_ratio == pytest.approx((len(first) - 2) / len(second))
