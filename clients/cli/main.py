@@ -8,6 +8,7 @@ or mcp.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import typer
@@ -51,6 +52,41 @@ def serve(name: str = typer.Argument(..., help="loop, tools, memory or mcp_gatew
 
     module = importlib.import_module(f"services.{name}.main")
     raise typer.Exit(run_service(module.build, name))
+
+
+@app.command(
+    "fake-model",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def fake_model(ctx: typer.Context) -> None:
+    """Run the scripted OpenAI-compatible model server (--script FILE --port N; --help for more)."""
+    module = importlib.import_module("services.fake_model.main")
+    raise typer.Exit(module.main(list(ctx.args)))
+
+
+def _register_commands() -> None:
+    from clients.cli.commands import demo, run, services
+
+    services.register(app)
+    run.register(app)
+    demo.register(app)
+    # Sub-apps other areas own; mounted only once their module exists, so this file never breaks.
+    # Each is imported only when named on the command line (or for --help), keeping --version fast.
+    args = sys.argv[1:]
+    wanted = not args or "--help" in args or "-h" in args
+    for noun in ("config", "memory", "mcp", "sessions", "skill", "trace"):
+        if not (wanted or noun in args):
+            continue
+        if importlib.util.find_spec(f"clients.cli.commands.{noun}") is None:
+            continue
+        module = importlib.import_module(f"clients.cli.commands.{noun}")
+        sub = getattr(module, "app", None)
+        if isinstance(sub, typer.Typer):
+            app.add_typer(sub, name=noun)
+
+
+_register_commands()
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Typer commands of the ``ai-coding`` client, one module per group (imports stay light)."""

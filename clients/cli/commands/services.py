@@ -1,0 +1,124 @@
+"""``ai-coding up | down | status | logs``: the services' lifecycle."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from clients.cli import exit_codes
+from clients.cli.commands.common import cli_errors, fail
+
+SERVICE_NAMES = ("loop", "tools", "memory", "mcp_gateway")
+
+
+def up(
+    foreground: bool = typer.Option(False, "--foreground", help="Run the supervisor in this terminal (systemd does)."),
+    timeout: float = typer.Option(20.0, help="Seconds to wait for every service to be SERVING."),
+) -> None:
+    """Start the four services in the background and wait until each is SERVING."""
+    from clients.cli import control
+
+    with cli_errors("up"):
+        setup = control.resolve()
+        if foreground:
+            from clients.cli.supervisor import LockHeld, run_foreground
+
+            try:
+                raise typer.Exit(run_foreground(setup.rdir, setup.supervisor,
+                                                {n: str(e) for n, e in setup.endpoints.items()}))
+            except LockHeld as exc:
+                raise fail("up", str(exc)) from None
+        started = control.start(setup, timeout=timeout)
+        report = control.status_report(setup)
+    print("services started:" if started else "services already running:")
+    for name, svc in report["services"].items():
+        print(f"  {name:<12} {svc['health']:<12} {svc['endpoint']}")
+
+
+def down() -> None:
+    """Stop the supervisor and every service it runs (no process is left behind)."""
+    from clients.cli import control
+
+    with cli_errors("down"):
+        setup = control.resolve()
+        stopped = control.stop(setup)
+    print("services stopped" if stopped else "no services were running")
+
+
+def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Each service's pid, endpoint, health (asked by this client), restarts and uptime.
+
+    Exits 0 when every service is SERVING, 3 otherwise.
+    """
+    from clients.cli import control
+
+    with cli_errors("status"):
+        report = control.status_report(control.resolve())
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        sup = report["supervisor"]
+        print(f"supervisor: {'running, pid ' + str(sup['pid']) if sup['running'] else 'not running'}"
+              f" ({sup['runtime_dir']})")
+        print(f"  {'service':<12} {'pid':>7} {'health':<12} {'restarts':>8} {'uptime':>8}  endpoint")
+        for name, svc in report["services"].items():
+            uptime = f"{svc['uptime_s']:.0f}s" if svc["uptime_s"] is not None else "-"
+            print(f"  {name:<12} {svc['pid'] or '-':>7} {svc['health']:<12} {svc['restarts']:>8} {uptime:>8}  "
+                  f"{svc['endpoint']}")
+    if any(s["health"] != "SERVING" for s in report["services"].values()):
+        raise typer.Exit(exit_codes.UNAVAILABLE)
+
+
+def logs(
+    service: str = typer.Argument(..., help="loop, tools, memory, mcp_gateway or supervisor"),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
+    lines: int = typer.Option(50, "--lines", "-n", help="How many lines to show first."),
+) -> None:
+    """Print a service's log (and follow it with -f)."""
+    from clients.cli import control
+
+    if service not in (*SERVICE_NAMES, "supervisor"):
+        raise fail("logs", f"unknown service {service!r}; use one of: {', '.join(SERVICE_NAMES)}, supervisor")
+    with cli_errors("logs"):
+        setup = control.resolve()
+    path = setup.rdir / "logs" / f"{service}.log"
+    if not path.exists():
+        raise fail("logs", f"no log yet at {path}; start the services with `ai-coding up`")
+    _print_tail(path, lines)
+    if follow:
+        with contextlib.suppress(KeyboardInterrupt):
+            _follow(path)
+
+
+def _print_tail(path: Path, lines: int) -> None:
+    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for line in text[-lines:] if lines > 0 else []:
+        print(line)
+    sys.stdout.flush()
+
+
+def _follow(path: Path) -> None:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        fh.seek(0, 2)
+        while True:
+            line = fh.readline()
+            if line:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                continue
+            if path.exists() and path.stat().st_size < fh.tell():  # rotated or truncated
+                fh.seek(0)
+            time.sleep(0.2)
+
+
+def register(app: typer.Typer) -> None:
+    """Add these commands to the main app."""
+    app.command()(up)
+    app.command()(down)
+    app.command()(status)
+    app.command()(logs)

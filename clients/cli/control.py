@@ -1,0 +1,221 @@
+"""Client side of the supervisor: start it, stop it, ask how the services are.
+
+Every answer about health comes from the client itself calling grpc.health.v1 Check
+on each service's endpoint; ``supervisor.json`` only adds pids, restarts and uptimes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clients.cli.runtime import (
+    LOCK_FILE,
+    ServiceState,
+    descendants,
+    pid_alive,
+    read_pid,
+    read_state,
+    remove_stale_files,
+    signal_group,
+    supervisor_running,
+    wait_until,
+)
+from clients.cli.supervisor import ALL_SERVICES, SupervisorConfig
+from services.kernel.config import Config, load_config
+from services.kernel.endpoints import PROTO_SERVICE, Endpoint, endpoint_for, ensure_runtime_dir, runtime_dir
+from services.kernel.errors import AiCodingError, EndpointError, ServiceUnavailable
+
+
+@dataclass
+class Setup:
+    """Everything the control commands resolve from the config."""
+
+    config: Config
+    rdir: Path
+    supervisor: SupervisorConfig
+    endpoints: dict[str, Endpoint]
+
+
+def resolve(workspace: Path | None = None) -> Setup:
+    """Load the config and resolve the runtime dir (created 0700, or checked) and endpoints."""
+    config = load_config(workspace)
+    rdir = ensure_runtime_dir(runtime_dir(config))
+    sup = config.section(SupervisorConfig, "supervisor")
+    unknown = [s for s in sup.services if s not in ALL_SERVICES]
+    if unknown:
+        raise AiCodingError(
+            f"supervisor.services names unknown service(s): {', '.join(unknown)}",
+            hint=f"Use some of: {', '.join(ALL_SERVICES)}.", reason="unknown_service",
+        )
+    endpoints = {name: endpoint_for(name, config) for name in ALL_SERVICES}
+    return Setup(config, rdir, sup, endpoints)
+
+
+def health_of(endpoint: Endpoint, name: str, timeout: float = 1.0) -> str:
+    """SERVING, NOT_SERVING, UNREACHABLE, ... as the service itself answers."""
+    from services.kernel.channels import check_health
+
+    return check_health(endpoint, PROTO_SERVICE[name], timeout=timeout)
+
+
+def status_report(setup: Setup) -> dict[str, Any]:
+    """``{"supervisor": {...}, "services": {name: {pid, endpoint, health, restarts, uptime_s}}}``."""
+    running = supervisor_running(setup.rdir)
+    state = read_state(setup.rdir) if running else None
+    services: dict[str, Any] = {}
+    now = time.time()
+    for name in ALL_SERVICES:
+        svc = state.services.get(name, ServiceState()) if state else ServiceState()
+        health = health_of(setup.endpoints[name], name)
+        services[name] = {
+            "pid": svc.pid,
+            "endpoint": str(setup.endpoints[name]),
+            "health": health,
+            "restarts": svc.restarts,
+            "uptime_s": round(now - svc.started_at, 1) if svc.pid and svc.started_at else None,
+        }
+        if state and name not in state.services:
+            services[name]["managed"] = False
+    return {
+        "supervisor": {"pid": state.pid if state else None, "running": running, "runtime_dir": str(setup.rdir)},
+        "services": services,
+    }
+
+
+def _spawn_supervisor(setup: Setup) -> subprocess.Popen[bytes]:
+    logfile = setup.rdir / "logs" / "supervisor.log"
+    with open(logfile, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "clients.cli.main", "up", "--foreground"],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+
+def _last_log_line(rdir: Path, name: str) -> str:
+    try:
+        lines = (rdir / "logs" / f"{name}.log").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def _startup_failure(setup: Setup, proc: subprocess.Popen[bytes]) -> str | None:
+    """Why start-up cannot succeed any more, or None while it still may."""
+    if proc.poll() is not None:
+        return f"the supervisor exited with code {proc.returncode}: {_last_log_line(setup.rdir, 'supervisor')}"
+    state = read_state(setup.rdir)
+    if state is None:
+        return None
+    for name, svc in state.services.items():
+        if svc.last_exit is not None:
+            line = _last_log_line(setup.rdir, name)
+            return f"the {name} service exited with code {svc.last_exit} while starting: {line}"
+    return None
+
+
+def wait_serving(setup: Setup, names: list[str], timeout: float) -> list[str]:
+    """Poll until every service in ``names`` answers SERVING; returns those that do not."""
+    pending = list(names)
+
+    def check() -> bool:
+        pending[:] = [n for n in pending if health_of(setup.endpoints[n], n, timeout=0.5) != "SERVING"]
+        return not pending
+
+    wait_until(check, timeout, interval=0.05)
+    return pending
+
+
+def start(setup: Setup, timeout: float = 20.0) -> bool:
+    """Start the supervisor and wait for every local service to serve. False when already running."""
+    if supervisor_running(setup.rdir):
+        return False
+    for name in setup.supervisor.services:
+        if setup.endpoints[name].scheme != "unix":
+            continue
+        if not Path(setup.endpoints[name].path).parent.is_dir():
+            raise EndpointError(f"the directory of {setup.endpoints[name]} does not exist",
+                                hint=f"Create it or fix endpoints.{name}.")
+    proc = _spawn_supervisor(setup)
+    names = list(setup.supervisor.services)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        failure = _startup_failure(setup, proc)
+        if failure:
+            stop(setup)
+            raise ServiceUnavailable(failure, hint=f"Full logs: {setup.rdir / 'logs'}.")
+        names = wait_serving(setup, names, timeout=0.2)
+        if not names:
+            return True
+    stop(setup)
+    raise ServiceUnavailable(
+        f"{', '.join(names)} did not become SERVING within {timeout:.0f} s",
+        hint=f"See `ai-coding logs {names[0]}`.",
+    )
+
+
+def stop(setup: Setup) -> bool:
+    """Stop the supervisor and everything it runs; False when nothing was running."""
+    state = read_state(setup.rdir)
+    pid = read_pid(setup.rdir) or (state.pid if state else None)
+    if supervisor_running(setup.rdir) and pid:
+        stragglers = descendants(pid)
+        os.kill(pid, signal.SIGTERM)
+        if not wait_until(lambda: not supervisor_running(setup.rdir), setup.supervisor.grace_seconds + 10):
+            os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(pid), 5)
+        for left in stragglers:  # only when the supervisor itself was killed
+            signal_group(left, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(left, signal.SIGKILL)
+        remove_stale_files(setup.rdir, ALL_SERVICES)
+        return True
+    # No supervisor: leftovers of one that was killed outright.
+    if state:
+        for svc in state.services.values():
+            if svc.pid and pid_alive(svc.pid) and _is_our_service(svc.pid):
+                signal_group(svc.pid, signal.SIGTERM)
+                wait_until(lambda p=svc.pid: not pid_alive(p), setup.supervisor.grace_seconds)
+                signal_group(svc.pid, signal.SIGKILL)
+    if (setup.rdir / LOCK_FILE).exists():
+        remove_stale_files(setup.rdir, ALL_SERVICES)
+    return False
+
+
+def _is_our_service(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"serve" in cmdline
+
+
+def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> None:
+    """Make sure ``names`` serve: start the supervisor when nothing runs, else wait a little.
+
+    Raises :class:`ServiceUnavailable` naming the service and how to start it.
+    """
+    if not wait_serving(setup, names, timeout=0.0):
+        return
+    local = [n for n in names if n in setup.supervisor.services]
+    if local and not supervisor_running(setup.rdir):
+        if not quiet:
+            print("starting the services (ai-coding up) ...", file=sys.stderr)
+        start(setup)
+    missing = wait_serving(setup, names, timeout=10.0)
+    if missing:
+        name = missing[0]
+        how = ("it runs on another host: start it there with `ai-coding serve " + name + "`"
+               if name not in setup.supervisor.services else
+               f"see `ai-coding logs {name}`, or restart with `ai-coding down && ai-coding up`")
+        raise ServiceUnavailable(
+            f"the {name} service at {setup.endpoints[name]} is not answering",
+            hint=f"({how}).",
+        )

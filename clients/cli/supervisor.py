@@ -1,0 +1,253 @@
+"""The supervisor: one detached process that runs and restarts the services.
+
+``ai-coding up`` starts it in the background (``ai-coding up --foreground`` runs it in
+the terminal, which is what the systemd unit does). It
+
+- takes ``<runtime>/supervisor.lock`` with flock, so a second supervisor on the same
+  runtime dir is refused while the first lives;
+- removes sockets nobody serves and old pid/state files;
+- starts ``ai-coding serve NAME`` for each configured service, each in its own process
+  group, and becomes a child subreaper so nothing a service starts can escape it;
+- restarts a service that dies with exponential backoff (1 s doubling, capped at 30 s;
+  a service that stayed up for ``stable_seconds`` starts the series again) and counts
+  the restart;
+- on SIGTERM stops every service (SIGTERM, then SIGKILL of whatever is left after the
+  grace period, grandchildren included) and removes its files.
+
+It lives in the client package, not in services/, because it is process management for
+the CLI: it speaks no gRPC and no service imports it. Decisions are the pure functions
+at the top; :class:`Supervisor` only carries them out.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from clients.cli.runtime import (
+    PID_FILE,
+    STATE_FILE,
+    ServiceState,
+    SupervisorState,
+    acquire_lock,
+    descendants,
+    read_pid,
+    remove_stale_files,
+    signal_group,
+    state_to_json,
+    wait_until,
+    write_atomic,
+)
+
+log = logging.getLogger("ai_coding.supervisor")
+
+ALL_SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class SupervisorConfig:
+    """The ``supervisor`` section of the config (user layer)."""
+
+    services: list[str] = field(default_factory=lambda: list(ALL_SERVICES))
+    """Services this machine runs; leave one out when it runs elsewhere (e.g. a remote tool host)."""
+    grace_seconds: float = 8.0
+    """How long a service gets to stop after SIGTERM before it and its children are killed."""
+    backoff_initial_seconds: float = 1.0
+    """Delay before the first restart of a crashed service; doubles on each crash in a row."""
+    backoff_max_seconds: float = 30.0
+    """Upper bound of the restart delay."""
+    stable_seconds: float = 60.0
+    """A service that stayed up this long counts as healthy: its next crash starts the series again."""
+
+
+def restart_delay(streak: int, initial: float = 1.0, cap: float = 30.0) -> float:
+    """Seconds to wait before restarting after the ``streak``-th crash in a row (1-based)."""
+    return float(min(initial * 2 ** max(streak - 1, 0), cap))
+
+
+def next_streak(streak: int, uptime: float, stable_seconds: float = 60.0) -> int:
+    """The crash streak after a crash that ended ``uptime`` seconds of running."""
+    return 1 if uptime >= stable_seconds else streak + 1
+
+
+def serve_command(name: str) -> list[str]:
+    """The command that runs one service (the same interpreter as this process)."""
+    return [sys.executable, "-m", "clients.cli.main", "serve", name]
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: if the supervisor dies, the service gets SIGTERM.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+class LockHeld(Exception):
+    """Another supervisor holds the runtime dir."""
+
+
+@dataclass
+class _Child:
+    name: str
+    pid: int | None = None
+    started: float = 0.0
+    streak: int = 0
+
+
+class Supervisor:
+    """Runs the services until SIGTERM; see the module docstring."""
+
+    def __init__(self, rdir: Path, config: SupervisorConfig, endpoints: dict[str, str],
+                 command: Callable[[str], list[str]] = serve_command) -> None:
+        self.rdir = rdir
+        self.command = command
+        self.config = config
+        self.state = SupervisorState(pid=os.getpid(), started_at=time.time(), runtime_dir=str(rdir))
+        self.children = {name: _Child(name) for name in config.services}
+        for name in config.services:
+            self.state.services[name] = ServiceState(endpoint=endpoints.get(name, ""))
+        self._stopping = False
+        self._lock_fd: int | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def run(self) -> int:
+        """Supervise until SIGTERM/SIGINT; returns the exit code."""
+        self._lock_fd = acquire_lock(self.rdir)
+        if self._lock_fd is None:
+            pid = read_pid(self.rdir)
+            raise LockHeld(
+                f"another supervisor{f' (pid {pid})' if pid else ''} already runs on {self.rdir}; "
+                "use `ai-coding status` to see it or `ai-coding down` to stop it"
+            )
+        removed = remove_stale_files(self.rdir, ALL_SERVICES)
+        if removed:
+            log.info("removed stale files: %s", ", ".join(removed))
+        write_atomic(self.rdir / PID_FILE, f"{os.getpid()}\n")
+        ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        for name in self.children:
+            self._start(name)
+        self._save()
+        while not self._stopping:
+            self._tick()
+            time.sleep(0.1)
+        self._stop_all()
+        return 0
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stopping = True
+
+    def _save(self) -> None:
+        write_atomic(self.rdir / STATE_FILE, state_to_json(self.state))
+
+    # ------------------------------------------------------------------ children
+
+    def _start(self, name: str) -> None:
+        logfile = self.rdir / "logs" / f"{name}.log"
+        logfile.parent.mkdir(mode=0o700, exist_ok=True)
+        with open(logfile, "ab") as out:
+            proc = subprocess.Popen(
+                self.command(name), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
+        child = self.children[name]
+        child.pid, child.started = proc.pid, time.monotonic()
+        svc = self.state.services[name]
+        svc.pid, svc.started_at, svc.state, svc.next_start_at = proc.pid, time.time(), "running", None
+        log.info("started %s (pid %d)", name, proc.pid)
+
+    def _tick(self) -> None:
+        changed = self._reap()
+        now = time.time()
+        for name, svc in self.state.services.items():
+            if svc.state == "backoff" and svc.next_start_at is not None and now >= svc.next_start_at:
+                svc.restarts += 1
+                self._start(name)
+                changed = True
+        if changed:
+            self._save()
+
+    def _reap(self) -> bool:
+        """Collect every exited child (ours or an orphan handed to us); schedule restarts."""
+        changed = False
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return changed
+            if pid == 0:
+                return changed
+            for name, child in self.children.items():
+                if child.pid == pid:
+                    self._crashed(name, os.waitstatus_to_exitcode(status))
+                    changed = True
+
+    def _crashed(self, name: str, code: int) -> None:
+        child, svc = self.children[name], self.state.services[name]
+        signal_group(child.pid or 0, signal.SIGKILL)  # what it started dies with it
+        uptime = time.monotonic() - child.started
+        child.pid = None
+        if self._stopping:
+            svc.pid, svc.state, svc.last_exit = None, "stopped", code
+            return
+        child.streak = next_streak(child.streak, uptime, self.config.stable_seconds)
+        delay = restart_delay(child.streak, self.config.backoff_initial_seconds, self.config.backoff_max_seconds)
+        svc.pid, svc.state, svc.last_exit, svc.next_start_at = None, "backoff", code, time.time() + delay
+        log.warning("%s exited with %d after %.1f s; restarting in %.0f s", name, code, uptime, delay)
+
+    def _stop_all(self) -> None:
+        grace = self.config.grace_seconds
+        leaders = [c.pid for c in self.children.values() if c.pid]
+        for pid in leaders:
+            os.kill(pid, signal.SIGTERM)
+        wait_until(self._leaders_gone, grace)
+        # Everything still below us (a stuck service, its process group, orphans) is killed.
+        own_group = os.getpgrp()
+        for pid in descendants(os.getpid()):
+            try:
+                pgid = os.getpgid(pid)
+                if pgid != own_group:
+                    os.killpg(pgid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        wait_until(self._reap_all_done, 5.0)
+        for svc in self.state.services.values():
+            svc.pid, svc.state = None, "stopped"
+        for name in self.children:
+            sock = self.rdir / f"{name}.sock"
+            if sock.exists():
+                sock.unlink()
+        for fname in (STATE_FILE, PID_FILE):
+            path = self.rdir / fname
+            if path.exists():
+                path.unlink()
+        log.info("supervisor stopped")
+
+    def _leaders_gone(self) -> bool:
+        self._reap()
+        return all(c.pid is None for c in self.children.values())
+
+    def _reap_all_done(self) -> bool:
+        self._reap()
+        return not descendants(os.getpid())
+
+
+def run_foreground(rdir: Path, config: SupervisorConfig, endpoints: dict[str, str]) -> int:
+    """Entry point of the supervisor process (logs to ``<runtime>/logs/supervisor.log``)."""
+    from services.kernel.logs import setup_logging
+
+    setup_logging("supervisor", rdir / "logs")
+    return Supervisor(rdir, config, endpoints).run()

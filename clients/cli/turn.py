@@ -1,0 +1,158 @@
+"""Drive one turn over the loop's ``Converse`` stream (used by ``ai-coding run`` and the demo).
+
+The driver sends ``Start``, hands every event to a sink (the rich renderer or the JSON
+printer), answers approval requests through an :class:`Approver`, and turns the end of
+the stream into an exit code. A Ctrl-C sends ``Interrupt{turn}`` and waits for the
+turn's final event; a second Ctrl-C gives up on the stream.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import grpc
+from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+
+from clients.cli import exit_codes
+from services.kernel.endpoints import Endpoint
+from services.kernel.errors import ServiceUnavailable
+
+Sink = Callable[[loop_pb2.TurnEvent], None]
+
+
+class Approver(Protocol):
+    """Decides one approval request (the loop already applied the permission table)."""
+
+    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
+        """An ``ApprovalDecision`` value."""
+        ...
+
+
+class AutoApprover:
+    """``--auto-approve``: every WARN-level call is allowed once (DENY stays denied by the loop)."""
+
+    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
+        return loop_pb2.APPROVAL_DECISION_ALLOW_ONCE
+
+
+class NoTtyApprover:
+    """No terminal and no flag: refuse, and say which flag would have allowed it."""
+
+    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
+        print(f"ai-coding run: refused `{request.tool}`: it needs approval and there is no terminal to ask; "
+              "pass --auto-approve to allow such tools without a prompt", file=sys.stderr)
+        return loop_pb2.APPROVAL_DECISION_DENY
+
+
+_KEYS = {
+    "y": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
+    "yes": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
+    "a": loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS,
+    "s": loop_pb2.APPROVAL_DECISION_STOP,
+}
+
+
+def decision_for_answer(answer: str) -> int:
+    """The decision a typed answer means: y/yes once, a always, s stop; anything else denies."""
+    return _KEYS.get(answer.strip().lower(), loop_pb2.APPROVAL_DECISION_DENY)
+
+
+class TtyApprover:
+    """Ask on the terminal: y once, a always (this session), n deny, s stop; Enter alone denies."""
+
+    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
+        try:
+            answer = input(f"allow {request.tool}? [y/a/n/s] ")
+        except EOFError:
+            answer = ""
+        return decision_for_answer(answer)
+
+
+@dataclass
+class TurnOutcome:
+    """How the turn ended."""
+
+    exit_code: int
+    status: str
+    """TurnStatus name, or a client-side reason such as ``stream_lost``."""
+    session_id: str
+    finished: loop_pb2.TurnFinished | None = None
+
+
+def open_session(stub: loop_pb2_grpc.AgentLoopStub, workspace: str, *, session_id: str = "", model: str = "",
+                 auto_approve: bool = False) -> loop_pb2.OpenSessionLoopResponse:
+    """``OpenSession`` for a non-interactive turn."""
+    request = loop_pb2.OpenSessionLoopRequest(
+        workspace=workspace, session_id=session_id, model=model, auto_approve=auto_approve, interactive=False,
+    )
+    response: loop_pb2.OpenSessionLoopResponse = stub.OpenSession(request, timeout=30)
+    return response
+
+
+def _requests(outbox: queue.Queue[loop_pb2.ClientMessage | None]) -> Iterator[loop_pb2.ClientMessage]:
+    while True:
+        msg = outbox.get()
+        if msg is None:
+            return
+        yield msg
+
+
+def drive_turn(
+    endpoint: Endpoint, session_id: str, prompt: str, sink: Sink, approver: Approver, timeout: float | None = None,
+) -> TurnOutcome:
+    """Run one turn to its end; returns the outcome with the exit code to use."""
+    from services.kernel.channels import sync_channel
+
+    outbox: queue.Queue[loop_pb2.ClientMessage | None] = queue.Queue()
+    outbox.put(loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=prompt)))
+    channel = sync_channel(endpoint)
+    stub = loop_pb2_grpc.AgentLoopStub(channel)
+    call = stub.Converse(_requests(outbox), timeout=timeout)
+    interrupted = False
+    try:
+        while True:
+            try:
+                for event in call:
+                    sink(event)
+                    kind = event.WhichOneof("event")
+                    if kind == "approval_requested":
+                        decision = approver.decide(event.approval_requested)
+                        outbox.put(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
+                            request_id=event.approval_requested.request_id, decision=decision)))  # type: ignore[arg-type]
+                    elif kind == "turn_finished":
+                        name = loop_pb2.TurnStatus.Name(event.turn_finished.status)
+                        return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, event.turn_finished)
+                return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
+            except KeyboardInterrupt:
+                if interrupted:
+                    call.cancel()
+                    return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
+                interrupted = True
+                print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
+                outbox.put(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
+                    scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
+    except grpc.RpcError as err:
+        return _rpc_failure(err, endpoint, session_id)
+    finally:
+        outbox.put(None)
+        channel.close()
+
+
+def _rpc_failure(err: grpc.RpcError, endpoint: Endpoint, session_id: str) -> TurnOutcome:
+    code = err.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        print("ai-coding run: the turn did not finish within --timeout", file=sys.stderr)
+        return TurnOutcome(exit_codes.TIMEOUT, "client_timeout", session_id)
+    if code == grpc.StatusCode.CANCELLED:
+        return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        raise ServiceUnavailable(
+            f"the loop service at {endpoint} stopped answering during the turn",
+            hint="See `ai-coding logs loop`; the session is saved, continue it with --session " + session_id,
+        )
+    print(f"ai-coding run: the loop refused the turn: {err.details()}", file=sys.stderr)
+    return TurnOutcome(exit_codes.FAILED, code.name.lower(), session_id)

@@ -1,0 +1,47 @@
+"""A real service process on the kernel bootstrap with nothing but health and reflection.
+
+Run as ``python minimal_service.py NAME``. It lets the supervisor and kernel tests drive
+real processes, sockets and health checks without depending on the four services' code.
+Environment knobs (all optional):
+
+- ``AIC_TEST_SHUTDOWN_MARKER``: a file the shutdown hook writes (proves a graceful stop);
+- ``AIC_TEST_CHILDREN=1``: start a grandchild in the same process group and one in its own
+  session (the kind of process a supervisor must still clean up);
+- ``AIC_TEST_CRASH``: service name that exits with code 3 right after starting.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from services.kernel.config import Config
+from services.kernel.endpoints import PROTO_SERVICE
+from services.kernel.server import ServiceDef, run_service
+
+NAME = sys.argv[1]
+
+
+async def _on_start() -> None:
+    if os.environ.get("AIC_TEST_CRASH") == NAME:
+        os._exit(3)
+    if os.environ.get("AIC_TEST_CHILDREN") == "1":
+        subprocess.Popen(["sleep", "300"])
+        subprocess.Popen(["sleep", "301"], start_new_session=True)
+
+
+async def _on_shutdown() -> None:
+    marker = os.environ.get("AIC_TEST_SHUTDOWN_MARKER")
+    if marker:
+        Path(f"{marker}.{NAME}").write_text("drained")
+
+
+def build(config: Config) -> ServiceDef:
+    return ServiceDef(name=NAME, proto_services=[PROTO_SERVICE[NAME]], register=lambda server: None,
+                      on_start=_on_start, on_shutdown=_on_shutdown)
+
+
+if __name__ == "__main__":
+    sys.exit(run_service(build, NAME))

@@ -1,0 +1,167 @@
+"""The supervisor over real service processes (kernel bootstrap, real sockets, real health checks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clients.cli import control
+from clients.cli.runtime import PID_FILE, STATE_FILE, descendants, pid_alive, read_state, wait_until
+from services.kernel.endpoints import ensure_runtime_dir
+
+HERE = Path(__file__).parent
+SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
+
+
+def _spawn(rdir: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "run_supervisor.py"), str(rdir)],
+        env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+
+
+def _all_serving(setup: control.Setup) -> bool:
+    report = control.status_report(setup)
+    return all(s["health"] == "SERVING" for s in report["services"].values())
+
+
+@pytest.fixture
+def supervised(isolated_home: Path, short_dir: Path) -> Iterator[tuple[control.Setup, subprocess.Popen[str]]]:
+    rdir = ensure_runtime_dir(short_dir / "run")
+    proc = _spawn(rdir, {"AIC_TEST_CHILDREN": "1", "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained")})
+    setup = control.resolve()
+    assert wait_until(lambda: _all_serving(setup), 30, interval=0.1), (rdir / "logs" / "supervisor.log").read_text()
+    yield setup, proc
+    if proc.poll() is None:
+        everything = descendants(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        for pid in everything:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_every_service_is_serving_and_status_shows_pid_endpoint_and_no_restarts(supervised) -> None:
+    setup, proc = supervised
+    report = control.status_report(setup)
+    assert report["supervisor"] == {"pid": proc.pid, "running": True, "runtime_dir": str(setup.rdir)}
+    for name in SERVICES:
+        svc = report["services"][name]
+        assert svc["health"] == "SERVING"
+        assert svc["endpoint"] == f"unix://{setup.rdir}/{name}.sock"
+        assert svc["restarts"] == 0
+        assert pid_alive(svc["pid"]) and svc["uptime_s"] >= 0
+    assert json.loads(json.dumps(report)) == report
+
+
+def test_a_killed_service_comes_back_and_its_restart_is_counted(supervised) -> None:
+    setup, _ = supervised
+    old_pid = control.status_report(setup)["services"]["tools"]["pid"]
+    os.kill(old_pid, signal.SIGKILL)
+
+    def back() -> bool:
+        svc = control.status_report(setup)["services"]["tools"]
+        return svc["health"] == "SERVING" and svc["pid"] not in (None, old_pid)
+
+    assert wait_until(back, 20, interval=0.1)
+    report = control.status_report(setup)
+    assert report["services"]["tools"]["restarts"] == 1
+    assert [report["services"][n]["restarts"] for n in ("loop", "memory", "mcp_gateway")] == [0, 0, 0]
+
+
+def test_a_second_supervisor_on_the_same_runtime_dir_is_refused_with_a_clear_message(supervised) -> None:
+    setup, proc = supervised
+    second = _spawn(setup.rdir)
+    _, err = second.communicate(timeout=30)
+    assert second.returncode == 2
+    assert f"another supervisor (pid {proc.pid}) already runs on {setup.rdir}" in err
+    assert "Traceback" not in err
+    assert _all_serving(setup)
+
+
+def test_stop_drains_each_service_and_leaves_no_process_or_file_behind(supervised, short_dir: Path) -> None:
+    setup, proc = supervised
+    everything = descendants(proc.pid)
+    assert len(everything) >= 4 * 3  # each service plus its two children
+    assert control.stop(setup) is True
+    assert proc.wait(timeout=30) == 0
+    assert wait_until(lambda: not any(pid_alive(p) for p in everything), 10)
+    for name in SERVICES:
+        assert (short_dir / f"drained.{name}").read_text() == "drained"
+        assert not (setup.rdir / f"{name}.sock").exists()
+    assert not (setup.rdir / STATE_FILE).exists() and not (setup.rdir / PID_FILE).exists()
+    assert control.stop(setup) is False
+
+
+def test_a_service_that_keeps_crashing_is_restarted_with_growing_delays(isolated_home: Path, short_dir: Path) -> None:
+    rdir = ensure_runtime_dir(short_dir / "run")
+    proc = _spawn(rdir, {"AIC_TEST_CRASH": "memory"})
+    try:
+        gaps: list[float] = []
+        seen_restarts = -1
+
+        def record() -> bool:
+            nonlocal seen_restarts
+            state = read_state(rdir)
+            if state is None or "memory" not in state.services:
+                return False
+            svc = state.services["memory"]
+            if svc.state == "backoff" and svc.restarts != seen_restarts and svc.next_start_at:
+                seen_restarts = svc.restarts
+                gaps.append(svc.next_start_at)
+            return len(gaps) >= 3
+
+        assert wait_until(record, 30, interval=0.02)
+        setup = control.resolve()
+        assert control.status_report(setup)["services"]["loop"]["health"] == "SERVING"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    state_restarts = seen_restarts
+    assert state_restarts >= 2
+    # The test supervisor starts at 0.5 s and doubles: 0.5, 1, 2 -> gaps between scheduled starts grow.
+    assert gaps[2] - gaps[1] > gaps[1] - gaps[0] > 0
+
+
+def test_stale_sockets_and_pid_files_are_cleaned_before_starting(isolated_home: Path, short_dir: Path) -> None:
+    rdir = ensure_runtime_dir(short_dir / "run")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(rdir / "loop.sock"))
+    stale.close()  # the file stays, nobody listens: what a crashed service leaves
+    (rdir / PID_FILE).write_text("999999\n")
+    proc = _spawn(rdir)
+    try:
+        setup = control.resolve()
+        assert wait_until(lambda: _all_serving(setup), 30, interval=0.1)
+        assert (rdir / PID_FILE).read_text().strip() == str(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_socket_in_use_by_another_process_is_named_in_the_service_log(isolated_home: Path, short_dir: Path) -> None:
+    rdir = ensure_runtime_dir(short_dir / "run")
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squatter.bind(str(rdir / "memory.sock"))
+    squatter.listen(1)
+    proc = _spawn(rdir)
+    try:
+        log = rdir / "logs" / "memory.log"
+        assert wait_until(lambda: log.exists() and "already in use" in log.read_text(), 30, interval=0.1)
+        text = log.read_text()
+        assert f"socket {rdir}/memory.sock is already in use by another process" in text
+        assert "Traceback" not in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        squatter.close()
+
