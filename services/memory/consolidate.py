@@ -1,0 +1,92 @@
+"""Consolidate: merge near-duplicates, promote used notes, expire stale threads, evict by value.
+
+``plan`` is pure: it takes the notes and the clock and returns the changes and
+the counts. Pinned notes and decisions are never evicted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from services.memory.model import ConsolidateReport, Note
+from services.memory.ranking import SECONDS_PER_DAY, recency
+from services.memory.settings import MemorySettings
+from services.memory.similarity import NEAR_DUPLICATE, similarity
+from services.memory.store import Changes
+
+PROMOTE_AT_HITS = 3
+
+
+def _survivor_order(note: Note) -> tuple[bool, int, int, float]:
+    return (note.pinned, note.importance, note.hits, note.updated)
+
+
+def merge_groups(notes: list[Note]) -> list[tuple[Note, list[Note]]]:
+    """Groups of near-duplicates within the same kind and scene: (survivor, absorbed)."""
+    buckets: dict[tuple[str, str], list[Note]] = {}
+    for note in notes:
+        buckets.setdefault((note.kind, note.scene), []).append(note)
+    groups: list[tuple[Note, list[Note]]] = []
+    for bucket in buckets.values():
+        taken: set[str] = set()
+        for i, note in enumerate(bucket):
+            if note.id in taken:
+                continue
+            group = [note] + [
+                other for other in bucket[i + 1 :]
+                if other.id not in taken and similarity(note.text, other.text) >= NEAR_DUPLICATE
+            ]
+            if len(group) > 1:
+                taken.update(n.id for n in group)
+                ordered = sorted(group, key=_survivor_order, reverse=True)
+                groups.append((ordered[0], ordered[1:]))
+    return groups
+
+
+def eviction_value(note: Note, now: float) -> float:
+    """How much a note is worth keeping: importance, use and freshness."""
+    return note.importance + min(note.hits, 10) * 0.3 + 2.0 * recency(note, now)
+
+
+def plan(notes: list[Note], settings: MemorySettings, now: float) -> tuple[Changes, ConsolidateReport]:
+    """The changes one consolidate pass makes."""
+    report = ConsolidateReport()
+    changes = Changes()
+    alive: dict[str, Note] = {n.id: n for n in notes}
+    for survivor, absorbed in merge_groups(notes):
+        merged = replace(
+            survivor,
+            hits=survivor.hits + sum(n.hits for n in absorbed),
+            importance=max(n.importance for n in [survivor, *absorbed]),
+            source_message_ids=list(dict.fromkeys(
+                [*survivor.source_message_ids, *(s for n in absorbed for s in n.source_message_ids)]
+            )),
+            updated=now,
+        )
+        alive[survivor.id] = merged
+        for n in absorbed:
+            alive.pop(n.id, None)
+            changes.deletes.append(n.id)
+        report.merged += len(absorbed)
+    ttl = settings.open_thread_ttl_days * SECONDS_PER_DAY
+    for note in list(alive.values()):
+        stale = now - max(note.updated, note.last_used, note.created) > ttl
+        if note.kind == "open_thread" and not note.pinned and stale:
+            del alive[note.id]
+            changes.deletes.append(note.id)
+            report.expired += 1
+        elif note.hits >= PROMOTE_AT_HITS and note.importance < 5:
+            # Hits are spent on the promotion so the next pass needs fresh use to promote again.
+            alive[note.id] = replace(note, importance=note.importance + 1, hits=note.hits - PROMOTE_AT_HITS)
+            report.promoted += 1
+    excess = len(alive) - settings.max_index_entries
+    if excess > 0:
+        evictable = [n for n in alive.values() if not n.pinned and n.kind != "decision"]
+        evictable.sort(key=lambda n: (eviction_value(n, now), n.updated, n.id))
+        for note in evictable[:excess]:
+            del alive[note.id]
+            changes.deletes.append(note.id)
+            report.evicted += 1
+    original = {n.id: n for n in notes}
+    changes.updates = [n for n in alive.values() if original.get(n.id) != n]
+    return changes, report

@@ -1,0 +1,348 @@
+"""The SQLite note store: WAL, one IMMEDIATE transaction per write, an in-memory index.
+
+Safe for several threads (one connection behind a lock) and several processes
+(SQLite's write lock via ``BEGIN IMMEDIATE`` plus a busy timeout). Every write
+bumps a revision counter in ``meta``; a store catches up with what other
+processes wrote by reading only the rows (and tombstones) newer than the
+revision it last saw, so its inverted index stays current without rescanning.
+Inside a write transaction the store first catches up, so a reconcile decision
+always sees every committed note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TypeVar
+
+from services.memory.errors import StoreUnavailable
+from services.memory.index import InvertedIndex
+from services.memory.migrations import migrate
+from services.memory.model import ArchivedMessage, Note
+from services.memory.scenes import fold_scene
+from services.memory.similarity import dedupe_key
+from services.memory.tokenizer import tokenize
+
+T = TypeVar("T")
+
+DB_DIR = ".ai-coding"
+DB_NAME = "memory.db"
+_COLUMNS = (
+    "id, text, kind, importance, pinned, scene, evidence, scope, source_message_ids, "
+    "hits, last_used, created, updated"
+)
+
+
+def db_path(workspace: Path) -> Path:
+    """Where the store of ``workspace`` lives."""
+    return workspace / DB_DIR / DB_NAME
+
+
+@dataclass
+class Changes:
+    """What one write transaction does; filled by a decision function, applied by the store."""
+
+    inserts: list[Note] = field(default_factory=list)
+    updates: list[Note] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    meta: dict[str, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.inserts or self.updates or self.deletes or self.meta)
+
+
+def _row_to_note(row: tuple[object, ...]) -> Note:
+    return Note(
+        id=str(row[0]),
+        text=str(row[1]),
+        kind=str(row[2]),
+        importance=int(row[3]),  # type: ignore[call-overload]
+        pinned=bool(row[4]),
+        scene=fold_scene(str(row[5])),
+        evidence=str(row[6]),
+        scope=str(row[7]),
+        source_message_ids=[str(x) for x in json.loads(str(row[8]) or "[]")],
+        hits=int(row[9]),  # type: ignore[call-overload]
+        last_used=float(row[10]),  # type: ignore[arg-type]
+        created=float(row[11]),  # type: ignore[arg-type]
+        updated=float(row[12]),  # type: ignore[arg-type]
+    )
+
+
+def _note_params(note: Note) -> tuple[object, ...]:
+    return (
+        note.id, note.text, note.kind, note.importance, int(note.pinned), note.scene, note.evidence,
+        note.scope, json.dumps(note.source_message_ids), note.hits, note.last_used, note.created,
+        note.updated,
+    )
+
+
+class MemoryStore:
+    """One workspace's notes in SQLite plus the in-memory inverted index over them."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                str(path), timeout=busy_timeout_ms / 1000.0, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a killed process (the WAL is in the page cache);
+            # only an OS crash can lose the last transactions.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            migrate(self._db)
+        except (sqlite3.Error, OSError, RuntimeError) as exc:
+            raise StoreUnavailable(
+                f"cannot open the memory store {path}: {exc}",
+                hint="Check the disk and file permissions; move a corrupt memory.db aside to start fresh.",
+            ) from None
+        self.index = InvertedIndex()
+        self.notes: dict[int, Note] = {}
+        self._doc_of: dict[str, int] = {}
+        self._doc_of_key: dict[str, int] = {}
+        self._rev = 0
+        self._data_version = -1
+        with self._lock:
+            self._read_txn(self._catch_up)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Close the connection (the store must not be used afterwards)."""
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------ sync
+
+    def _read_txn(self, fn: Callable[[], None]) -> None:
+        self._db.execute("BEGIN")
+        try:
+            fn()
+        finally:
+            self._db.execute("COMMIT")
+
+    def _catch_up(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
+        latest = int(row[0])
+        if latest != self._rev:
+            rows = self._db.execute(
+                f"SELECT doc, {_COLUMNS} FROM notes WHERE rev > ?", (self._rev,)
+            ).fetchall()
+            for row_ in rows:
+                self._apply_row(int(row_[0]), _row_to_note(row_[1:]))
+            for (doc,) in self._db.execute("SELECT doc FROM tombstones WHERE rev > ?", (self._rev,)):
+                self._forget_doc(int(doc))
+            self._rev = latest
+        self._data_version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _apply_row(self, doc: int, note: Note) -> None:
+        old = self.notes.get(doc)
+        if old is None or old.text != note.text:
+            self.index.add(doc, tokenize(note.text))
+        if old is not None:
+            self._doc_of_key.pop(dedupe_key(old.text), None)
+        self.notes[doc] = note
+        self._doc_of[note.id] = doc
+        self._doc_of_key[dedupe_key(note.text)] = doc
+
+    def _forget_doc(self, doc: int) -> None:
+        note = self.notes.pop(doc, None)
+        if note is None:
+            return
+        self.index.remove(doc)
+        self._doc_of.pop(note.id, None)
+        if self._doc_of_key.get(dedupe_key(note.text)) == doc:
+            del self._doc_of_key[dedupe_key(note.text)]
+
+    def refresh(self) -> None:
+        """Catch up with writes other connections committed (cheap when there are none)."""
+        with self._lock:
+            version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            if version != self._data_version:
+                self._read_txn(self._catch_up)
+
+    @contextmanager
+    def reading(self) -> Iterator[MemoryStore]:
+        """Hold the store still (no writes from this process) while ranking; caught up first."""
+        with self._lock:
+            self.refresh()
+            yield self
+
+    # ------------------------------------------------------------ lookups (caller holds the lock)
+
+    def get(self, note_id: str) -> Note | None:
+        """The note with ``note_id`` (as of the last catch-up), or None."""
+        doc = self._doc_of.get(note_id)
+        return None if doc is None else self.notes[doc]
+
+    def doc_of(self, note_id: str) -> int | None:
+        """The internal document number of ``note_id``."""
+        return self._doc_of.get(note_id)
+
+    def by_dedupe_key(self, key: str) -> Note | None:
+        """The note whose normalized text equals ``key``."""
+        doc = self._doc_of_key.get(key)
+        return None if doc is None else self.notes[doc]
+
+    def similar(self, text: str, kind: str, scene: str, limit: int = 5) -> list[Note]:
+        """Up to ``limit`` notes of the same kind and scene sharing the most weight with ``text``."""
+        scores, _ = self.index.score(
+            tokenize(text), lambda d: self.notes[d].kind == kind and self.notes[d].scene == scene
+        )
+        best = sorted(scores, key=lambda d: (-scores[d], d))[:limit]
+        return [self.notes[d] for d in best]
+
+    def all_notes(self) -> list[Note]:
+        """Every note, oldest first (a copy of the list; notes are shared)."""
+        self.refresh()
+        return [self.notes[d] for d in sorted(self.notes)]
+
+    def count(self) -> int:
+        """How many notes the store holds."""
+        self.refresh()
+        return len(self.notes)
+
+    # ------------------------------------------------------------ writes
+
+    def write(self, decide: Callable[[MemoryStore], tuple[Changes, T]]) -> T:
+        """Run ``decide`` on an up-to-date view inside one IMMEDIATE transaction and apply its changes."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreUnavailable(
+                    f"the memory store {self.path} stayed locked: {exc}",
+                    hint="Another process holds the write lock; retry, or raise memory.busy_timeout_ms.",
+                ) from None
+            try:
+                self._catch_up()
+                changes, result = decide(self)
+                if changes:
+                    self._apply_changes(changes)
+                self._db.execute("COMMIT")
+            except BaseException:
+                # The index only ever holds committed rows, so a rollback leaves nothing to undo.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            if changes:
+                self._read_txn(self._catch_up)
+            return result
+
+    def _apply_changes(self, changes: Changes) -> None:
+        rev = int(self._db.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()[0]) + 1
+        self._db.execute("UPDATE meta SET value = ? WHERE key = 'rev'", (rev,))
+        for note in changes.inserts:
+            self._db.execute(
+                f"INSERT INTO notes ({_COLUMNS}, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (*_note_params(note), rev),
+            )
+        for note in changes.updates:
+            self._db.execute(
+                "UPDATE notes SET text=?, kind=?, importance=?, pinned=?, scene=?, evidence=?, scope=?, "
+                "source_message_ids=?, hits=?, last_used=?, created=?, updated=?, rev=? WHERE id=?",
+                (*_note_params(note)[1:], rev, note.id),
+            )
+        for key, value in changes.meta.items():
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        for note_id in changes.deletes:
+            row = self._db.execute("SELECT doc FROM notes WHERE id = ?", (note_id,)).fetchone()
+            if row is not None:
+                self._db.execute("DELETE FROM notes WHERE doc = ?", (row[0],))
+                self._db.execute("INSERT INTO tombstones (doc, rev) VALUES (?, ?)", (row[0], rev))
+
+    def insert_many(self, notes: Iterable[Note]) -> int:
+        """Insert notes as given in one transaction (imports and benchmarks; no reconcile)."""
+        batch = list(notes)
+        self.write(lambda _s: (Changes(inserts=batch), None))
+        return len(batch)
+
+    def touch(self, note_ids: list[str], now: float | None = None) -> None:
+        """Count one use of each note the model actually saw (hits + 1, last_used = now)."""
+        if not note_ids:
+            return
+        stamp = time.time() if now is None else now
+
+        def decide(store: MemoryStore) -> tuple[Changes, None]:
+            changes = Changes()
+            for note_id in dict.fromkeys(note_ids):
+                note = store.get(note_id)
+                if note is not None:
+                    changes.updates.append(replace(note, hits=note.hits + 1, last_used=stamp))
+            return changes, None
+
+        self.write(decide)
+
+    # ------------------------------------------------------------ history archive
+
+    def archive(self, messages: list[ArchivedMessage], terms: Callable[[str], str]) -> int:
+        """Store messages that left the context; a message already archived is kept once."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                added = 0
+                for m in messages:
+                    cur = self._db.execute(
+                        "INSERT OR IGNORE INTO history (session_id, idx, role, text) VALUES (?,?,?,?)",
+                        (m.session_id, m.index, m.role, m.text),
+                    )
+                    if cur.rowcount:
+                        self._db.execute(
+                            "INSERT INTO history_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, terms(m.text))
+                        )
+                        added += 1
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            return added
+
+    def search_history(self, match: str, session_id: str, k: int) -> list[ArchivedMessage]:
+        """Archived messages matching an FTS5 ``match`` expression, best first."""
+        if not match:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT h.session_id, h.idx, h.role, h.text FROM history_fts f JOIN history h ON h.id = f.rowid "
+                "WHERE history_fts MATCH ? AND (? = '' OR h.session_id = ?) ORDER BY bm25(history_fts) LIMIT ?",
+                (match, session_id, session_id, k),
+            ).fetchall()
+        return [ArchivedMessage(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+    # ------------------------------------------------------------ checks
+
+    def integrity(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` answer ("ok" when healthy)."""
+        with self._lock:
+            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def meta_flag(self, key: str) -> int:
+        """A counter/flag stored in ``meta`` (0 when unset)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            return int(row[0]) if row else 0
+
+    def set_meta_flag(self, key: str, value: int) -> None:
+        """Set a ``meta`` flag in its own transaction."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+            self._db.execute("COMMIT")
+
+
+def file_mode_private(path: Path) -> None:
+    """Make the store's files readable by the owner only."""
+    for suffix in ("", "-wal", "-shm"):
+        target = Path(f"{path}{suffix}")
+        if target.exists():
+            os.chmod(target, 0o600)
