@@ -7,11 +7,13 @@ Environment knobs (all optional):
 - ``AIC_TEST_SHUTDOWN_MARKER``: a file the shutdown hook writes (proves a graceful stop);
 - ``AIC_TEST_CHILDREN=1``: start a grandchild in the same process group and one in its own
   session (the kind of process a supervisor must still clean up);
+- ``AIC_TEST_DRAIN_SECONDS``: how long the shutdown hook takes (health is NOT_SERVING meanwhile);
 - ``AIC_TEST_CRASH``: service name that exits with code 3 right after starting.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -33,6 +35,9 @@ async def _on_start() -> None:
 
 
 async def _on_shutdown() -> None:
+    drain = float(os.environ.get("AIC_TEST_DRAIN_SECONDS", "0"))
+    if drain:
+        await asyncio.sleep(drain)
     marker = os.environ.get("AIC_TEST_SHUTDOWN_MARKER")
     if marker:
         Path(f"{marker}.{NAME}").write_text("drained")

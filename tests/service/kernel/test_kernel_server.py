@@ -1,0 +1,122 @@
+"""The kernel server bootstrap for real: TCP with TLS and a token, health, reflection, SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from clients.cli.runtime import wait_until
+from services.kernel.channels import aio_channel, check_health
+from services.kernel.endpoints import PROTO_SERVICE, AuthSettings, Endpoint, parse_endpoint
+from services.kernel.errors import EndpointError
+from services.kernel.server import ServiceDef, create_server, shutdown
+
+HERE = Path(__file__).parent
+TOKEN = "s3cret-deployment-token"
+
+
+def _service() -> ServiceDef:
+    return ServiceDef(name="memory", proto_services=[PROTO_SERVICE["memory"]], register=lambda server: None)
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    d = tmp_path_factory.mktemp("tls")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "key.pem"),
+         "-out", str(d / "cert.pem"), "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=60,
+    )
+    return str(d / "cert.pem"), str(d / "key.pem")
+
+
+async def _health_over_tls(cert: tuple[str, str], client_token: str) -> tuple[grpc.StatusCode, str]:
+    server_auth = AuthSettings(token=TOKEN, tls_cert=cert[0], tls_key=cert[1])
+    running = await create_server(Endpoint("memory", "tcp", host="127.0.0.1", port=0, auth=server_auth), _service())
+    try:
+        port = int(running.address.rsplit(":", 1)[1])
+        client = Endpoint("memory", "tcp", host="127.0.0.1", port=port,
+                          auth=AuthSettings(token=client_token, tls_ca=cert[0], server_name="localhost"))
+        async with aio_channel(client) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            try:
+                resp = await stub.Check(health_pb2.HealthCheckRequest(service=PROTO_SERVICE["memory"]), timeout=10)
+            except grpc.aio.AioRpcError as err:
+                return err.code(), err.details() or ""
+            return grpc.StatusCode.OK, health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+    finally:
+        await shutdown(running, grace=1)
+
+
+def test_a_tcp_call_without_a_token_is_unauthenticated(cert: tuple[str, str]) -> None:
+    code, _ = asyncio.run(_health_over_tls(cert, client_token=""))
+    assert code == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_tcp_call_with_a_wrong_token_is_unauthenticated(cert: tuple[str, str]) -> None:
+    code, _ = asyncio.run(_health_over_tls(cert, client_token="not-the-token"))
+    assert code == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_tcp_call_with_the_right_token_over_tls_is_served(cert: tuple[str, str]) -> None:
+    assert asyncio.run(_health_over_tls(cert, client_token=TOKEN)) == (grpc.StatusCode.OK, "SERVING")
+
+
+def test_a_tcp_endpoint_without_tls_and_a_token_is_refused_before_listening() -> None:
+    async def attempt() -> None:
+        await create_server(parse_endpoint("tools", "tcp://127.0.0.1:0"), _service())
+
+    with pytest.raises(EndpointError) as info:
+        asyncio.run(attempt())
+    assert info.value.reason == "tcp_requires_tls"
+    assert "without TLS and a token" in str(info.value)
+
+
+def test_reflection_lists_the_service_and_health(short_dir: Path) -> None:
+    async def listed() -> list[str]:
+        running = await create_server(f"unix:{short_dir}/m.sock", _service())
+        try:
+            async with grpc.aio.insecure_channel(f"unix:{short_dir}/m.sock") as channel:
+                stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+                call = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+                async for resp in call:
+                    return [s.name for s in resp.list_services_response.service]
+                return []
+        finally:
+            await shutdown(running, grace=1)
+
+    names = asyncio.run(listed())
+    assert {"ai_coding.v1.Memory", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= set(names)
+
+
+def test_sigterm_turns_health_not_serving_runs_the_drain_hook_and_exits_cleanly(
+    isolated_home: Path, short_dir: Path
+) -> None:
+    rdir = short_dir / "run"
+    env = {**os.environ, "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained"), "AIC_TEST_DRAIN_SECONDS": "2"}
+    proc = subprocess.Popen([sys.executable, str(HERE / "minimal_service.py"), "memory"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    endpoint = Endpoint("memory", "unix", path=str(rdir / "memory.sock"))
+    try:
+        assert wait_until(lambda: check_health(endpoint, PROTO_SERVICE["memory"]) == "SERVING", 30, 0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert wait_until(lambda: check_health(endpoint, PROTO_SERVICE["memory"]) == "NOT_SERVING", 10, 0.05)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert (short_dir / "drained.memory").read_text() == "drained"
+    assert not Path(endpoint.path).exists()
+    log = (rdir / "logs" / "memory.log").read_text()
+    assert "memory shutting down" in log
