@@ -155,8 +155,11 @@ class WriteNoteRequest(_message.Message):
 
     WORKSPACE_FIELD_NUMBER: _builtins.int
     NOTE_FIELD_NUMBER: _builtins.int
+    EXTRACTOR_FIELD_NUMBER: _builtins.int
     workspace: _builtins.str
     """Absolute workspace root; the store is <workspace>/.ai-coding/memory.db."""
+    extractor: _builtins.str
+    """Producer checked against memory.extraction_extractors; "" = "memory_write"."""
     @_builtins.property
     def note(self) -> Global___NoteCandidate: ...
     def __init__(
@@ -164,10 +167,11 @@ class WriteNoteRequest(_message.Message):
         *,
         workspace: _builtins.str = ...,
         note: Global___NoteCandidate | None = ...,
+        extractor: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["note", b"note"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["note", b"note", "workspace", b"workspace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["extractor", b"extractor", "note", b"note", "workspace", b"workspace"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

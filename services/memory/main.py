@@ -1,0 +1,31 @@
+"""``ai-coding serve memory``: build the Memory service from the config."""
+
+from __future__ import annotations
+
+import grpc
+from ai_coding.v1 import memory_pb2_grpc as pb_grpc
+
+from services.kernel.config import Config
+from services.kernel.endpoints import PROTO_SERVICE
+from services.kernel.server import ServiceDef
+from services.memory.service import MemoryEngine
+from services.memory.servicer import MemoryServicer
+from services.memory.settings import MemorySettings
+
+
+def build(config: Config) -> ServiceDef:
+    """The memory service: one MemoryEngine (stores open per workspace on first use)."""
+    settings = config.section(MemorySettings, "memory")
+    engine = MemoryEngine(settings)
+    servicer = MemoryServicer(engine)
+
+    def register(server: grpc.aio.Server) -> None:
+        pb_grpc.add_MemoryServicer_to_server(servicer, server)
+
+    async def on_shutdown() -> None:
+        engine.close()
+
+    return ServiceDef(
+        name="memory", proto_services=[PROTO_SERVICE["memory"]], register=register, on_shutdown=on_shutdown,
+        extra={"engine": engine},
+    )
