@@ -1,0 +1,15 @@
+"""The interactive client (``ai-coding`` with no subcommand, and ``ai-coding attach ID``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
+    """Open the REPL on ``workspace`` (default: the current dir), optionally on ``session_id``; the exit code."""
+    from clients.cli.repl.app import run_repl as _run
+
+    return _run(workspace, session_id, attach)
+
+
+__all__ = ["run_repl"]

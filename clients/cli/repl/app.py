@@ -1,0 +1,565 @@
+"""The interactive REPL: a prompt_toolkit input line that stays usable while a turn streams above it.
+
+Output goes through ``patch_stdout`` so lines printed by the event renderer land
+above the prompt; the unfinished line of assistant text is shown inside the
+prompt itself (a half line printed above a live prompt would be erased on the
+next redraw). Every event from every stream goes through ``_deliver``, which
+drops duplicates by sequence number, so a session followed by an attach stream
+and a turn stream at once renders each event exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import shutil
+import sys
+import time
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+from ai_coding.v1 import loop_pb2
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, ThreadedCompleter
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.patch_stdout import patch_stdout
+from rich.console import Console
+from rich.text import Text
+
+from clients.cli.render import EventRenderer, last_tool_text, literal, visible_controls
+from clients.cli.repl import resume
+from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
+from clients.cli.repl.state import approval_decision, ctrl_c, osc52, question_answer
+from clients.cli.slash import SlashCommand, SlashReply, completions, help_text, parse_slash
+
+REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
+                 "point out bugs, risky changes and missing tests, most important first.")
+_PARTIAL_SHOWN = 2000
+
+
+class _SlashCompleter(Completer):
+    """Completion as soon as ``/`` is typed; ``/resume `` completes saved sessions."""
+
+    def __init__(self, repl: Repl) -> None:
+        self._repl = repl
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/"):
+            return
+        if text.startswith("/resume "):
+            query = text[len("/resume "):]
+            for row in resume.filter_rows(self._repl.session_rows, query)[:20]:
+                yield Completion(row.session_id, start_position=-len(query),
+                                 display=visible_controls(resume.row_line(row)))
+            return
+        if " " in text:
+            return
+        for shown, doc in completions(text[1:]):
+            yield Completion("/" + shown[1:].split(" ")[0], start_position=-len(text), display=shown,
+                             display_meta=doc)
+
+
+class Repl:
+    """One interactive client on one session (``attach`` follows a session another client drives)."""
+
+    def __init__(self, client: LoopClient, workspace: str, attach: bool = False) -> None:
+        self.client = client
+        self.workspace = workspace
+        self.attach_mode = attach
+        self.session_id = ""
+        self.last_seq = 0
+        self.turn_running = False
+        self.queued: list[str] = []
+        self.session_rows: list[resume.SessionRow] = []
+        self.console = Console()
+        self.renderer = EventRenderer(self.console, line_buffered=True)
+        self._follower: TurnStream | None = None
+        self._turn_stream: TurnStream | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._picker: list[resume.SessionRow] | None = None
+        self._last_ctrl_c: float | None = None
+        self._shown_queued: list[str] = []
+        self.prompt: PromptSession[str] = PromptSession(
+            message=self._message, key_bindings=self._bindings(),
+            completer=ThreadedCompleter(_SlashCompleter(self)), complete_while_typing=True,
+            reserve_space_for_menu=4)
+
+    # ---- lifecycle ----
+
+    async def run(self, session_id: str) -> int:
+        """Open (or resume) the session and read lines until the user exits; returns the exit code."""
+        with patch_stdout(raw=True):
+            self.console = Console(file=sys.stdout, force_terminal=True, highlight=False)
+            self.renderer.console = self.console
+            self._sync_width()
+            try:
+                opened = await self.client.open_session(self.workspace, session_id)
+            except ClientError as err:
+                self._error(str(err))
+                return 1
+            await self._switch_to(opened, redraw=bool(session_id))
+            if self.attach_mode:
+                self._follow_session(opened.last_seq)
+            await self._read_lines()
+            await self._shutdown()
+        return 0
+
+    async def _read_lines(self) -> None:
+        while True:
+            try:
+                line = await self.prompt.prompt_async()
+            except (EOFError, KeyboardInterrupt):
+                return
+            try:
+                if await self._submit(line) == "quit":
+                    return
+            except ClientError as err:
+                self._error(str(err))
+
+    async def _shutdown(self) -> None:
+        if self.turn_running:
+            self._note(f"the turn goes on in the loop; `ai-coding attach {self.session_id[:12]}` follows it")
+        for stream in (self._turn_stream, self._follower):
+            if stream is not None:
+                stream.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await self.client.close()
+
+    async def _switch_to(self, opened: loop_pb2.OpenSessionLoopResponse, redraw: bool) -> None:
+        self.session_id = opened.session_id
+        self.last_seq = opened.last_seq
+        self.renderer.last_seq = opened.last_seq
+        header = f"ai-coding · session {opened.session_id[:12]} · model {opened.model or 'default'}"
+        self._print(literal(header + " · /help for commands", "dim"))
+        for warning in opened.warnings:
+            self._print(literal(f"warning: {warning}", "yellow"))
+        if redraw and opened.message_count:
+            got = await self.client.get_session(self.workspace, opened.session_id)
+            self._redraw(resume.history_items(got.messages_json))
+
+    # ---- submitted lines ----
+
+    async def _submit(self, line: str) -> str:
+        if self.renderer.pending_approval is not None:
+            self._answer_approval(approval_decision(line))
+            return ""
+        if self.renderer.pending_question is not None:
+            self._answer_question(question_answer(line, list(self.renderer.pending_question.options)))
+            return ""
+        if self._picker is not None:
+            await self._pick(line)
+            return ""
+        text = line.strip()
+        if not text:
+            return ""
+        if text == "/":
+            self._print(literal(help_text()))
+            return ""
+        parsed = parse_slash(text)
+        if isinstance(parsed, SlashReply):
+            self._print(literal(parsed.text, "yellow"))
+            return ""
+        if isinstance(parsed, SlashCommand):
+            return await self._command(parsed)
+        self._send_input(line)
+        return ""
+
+    def _send_input(self, text: str) -> None:
+        if self.turn_running:
+            stream = self._control_stream()
+            self.queued.append(text)
+            self._shown_queued.append(text)
+            if stream is not None:
+                stream.send(loop_pb2.ClientMessage(queue=loop_pb2.QueueInput(input=text)))
+            self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
+            return
+        self.turn_running = True
+        stream = self.client.start(self.session_id, text)
+        self._turn_stream = stream
+        self._spawn(self._follow_turn(stream))
+
+    async def _command(self, cmd: SlashCommand) -> str:
+        name, args = cmd.name, cmd.args
+        if name == "quit":
+            return "quit"
+        if name == "help":
+            self._print(literal(help_text()))
+        elif name == "last":
+            last = self.renderer.last_tool
+            self._print(literal(last_tool_text(last)) if last else literal("no tool call yet", "dim"))
+        elif name == "clear":
+            await self._switch_to(await self.client.open_session(self.workspace, ""), redraw=False)
+        elif name == "resume":
+            await self._resume(args)
+        elif name == "review":
+            self._send_input(REVIEW_PROMPT)
+        else:
+            await self._loop_command(name, args)
+        return ""
+
+    async def _loop_command(self, name: str, args: str) -> None:
+        try:
+            response = await self.client.run_command(self.session_id, name, args)
+        except ClientError as err:
+            if err.reason in ("unimplemented", "unknown_command", "not_implemented"):
+                self._print(literal(f"/{name} is not available yet: it lands with a later issue", "dim"))
+                return
+            raise
+        self._print(literal(response.text.rstrip("\n") or f"/{name}: done"))
+
+    # ---- /resume ----
+
+    async def _refresh_rows(self) -> list[resume.SessionRow]:
+        summaries = await self.client.list_sessions(self.workspace)
+        self.session_rows = [resume.SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open)
+                             for s in summaries]
+        return self.session_rows
+
+    async def _resume(self, args: str) -> None:
+        rows = [r for r in await self._refresh_rows() if r.session_id != self.session_id]
+        if args:
+            match, candidates = resume.match_prefix(rows, args)
+            if match is not None:
+                await self._resume_id(match.session_id)
+            elif candidates:
+                self._print(literal(f"/resume {args} is ambiguous; candidates:", "yellow"))
+                self._show_rows(candidates)
+            else:
+                self._print(literal(f"no saved session starts with {args!r}", "yellow"))
+            return
+        groups = resume.group_sessions(rows, dt.date.today())
+        if not groups:
+            self._print(literal("no saved sessions", "dim"))
+            return
+        self._picker = [row for _, group in groups for row in group]
+        self._show_groups(groups)
+        self._print(literal("type a number, an id prefix or words to filter; Enter alone cancels", "dim"))
+
+    async def _pick(self, line: str) -> None:
+        rows, text = self._picker or [], line.strip()
+        if not text:
+            self._picker = None
+            self._print(literal("resume cancelled", "dim"))
+            return
+        if text.isdigit() and 1 <= int(text) <= len(rows):
+            self._picker = None
+            await self._resume_id(rows[int(text) - 1].session_id)
+            return
+        match, _ = resume.match_prefix(rows, text)
+        filtered = [match] if match else resume.filter_rows(rows, text)
+        if len(filtered) == 1:
+            self._picker = None
+            await self._resume_id(filtered[0].session_id)
+        elif not filtered:
+            self._print(literal(f"nothing matches {text!r}; Enter alone cancels", "yellow"))
+        else:
+            self._picker = filtered
+            self._show_groups(resume.group_sessions(filtered, dt.date.today()))
+
+    async def _resume_id(self, session_id: str) -> None:
+        if self.turn_running:
+            self._print(literal("a turn is running: wait for it or press Ctrl-C first", "yellow"))
+            return
+        await self._switch_to(await self.client.open_session(self.workspace, session_id), redraw=True)
+
+    def _show_groups(self, groups: list[tuple[str, list[resume.SessionRow]]]) -> None:
+        number = 0
+        for label, group in groups:
+            self._print(literal(label, "bold"))
+            for row in group:
+                number += 1
+                self._print(literal(f"  {number:>2}. {resume.row_line(row)}"))
+
+    def _show_rows(self, rows: list[resume.SessionRow]) -> None:
+        for row in rows:
+            self._print(literal(f"  {resume.row_line(row)}"))
+
+    def _redraw(self, items: list[resume.HistoryItem]) -> None:
+        self._print(literal(f"── history ({len(items)} items) ──", "dim"))
+        for item in items:
+            if item.kind == "user":
+                self._print(literal(f"› {item.text}", "bold"))
+            elif item.kind == "assistant":
+                self.console.print(literal(item.text), soft_wrap=True)
+            else:
+                mark, style = ("✓", "green") if item.ok else ("✗", "red")
+                self._print(literal(f"{mark} {item.text}", style))
+        self._print(literal("── end of history ──", "dim"))
+
+    # ---- streams ----
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _control_stream(self) -> TurnStream | None:
+        """Where approvals, answers, interrupts and queued input go."""
+        if self._turn_stream is not None and not self._turn_stream.closed:
+            return self._turn_stream
+        return self._follower
+
+    async def _follow_turn(self, stream: TurnStream) -> None:
+        """Read a turn stream until the turn and every input queued behind it have finished."""
+        try:
+            async for event in stream.events():
+                self._deliver(event)
+                if event.WhichOneof("event") == "turn_finished" and not self.queued:
+                    break
+        except ClientError as err:
+            self._error(str(err))
+            self.turn_running = False
+            self.queued.clear()
+        finally:
+            stream.close()
+            if self._turn_stream is stream:
+                self._turn_stream = None
+        if self.queued and self._follower is None:
+            await self._pick_up_queue()
+        self._invalidate()
+
+    async def _pick_up_queue(self) -> None:
+        """The stream ended with input still queued: follow the loop running it, or start it ourselves."""
+        before = self.last_seq
+        follower = self.client.attach(self.session_id, self.last_seq)
+        self._turn_stream = follower
+        try:
+            async with asyncio.timeout(3.0):
+                async for event in follower.events():
+                    self._deliver(event)
+                    if self.last_seq > before:
+                        break
+        except (TimeoutError, ClientError):
+            pass
+        if self.last_seq > before:
+            await self._follow_turn(follower)
+            return
+        follower.close()
+        self.turn_running = False
+        text = self.queued.pop(0)
+        self._send_input(text)
+
+    def _follow_session(self, after_seq: int) -> None:
+        """Attach mode: follow every event of the session, showing the turn in flight from its start."""
+        stream = self.client.attach(self.session_id, 0)
+        self._follower = stream
+        self.last_seq = 0
+
+        async def follow() -> None:
+            backlog: list[loop_pb2.TurnEvent] = []
+            replaying = after_seq > 0
+            try:
+                async for event in stream.events():
+                    if not replaying:
+                        self._deliver(event)
+                        continue
+                    backlog.append(event)
+                    if event.seq >= after_seq:
+                        replaying = False
+                        for old in _turn_in_flight(backlog):
+                            self._deliver(old)
+                        self.last_seq = max(self.last_seq, after_seq)
+                        backlog.clear()
+            except ClientError as err:
+                self._error(str(err))
+            if not stream.closed or self._follower is stream:
+                self._note("the session stream ended")
+
+        self._spawn(follow())
+
+    def _deliver(self, event: loop_pb2.TurnEvent) -> None:
+        if event.seq and event.seq <= self.last_seq:
+            return
+        self.last_seq = max(self.last_seq, event.seq)
+        kind = event.WhichOneof("event")
+        if kind == "turn_started":
+            self.turn_running = True
+            if self.queued and self.queued[0] == event.turn_started.input:
+                self.queued.pop(0)
+        elif kind == "turn_finished":
+            self.turn_running = bool(self.queued)
+        elif kind == "input_queued" and event.input_queued.input in self._shown_queued:
+            self._shown_queued.remove(event.input_queued.input)
+            return
+        self._sync_width()
+        self.renderer.handle(event)
+        self._invalidate()
+
+    # ---- answers, interrupts, keys ----
+
+    def _answer_approval(self, decision: int) -> None:
+        pending = self.renderer.pending_approval
+        stream = self._control_stream()
+        if pending is None or stream is None:
+            return
+        self.renderer.pending_approval = None
+        stream.send(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(request_id=pending.request_id,
+                                                                           decision=decision)))  # type: ignore[arg-type]
+        self._invalidate()
+
+    def _answer_question(self, answer: str) -> None:
+        pending = self.renderer.pending_question
+        stream = self._control_stream()
+        if pending is None or stream is None:
+            return
+        self.renderer.pending_question = None
+        stream.send(loop_pb2.ClientMessage(answer=loop_pb2.QuestionAnswer(request_id=pending.request_id,
+                                                                          answer=answer)))
+        self._invalidate()
+
+    def _interrupt(self, scope: int, note: str) -> None:
+        stream = self._control_stream()
+        if stream is None:
+            return
+        stream.send(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(scope=scope)))  # type: ignore[arg-type]
+        self._note(note)
+
+    def _bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+        line_empty = Condition(lambda: not self.prompt.default_buffer.text)
+        approving = Condition(lambda: self.renderer.pending_approval is not None) & line_empty
+        options = Condition(lambda: self.renderer.pending_question is not None
+                            and bool(self.renderer.pending_question.options)) & line_empty
+
+        for key in ("y", "a", "n", "s", "enter"):
+            @kb.add(key, filter=approving)
+            def _approve(event: KeyPressEvent, key: str = key) -> None:
+                self._answer_approval(approval_decision("" if key == "enter" else key))
+
+        for digit in "123456789":
+            @kb.add(digit, filter=options)
+            def _option(event: KeyPressEvent, digit: str = digit) -> None:
+                pending = self.renderer.pending_question
+                if pending is not None and int(digit) <= len(pending.options):
+                    self._answer_question(pending.options[int(digit) - 1])
+
+        @kb.add("escape", eager=True)
+        def _escape(event: KeyPressEvent) -> None:
+            if self.renderer.pending_question is not None:
+                self._answer_question("")
+            elif self.turn_running:
+                self._interrupt(loop_pb2.INTERRUPT_SCOPE_BATCH, "cancelling the running tools…")
+            else:
+                event.current_buffer.reset()
+
+        @kb.add("c-c")
+        def _ctrl_c(event: KeyPressEvent) -> None:
+            now = time.monotonic()
+            action = ctrl_c(turn_running=self.turn_running, line_empty=not event.current_buffer.text,
+                            now=now, last_press=self._last_ctrl_c).action
+            self._last_ctrl_c = now
+            if action == "abort_turn":
+                self.queued.clear()
+                self._interrupt(loop_pb2.INTERRUPT_SCOPE_TURN, "aborting the turn…")
+            elif action == "clear_line":
+                event.current_buffer.reset()
+            elif action == "warn":
+                self._note("press Ctrl-C again to exit (or Ctrl-D)")
+            else:
+                event.app.exit(exception=EOFError())
+
+        @kb.add("c-d", filter=line_empty)
+        def _ctrl_d(event: KeyPressEvent) -> None:
+            event.app.exit(exception=EOFError())
+
+        @kb.add("c-y")
+        def _ctrl_y(event: KeyPressEvent) -> None:
+            last = self.renderer.last_tool
+            if last is None:
+                self._note("nothing to copy yet: no tool call has finished")
+                return
+            text = last_tool_text(last)
+            event.app.output.write_raw(osc52(text))
+            event.app.output.flush()
+            self._note(f"copied the last tool call ({len(text)} chars) to the clipboard")
+
+        return kb
+
+    # ---- output ----
+
+    def _message(self) -> FormattedText:
+        parts: list[tuple[str, str]] = []
+        partial = self.renderer.partial_text
+        if partial:
+            parts.append(("", visible_controls(partial[-_PARTIAL_SHOWN:]) + "\n"))
+        if self.renderer.pending_approval is not None:
+            parts.append(("fg:ansimagenta bold", "approve? [y/a/n/s] "))
+        elif self.renderer.pending_question is not None:
+            parts.append(("fg:ansicyan bold", "answer› "))
+        elif self._picker is not None:
+            parts.append(("bold", "resume› "))
+        elif self.turn_running:
+            parts.append(("fg:ansibrightblack", "… "))
+        else:
+            parts.append(("bold", "› "))
+        return FormattedText(parts)
+
+    def _invalidate(self) -> None:
+        app = self.prompt.app
+        if app.is_running:
+            app.invalidate()
+
+    def _sync_width(self) -> None:
+        self.console.width = shutil.get_terminal_size((100, 30)).columns
+
+    def _print(self, text: Text) -> None:
+        self.console.print(text, highlight=False, soft_wrap=True)
+
+    def _note(self, text: str) -> None:
+        self.console.print(literal(f"  {text}", "dim"), highlight=False, no_wrap=True, overflow="ellipsis")
+
+    def _error(self, text: str) -> None:
+        self.console.print(literal(f"error: {text}", "red"), highlight=False, soft_wrap=True)
+
+
+def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEvent]:
+    """The replayed events of the last turn if it has not finished yet, else nothing."""
+    start = None
+    for index, event in enumerate(backlog):
+        kind = event.WhichOneof("event")
+        if kind == "turn_started":
+            start = index
+        elif kind == "turn_finished":
+            start = None
+    return backlog[start:] if start is not None else []
+
+
+def _loop_endpoint(workspace: Path, quiet: bool = False) -> object:
+    """Start the services when they are not running and return the loop's endpoint."""
+    from clients.cli import control
+
+    setup = control.resolve(workspace)
+    names: list[str] = [name for name in ("loop", "tools") if name in setup.supervisor.services] or ["loop"]
+    control.ensure_running(setup, names, quiet=quiet)
+    return setup.endpoints["loop"]
+
+
+def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
+    """Open the interactive client on ``workspace`` (default: the current dir); returns the exit code."""
+    from services.kernel.endpoints import Endpoint
+    from services.kernel.errors import AiCodingError
+
+    root = Path(workspace or os.getcwd()).resolve()
+    try:
+        endpoint = _loop_endpoint(root)
+    except AiCodingError as err:
+        print(f"ai-coding: {err}", file=sys.stderr)
+        return 3
+    assert isinstance(endpoint, Endpoint)
+
+    async def main() -> int:
+        repl = Repl(LoopClient(endpoint), str(root), attach=attach)
+        return await repl.run(session_id or "")
+
+    try:
+        return asyncio.run(main())
+    except AiCodingError as err:
+        print(f"ai-coding: {err}", file=sys.stderr)
+        return 1

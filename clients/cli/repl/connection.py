@@ -1,0 +1,131 @@
+"""The REPL's side of the loop service: unary calls with deadlines and the Converse stream.
+
+gRPC stays here: the rest of the REPL sees ``LoopClient`` methods, ``TurnStream``
+and ``ClientError`` (one readable line, never a traceback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+
+from services.kernel.channels import aio_channel
+from services.kernel.endpoints import Endpoint
+from services.kernel.errors import AiCodingError, reason_of
+
+UNARY_TIMEOUT = 15.0
+
+
+class ClientError(AiCodingError):
+    """A loop call failed; ``str()`` is one line for the user."""
+
+    reason = "loop_call_failed"
+
+
+def _error(err: grpc.RpcError, what: str) -> ClientError:
+    code = err.code() if isinstance(err, grpc.aio.AioRpcError) else None
+    detail = err.details() if isinstance(err, grpc.aio.AioRpcError) else str(err)
+    reason = reason_of(err) or (code.name.lower() if code else "error")
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return ClientError(f"{what}: the loop service is not answering",
+                           hint="(run `ai-coding up`, or see `ai-coding logs loop`)", reason="service_unavailable")
+    return ClientError(f"{what}: {detail or reason}", reason=reason)
+
+
+class TurnStream:
+    """One Converse call: ``send`` client messages up, iterate turn events down."""
+
+    def __init__(self, stub: loop_pb2_grpc.AgentLoopStub, first: loop_pb2.ClientMessage) -> None:
+        self._outbox: asyncio.Queue[loop_pb2.ClientMessage | None] = asyncio.Queue()
+        self._outbox.put_nowait(first)
+        self._call = stub.Converse(self._requests())
+        self.closed = False
+
+    async def _requests(self) -> AsyncIterator[loop_pb2.ClientMessage]:
+        while True:
+            message = await self._outbox.get()
+            if message is None:
+                return
+            yield message
+
+    def send(self, message: loop_pb2.ClientMessage) -> None:
+        """Queue a message for the loop (ignored once the stream is closed)."""
+        if not self.closed:
+            self._outbox.put_nowait(message)
+
+    async def events(self) -> AsyncIterator[loop_pb2.TurnEvent]:
+        """The events the loop sends until it ends the stream; errors become ``ClientError``."""
+        try:
+            async for event in self._call:
+                yield event
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.CANCELLED:
+                raise _error(err, "the turn stream broke") from None
+        finally:
+            self.closed = True
+
+    def close(self) -> None:
+        """Half-close and cancel the call (the loop keeps the turn running)."""
+        self.closed = True
+        self._outbox.put_nowait(None)
+        self._call.cancel()
+
+
+class LoopClient:
+    """Typed calls to the AgentLoop service."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._channel = aio_channel(endpoint)
+        self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
+
+    async def open_session(self, workspace: str, session_id: str = "") -> loop_pb2.OpenSessionLoopResponse:
+        """Create a session, or load one by id or unique prefix."""
+        request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, interactive=True)
+        try:
+            response: loop_pb2.OpenSessionLoopResponse = await self.stub.OpenSession(request, timeout=UNARY_TIMEOUT)
+            return response
+        except grpc.aio.AioRpcError as err:
+            raise _error(err, "cannot open the session") from None
+
+    async def list_sessions(self, workspace: str) -> list[loop_pb2.SessionSummary]:
+        """Saved sessions of ``workspace``, newest activity first."""
+        try:
+            response = await self.stub.ListSessions(loop_pb2.ListSessionsRequest(workspace=workspace),
+                                                    timeout=UNARY_TIMEOUT)
+        except grpc.aio.AioRpcError as err:
+            raise _error(err, "cannot list sessions") from None
+        return list(response.sessions)
+
+    async def get_session(self, workspace: str, session_id: str) -> loop_pb2.GetSessionResponse:
+        """One session with its messages (for the redraw after /resume)."""
+        request = loop_pb2.GetSessionRequest(workspace=workspace, session_id=session_id)
+        try:
+            response: loop_pb2.GetSessionResponse = await self.stub.GetSession(request, timeout=UNARY_TIMEOUT)
+            return response
+        except grpc.aio.AioRpcError as err:
+            raise _error(err, "cannot load the session") from None
+
+    async def run_command(self, session_id: str, command: str, args: str) -> loop_pb2.RunCommandResponse:
+        """A slash command the loop handles; UNIMPLEMENTED surfaces as reason ``unimplemented``."""
+        request = loop_pb2.RunCommandRequest(session_id=session_id, command=command, args=args)
+        try:
+            response: loop_pb2.RunCommandResponse = await self.stub.RunCommand(request, timeout=UNARY_TIMEOUT)
+            return response
+        except grpc.aio.AioRpcError as err:
+            raise _error(err, f"/{command} failed") from None
+
+    def start(self, session_id: str, text: str) -> TurnStream:
+        """Open a stream that starts a turn with ``text``."""
+        first = loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text))
+        return TurnStream(self.stub, first)
+
+    def attach(self, session_id: str, after_seq: int) -> TurnStream:
+        """Open a stream that follows the session from event ``after_seq`` on."""
+        first = loop_pb2.ClientMessage(attach=loop_pb2.AttachTurn(session_id=session_id, after_seq=after_seq))
+        return TurnStream(self.stub, first)
+
+    async def close(self) -> None:
+        await self._channel.close()

@@ -1,0 +1,119 @@
+"""Pure parts of /resume: grouping, filtering, prefix matching, and the history redraw."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One saved session as the picker shows it."""
+
+    session_id: str
+    last_activity: float
+    preview: str
+    message_count: int
+    open: bool = False
+
+
+def day_label(ts: float, today: dt.date) -> str:
+    """'Today', 'Yesterday' or the ISO date of ``ts`` (local time)."""
+    day = dt.datetime.fromtimestamp(ts).date()
+    if day == today:
+        return "Today"
+    if day == today - dt.timedelta(days=1):
+        return "Yesterday"
+    return day.isoformat()
+
+
+def group_sessions(rows: list[SessionRow], today: dt.date,
+                   exclude: str = "") -> list[tuple[str, list[SessionRow]]]:
+    """Newest activity first, grouped by day; sessions open elsewhere (and ``exclude``) left out."""
+    shown = sorted((r for r in rows if not r.open and r.session_id != exclude),
+                   key=lambda r: r.last_activity, reverse=True)
+    groups: list[tuple[str, list[SessionRow]]] = []
+    for row in shown:
+        label = day_label(row.last_activity, today)
+        if not groups or groups[-1][0] != label:
+            groups.append((label, []))
+        groups[-1][1].append(row)
+    return groups
+
+
+def filter_rows(rows: list[SessionRow], query: str) -> list[SessionRow]:
+    """Rows whose preview or id contains ``query`` (case-insensitive)."""
+    needle = query.strip().lower()
+    return [r for r in rows if needle in r.preview.lower() or needle in r.session_id.lower()]
+
+
+def match_prefix(rows: list[SessionRow], prefix: str) -> tuple[SessionRow | None, list[SessionRow]]:
+    """The one session whose id starts with ``prefix``, or (None, candidates) when none or several do."""
+    candidates = [r for r in rows if r.session_id.startswith(prefix.strip())]
+    if len(candidates) == 1:
+        return candidates[0], candidates
+    return None, candidates
+
+
+def row_line(row: SessionRow) -> str:
+    """'14:03  fix the failing test in…  (12 messages)  0113e0ac'."""
+    clock = dt.datetime.fromtimestamp(row.last_activity).strftime("%H:%M")
+    preview = " ".join(row.preview.split())[:80] or "(empty)"
+    return f"{clock}  {preview}  ({row.message_count} messages)  {row.session_id[:12]}"
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """One line group of a redrawn session: ``kind`` is user, assistant or tool."""
+
+    kind: str
+    text: str
+    ok: bool = True
+
+
+def history_items(messages_json: str) -> list[HistoryItem]:
+    """The saved messages as they are redrawn: user text, model text, one collapsed line per tool call."""
+    try:
+        messages: list[dict[str, Any]] = json.loads(messages_json or "[]")
+    except json.JSONDecodeError:
+        return []
+    results = {m.get("toolCallId", ""): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
+    items: list[HistoryItem] = []
+    for message in messages:
+        role, content = message.get("role"), _content_text(message.get("content"))
+        if role == "user" and content:
+            items.append(HistoryItem("user", content))
+        elif role == "assistant":
+            if content:
+                items.append(HistoryItem("assistant", content))
+            for call in message.get("toolCalls") or []:
+                result = results.get(call.get("id", ""), "")
+                items.append(HistoryItem("tool", _tool_line(call, result), ok=_looks_ok(result)))
+    return items
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def _tool_line(call: dict[str, Any], result: str) -> str:
+    from clients.cli.render import one_line, tool_title
+
+    title = tool_title(str(call.get("name", "")), str(call.get("arguments", "")))
+    first = one_line(result)
+    return f"{title} · {first}" if first else title
+
+
+def _looks_ok(result: str) -> bool:
+    head = result.lstrip()[:200].lower()
+    if head.startswith("{"):
+        try:
+            data = json.loads(result)
+        except json.JSONDecodeError:
+            return True
+        return not (isinstance(data, dict) and (data.get("ok") is False or data.get("error")))
+    return not head.startswith(("error", "[error"))

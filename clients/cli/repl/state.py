@@ -1,0 +1,58 @@
+"""Pure decisions of the REPL: what a key or a line means in the current state."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+from ai_coding.v1 import loop_pb2
+
+# Two Ctrl-C presses on an empty idle prompt within this many seconds exit.
+DOUBLE_PRESS_SECONDS = 2.0
+
+APPROVAL_KEYS: dict[str, int] = {
+    "y": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
+    "yes": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
+    "a": loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS,
+    "always": loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS,
+    "n": loop_pb2.APPROVAL_DECISION_DENY,
+    "no": loop_pb2.APPROVAL_DECISION_DENY,
+    "s": loop_pb2.APPROVAL_DECISION_STOP,
+    "stop": loop_pb2.APPROVAL_DECISION_STOP,
+}
+
+
+def approval_decision(answer: str) -> int:
+    """The decision a typed answer means; anything else (Enter alone included) is deny."""
+    return APPROVAL_KEYS.get(answer.strip().lower(), loop_pb2.APPROVAL_DECISION_DENY)
+
+
+def question_answer(line: str, options: list[str]) -> str:
+    """A digit picks that option (1-based); any other text is the answer as typed."""
+    text = line.strip()
+    if text.isdigit() and 1 <= int(text) <= len(options):
+        return options[int(text) - 1]
+    return text
+
+
+@dataclass(frozen=True)
+class CtrlC:
+    """What a Ctrl-C press does: ``abort_turn``, ``clear_line``, ``warn`` (press again to exit) or ``exit``."""
+
+    action: str
+
+
+def ctrl_c(*, turn_running: bool, line_empty: bool, now: float, last_press: float | None) -> CtrlC:
+    """Ctrl-C aborts a running turn; on an idle prompt it clears the line, and twice on an empty one exits."""
+    if turn_running:
+        return CtrlC("abort_turn")
+    if not line_empty:
+        return CtrlC("clear_line")
+    if last_press is not None and now - last_press <= DOUBLE_PRESS_SECONDS:
+        return CtrlC("exit")
+    return CtrlC("warn")
+
+
+def osc52(text: str) -> str:
+    """The OSC 52 sequence that puts ``text`` on the system clipboard of the terminal."""
+    return "\x1b]52;c;" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "\x07"

@@ -1,0 +1,95 @@
+"""Pure REPL decisions: approval keys, question answers, Ctrl-C, OSC 52, and the /resume helpers."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+
+import pytest
+from ai_coding.v1 import loop_pb2
+
+from clients.cli.repl import resume
+from clients.cli.repl.state import approval_decision, ctrl_c, osc52, question_answer
+
+
+@pytest.mark.parametrize(("answer", "decision"), [
+    ("y", loop_pb2.APPROVAL_DECISION_ALLOW_ONCE), ("Y", loop_pb2.APPROVAL_DECISION_ALLOW_ONCE),
+    ("a", loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS), ("n", loop_pb2.APPROVAL_DECISION_DENY),
+    ("s", loop_pb2.APPROVAL_DECISION_STOP), ("", loop_pb2.APPROVAL_DECISION_DENY),
+    ("sure why not", loop_pb2.APPROVAL_DECISION_DENY),
+])
+def test_approval_answers_and_enter_alone_is_deny(answer: str, decision: int) -> None:
+    assert approval_decision(answer) == decision
+
+
+def test_a_digit_picks_an_option_and_other_text_is_the_answer() -> None:
+    options = ["red", "green"]
+    assert question_answer("2", options) == "green"
+    assert question_answer("3", options) == "3"
+    assert question_answer(" blue ", options) == "blue"
+    assert question_answer("", options) == ""
+
+
+def test_ctrl_c_aborts_a_running_turn_and_exits_only_on_a_second_idle_press() -> None:
+    assert ctrl_c(turn_running=True, line_empty=True, now=10, last_press=9.5).action == "abort_turn"
+    assert ctrl_c(turn_running=False, line_empty=False, now=10, last_press=9.5).action == "clear_line"
+    assert ctrl_c(turn_running=False, line_empty=True, now=10, last_press=None).action == "warn"
+    assert ctrl_c(turn_running=False, line_empty=True, now=10, last_press=9.0).action == "exit"
+    assert ctrl_c(turn_running=False, line_empty=True, now=10, last_press=5.0).action == "warn"
+
+
+def test_osc52_carries_the_text_base64_encoded() -> None:
+    seq = osc52("naïve [bold]")
+    assert seq.startswith("\x1b]52;c;") and seq.endswith("\x07")
+    assert base64.b64decode(seq[7:-1]).decode() == "naïve [bold]"
+
+
+def _ts(day: dt.date, hour: int) -> float:
+    return dt.datetime(day.year, day.month, day.day, hour).timestamp()
+
+
+def test_sessions_group_by_day_newest_first_leaving_open_ones_out() -> None:
+    today = dt.date(2026, 11, 29)
+    rows = [resume.SessionRow("a1", _ts(today, 9), "fix tests", 4),
+            resume.SessionRow("b2", _ts(today - dt.timedelta(days=1), 9), "yesterday work", 8),
+            resume.SessionRow("c3", _ts(today, 11), "later today", 2),
+            resume.SessionRow("d4", _ts(dt.date(2026, 11, 1), 9), "old", 1),
+            resume.SessionRow("e5", _ts(today, 12), "open elsewhere", 3, open=True)]
+    groups = resume.group_sessions(rows, today)
+    assert [(label, [r.session_id for r in group]) for label, group in groups] == [
+        ("Today", ["c3", "a1"]), ("Yesterday", ["b2"]), ("2026-11-01", ["d4"])]
+
+
+def test_prefix_matching_is_unique_or_lists_candidates() -> None:
+    rows = [resume.SessionRow("0113e0acac03", 1, "x", 1), resume.SessionRow("0113ffff0000", 2, "y", 1)]
+    assert resume.match_prefix(rows, "0113e")[0] == rows[0]
+    match, candidates = resume.match_prefix(rows, "0113")
+    assert match is None and candidates == rows
+    assert resume.filter_rows(rows, "Y") == [rows[1]]
+
+
+def test_history_redraw_collapses_tool_calls_to_their_final_result() -> None:
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "run the tests"},
+        {"role": "assistant", "content": "", "toolCalls": [
+            {"id": "c1", "name": "bash", "arguments": json.dumps({"command": "pytest -q"})},
+            {"id": "c2", "name": "read", "arguments": json.dumps({"path": "missing.py"})}]},
+        {"role": "tool", "toolCallId": "c1", "content": "3 passed\nmore"},
+        {"role": "tool", "toolCallId": "c2", "content": json.dumps({"ok": False, "error": "not found"})},
+        {"role": "assistant", "content": "All green."},
+    ]
+    items = resume.history_items(json.dumps(messages))
+    assert [(i.kind, i.text, i.ok) for i in items] == [
+        ("user", "run the tests", True),
+        ("tool", "Running · pytest -q · 3 passed", True),
+        ("tool", 'Reading · missing.py · {"ok": false, "error": "not found"}', False),
+        ("assistant", "All green.", True)]
+
+
+def test_a_row_line_cuts_the_preview_to_80_chars() -> None:
+    row = resume.SessionRow("abcdef0123456789", _ts(dt.date(2026, 1, 2), 14), "x" * 200, 12)
+    line = resume.row_line(row)
+    assert line.startswith("14:00  ") and "(12 messages)  abcdef012345" in line
+    assert len(line.split("  ")[1]) == 80
