@@ -209,7 +209,8 @@ def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> No
         if not quiet:
             print("starting the services (ai-coding up) ...", file=sys.stderr)
         start(setup)
-    missing = wait_serving(setup, names, timeout=10.0)
+    # A supervisor that runs may be restarting a service: give it a few seconds.
+    missing = wait_serving(setup, names, timeout=10.0 if supervisor_running(setup.rdir) else 0.0)
     if missing:
         name = missing[0]
         how = ("it runs on another host: start it there with `ai-coding serve " + name + "`"

@@ -60,7 +60,7 @@ def demo_config(base_url: str, sandbox: bool) -> str:
         "models:",
         "  demo:",
         "    provider: generic",
-        "    model: scripted-demo",
+        "    model: fake-model",
         f"    base_url: {base_url}",
         "    api_key: demo-key",
     ]
