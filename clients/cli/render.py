@@ -179,6 +179,15 @@ class EventRenderer:
 
     # ---- output primitives ----
 
+    def print(self, text: Text, wrap: bool = True) -> None:
+        """Print a line of the client's own (after any half-written text); ``wrap=False`` truncates."""
+        if wrap:
+            self._end_text()
+            self.console.print(text, soft_wrap=True, highlight=False)
+            self._last_line_tool = ""
+        else:
+            self._line(text)
+
     def _line(self, text: Text) -> None:
         """Print one terminal line; never wraps (a narrow terminal truncates with …)."""
         self._end_text()

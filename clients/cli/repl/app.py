@@ -85,6 +85,8 @@ class Repl:
         self._picker: list[resume.SessionRow] | None = None
         self._last_ctrl_c: float | None = None
         self._shown_queued: list[str] = []
+        # True while the next TurnStarted is for a line the prompt already shows.
+        self._echoed_input = False
         self.prompt: PromptSession[str] = PromptSession(
             message=self._message, key_bindings=self._bindings(),
             completer=ThreadedCompleter(_SlashCompleter(self)), complete_while_typing=True,
@@ -181,6 +183,7 @@ class Repl:
             self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
             return
         self.turn_running = True
+        self._echoed_input = True
         stream = self.client.start(self.session_id, text)
         self._turn_stream = stream
         self._spawn(self._follow_turn(stream))
@@ -287,7 +290,7 @@ class Repl:
             if item.kind == "user":
                 self._print(literal(f"› {item.text}", "bold"))
             elif item.kind == "assistant":
-                self.console.print(literal(item.text), soft_wrap=True)
+                self._print(literal(item.text))
             else:
                 mark, style = ("✓", "green") if item.ok else ("✗", "red")
                 self._print(literal(f"{mark} {item.text}", style))
@@ -383,6 +386,9 @@ class Repl:
             self.turn_running = True
             if self.queued and self.queued[0] == event.turn_started.input:
                 self.queued.pop(0)
+            if not self._echoed_input:
+                self._print(literal(f"› {event.turn_started.input}", "bold"))
+            self._echoed_input = False
         elif kind == "turn_finished":
             self.turn_running = bool(self.queued)
         elif kind == "input_queued" and event.input_queued.input in self._shown_queued:
@@ -510,13 +516,13 @@ class Repl:
         self.console.width = shutil.get_terminal_size((100, 30)).columns
 
     def _print(self, text: Text) -> None:
-        self.console.print(text, highlight=False, soft_wrap=True)
+        self.renderer.print(text)
 
     def _note(self, text: str) -> None:
-        self.console.print(literal(f"  {text}", "dim"), highlight=False, no_wrap=True, overflow="ellipsis")
+        self.renderer.print(literal(f"  {text}", "dim"), wrap=False)
 
     def _error(self, text: str) -> None:
-        self.console.print(literal(f"error: {text}", "red"), highlight=False, soft_wrap=True)
+        self.renderer.print(literal(f"error: {text}", "red"))
 
 
 def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEvent]:
