@@ -60,6 +60,8 @@ class ServerStatus(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _builtins.int
     NEXT_RETRY_IN_S_FIELD_NUMBER: _builtins.int
     AUTO_APPROVE_FIELD_NUMBER: _builtins.int
+    DEGRADED_FIELD_NUMBER: _builtins.int
+    DEGRADED_REASON_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     type: _builtins.str
     """"local" or "remote"."""
@@ -70,6 +72,12 @@ class ServerStatus(_message.Message):
     attempts: _builtins.int
     next_retry_in_s: _builtins.float
     auto_approve: _builtins.bool
+    degraded: _builtins.bool
+    """True once this server has failed at least once since the gateway started
+    (sticky): the loop emits one Degraded event per server, the first time it
+    sees this set, with degraded_reason as its text.
+    """
+    degraded_reason: _builtins.str
     def __init__(
         self,
         *,
@@ -81,10 +89,12 @@ class ServerStatus(_message.Message):
         attempts: _builtins.int = ...,
         next_retry_in_s: _builtins.float = ...,
         auto_approve: _builtins.bool = ...,
+        degraded: _builtins.bool = ...,
+        degraded_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "auto_approve", b"auto_approve", "name", b"name", "next_retry_in_s", b"next_retry_in_s", "reason", b"reason", "state", b"state", "tool_count", b"tool_count", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "auto_approve", b"auto_approve", "degraded", b"degraded", "degraded_reason", b"degraded_reason", "name", b"name", "next_retry_in_s", b"next_retry_in_s", "reason", b"reason", "state", b"state", "tool_count", b"tool_count", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -134,12 +144,17 @@ class CatalogEntry(_message.Message):
     QUALIFIED_NAME_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    PERMISSION_FIELD_NUMBER: _builtins.int
     server: _builtins.str
     tool: _builtins.str
     qualified_name: _builtins.str
     """"{server}__{tool}" """
     description: _builtins.str
     input_schema_json: _builtins.str
+    permission: _builtins.str
+    """What mcp_permission() gives this tool: "allow", "warn" or "deny". Data for
+    the loop's gate, which decides (deny beats allow beats an "always" answer).
+    """
     def __init__(
         self,
         *,
@@ -148,10 +163,11 @@ class CatalogEntry(_message.Message):
         qualified_name: _builtins.str = ...,
         description: _builtins.str = ...,
         input_schema_json: _builtins.str = ...,
+        permission: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "input_schema_json", b"input_schema_json", "qualified_name", b"qualified_name", "server", b"server", "tool", b"tool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "input_schema_json", b"input_schema_json", "permission", b"permission", "qualified_name", b"qualified_name", "server", b"server", "tool", b"tool"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

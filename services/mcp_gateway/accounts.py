@@ -1,0 +1,119 @@
+"""Login and logout of remote servers, and the opener that wires OAuth into each attempt."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from services.mcp_gateway.auth_store import AuthStore
+from services.mcp_gateway.connection import open_session
+from services.mcp_gateway.domain import McpSession, ServerView, State
+from services.mcp_gateway.errors import McpGatewayError
+from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.oauth import LoginFlow, build_provider
+from services.mcp_gateway.settings import ServerSettings
+
+URL_WAIT_S = 30.0
+"""How long Login waits for the server's discovery and registration to yield a URL."""
+
+
+class Accounts:
+    """Running logins per server plus the token store."""
+
+    def __init__(self, store: AuthStore) -> None:
+        self.store = store
+        self.flows: dict[str, LoginFlow] = {}
+        self.gateway: Gateway | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    def _uses_oauth(self, settings: ServerSettings) -> bool:
+        has_auth_header = any(k.lower() == "authorization" for k in settings.headers)
+        return settings.type == "remote" and not has_auth_header
+
+    @asynccontextmanager
+    async def open(self, settings: ServerSettings) -> AsyncIterator[McpSession]:
+        """The gateway's session opener: OAuth-aware for remote servers."""
+        auth = None
+        if self._uses_oauth(settings) and self.gateway is not None:
+            sup = self.gateway.supervisor(settings.name)
+            flow = self.flows.get(settings.name) if sup.login_pending else None
+
+            def mark() -> None:
+                sup.auth_required = True
+
+            auth = build_provider(settings, self.store, flow, mark)
+        async with open_session(settings, auth) as session:
+            yield session
+
+    async def login(self, name: str) -> tuple[str, ServerView]:
+        """Start a sign-in; returns the URL to open ("" when the server needs none)."""
+        gateway = self._gateway()
+        sup = gateway.supervisor(name)
+        if not self._uses_oauth(sup.settings):
+            raise McpGatewayError(f"MCP server {name!r} does not sign in with OAuth",
+                                  hint="Only remote servers without an Authorization header do.",
+                                  reason="mcp_login_not_applicable")
+        if sup.state == State.CONNECTED:
+            return "", sup.view()
+        old = self.flows.pop(name, None)
+        if old is not None:
+            await old.close()
+        port = sup.settings.oauth.callback_port if sup.settings.oauth else 0
+        flow = LoginFlow(port)
+        try:
+            await flow.start()
+        except OSError as exc:
+            raise McpGatewayError(f"cannot listen for the login callback on 127.0.0.1:{port}: {exc.strerror}",
+                                  hint="Free that port or set oauth.callback_port: 0.",
+                                  reason="mcp_callback_port_busy") from None
+        self.flows[name] = flow
+        sup.begin_login()
+        settled: asyncio.Future[bool] = asyncio.ensure_future(sup.wait_connected(URL_WAIT_S))
+        waiters: set[asyncio.Future[object]] = {flow.url, settled}  # type: ignore[arg-type]
+        try:
+            await asyncio.wait(waiters, timeout=URL_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            settled.cancel()
+        if flow.url.done() and not flow.url.cancelled():
+            task = asyncio.ensure_future(self._close_when_done(name, flow))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return flow.url.result(), sup.view()
+        await flow.close()
+        self.flows.pop(name, None)
+        if sup.view().state == State.CONNECTED:
+            return "", sup.view()
+        raise McpGatewayError(f"MCP server {name!r} gave no sign-in URL within {URL_WAIT_S:g}s: "
+                              f"{sup.reason or sup.state.value}", hint="Check the server URL and retry.",
+                              reason="mcp_login_failed")
+
+    async def _close_when_done(self, name: str, flow: LoginFlow) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(flow.code), timeout=600)
+        sup = self._gateway().supervisor(name)
+        await sup.wait_settled(120)
+        await flow.close()
+        if self.flows.get(name) is flow:
+            del self.flows[name]
+
+    async def logout(self, name: str) -> ServerView:
+        """Forget the tokens; the server waits for a new login."""
+        sup = self._gateway().supervisor(name)
+        self.store.delete(name)
+        if self._uses_oauth(sup.settings):
+            sup.logout()
+        return sup.view()
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for flow in list(self.flows.values()):
+            await flow.close()
+        self.flows.clear()
+
+    def _gateway(self) -> Gateway:
+        if self.gateway is None:
+            raise McpGatewayError("the gateway is not started")
+        return self.gateway

@@ -1,0 +1,159 @@
+"""The one place that talks to the ``mcp`` SDK: open a session, list tools, call one.
+
+Local servers run over stdio (``stdio_client`` spawns the argv in its own
+process group and kills the tree on exit); remote servers use streamable HTTP
+with the configured headers and, when the server answers 401, OAuth through
+the SDK's provider (see :mod:`services.mcp_gateway.oauth`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from services.mcp_gateway.catalog import ToolEntry
+from services.mcp_gateway.domain import CallOutcome, Progress, ProgressSink
+from services.mcp_gateway.errors import McpGatewayError, TransportFailure
+from services.mcp_gateway.settings import ServerSettings
+
+log = logging.getLogger("ai_coding.mcp_gateway.connection")
+
+# "legacy" = the initialize handshake every published server speaks; "auto" would
+# first probe server/discover, which costs a round trip on each connect.
+CONNECT_MODE = "legacy"
+
+
+class SdkSession:
+    """:class:`~services.mcp_gateway.domain.McpSession` over an SDK ``Client``."""
+
+    def __init__(self, server: str, client: Client) -> None:
+        self._server = server
+        self._client = client
+
+    async def list_tools(self) -> list[ToolEntry]:
+        """All tools, following pagination."""
+        entries: list[ToolEntry] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+                entries.append(ToolEntry(self._server, tool.name, tool.description or tool.title or "", schema))
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return entries
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any], on_progress: ProgressSink) -> CallOutcome:
+        """One ``tools/call``; transport failures raise :class:`TransportFailure`."""
+
+        class _Forward:
+            async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+                await on_progress(Progress(progress, total, message))
+
+        progress = _Forward()
+
+        started = time.monotonic()
+        try:
+            result = await self._client.call_tool(tool, arguments, progress_callback=progress)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                raise TransportFailure(f"server {self._server!r} closed the connection: {exc.message}") from None
+            return CallOutcome(False, f"MCP error {exc.code}: {exc.message}", error_code="mcp_tool_error",
+                               error_message=exc.message, hint="Check the tool name and arguments in the catalog.",
+                               duration_ms=(time.monotonic() - started) * 1000)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError,
+                httpx2.TransportError) as exc:
+            raise TransportFailure(f"connection to {self._server!r} broke: {describe_error(exc)}") from None
+        return outcome_from_result(result, (time.monotonic() - started) * 1000)
+
+
+def content_text(block: Any) -> str:
+    """Readable text of one content block (images and binaries are summarized)."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return str(block.text)
+    if kind in ("image", "audio"):
+        return f"[{kind}: {getattr(block, 'mime_type', '?')}, {len(getattr(block, 'data', '') or '')} base64 chars]"
+    if kind == "resource":
+        res = block.resource
+        text = getattr(res, "text", None)
+        return f"[resource {res.uri}]" + (f"\n{text}" if text else "")
+    if kind == "resource_link":
+        return f"[resource link {getattr(block, 'uri', '')}: {getattr(block, 'name', '')}]"
+    return f"[{kind or 'unknown'} content]"
+
+
+def outcome_from_result(result: types.CallToolResult, duration_ms: float) -> CallOutcome:
+    """Map an SDK tool result to the model-visible outcome."""
+    text = "\n".join(content_text(b) for b in result.content)
+    data: dict[str, Any] = dict(result.structured_content or {})
+    if result.is_error:
+        return CallOutcome(False, text, data, error_code="mcp_tool_error", error_message=text[:500] or "tool error",
+                           hint="The server reported an error; fix the arguments or try another tool.",
+                           duration_ms=duration_ms)
+    if not text and data:
+        text = json.dumps(data, ensure_ascii=False)
+    return CallOutcome(True, text, data, duration_ms=duration_ms)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a failed attempt (exception groups are unwrapped)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, McpGatewayError):
+        return exc.message
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, PermissionError):
+        return f"command not executable: {exc.filename or exc}"
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from {exc.request.url}"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"cannot connect: {exc}"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
+    """Spawn parameters; a bare command that is not on PATH fails before spawning."""
+    program = settings.command[0]
+    if "/" not in program and shutil.which(program) is None:
+        raise FileNotFoundError(2, "not found", program)
+    return StdioServerParameters(
+        command=program,
+        args=list(settings.command[1:]),
+        env=dict(settings.environment) or None,
+        cwd=settings.cwd or None,
+    )
+
+
+@asynccontextmanager
+async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[SdkSession]:
+    """Connect and handshake; leaving the block closes the session (and kills a local server)."""
+    if settings.type == "local":
+        transport: Any = stdio_client(stdio_parameters(settings))
+        async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
+            yield SdkSession(settings.name, client)
+        return
+    http = create_mcp_http_client(headers=dict(settings.headers) or None, auth=auth)
+    async with http:
+        transport = streamable_http_client(settings.url, http_client=http)
+        async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
+            yield SdkSession(settings.name, client)

@@ -1,0 +1,123 @@
+"""The gateway's core: every configured server's supervisor, the catalog, calls.
+
+No gRPC here (the servicer adapts); no SDK here (the opener adapts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from services.mcp_gateway.catalog import ToolEntry, render_catalog
+from services.mcp_gateway.domain import CallOutcome, ProgressSink, ServerView, SessionOpener, State
+from services.mcp_gateway.errors import ServerConfigError, UnknownServer
+from services.mcp_gateway.policy import MAX_CONCURRENT_CONNECTS, qualified_tool
+from services.mcp_gateway.settings import McpSettings, ServerSettings, append_to_sidecar, parse_server
+from services.mcp_gateway.supervisor import ServerSupervisor
+
+log = logging.getLogger("ai_coding.mcp_gateway")
+
+
+class Gateway:
+    """All MCP servers of one user, each supervised on its own."""
+
+    def __init__(self, settings: McpSettings, opener: SessionOpener, sidecar: Path) -> None:
+        self._opener = opener
+        self._sidecar = sidecar
+        self._limiter = asyncio.Semaphore(MAX_CONCURRENT_CONNECTS)
+        self.supervisors: dict[str, ServerSupervisor] = {}
+        self._invalid = {bad.name: bad.reason for bad in settings.invalid}
+        for server in settings.servers:
+            self.supervisors[server.name] = self._make(server)
+        self._started = False
+
+    def _make(self, server: ServerSettings) -> ServerSupervisor:
+        return ServerSupervisor(server, self._opener, self._limiter)
+
+    async def start(self) -> None:
+        """Start every owner task; never waits for a connection."""
+        self._started = True
+        for sup in self.supervisors.values():
+            sup.start()
+
+    async def aclose(self) -> None:
+        """Close every session; safe to call twice or before start."""
+        await asyncio.gather(*(s.aclose() for s in self.supervisors.values()), return_exceptions=True)
+
+    def servers(self) -> list[ServerView]:
+        """Each server's state, invalid entries included (as failed)."""
+        views = [s.view() for s in self.supervisors.values()]
+        for name, reason in self._invalid.items():
+            views.append(ServerView(name=name, type="?", state=State.FAILED, reason=reason, degraded=True,
+                                    degraded_reason=reason))
+        return views
+
+    def supervisor(self, name: str) -> ServerSupervisor:
+        """The supervisor of ``name`` or :class:`UnknownServer`."""
+        sup = self.supervisors.get(name)
+        if sup is None:
+            known = ", ".join(sorted(self.supervisors)) or "none configured"
+            raise UnknownServer(f"no MCP server named {name!r}", hint=f"Known servers: {known}.")
+        return sup
+
+    def entries(self) -> list[ToolEntry]:
+        """Tools of every connected server (whitelists applied), in config order."""
+        out: list[ToolEntry] = []
+        for sup in self.supervisors.values():
+            if sup.state == State.CONNECTED:
+                out.extend(sup.tools)
+        return out
+
+    def catalog(self) -> tuple[str, list[ToolEntry]]:
+        """The budgeted catalog text and the entries it shows."""
+        return render_catalog(self.entries())
+
+    async def call(self, server: str, tool: str, input_json: str, timeout_s: float,
+                   on_progress: ProgressSink) -> CallOutcome:
+        """Run one remote tool; every failure comes back as an outcome the model can read."""
+        sup = self.supervisors.get(server)
+        if sup is None:
+            known = ", ".join(sorted(self.supervisors)) or "none"
+            return CallOutcome(False, f"no MCP server named {server!r}", error_code="mcp_unknown_server",
+                               error_message=f"unknown server {server!r}", hint=f"Known servers: {known}.")
+        arguments, problem = parse_arguments(input_json)
+        if problem:
+            return CallOutcome(False, problem, error_code="invalid_arguments", error_message=problem,
+                               hint="Pass `input` as a JSON object of the tool's arguments.")
+        return await sup.call(qualified_tool(server, tool), arguments, timeout_s, on_progress)
+
+    def reconnect(self, name: str) -> ServerView:
+        """Retry ``name`` now."""
+        sup = self.supervisor(name)
+        sup.reconnect_now()
+        return sup.view()
+
+    async def add_server(self, entry: Mapping[str, Any]) -> ServerView:
+        """Validate, persist to the sidecar, and start connecting (never replaces an existing name)."""
+        server = parse_server(dict(entry), str(self._sidecar))
+        if server.name in self.supervisors:
+            raise ServerConfigError(f"an MCP server named {server.name!r} already exists",
+                                    hint="Pick another name; edit the config file to change an existing one.")
+        append_to_sidecar(self._sidecar, entry)
+        sup = self._make(server)
+        self.supervisors[server.name] = sup
+        if self._started:
+            sup.start()
+        return sup.view()
+
+
+def parse_arguments(text: str) -> tuple[dict[str, Any], str]:
+    """The call's arguments as a dict, or a readable problem."""
+    if not text.strip():
+        return {}, ""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"the tool input is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    if not isinstance(value, dict):
+        return {}, f"the tool input must be a JSON object, not {type(value).__name__}"
+    return value, ""

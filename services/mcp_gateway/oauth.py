@@ -1,0 +1,162 @@
+"""OAuth for remote servers through the SDK: token storage, the one-time local callback.
+
+The SDK's ``OAuthClientProvider`` does discovery, dynamic client registration,
+PKCE and the token exchange. We give it: storage backed by
+:class:`~services.mcp_gateway.auth_store.AuthStore`; a redirect handler that
+either publishes the authorization URL to the Login RPC (a login is running)
+or marks the server as needing a login (nobody is there to sign in); and a
+callback handler fed by a one-time HTTP listener on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from urllib.parse import parse_qs, urlsplit
+
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl
+
+from services.mcp_gateway.auth_store import AuthStore
+from services.mcp_gateway.errors import NeedsAuth
+from services.mcp_gateway.settings import ServerSettings
+
+log = logging.getLogger("ai_coding.mcp_gateway.oauth")
+
+LOGIN_WAIT_S = 600.0
+"""How long a started login waits for the browser to come back."""
+
+_PAGE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+         b"ai-coding: signed in. You can close this tab.\n")
+_NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n"
+
+
+class FileTokenStorage:
+    """The SDK's ``TokenStorage`` over the gateway's token file, for one server."""
+
+    def __init__(self, store: AuthStore, server: str, url: str, redirect_uri: str) -> None:
+        self._store = store
+        self._server = server
+        self._url = url
+        self._redirect_uri = redirect_uri
+
+    async def get_tokens(self) -> OAuthToken | None:
+        raw = self._store.entry(self._server, self._url).get("tokens")
+        return OAuthToken.model_validate(raw) if raw else None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self._store.put(self._server, self._url, "tokens", tokens.model_dump(mode="json", exclude_none=True))
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        raw = self._store.entry(self._server, self._url).get("client_info")
+        if not raw:
+            return None
+        info = OAuthClientInformationFull.model_validate(raw)
+        # A registration made for another callback port cannot complete this login.
+        if self._redirect_uri and str(self._redirect_uri) not in [str(u) for u in info.redirect_uris or []]:
+            return None
+        return info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self._store.put(self._server, self._url, "client_info",
+                        client_info.model_dump(mode="json", exclude_none=True))
+
+
+class LoginFlow:
+    """One sign-in: a local callback listener, the URL to open, the code that comes back."""
+
+    def __init__(self, port: int = 0) -> None:
+        self._port = port
+        self._server: asyncio.Server | None = None
+        loop = asyncio.get_running_loop()
+        self.url: asyncio.Future[str] = loop.create_future()
+        self.code: asyncio.Future[AuthorizationCodeResult] = loop.create_future()
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self._port}/callback"
+
+    async def start(self) -> None:
+        """Listen on 127.0.0.1 (the configured port, or any free one)."""
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self._port)
+        self._port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        """Stop listening (idempotent)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        for fut in (self.url, self.code):
+            if not fut.done():
+                fut.cancel()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request_line = (await asyncio.wait_for(reader.readline(), 10)).decode("latin-1")
+            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
+                pass
+            parts = request_line.split()
+            target = urlsplit(parts[1]) if len(parts) >= 2 else urlsplit("/")
+            query = {k: v[0] for k, v in parse_qs(target.query).items()}
+            if target.path != "/callback" or self.code.done() or not (query.get("code") or query.get("error")):
+                writer.write(_NOT_FOUND)
+                return
+            if query.get("error"):
+                self.code.set_exception(NeedsAuth(f"the authorization server refused: {query['error']}"))
+            else:
+                self.code.set_result(AuthorizationCodeResult(code=query["code"], state=query.get("state"),
+                                                             iss=query.get("iss")))
+            writer.write(_PAGE)
+        except (TimeoutError, OSError, UnicodeError):
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                await writer.drain()
+                writer.close()
+
+
+def build_provider(settings: ServerSettings, store: AuthStore, login: LoginFlow | None,
+                   mark_needs_auth: Callable[[], None]) -> OAuthClientProvider:
+    """The SDK provider for one connection attempt of a remote server."""
+    redirect_uri = login.redirect_uri if login else ""
+    if not redirect_uri:
+        stored = store.entry(settings.name, settings.url).get("client_info") or {}
+        uris = stored.get("redirect_uris") or []
+        port = settings.oauth.callback_port if settings.oauth and settings.oauth.callback_port else 1
+        redirect_uri = str(uris[0]) if uris else f"http://127.0.0.1:{port}/callback"
+    metadata = OAuthClientMetadata(
+        client_name="ai-coding",
+        redirect_uris=[AnyUrl(redirect_uri)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+        scope=(settings.oauth.scope or None) if settings.oauth else None,
+    )
+
+    async def redirect_handler(url: str) -> None:
+        if login is None:
+            mark_needs_auth()
+            raise NeedsAuth(f"server {settings.name!r} requires sign-in",
+                            hint=f"Run `ai-coding mcp login {settings.name}`.")
+        if not login.url.done():
+            login.url.set_result(url)
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        if login is None:
+            mark_needs_auth()
+            raise NeedsAuth(f"server {settings.name!r} requires sign-in")
+        return await asyncio.wait_for(asyncio.shield(login.code), LOGIN_WAIT_S)
+
+    storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "")
+    return OAuthClientProvider(settings.url, metadata, storage, redirect_handler=redirect_handler,
+                               callback_handler=callback_handler)

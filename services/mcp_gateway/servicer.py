@@ -1,0 +1,117 @@
+"""The McpGateway gRPC servicer: adapts requests to :class:`Gateway` and back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
+
+from services.kernel.errors import abort
+from services.mcp_gateway import convert
+from services.mcp_gateway.accounts import Accounts
+from services.mcp_gateway.domain import CallOutcome, Progress
+from services.mcp_gateway.errors import McpGatewayError, ServerConfigError, UnknownServer
+from services.mcp_gateway.gateway import Gateway
+
+log = logging.getLogger("ai_coding.mcp_gateway.servicer")
+
+
+class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
+    """gRPC face of the gateway; no decisions here."""
+
+    def __init__(self, gateway: Gateway, accounts: Accounts) -> None:
+        self._gateway = gateway
+        self._accounts = accounts
+
+    async def ListServers(self, request: mcp_gateway_pb2.ListServersRequest,
+                          context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ListServersResponse:
+        views = self._gateway.servers()
+        return mcp_gateway_pb2.ListServersResponse(servers=[convert.status_to_proto(v) for v in views])
+
+    async def GetCatalog(self, request: mcp_gateway_pb2.GetCatalogRequest,
+                         context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.GetCatalogResponse:
+        text, shown = self._gateway.catalog()
+        sups = self._gateway.supervisors
+        entries = [convert.entry_to_proto(e, sups[e.server].settings if e.server in sups else None) for e in shown]
+        return mcp_gateway_pb2.GetCatalogResponse(text=text, entries=entries)
+
+    async def CallTool(self, request: mcp_gateway_pb2.McpCallToolRequest,
+                       context: grpc.aio.ServicerContext) -> AsyncIterator[mcp_gateway_pb2.McpCallToolResponse]:
+        queue: asyncio.Queue[Progress] = asyncio.Queue()
+
+        async def on_progress(progress: Progress) -> None:
+            queue.put_nowait(progress)
+
+        call = asyncio.ensure_future(self._gateway.call(request.server, request.tool, request.input_json,
+                                                        request.timeout_seconds, on_progress))
+        try:
+            while not call.done() or not queue.empty():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, call}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield convert.progress_to_proto(request.call_id, getter.result())
+                else:
+                    getter.cancel()
+            try:
+                outcome = call.result()
+            except Exception as exc:  # a bug must still end the stream with one readable result
+                log.exception("mcp call %s/%s failed", request.server, request.tool)
+                outcome = CallOutcome(False, f"internal error in the MCP gateway: {type(exc).__name__}",
+                                      error_code="mcp_internal_error", error_message=str(exc)[:200])
+            qualified = f"{request.server}__{request.tool.removeprefix(request.server + '__')}"
+            yield convert.outcome_to_proto(request.call_id, qualified, outcome)
+        finally:
+            if not call.done():
+                call.cancel()
+
+    async def Reconnect(self, request: mcp_gateway_pb2.ReconnectRequest,
+                        context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ReconnectResponse:
+        try:
+            view = self._gateway.reconnect(request.server)
+        except UnknownServer as exc:
+            await abort(context, grpc.StatusCode.NOT_FOUND, exc.reason, str(exc))
+        return mcp_gateway_pb2.ReconnectResponse(status=convert.status_to_proto(view))
+
+    async def AddServer(self, request: mcp_gateway_pb2.AddServerRequest,
+                        context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.AddServerResponse:
+        try:
+            entry = json.loads(request.server_json or "{}")
+        except json.JSONDecodeError as exc:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "mcp_config_invalid",
+                        f"server_json is not valid JSON: {exc.msg}")
+        if not isinstance(entry, dict):
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "mcp_config_invalid",
+                        "server_json must be one JSON object shaped like an mcp.servers[] item")
+        try:
+            view = await self._gateway.add_server(entry)
+        except ServerConfigError as exc:
+            code = grpc.StatusCode.ALREADY_EXISTS if "already exists" in exc.message else \
+                grpc.StatusCode.INVALID_ARGUMENT
+            await abort(context, code, exc.reason, str(exc))
+        except McpGatewayError as exc:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, exc.reason, str(exc))
+        return mcp_gateway_pb2.AddServerResponse(status=convert.status_to_proto(view))
+
+    async def Login(self, request: mcp_gateway_pb2.LoginRequest,
+                    context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.LoginResponse:
+        try:
+            url, view = await self._accounts.login(request.server)
+        except UnknownServer as exc:
+            await abort(context, grpc.StatusCode.NOT_FOUND, exc.reason, str(exc))
+        except McpGatewayError as exc:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, exc.reason, str(exc))
+        return mcp_gateway_pb2.LoginResponse(authorization_url=url, status=convert.status_to_proto(view))
+
+    async def Logout(self, request: mcp_gateway_pb2.LogoutRequest,
+                     context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.LogoutResponse:
+        try:
+            view = await self._accounts.logout(request.server)
+        except UnknownServer as exc:
+            await abort(context, grpc.StatusCode.NOT_FOUND, exc.reason, str(exc))
+        except McpGatewayError as exc:
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, exc.reason, str(exc))
+        return mcp_gateway_pb2.LogoutResponse(status=convert.status_to_proto(view))

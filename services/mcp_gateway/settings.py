@@ -1,0 +1,285 @@
+"""Typed view of ``mcp.servers[]`` (the v2 contract) and the ``mcp.local.yaml`` sidecar.
+
+Servers come only from the user layer (the kernel's trust filter drops ``mcp``
+from untrusted project layers) plus the sidecar next to the user config that
+AddServer writes. A bad entry fails alone: it becomes an :class:`InvalidServer`
+with one readable reason and every other server still runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from services.kernel.config import Config, from_mapping, normalize_key, read_yaml_file, user_config_path
+from services.kernel.errors import ConfigError
+from services.mcp_gateway.errors import ServerConfigError
+
+SIDECAR_NAME = "mcp.local.yaml"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,47}$")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Per-phase time limits in milliseconds."""
+
+    startup: int = 60_000
+    """Spawn (or HTTP connect) plus the MCP handshake. Default 60 s: a cold ``npx -y`` took ~27 s."""
+    catalog: int = 10_000
+    """The ``tools/list`` request after the handshake. Default 10 s."""
+    execution: int = 120_000
+    """One ``tools/call``. Default 120 s; a call may ask for less, never more."""
+
+
+@dataclass(frozen=True)
+class OAuthOptions:
+    """OAuth for a remote server (dynamic client registration + PKCE through the SDK)."""
+
+    callback_port: int = 0
+    """Local port of the one-time login callback (0 = any free port, the client re-registers)."""
+    scope: str = ""
+    """Scope to request (empty = what the server advertises)."""
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """Which remote tools run without asking (allow) or never (deny); fnmatch patterns."""
+
+    allow: tuple[str, ...] = ()
+    """Tool names (or ``server__tool`` names) that run without approval."""
+    deny: tuple[str, ...] = ()
+    """Tool names that never run; deny beats allow and an "always" approval."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """One MCP server as configured."""
+
+    name: str
+    """Unique name; the catalog prefixes tools with ``{name}__``."""
+    type: str = "local"
+    """``local`` (a subprocess over stdio) or ``remote`` (streamable HTTP)."""
+    command: tuple[str, ...] = ()
+    """argv of a local server, e.g. ``["npx", "-y", "pkg"]``."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for a local server (keys kept exactly as written)."""
+    cwd: str = ""
+    """Working directory of a local server (empty = the gateway's)."""
+    url: str = ""
+    """Endpoint of a remote server."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """HTTP headers sent to a remote server (keys kept exactly as written)."""
+    oauth: OAuthOptions | None = None
+    """OAuth settings; remote servers use OAuth on a 401 unless headers carry Authorization."""
+    disabled: bool = False
+    """True = keep the entry but do not connect."""
+    tools: tuple[str, ...] = ()
+    """Whitelist of remote tool names shown and callable (empty = all)."""
+    permissions: Permissions = field(default_factory=Permissions)
+    """Per-tool allow/deny for the loop's permission gate."""
+    auto_approve: bool = False
+    """True = this server's tools run without approval (deny still wins)."""
+    timeout: Timeouts = field(default_factory=Timeouts)
+    """Startup, catalog and execution limits in ms."""
+    source: str = ""
+    """The file this entry came from (for messages)."""
+
+
+@dataclass(frozen=True)
+class InvalidServer:
+    """An entry that could not be read; shown as failed with ``reason``."""
+
+    name: str
+    reason: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """All configured servers, valid or not, in file order (user config, then sidecar)."""
+
+    servers: tuple[ServerSettings, ...] = ()
+    """Entries that parsed."""
+    invalid: tuple[InvalidServer, ...] = ()
+    """Entries that did not, each with why."""
+
+
+@dataclass
+class _RawTimeouts:
+    startup: int = 60_000
+    catalog: int = 10_000
+    execution: int = 120_000
+
+
+@dataclass
+class _RawOAuth:
+    callback_port: int = 0
+    scope: str = ""
+
+
+@dataclass
+class _RawPermissions:
+    allow: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _RawServer:
+    name: str = ""
+    type: str = "local"
+    command: list[str] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    cwd: str = ""
+    url: str = ""
+    headers: dict[str, Any] = field(default_factory=dict)
+    oauth: _RawOAuth | None = None
+    disabled: bool = False
+    tools: list[str] = field(default_factory=list)
+    permissions: _RawPermissions = field(default_factory=_RawPermissions)
+    auto_approve: bool = False
+    timeout: _RawTimeouts = field(default_factory=_RawTimeouts)
+
+
+def _fail(name: str, source: str, message: str, hint: str) -> ServerConfigError:
+    return ServerConfigError(f"MCP server {name!r} in {source or 'config'}: {message}", hint=hint)
+
+
+def _positive_ms(name: str, source: str, key: str, value: int) -> int:
+    if value <= 0:
+        raise _fail(name, source, f"timeout.{key} must be a positive number of ms, got {value}",
+                    "Write e.g. `timeout: {startup: 60000}`.")
+    return value
+
+
+def parse_server(raw: Mapping[str, Any], source: str = "") -> ServerSettings:
+    """Validate one ``mcp.servers[]`` item (keys already normalized); raises :class:`ServerConfigError`."""
+    label = str(raw.get("name") or "?")
+    try:
+        r = from_mapping(_RawServer, raw, f"mcp.servers[{label}]")
+    except ConfigError as exc:
+        raise ServerConfigError(str(exc), hint="Fix that entry; the other servers still run.") from None
+    if not _NAME.match(r.name):
+        raise _fail(label, source, "needs a `name` of letters, digits, '-' or '_' (at most 48)",
+                    "Add e.g. `name: github`.")
+    if "__" in r.name:
+        raise _fail(r.name, source, "a name may not contain '__' (it separates server and tool)",
+                    "Rename it.")
+    if r.type not in ("local", "remote"):
+        raise _fail(r.name, source, f"`type` must be local or remote, not {r.type!r}", "Fix `type`.")
+    if r.type == "local" and not r.command:
+        raise _fail(r.name, source, "a local server needs `command` as an argv list",
+                    'Write e.g. `command: ["npx", "-y", "@modelcontextprotocol/server-everything"]`.')
+    if r.type == "local" and not all(isinstance(a, str) and a for a in r.command):
+        raise _fail(r.name, source, "`command` items must be non-empty strings", "Quote each argument.")
+    if r.type == "remote" and not r.url.startswith(("http://", "https://")):
+        raise _fail(r.name, source, "a remote server needs an http(s) `url`",
+                    "Write e.g. `url: https://example.com/mcp`.")
+    timeouts = Timeouts(
+        startup=_positive_ms(r.name, source, "startup", r.timeout.startup),
+        catalog=_positive_ms(r.name, source, "catalog", r.timeout.catalog),
+        execution=_positive_ms(r.name, source, "execution", r.timeout.execution),
+    )
+    oauth = None if r.oauth is None else OAuthOptions(r.oauth.callback_port, r.oauth.scope)
+    if oauth is not None and not 0 <= oauth.callback_port <= 65535:
+        raise _fail(r.name, source, "oauth.callback_port must be 0..65535", "Use 0 for any free port.")
+    return ServerSettings(
+        name=r.name,
+        type=r.type,
+        command=tuple(r.command),
+        environment={str(k): str(v) for k, v in r.environment.items()},
+        cwd=os.path.expanduser(r.cwd) if r.cwd else "",
+        url=r.url,
+        headers={str(k): str(v) for k, v in r.headers.items()},
+        oauth=oauth,
+        disabled=r.disabled,
+        tools=tuple(r.tools),
+        permissions=Permissions(tuple(r.permissions.allow), tuple(r.permissions.deny)),
+        auto_approve=r.auto_approve,
+        timeout=timeouts,
+        source=source,
+    )
+
+
+def _normalize_entry(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Normalize keys like the kernel does, but keep environment/headers keys as written."""
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        nk = normalize_key(str(k))
+        if isinstance(v, Mapping) and nk not in ("environment", "headers"):
+            v = _normalize_entry(v)
+        out[nk] = v
+    return out
+
+
+def parse_servers(items: Any, source: str) -> tuple[list[ServerSettings], list[InvalidServer]]:
+    """Parse a ``servers`` list; each bad item becomes an :class:`InvalidServer`."""
+    good: list[ServerSettings] = []
+    bad: list[InvalidServer] = []
+    if items is None:
+        return good, bad
+    if not isinstance(items, list):
+        bad.append(InvalidServer("?", f"`mcp.servers` in {source} must be a list of servers", source))
+        return good, bad
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            bad.append(InvalidServer(f"#{index + 1}", f"mcp.servers item {index + 1} in {source} is not a mapping",
+                                     source))
+            continue
+        try:
+            good.append(parse_server(_normalize_entry(item), source))
+        except ServerConfigError as exc:
+            bad.append(InvalidServer(str(item.get("name") or f"#{index + 1}"), str(exc), source))
+    return good, bad
+
+
+def sidecar_path(env: Mapping[str, str] | None = None) -> Path:
+    """``mcp.local.yaml`` next to the user config file."""
+    return user_config_path(env).parent / SIDECAR_NAME
+
+
+def load_mcp_settings(config: Config, sidecar: Path | None = None) -> McpSettings:
+    """Servers from the merged config's ``mcp`` section plus the sidecar; later duplicates are refused."""
+    source = config.source_of("mcp.servers")
+    good, bad = parse_servers(config.get("mcp.servers"), source)
+    path = sidecar or sidecar_path()
+    if path.is_file():
+        try:
+            data = read_yaml_file(path)
+        except ConfigError as exc:
+            bad.append(InvalidServer("?", str(exc), str(path)))
+        else:
+            g2, b2 = parse_servers(data.get("servers"), str(path))
+            good += g2
+            bad += b2
+    seen: set[str] = set()
+    unique: list[ServerSettings] = []
+    for s in good:
+        if s.name in seen:
+            bad.append(InvalidServer(s.name, f"MCP server {s.name!r} in {s.source} repeats an earlier name; "
+                                             "it was ignored. Rename one of them.", s.source))
+            continue
+        seen.add(s.name)
+        unique.append(s)
+    return McpSettings(servers=tuple(unique), invalid=tuple(bad))
+
+
+def append_to_sidecar(path: Path, entry: Mapping[str, Any]) -> None:
+    """Add one server entry to the sidecar (created 0600), keeping what is there."""
+    data: dict[str, Any] = read_yaml_file(path) if path.is_file() else {}
+    servers = data.get("servers") or []
+    if not isinstance(servers, list):
+        raise ConfigError(f"{path}: `servers` must be a list", hint="Fix or remove the file.")
+    servers.append(dict(entry))
+    data["servers"] = servers
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_suffix(".yaml.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh, sort_keys=False, allow_unicode=True)
+    os.replace(tmp, path)

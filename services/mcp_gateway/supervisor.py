@@ -1,0 +1,280 @@
+"""One owner task per server: connect, park, reconnect with backoff, close.
+
+The SDK's session must be entered and left in the same task (anyio cancel
+scopes), so each server has exactly one owner task that holds the session;
+calls borrow it from other tasks. The owner parks while connected (it does not
+read the stream), so a dead server is noticed when a call fails with a
+transport error: that call marks the server reconnecting and wakes the owner.
+An ordinary tool error does not restart anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from typing import Any
+
+import anyio
+
+from services.mcp_gateway.catalog import ToolEntry
+from services.mcp_gateway.connection import describe_error
+from services.mcp_gateway.domain import (
+    CallOutcome,
+    McpSession,
+    ProgressSink,
+    ServerView,
+    SessionOpener,
+    State,
+)
+from services.mcp_gateway.errors import NeedsAuth, TransportFailure
+from services.mcp_gateway.policy import backoff_delay, call_timeout_s
+from services.mcp_gateway.settings import ServerSettings
+
+log = logging.getLogger("ai_coding.mcp_gateway.supervisor")
+
+
+class ServerSupervisor:
+    """Keeps one server connected for as long as the gateway runs."""
+
+    def __init__(self, settings: ServerSettings, opener: SessionOpener, limiter: asyncio.Semaphore) -> None:
+        self.settings = settings
+        self._opener = opener
+        self._limiter = limiter
+        self.state = State.DISABLED if settings.disabled else State.CONNECTING
+        self.reason = "disabled in config" if settings.disabled else ""
+        self.tools: list[ToolEntry] = []
+        self.attempts = 0
+        self._failures = 0
+        self._retry_at = 0.0
+        self.degraded_reason = ""
+        self._session: McpSession | None = None
+        self._wake = asyncio.Event()
+        self._drop = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self.auth_required = False
+        """Set by the OAuth hooks when the server answered 401 and no login is running."""
+        self.login_pending = False
+        """True while a user login runs: the next attempt may open a browser flow."""
+        self._hold_for_auth = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the owner task; returns at once (the state is CONNECTING until the first attempt settles)."""
+        if self._task is None and not self.settings.disabled:
+            self._task = asyncio.create_task(self._own(), name=f"mcp-owner-{self.settings.name}")
+
+    async def aclose(self, grace: float = 3.0) -> None:
+        """Close the session and stop the owner (its child process exits with it). Idempotent."""
+        self._closing = True
+        self._drop.set()
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        done, _ = await asyncio.wait({task}, timeout=grace)
+        if not done:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+    def reconnect_now(self) -> None:
+        """Drop the current session (if any) and try again without waiting for the backoff."""
+        if self.settings.disabled:
+            return
+        self._failures = 0
+        self._drop.set()
+        self._wake.set()
+
+    def begin_login(self) -> None:
+        """Let the next attempt run the interactive OAuth flow, starting now."""
+        self.login_pending = True
+        self.reconnect_now()
+
+    def logout(self) -> None:
+        """Forget the session and wait for a new login (no timed retries)."""
+        self._hold_for_auth = True
+        self.login_pending = False
+        self._drop.set()
+        self._wake.set()
+
+    def _sign_in_reason(self) -> str:
+        return f"sign in required: run `ai-coding mcp login {self.settings.name}`"
+
+    def view(self) -> ServerView:
+        """A snapshot for ListServers."""
+        retry = max(0.0, self._retry_at - time.monotonic()) if self.state in (State.FAILED,) else 0.0
+        return ServerView(
+            name=self.settings.name,
+            type=self.settings.type,
+            state=self.state,
+            reason=self.reason,
+            tool_count=len(self.tools),
+            attempts=self.attempts,
+            next_retry_in_s=round(retry, 3),
+            auto_approve=self.settings.auto_approve,
+            degraded=bool(self.degraded_reason),
+            degraded_reason=self.degraded_reason,
+        )
+
+    async def wait_settled(self, timeout: float) -> State:
+        """Wait until the state is not CONNECTING/RECONNECTING (or the timeout passes)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(lambda: self.state not in (State.CONNECTING, State.RECONNECTING))
+        return self.state
+
+    async def wait_connected(self, timeout: float) -> bool:
+        """Wait until CONNECTED; False on timeout."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(lambda: self.state == State.CONNECTED)
+        return self.state == State.CONNECTED
+
+    # ---------------------------------------------------------------- owner
+
+    async def _set(self, state: State, reason: str = "") -> None:
+        self.state = state
+        self.reason = reason
+        if state in (State.FAILED, State.NEEDS_AUTH) and not self.degraded_reason:
+            self.degraded_reason = f"server '{self.settings.name}': {reason}"
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _own(self) -> None:
+        while not self._closing:
+            if self._hold_for_auth and not self.login_pending:
+                if self.state != State.NEEDS_AUTH:
+                    await self._set(State.NEEDS_AUTH, self._sign_in_reason())
+                await self._wake.wait()
+                self._wake.clear()
+                continue
+            self._drop.clear()
+            self._wake.clear()
+            self.auth_required = False
+            self.attempts += 1
+            try:
+                await self._connect_and_park()
+            except Exception as exc:
+                await self._after_failure(exc)
+                continue
+            if not self._closing and not self._hold_for_auth:
+                # The session was dropped (transport failure or a retry request): reconnect now.
+                await self._set(State.RECONNECTING, self.reason or "reconnecting")
+
+    async def _connect_and_park(self) -> None:
+        timeouts = self.settings.timeout
+        startup = timeouts.startup / 1000.0
+        if self.login_pending:
+            startup += 600.0  # a person is signing in
+        # One cancel scope spans the whole session so the SDK's own scopes nest inside it;
+        # its deadline is lifted once the server is ready (a fail_after around the enter
+        # alone would exit before the session's task group does).
+        phase = "startup"
+        await self._limiter.acquire()
+        holding = True
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + startup) as scope:
+                async with self._opener(self.settings) as session:
+                    phase = "catalog"
+                    scope.deadline = anyio.current_time() + timeouts.catalog / 1000.0
+                    tools = await session.list_tools()
+                    scope.deadline = math.inf
+                    self._limiter.release()
+                    holding = False
+                    await self._park(session, tools)
+            if scope.cancelled_caught:
+                if phase == "startup":
+                    raise TimeoutError(f"did not become ready within {startup:g}s")
+                raise TimeoutError(f"tools/list did not answer within {timeouts.catalog / 1000.0:g}s")
+        finally:
+            if holding:
+                self._limiter.release()
+
+    async def _park(self, session: McpSession, tools: list[ToolEntry]) -> None:
+        self.tools = self._visible(tools)
+        self._session = session
+        self._failures = 0
+        self.login_pending = False
+        self._hold_for_auth = False
+        await self._set(State.CONNECTED)
+        log.info("mcp server %s connected with %d tools", self.settings.name, len(self.tools))
+        try:
+            await self._drop.wait()
+        finally:
+            self._session = None
+
+    def _visible(self, tools: list[ToolEntry]) -> list[ToolEntry]:
+        allowed = self.settings.tools
+        return [t for t in tools if t.tool in allowed] if allowed else tools
+
+    async def _after_failure(self, exc: BaseException) -> None:
+        self._session = None
+        self.tools = []
+        reason = describe_error(exc)
+        if self.auth_required or isinstance(exc, NeedsAuth):
+            self.login_pending = False
+            self._hold_for_auth = True
+            await self._set(State.NEEDS_AUTH, self._sign_in_reason())
+            return
+        if self._closing:
+            return
+        self._failures += 1
+        delay = backoff_delay(self._failures)
+        self._retry_at = time.monotonic() + delay
+        log.warning("mcp server %s failed (%s); retry in %.0fs", self.settings.name, reason, delay)
+        await self._set(State.FAILED, reason)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await self._wake.wait()
+
+    # ---------------------------------------------------------------- calls
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float,
+                   on_progress: ProgressSink) -> CallOutcome:
+        """Call one tool, waiting (within the limit) for a connection in progress."""
+        limit = call_timeout_s(timeout_s, self.settings.timeout.execution)
+        started = time.monotonic()
+        if self.state in (State.CONNECTING, State.RECONNECTING):
+            await self.wait_settled(limit)
+        session = self._session
+        if session is None or self.state != State.CONNECTED:
+            return self._not_ready()
+        if self.settings.tools and tool not in self.settings.tools:
+            return CallOutcome(False, f"tool {tool!r} of server {self.settings.name!r} is not enabled",
+                               error_code="mcp_tool_not_available", error_message="tool not in the whitelist",
+                               hint="Use a tool listed in the MCP catalog.")
+        remaining = max(0.001, limit - (time.monotonic() - started))
+        try:
+            with anyio.fail_after(remaining):
+                return await session.call_tool(tool, arguments, on_progress)
+        except TimeoutError:
+            return CallOutcome(False, f"MCP tool {self.settings.name}__{tool} did not answer within {limit:g}s",
+                               error_code="tool_timeout", error_message="the call timed out",
+                               hint="Retry with a smaller request, or use another tool.", limit_hit="timeout",
+                               duration_ms=(time.monotonic() - started) * 1000)
+        except TransportFailure as exc:
+            if self._session is session:
+                self.reason = exc.message
+                await self._set(State.RECONNECTING, exc.message)
+                self._drop.set()
+            return CallOutcome(False, f"{exc.message}; the gateway is reconnecting", error_code="mcp_transport_failed",
+                               error_message=exc.message, hint="Retry the call in a moment.",
+                               duration_ms=(time.monotonic() - started) * 1000)
+
+    def _not_ready(self) -> CallOutcome:
+        name = self.settings.name
+        if self.state == State.NEEDS_AUTH:
+            hint = f"The user must run `ai-coding mcp login {name}`."
+        elif self.state == State.DISABLED:
+            hint = "The server is disabled in the config."
+        else:
+            hint = "Use another tool; the gateway keeps retrying this server."
+        return CallOutcome(False, f"MCP server {name!r} is {self.state.value}: {self.reason or 'not ready'}",
+                           error_code="mcp_server_unavailable", error_message=self.reason or self.state.value,
+                           hint=hint)

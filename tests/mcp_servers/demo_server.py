@@ -1,0 +1,84 @@
+"""Our own MCP test server (official SDK): stdio or streamable HTTP.
+
+Tools: echo, add, count_with_progress, crash (the process exits mid-call),
+hang (never answers), fail (an ordinary tool error), whoami (environment).
+
+    python tests/mcp_servers/demo_server.py stdio
+    python tests/mcp_servers/demo_server.py http PORT
+    python tests/mcp_servers/demo_server.py mute        # never answers the handshake
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("demo")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return f"echo: {text}"
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return f"The sum of {a} and {b} is {a + b}."
+
+
+@server.tool()
+async def count_with_progress(steps: int, ctx: Context) -> str:
+    """Count to `steps`, reporting progress after each step."""
+    for i in range(1, steps + 1):
+        await anyio.sleep(0.05)
+        await ctx.report_progress(i, steps, f"step {i} of {steps}")
+    return f"counted to {steps}"
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the server process in the middle of the call."""
+    sys.stdout.flush()
+    os._exit(3)
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answer."""
+    await anyio.sleep(3600)
+    return "unreachable"
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Raise an ordinary tool error."""
+    raise ToolError(message)
+
+
+@server.tool()
+def whoami() -> str:
+    """Report this process id, its working directory and DEMO_* environment variables."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("DEMO_") or k.startswith("demo_")}
+    return f"pid={os.getpid()} cwd={os.getcwd()} env={sorted(env.items())}"
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if mode == "mute":
+        while True:
+            time.sleep(3600)
+    if mode == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), log_level="WARNING")
+        return
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The gateway against real MCP servers: discovery, calls, progress, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+from .conftest import demo_server, everything_server
+
+CONNECTED = pb.SERVER_STATE_CONNECTED
+FAILED = pb.SERVER_STATE_FAILED
+
+
+def test_the_official_everything_server_is_discovered_and_get_sum_adds(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([everything_server()]) as gw:
+            status = await gw.wait_state("everything", CONNECTED)
+            assert status.tool_count >= 10
+            catalog = await gw.stub.GetCatalog(pb.GetCatalogRequest(), timeout=10)
+            names = {e.qualified_name for e in catalog.entries}
+            assert "everything__get-sum" in names
+            assert "everything__get-sum(" in catalog.text
+            assert all(e.permission == "warn" for e in catalog.entries)
+            _, result = await gw.call("everything", "get-sum", json.dumps({"a": 1234, "b": 5678}))
+            assert result.ok, result.error
+            assert "6912" in result.output
+            assert result.tool == "everything__get-sum"
+
+    asyncio.run(scenario())
+
+
+def test_progress_notifications_arrive_as_progress_chunks_before_the_result(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([everything_server(), demo_server("demo")]) as gw:
+            await gw.wait_state("demo", CONNECTED)
+            chunks, result = await gw.call("demo", "count_with_progress", '{"steps": 4}', call_id="p1")
+            assert result.ok and "counted to 4" in result.output
+            assert [c.progress for c in chunks] == [1, 2, 3, 4]
+            assert {c.stream for c in chunks} == {"progress"} and {c.call_id for c in chunks} == {"p1"}
+            assert chunks[0].total == 4 and chunks[0].text == "step 1 of 4"
+            await gw.wait_state("everything", CONNECTED)
+            chunks, result = await gw.call("everything", "trigger-long-running-operation",
+                                           '{"duration": 1, "steps": 3}')
+            assert result.ok, result.error
+            assert [c.progress for c in chunks] == [1, 2, 3]
+
+    asyncio.run(scenario())
+
+
+def test_a_server_that_crashes_mid_call_reconnects_and_the_next_call_works(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([demo_server("demo")]) as gw:
+            await gw.wait_state("demo", CONNECTED)
+            _, before = await gw.call("demo", "whoami")
+            _, crashed = await gw.call("demo", "crash")
+            assert not crashed.ok and crashed.error.code == "mcp_transport_failed"
+            _, after = await gw.call("demo", "whoami")
+            assert after.ok, after.error
+            assert after.output.split()[0] != before.output.split()[0]  # a new process (new pid)
+            status = (await gw.servers())["demo"]
+            assert status.state == CONNECTED and status.attempts == 2
+
+    asyncio.run(scenario())
+
+
+def test_an_ordinary_tool_error_does_not_restart_the_server(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([demo_server("demo")]) as gw:
+            await gw.wait_state("demo", CONNECTED)
+            _, failed = await gw.call("demo", "fail", '{"message": "bad input"}')
+            assert not failed.ok and failed.error.code == "mcp_tool_error" and "bad input" in failed.output
+            _, ok = await gw.call("demo", "add", '{"a": 2, "b": 3}')
+            assert ok.ok and "is 5" in ok.output
+            assert (await gw.servers())["demo"].attempts == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_call_that_never_answers_times_out_and_other_servers_are_unaffected(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        servers = [demo_server("slow", timeout={"execution": 1500}), demo_server("fast")]
+        async with gateway(servers) as gw:
+            await gw.wait_state("slow", CONNECTED)
+            await gw.wait_state("fast", CONNECTED)
+            hung = asyncio.ensure_future(gw.call("slow", "hang"))
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            _, fast = await gw.call("fast", "echo", '{"text": "still here"}')
+            assert fast.ok and "still here" in fast.output
+            assert not hung.done(), "the hung call should still be waiting while the other server answers"
+            assert time.monotonic() - started < 1.0
+            _, result = await hung
+            assert not result.ok and result.error.code == "tool_timeout" and result.limit_hit == "timeout"
+
+    asyncio.run(scenario())
+
+
+def test_a_server_that_never_answers_the_handshake_fails_at_its_startup_timeout(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        servers = [demo_server("mute", "mute", timeout={"startup": 1000}), demo_server("fine")]
+        async with gateway(servers) as gw:
+            status = await gw.wait_state("mute", FAILED, timeout=30)
+            assert "within 1s" in status.reason
+            assert status.degraded and "mute" in status.degraded_reason
+            await gw.wait_state("fine", CONNECTED)
+            _, ok = await gw.call("fine", "echo", '{"text": "hi"}')
+            assert ok.ok
+
+    asyncio.run(scenario())
+
+
+def test_a_command_that_does_not_exist_is_degraded_and_the_others_work(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        servers = [{"name": "ghost", "type": "local", "command": ["no-such-mcp-server-xyz"]}, demo_server("demo")]
+        async with gateway(servers) as gw:
+            ghost = await gw.wait_state("ghost", FAILED)
+            assert "command not found" in ghost.reason and "no-such-mcp-server-xyz" in ghost.reason
+            assert ghost.degraded and ghost.next_retry_in_s > 0
+            await gw.wait_state("demo", CONNECTED)
+            _, result = await gw.call("ghost", "anything")
+            assert not result.ok and result.error.code == "mcp_server_unavailable"
+            _, ok = await gw.call("demo", "add", '{"a": 1234, "b": 5678}')
+            assert ok.ok and "6912" in ok.output
+
+    asyncio.run(scenario())
