@@ -1,0 +1,66 @@
+"""``ai-coding sessions list [--json]``: the saved sessions of a workspace."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import typer
+
+from clients.cli.repl.resume import SessionRow, day_label, row_line
+
+app = typer.Typer(help="Saved sessions of a workspace.", no_args_is_help=True, add_completion=False)
+
+
+def session_rows(workspace: Path) -> list[SessionRow]:
+    """Ask the loop for the workspace's sessions, newest activity first."""
+    import grpc
+    from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+
+    from clients.cli import control
+    from services.kernel.channels import sync_channel
+    from services.kernel.errors import ServiceUnavailable
+
+    setup = control.resolve(workspace)
+    control.ensure_running(setup, ["loop"], quiet=True)
+    channel = sync_channel(setup.endpoints["loop"])
+    try:
+        stub = loop_pb2_grpc.AgentLoopStub(channel)
+        response = stub.ListSessions(loop_pb2.ListSessionsRequest(workspace=str(workspace)), timeout=15)
+    except grpc.RpcError as err:
+        raise ServiceUnavailable(f"cannot list sessions: {err.details() or err.code().name}",
+                                 hint="(see `ai-coding logs loop`)") from None
+    finally:
+        channel.close()
+    return [SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open)
+            for s in response.sessions]
+
+
+@app.command("list")
+def list_sessions(
+    workspace: str = typer.Option(".", "--workspace", "-w", help="Workspace root (default: current dir)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array instead of a table."),
+) -> None:
+    """List sessions, newest activity first, with the first user message and message count."""
+    from rich.console import Console
+
+    from clients.cli.commands.common import cli_errors
+    from clients.cli.render import literal
+
+    root = Path(workspace).expanduser().resolve()
+    with cli_errors("sessions list"):
+        rows = session_rows(root)
+    if as_json:
+        data = [{"id": r.session_id, "last_activity": r.last_activity, "preview": r.preview,
+                 "messages": r.message_count, "open": r.open} for r in rows]
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    console = Console(highlight=False)
+    if not rows:
+        console.print(literal("no saved sessions"))
+        return
+    today = datetime.date.today()
+    for row in rows:
+        mark = " (open)" if row.open else ""
+        console.print(literal(f"{day_label(row.last_activity, today):<10} {row_line(row)}{mark}"), soft_wrap=True)
