@@ -1,0 +1,83 @@
+"""Run a real tool service on a Unix socket in a background thread (tests and bench/tools.py).
+
+The server is the real one (``create_server`` + ``build``); only its event loop
+lives in a thread so blocking gRPC stubs can call it from the caller's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import TracebackType
+from typing import Any
+
+import grpc
+from ai_coding.v1 import tools_pb2, tools_pb2_grpc
+
+from services.kernel.config import Config
+from services.kernel.server import RunningServer, create_server, shutdown
+from services.tools.main import build
+
+
+class ThreadedToolService:
+    """A tool service bound to ``unix:<socket_path>`` until :meth:`stop`."""
+
+    def __init__(self, config: Config, socket_path: str) -> None:
+        self.config = config
+        self.address = f"unix:{socket_path}"
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tool-service", daemon=True)
+        self._running: RunningServer | None = None
+        self._channel: grpc.Channel | None = None
+
+    def start(self) -> ThreadedToolService:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(create_server(self.address, build(self.config)), self._loop)
+        self._running = future.result(timeout=30)
+        self._channel = grpc.insecure_channel(self.address)
+        return self
+
+    @property
+    def stub(self) -> tools_pb2_grpc.ToolRuntimeStub:
+        assert self._channel is not None, "start() first"
+        return tools_pb2_grpc.ToolRuntimeStub(self._channel)
+
+    def open(self, session_id: str, root: str, **sandbox: Any) -> tools_pb2.OpenSessionResponse:
+        """OpenSession with optional ``mode=``/``network=``/``secret_env_names=``/``extra_roots=``."""
+        secrets = sandbox.pop("secret_env_names", [])
+        extra = sandbox.pop("extra_roots", [])
+        options = tools_pb2.SandboxOptions(**sandbox) if sandbox else None
+        response: tools_pb2.OpenSessionResponse = self.stub.OpenSession(tools_pb2.OpenSessionRequest(
+            session_id=session_id, workspace_root=root, sandbox=options, secret_env_names=secrets,
+            extra_roots=extra), timeout=30)
+        return response
+
+    def call(self, session_id: str, tool: str, arguments_json: str, *, call_id: str = "c1",
+             timeout: float = 0.0) -> tuple[list[Any], Any]:
+        """One CallTool: (chunks, result)."""
+        stream = self.stub.CallTool(tools_pb2.CallToolRequest(
+            session_id=session_id, call_id=call_id, tool=tool, arguments_json=arguments_json,
+            timeout_seconds=timeout), timeout=700)
+        chunks, results = [], []
+        for item in stream:
+            if item.HasField("chunk"):
+                chunks.append(item.chunk)
+            else:
+                results.append(item.result)
+        assert len(results) == 1, f"expected exactly one result, got {len(results)}"
+        return chunks, results[0]
+
+    def stop(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+        if self._running is not None:
+            asyncio.run_coroutine_threadsafe(shutdown(self._running, grace=2), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> ThreadedToolService:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

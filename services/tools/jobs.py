@@ -1,0 +1,102 @@
+"""Background jobs: long-running commands in the same sandbox, with bounded
+output buffers, stopped (whole process group) on request or at CloseSession."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.tools import limits
+from services.tools.errors import ToolError
+from services.tools.output import RingBuffer, TextDecoder
+from services.tools.process import kill_group, spawn
+
+
+@dataclass
+class Job:
+    """One background command."""
+
+    job_id: str
+    name: str
+    command: str
+    process: asyncio.subprocess.Process
+    started: float
+    buffer: RingBuffer = field(default_factory=lambda: RingBuffer(limits.JOB_BUFFER_CHARS))
+    ended: float | None = None
+    stopped: bool = False
+    reader: asyncio.Task[None] | None = None
+
+    @property
+    def status(self) -> str:
+        if self.process.returncode is None:
+            return "running"
+        return "stopped" if self.stopped else "exited"
+
+    def describe(self) -> dict[str, Any]:
+        end = self.ended if self.ended is not None else time.monotonic()
+        return {"job_id": self.job_id, "name": self.name, "command": self.command, "status": self.status,
+                "exit_code": self.process.returncode, "runtime_s": round(end - self.started, 3)}
+
+
+async def _read(job: Job) -> None:
+    stream = job.process.stdout
+    assert stream is not None
+    decoder = TextDecoder()
+    while data := await stream.read(65536):
+        job.buffer.feed(decoder.feed(data))
+    job.buffer.feed(decoder.feed(b"", final=True))
+    await job.process.wait()
+    job.ended = time.monotonic()
+
+
+class JobTable:
+    """A session's jobs."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self._counter = 0
+
+    async def start(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, command: str,
+                    name: str) -> Job:
+        running = sum(1 for j in self.jobs.values() if j.status == "running")
+        if running >= limits.JOB_MAX_PER_SESSION:
+            raise ToolError("job_limit", f"{running} jobs are already running in this session",
+                            "Stop one with job_stop before starting another.")
+        self._counter += 1
+        job_id = f"job-{self._counter}"
+        process = await spawn(argv, env, cwd)
+        job = Job(job_id, name or command[:40], command, process, time.monotonic())
+        job.reader = asyncio.create_task(_read(job))
+        self.jobs[job_id] = job
+        return job
+
+    def get(self, job_id: str) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            known = ", ".join(self.jobs) or "none"
+            raise ToolError("not_found", f"no job {job_id!r} in this session (jobs: {known})",
+                            "Use job_list to see the job ids.")
+        return job
+
+    async def stop(self, job: Job) -> bool:
+        """Kill the job's process group; True when it was still running."""
+        was_running = job.process.returncode is None
+        if was_running:
+            job.stopped = True
+        kill_group(job.process.pid)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(job.process.wait(), 10)
+        if job.reader is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(job.reader, 5)
+        return was_running
+
+    async def stop_all(self) -> int:
+        """Stop every job; how many were still running."""
+        results = await asyncio.gather(*(self.stop(job) for job in self.jobs.values()))
+        return sum(results)

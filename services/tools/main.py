@@ -1,0 +1,38 @@
+"""``ai-coding serve tools``: build the ToolRuntime service from the (user-layer) config."""
+
+from __future__ import annotations
+
+import grpc
+from ai_coding.v1 import tools_pb2, tools_pb2_grpc
+
+from services.kernel.config import Config
+from services.kernel.endpoints import runtime_dir
+from services.kernel.errors import ConfigError
+from services.kernel.server import ServiceDef
+from services.tools.config import SANDBOX_MODES, ToolsConfig
+from services.tools.runtime import ToolRuntime, find_ripgrep
+from services.tools.servicer import ToolRuntimeServicer
+
+SERVICE_NAME = tools_pb2.DESCRIPTOR.services_by_name["ToolRuntime"].full_name
+
+
+def load_tools_config(config: Config) -> ToolsConfig:
+    """The typed ``tools`` section; an unknown sandbox mode is a config error naming the key."""
+    tools = config.section(ToolsConfig, "tools")
+    if tools.sandbox.mode not in SANDBOX_MODES:
+        raise ConfigError(f"config key `tools.sandbox.mode` is {tools.sandbox.mode!r}",
+                          hint=f"Use one of: {', '.join(SANDBOX_MODES)}.")
+    return tools
+
+
+def build(config: Config) -> ServiceDef:
+    """The tools service definition (the runtime dir is hidden from sandboxed commands)."""
+    runtime = ToolRuntime(load_tools_config(config), hidden_paths=[str(runtime_dir(config))],
+                          ripgrep=find_ripgrep())
+    servicer = ToolRuntimeServicer(runtime)
+
+    def register(server: grpc.aio.Server) -> None:
+        tools_pb2_grpc.add_ToolRuntimeServicer_to_server(servicer, server)
+
+    return ServiceDef(name="tools", proto_services=[SERVICE_NAME], register=register, on_shutdown=runtime.close_all,
+                      extra={"runtime": runtime})

@@ -1,0 +1,65 @@
+"""Path checks: every path a file tool touches is resolved here (symlinks
+included) and refused when it leaves the session's roots."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from services.tools.errors import ToolError, WorkspaceError
+
+
+def check_workspace_root(raw: str, home: Path) -> Path:
+    """The real path of a workspace root, or :class:`WorkspaceError` saying why it is refused."""
+    if not raw or "\0" in raw:
+        raise WorkspaceError("the workspace root is empty", hint="Pass the absolute path of a project directory.")
+    path = Path(raw)
+    if not path.is_absolute():
+        raise WorkspaceError(f"the workspace root {raw!r} is not an absolute path",
+                             hint="Pass the absolute path of a project directory.")
+    real = Path(os.path.realpath(path))
+    if not real.is_dir():
+        raise WorkspaceError(f"the workspace root {raw} is not an existing directory",
+                             hint="Create it or pass another directory.")
+    if real == Path("/") or real == Path(os.path.realpath(home)):
+        raise WorkspaceError(f"the workspace root {real} is too broad (the filesystem root or your home directory)",
+                             hint="Open a session in a project directory instead.")
+    return real
+
+
+def is_inside(path: Path, roots: Sequence[Path]) -> bool:
+    """True when the (already real) ``path`` is one of ``roots`` or below one."""
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def resolve_path(raw: str, roots: Sequence[Path]) -> Path:
+    """The real path for ``raw`` (relative to the first root), refused if it leaves every root.
+
+    ``..``, absolute paths and symlinks (even ones created a moment ago) are all
+    resolved before the check, so the returned path is the one to open.
+    """
+    if not raw or "\0" in raw:
+        raise ToolError("invalid_arguments", "the path is empty or contains a NUL byte", "Pass a file path.")
+    candidate = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
+    if not candidate.is_absolute():
+        candidate = roots[0] / candidate
+    real = Path(os.path.realpath(candidate))
+    if not is_inside(real, roots):
+        shown = ", ".join(str(r) for r in roots)
+        raise ToolError(
+            "path_outside_workspace",
+            f"{raw} resolves to {real}, which is outside the workspace ({shown})",
+            "Use a path inside the workspace; symlinks and `..` that leave it are refused.",
+        )
+    return real
+
+
+def display_path(path: Path, roots: Sequence[Path]) -> str:
+    """``path`` relative to the first root that holds it (absolute otherwise)."""
+    for root in roots:
+        if path == root:
+            return "."
+        if path.is_relative_to(root):
+            return str(path.relative_to(root))
+    return str(path)

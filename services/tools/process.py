@@ -1,0 +1,137 @@
+"""Running one command: its own process group, streamed output at a bounded
+rate, head+tail cap, timeout and cancellation that kill the whole group."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.tools import limits
+from services.tools.domain import Emit
+from services.tools.output import HeadTailBuffer, TextDecoder
+
+
+@dataclass
+class ProcessResult:
+    """How a command ended."""
+
+    exit_code: int | None
+    output: str
+    total_chars: int
+    cut_chars: int
+    timed_out: bool
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (gone already is fine)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> asyncio.subprocess.Process:
+    """Start ``argv`` as the leader of a new session/process group, stdout+stderr on one pipe."""
+    return await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, cwd=str(cwd), env=dict(env), start_new_session=True)
+
+
+class _Throttle:
+    """Collects text and sends it as chunks, at most one per interval, each of bounded size.
+
+    Text still waiting for its slot when the command ends is not streamed: the
+    result (sent right away) carries the whole output, so the call never waits
+    out an interval just to stream.
+    """
+
+    def __init__(self, emit: Emit | None) -> None:
+        self.emit = emit
+        self.pending: list[str] = []
+        self.streamed = 0
+        self.last = -1e9
+        self.wake = asyncio.Event()
+        self.closing = asyncio.Event()
+
+    def add(self, text: str) -> None:
+        if self.emit is None or not text or self.streamed >= limits.STREAM_CAP_CHARS:
+            return
+        room = limits.STREAM_CAP_CHARS - self.streamed
+        if len(text) >= room:
+            text = text[:room] + "\n[... streaming stopped; the result keeps the head and tail ...]\n"
+        self.streamed += len(text)
+        self.pending.append(text)
+        self.wake.set()
+
+    async def run(self) -> None:
+        while not self.closing.is_set():
+            await self.wake.wait()
+            delay = self.last + limits.CHUNK_INTERVAL_SECONDS - time.monotonic()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.closing.wait(), delay)
+            if self.closing.is_set() and time.monotonic() - self.last < limits.CHUNK_INTERVAL_SECONDS:
+                return
+            text = "".join(self.pending)
+            self.pending.clear()
+            self.wake.clear()
+            if not text:
+                continue
+            if len(text) > limits.CHUNK_MAX_CHARS:
+                half = limits.CHUNK_MAX_CHARS // 2
+                text = f"{text[:half]}\n[... {len(text) - 2 * half:,} characters not streamed ...]\n{text[-half:]}"
+            self.last = time.monotonic()
+            if self.emit is not None:
+                await self.emit("stdout", text)
+
+    async def close(self, task: asyncio.Task[None]) -> None:
+        self.closing.set()
+        self.wake.set()
+        await task
+
+
+async def _pump(stream: asyncio.StreamReader, buffer: HeadTailBuffer, throttle: _Throttle) -> None:
+    decoder = TextDecoder()
+    while data := await stream.read(65536):
+        text = decoder.feed(data)
+        buffer.feed(text)
+        throttle.add(text)
+    tail = decoder.feed(b"", final=True)
+    buffer.feed(tail)
+    throttle.add(tail)
+
+
+async def run_command(argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: float,
+                      emit: Emit | None) -> ProcessResult:
+    """Run to completion, timeout or cancellation; the process group never outlives this call."""
+    proc = await spawn(argv, env, cwd)
+    assert proc.stdout is not None
+    buffer = HeadTailBuffer(limits.OUTPUT_CAP_CHARS)
+    throttle = _Throttle(emit)
+    sender = asyncio.create_task(throttle.run())
+    pump = asyncio.create_task(_pump(proc.stdout, buffer, throttle))
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+            kill_group(proc.pid)
+            await proc.wait()
+        # A background child may still hold the pipe: give it a moment, then kill the group.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(pump), limits.KILL_GRACE_SECONDS)
+    finally:
+        kill_group(proc.pid)
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(pump, 5)
+        with contextlib.suppress(asyncio.CancelledError):
+            await throttle.close(sender)
+    return ProcessResult(None if timed_out else proc.returncode, buffer.render(), buffer.total, buffer.cut, timed_out)

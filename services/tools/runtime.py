@@ -1,0 +1,279 @@
+"""The tool runtime: sessions (roots, sandbox, file state, jobs) and one call's dispatch.
+
+Nothing the caller sends is trusted: the workspace root is checked, extra roots
+and sandbox settings can only narrow what this service's own config allows,
+arguments are validated against the schema, paths are resolved here and
+commands are matched against the DENY list here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.kernel.command_policy import denied_reason
+from services.tools import limits
+from services.tools.config import SANDBOX_MODES, ToolsConfig
+from services.tools.domain import (
+    Emit,
+    OpenedSession,
+    SandboxPolicy,
+    SessionRequest,
+    ToolCallResult,
+    ToolOutput,
+)
+from services.tools.errors import ToolError, UnknownSession, WorkspaceError
+from services.tools.files import edit_file, read_file, write_file
+from services.tools.filestate import FileStateTracker
+from services.tools.jobs import JobTable
+from services.tools.paths import check_workspace_root
+from services.tools.process import run_command
+from services.tools.sandbox import SANDBOX_HOME, BwrapProbe, bwrap_argv, host_argv, sandbox_env
+from services.tools.schemas import (
+    SPECS_BY_NAME,
+    TOOL_SPECS,
+    ToolSpecData,
+    parse_arguments,
+    validate_arguments,
+)
+from services.tools.search import glob_files, grep_files
+
+log = logging.getLogger("ai_coding.tools")
+
+NONE_WARNING = ("the sandbox is off (tools.sandbox.mode: none): commands run on the host with your "
+                "permissions and network")
+
+
+def decide_sandbox(config: ToolsConfig, requested_mode: str, requested_network: bool) -> tuple[SandboxPolicy, list[str]]:
+    """The session's sandbox: the service's config, tightened (never loosened) by the request."""
+    warnings: list[str] = []
+    mode = config.sandbox.mode if config.sandbox.mode in SANDBOX_MODES else "bwrap"
+    if requested_mode == "bwrap":
+        mode = "bwrap"
+    elif requested_mode == "none" and mode != "none":
+        warnings.append("the request asked to turn the sandbox off; the tool service's config keeps bwrap")
+    network = config.sandbox.network and requested_network
+    if mode == "none":
+        warnings.append(NONE_WARNING)
+    return SandboxPolicy(mode, network), warnings
+
+
+def decide_extra_roots(configured: Sequence[str], requested: Sequence[str]) -> tuple[list[Path], list[str]]:
+    """Extra roots granted: the configured ones (that exist), narrowed to the requested ones if any."""
+    warnings: list[str] = []
+    allowed: list[Path] = []
+    for raw in configured:
+        real = Path(os.path.realpath(Path(raw).expanduser()))
+        if real.is_dir() and real != Path("/"):
+            allowed.append(real)
+        else:
+            warnings.append(f"extra workspace root {raw} is not an existing directory; ignored")
+    if not requested:
+        return allowed, warnings
+    granted = []
+    for raw in requested:
+        real = Path(os.path.realpath(Path(raw).expanduser()))
+        if real in allowed:
+            granted.append(real)
+        else:
+            warnings.append(f"extra root {raw} is not in the tool service's user config "
+                            "(tools.extra_workspace_roots); ignored")
+    return granted, warnings
+
+
+@dataclass
+class Session:
+    """One session's roots, sandbox, file state and jobs."""
+
+    session_id: str
+    roots: list[Path]
+    sandbox: SandboxPolicy
+    secret_names: list[str]
+    tracker: FileStateTracker = field(default_factory=FileStateTracker)
+    jobs: JobTable = field(default_factory=JobTable)
+
+
+Handler = Callable[[Session, dict[str, Any], float, Emit], Awaitable[ToolOutput]]
+
+
+class ToolRuntime:
+    """Everything the ToolRuntime gRPC service does, in domain types."""
+
+    def __init__(self, config: ToolsConfig, *, host_env: Mapping[str, str] | None = None,
+                 home: Path | None = None, hidden_paths: Sequence[str] = (), ripgrep: str | None = None) -> None:
+        self.config = config
+        self.host_env = dict(os.environ if host_env is None else host_env)
+        self.home = home or Path.home()
+        self.hidden_paths = [str(self.home), *hidden_paths]
+        self.ripgrep = ripgrep
+        self.sessions: dict[str, Session] = {}
+        self.probe = BwrapProbe(config.sandbox.bwrap)
+        self.handlers: dict[str, Handler] = {
+            "read": self._threaded(lambda s, a: read_file(a, s.roots, s.tracker)),
+            "write": self._threaded(lambda s, a: write_file(a, s.roots, s.tracker)),
+            "edit": self._threaded(lambda s, a: edit_file(a, s.roots, s.tracker)),
+            "glob": self._threaded(lambda s, a: glob_files(a, s.roots)),
+            "grep": self._threaded(lambda s, a: grep_files(a, s.roots, self.ripgrep)),
+            "bash": self._bash,
+            "job_start": self._job_start, "job_output": self._job_output, "job_list": self._job_list,
+            "job_stop": self._job_stop,
+        }
+
+    # ------------------------------------------------------------ sessions
+
+    async def open_session(self, request: SessionRequest) -> OpenedSession:
+        """Register a session; a workspace root that is missing, `/` or the home directory is refused."""
+        if not request.session_id:
+            raise WorkspaceError("the session id is empty", hint="Pass the loop's session id.")
+        root = check_workspace_root(request.workspace_root, self.home)
+        policy, warnings = decide_sandbox(self.config, request.sandbox_mode, request.network)
+        extra, root_warnings = decide_extra_roots(self.config.extra_workspace_roots, request.extra_roots)
+        warnings += root_warnings
+        if policy.mode == "bwrap":
+            try:
+                await self.probe.ensure()
+            except ToolError as exc:
+                warnings.append(f"{exc.message}. {exc.hint}")
+        old = self.sessions.get(request.session_id)
+        if old is not None and old.roots[0] != root:
+            await old.jobs.stop_all()
+            old = None
+        session = Session(request.session_id, [root, *extra], policy, list(request.secret_env_names))
+        if old is not None:
+            session.tracker, session.jobs = old.tracker, old.jobs
+        self.sessions[request.session_id] = session
+        return OpenedSession(str(root), warnings, policy, [str(p) for p in extra])
+
+    async def close_session(self, session_id: str) -> int:
+        """Stop the session's jobs and forget it; how many jobs were still running."""
+        session = self.sessions.pop(session_id, None)
+        return 0 if session is None else await session.jobs.stop_all()
+
+    async def close_all(self) -> None:
+        """Stop every session's jobs (service shutdown)."""
+        for session_id in list(self.sessions):
+            await self.close_session(session_id)
+
+    def list_tools(self) -> list[ToolSpecData]:
+        return list(TOOL_SPECS)
+
+    # ------------------------------------------------------------ calls
+
+    async def call(self, session_id: str, call_id: str, tool: str, arguments_json: str, bound: float,
+                   emit: Emit) -> ToolCallResult:
+        """Run one tool call; failures the model can act on come back as a result with a code."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise UnknownSession(f"session {session_id!r} is not open in the tool service",
+                                 hint="Call OpenSession first (the tool service may have restarted).")
+        started = time.monotonic()
+        try:
+            spec = SPECS_BY_NAME.get(tool)
+            if spec is None:
+                raise ToolError("unknown_tool", f"there is no tool named {tool!r}",
+                                f"Use one of: {', '.join(SPECS_BY_NAME)}.")
+            args = validate_arguments(spec, parse_arguments(arguments_json))
+            out = await self.handlers[tool](session, args, bound, emit)
+        except ToolError as exc:
+            out = ToolOutput("", ok=False, error_code=exc.code, error_message=exc.message, error_hint=exc.hint)
+        except OSError as exc:
+            out = ToolOutput("", ok=False, error_code="io_error", error_message=f"{exc.strerror or exc}"
+                             + (f": {exc.filename}" if exc.filename else ""),
+                             error_hint="Check the path and its permissions.")
+        duration = (time.monotonic() - started) * 1000
+        output = out.output if out.ok else "\n".join(p for p in (out.output, f"Error: {out.error_message}",
+                                                                  out.error_hint) if p)
+        return ToolCallResult(call_id, tool, out.ok, output, out.data, out.error_code, out.error_message,
+                              out.error_hint, duration, out.limit_hit)
+
+    @staticmethod
+    def _bound(own: float, bound: float) -> float:
+        return min(own, bound) if bound > 0 else own
+
+    def _threaded(self, fn: Callable[[Session, dict[str, Any]], ToolOutput]) -> Handler:
+        """A blocking file tool run in a worker thread under the file-tool deadline."""
+
+        async def handler(session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+            timeout = self._bound(limits.FILE_TOOL_TIMEOUT, bound)
+            try:
+                return await asyncio.wait_for(asyncio.to_thread(fn, session, args), timeout)
+            except TimeoutError:
+                raise ToolError("tool_timeout", f"the operation did not finish within {timeout:g} s",
+                                "Narrow the path, pattern or range and try again.") from None
+
+        return handler
+
+    async def _command_argv(self, session: Session, command: str) -> tuple[list[str], dict[str, str]]:
+        if not command.strip() or "\0" in command:
+            raise ToolError("invalid_arguments", "field `command` is empty or contains a NUL byte",
+                            "Pass a shell command line.")
+        reason = denied_reason(command)
+        if reason:
+            raise ToolError("denied_command", f"refused: {reason}",
+                            "This command is on the hard deny list; find another way or ask the user to run it.")
+        root = session.roots[0]
+        if session.sandbox.mode == "none":
+            env = sandbox_env(self.host_env, self.config.sandbox.env_allow, session.secret_names,
+                              self.host_env.get("HOME", str(root)))
+            return host_argv(command), env
+        bwrap = await self.probe.ensure()
+        env = sandbox_env(self.host_env, self.config.sandbox.env_allow, session.secret_names, SANDBOX_HOME)
+        argv = bwrap_argv(bwrap, session.roots, root, session.sandbox.network, self.hidden_paths, command)
+        return argv, env
+
+    async def _bash(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+        command: str = args["command"]
+        timeout = self._bound(float(args.get("timeout_seconds", limits.BASH_DEFAULT_TIMEOUT)), bound)
+        argv, env = await self._command_argv(session, command)
+        result = await run_command(argv, env, session.roots[0], timeout, emit)
+        data = {"exit_code": result.exit_code, "total_chars": result.total_chars, "cut_chars": result.cut_chars,
+                "sandbox": session.sandbox.mode}
+        if result.timed_out:
+            return ToolOutput(result.output, data, "timeout", ok=False, error_code="tool_timeout",
+                              error_message=f"the command did not finish within {timeout:g} s and was killed "
+                                            "with its whole process group",
+                              error_hint="If it needs longer, call bash again with a larger timeout_seconds "
+                                         f"(max {limits.BASH_MAX_TIMEOUT:g}); for servers use job_start.")
+        output = result.output or "(no output)"
+        if result.exit_code:
+            output += f"\n(exit code {result.exit_code})"
+        return ToolOutput(output, data, "output_cap" if result.cut_chars else "")
+
+    async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+        command: str = args["command"]
+        argv, env = await self._command_argv(session, command)
+        job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""))
+        return ToolOutput(f"Started {job.job_id}: {command}", job.describe())
+
+    async def _job_output(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+        job = session.jobs.get(args["job_id"])
+        text, lost = job.buffer.read_new(limits.JOB_OUTPUT_MAX_CHARS)
+        info = job.describe()
+        head = f"[{job.job_id} {info['status']}" + (f", exit code {info['exit_code']}" if info["exit_code"]
+                                                      is not None else "") + f", {info['runtime_s']:.1f} s]"
+        if lost:
+            head += f"\n[... {lost:,} older characters were dropped ...]"
+        return ToolOutput(f"{head}\n{text}" if text else f"{head}\n(no new output)", {**info, "dropped_chars": lost})
+
+    async def _job_list(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+        jobs = [job.describe() for job in session.jobs.jobs.values()]
+        lines = [f"{j['job_id']}  {j['status']:<8} {j['runtime_s']:>8.1f}s  {j['command'][:80]}" for j in jobs]
+        return ToolOutput("\n".join(lines) if lines else "No jobs.", {"jobs": jobs})
+
+    async def _job_stop(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+        job = session.jobs.get(args["job_id"])
+        was_running = await session.jobs.stop(job)
+        text = f"Stopped {job.job_id}." if was_running else f"{job.job_id} had already ended."
+        return ToolOutput(text, job.describe())
+
+
+def find_ripgrep() -> str | None:
+    """The ripgrep program, when installed."""
+    return shutil.which("rg")

@@ -1,0 +1,243 @@
+"""glob and grep over a workspace, .gitignore-aware.
+
+grep uses ripgrep when it is installed and a Python walk otherwise; both print
+``path:line: text`` (paths relative to the workspace root, sorted by path,
+lines cut at 300 characters) and skip hidden, binary and ignored files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from services.tools import limits
+from services.tools.domain import ToolOutput
+from services.tools.errors import ToolError
+from services.tools.paths import display_path, is_inside, resolve_path
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``) to a regex over '/'-separated paths."""
+    out: list[str] = []
+    i = 0
+    depth = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            if end < 0:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+                i = end
+        elif ch == "{":
+            out.append("(?:")
+            depth += 1
+        elif ch == "}" and depth:
+            out.append(")")
+            depth -= 1
+        elif ch == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out) + ")" * depth + r"\Z")
+
+
+@dataclass
+class _IgnoreRules:
+    """The .gitignore files seen on the way down, each with the directory it applies to."""
+
+    specs: list[tuple[str, pathspec.PathSpec[Any]]]
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        for base, spec in self.specs:
+            if base and not rel.startswith(base + "/"):
+                continue
+            sub = rel[len(base) + 1 :] if base else rel
+            if spec.match_file(sub + "/" if is_dir else sub):
+                return True
+        return False
+
+
+def _load_ignore(directory: Path, rel: str) -> list[tuple[str, pathspec.PathSpec[Any]]]:
+    gitignore = directory / ".gitignore"
+    try:
+        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [(rel, pathspec.PathSpec.from_lines("gitwildmatch", lines))]
+
+
+def _rel(root: Path, path: Path) -> str:
+    return "" if path == root else str(path.relative_to(root))
+
+
+def walk_files(root: Path, start: Path, skip_hidden: bool) -> Iterator[tuple[Path, str]]:
+    """Files and symlinks under ``start`` as (path, name relative to ``root``), depth first with each
+    directory's entries sorted by name (ripgrep's --sort=path order); honours .gitignore files, never
+    enters .git and never follows directory symlinks."""
+    rules = _IgnoreRules([])
+    ancestor = root
+    for part in start.relative_to(root).parts:
+        rules.specs.extend(_load_ignore(ancestor, _rel(root, ancestor)))
+        ancestor = ancestor / part
+    yield from _walk(root, start, rules, skip_hidden)
+
+
+def _walk(root: Path, directory: Path, rules: _IgnoreRules, skip_hidden: bool) -> Iterator[tuple[Path, str]]:
+    rel_dir = _rel(root, directory)
+    rules = _IgnoreRules([*rules.specs, *_load_ignore(directory, rel_dir)])
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        if entry.name == ".git" or (skip_hidden and entry.name.startswith(".")):
+            continue
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if rules.ignored(rel, is_dir):
+            continue
+        if is_dir:
+            yield from _walk(root, Path(entry.path), rules, skip_hidden)
+        elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+            yield Path(entry.path), rel
+
+
+def glob_files(args: dict[str, Any], roots: Sequence[Path]) -> ToolOutput:
+    """Files matching a glob under ``path``, newest first; symlinks leaving the roots are filtered."""
+    base = resolve_path(args.get("path", "."), roots)
+    if not base.is_dir():
+        raise ToolError("not_found", f"{args.get('path')} is not a directory", "Pass a directory as path.")
+    regex = glob_to_regex(args["pattern"].removeprefix("./"))
+    cap = int(args.get("max_results", limits.GLOB_DEFAULT_MAX))
+    found: list[tuple[float, str]] = []
+    filtered = 0
+    for full, _rel in walk_files(base, base, skip_hidden=False):
+        rel_to_base = str(full.relative_to(base))
+        if not regex.match(rel_to_base):
+            continue
+        if full.is_symlink() and not is_inside(Path(os.path.realpath(full)), roots):
+            filtered += 1
+            continue
+        try:
+            mtime = full.stat().st_mtime
+        except OSError:
+            continue  # a dangling symlink
+        found.append((mtime, display_path(full, roots)))
+    found.sort(key=lambda item: (-item[0], item[1]))
+    paths = [p for _m, p in found[:cap]]
+    limit_hit = "result_cap" if len(found) > cap else ""
+    output = "\n".join(paths) if paths else f"No files match {args['pattern']}."
+    if limit_hit:
+        output += f"\n[{len(found) - cap} more matches: narrow the pattern or path]"
+    return ToolOutput(output, {"paths": paths, "total": len(found), "symlinks_filtered": filtered}, limit_hit)
+
+
+def format_hit(path: str, line: int, text: str) -> str:
+    """One grep hit as ``path:line: text``, the text cut at 300 characters."""
+    text = text.rstrip("\r\n")
+    if len(text) > limits.GREP_LINE_MAX_CHARS:
+        text = text[: limits.GREP_LINE_MAX_CHARS] + " [...]"
+    return f"{path}:{line}: {text}"
+
+
+def _grep_python(regex: re.Pattern[str], root: Path, start: Path, glob: str, cap: int) -> tuple[list[str], bool]:
+    hits: list[str] = []
+    name_glob = glob_to_regex(glob) if glob else None
+    files = [(start, display_path(start, [root]))] if start.is_file() else walk_files(root, start, True)
+    for full, rel in files:
+        if name_glob is not None and not name_glob.match(rel if "/" in glob else full.name):
+            continue
+        if full.is_symlink():
+            continue  # ripgrep does not follow symlinks either
+        try:
+            data = full.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data:
+            continue
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if regex.search(line):
+                if len(hits) >= cap:
+                    return hits, True
+                hits.append(format_hit(rel, number, line))
+    return hits, False
+
+
+def _grep_rg(rg: str, pattern: str, root: Path, start: Path, glob: str, ignore_case: bool,
+             cap: int) -> tuple[list[str], bool]:
+    cmd = [rg, "--line-number", "--no-heading", "--null", "--color=never", "--no-messages", "--sort=path",
+           "--no-require-git", "--no-ignore-dot", "--no-ignore-parent", "--no-config", "--with-filename"]
+    if ignore_case:
+        cmd.append("--ignore-case")
+    if glob:
+        cmd += ["--glob", glob]
+    cmd += ["-e", pattern]
+    if start != root:
+        cmd += ["--", str(start.relative_to(root))]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, timeout=limits.FILE_TOOL_TIMEOUT, check=False)
+    if proc.returncode == 2 and not proc.stdout:
+        message = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise ToolError("invalid_arguments", f"field `pattern` is not a valid regex: {message[-1] if message else ''}",
+                        "Fix the regular expression (escape special characters such as `(`).")
+    hits: list[str] = []
+    for raw in proc.stdout.split(b"\n"):
+        if not raw:
+            continue
+        name, _, rest = raw.partition(b"\0")
+        number, _, text = rest.partition(b":")
+        if len(hits) >= cap:
+            return hits, True
+        hits.append(format_hit(name.decode("utf-8", errors="replace"), int(number),
+                               text.decode("utf-8", errors="replace")))
+    return hits, False
+
+
+def grep_files(args: dict[str, Any], roots: Sequence[Path], rg: str | None) -> ToolOutput:
+    """Regex search; ``rg`` is the ripgrep program or None for the Python fallback."""
+    pattern: str = args["pattern"]
+    ignore_case = bool(args.get("case_insensitive", False))
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise ToolError("invalid_arguments", f"field `pattern` is not a valid regex: {exc}",
+                        "Fix the regular expression (escape special characters such as `(`).") from None
+    root = roots[0]
+    start = resolve_path(args.get("path", "."), roots)
+    if not start.exists():
+        raise ToolError("not_found", f"{args.get('path')} does not exist", "Check the path with glob.")
+    if not start.is_relative_to(root):
+        root = next(r for r in roots if start.is_relative_to(r))
+    cap = int(args.get("max_results", limits.GREP_DEFAULT_MAX_HITS))
+    glob = args.get("glob", "")
+    if rg:
+        hits, more = _grep_rg(rg, pattern, root, start, glob, ignore_case, cap)
+    else:
+        hits, more = _grep_python(regex, root, start, glob, cap)
+    output = "\n".join(hits) if hits else f"No matches for {pattern!r}."
+    if more:
+        output += f"\n[more than {cap} matches: narrow the pattern, path or glob]"
+    return ToolOutput(output, {"hits": len(hits), "engine": "ripgrep" if rg else "python"},
+                      "result_cap" if more else "")

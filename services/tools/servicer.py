@@ -1,0 +1,83 @@
+"""The ToolRuntime gRPC servicer: a thin adapter from the wire to :class:`ToolRuntime`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+from ai_coding.v1 import tools_pb2, tools_pb2_grpc
+
+from services.kernel.errors import abort
+from services.tools import convert
+from services.tools.domain import Chunk, ToolCallResult
+from services.tools.errors import UnknownSession, WorkspaceError
+from services.tools.runtime import ToolRuntime
+
+log = logging.getLogger("ai_coding.tools")
+
+
+class ToolRuntimeServicer(tools_pb2_grpc.ToolRuntimeServicer):
+    """OpenSession / CloseSession / ListTools / CallTool over :class:`ToolRuntime`."""
+
+    def __init__(self, runtime: ToolRuntime) -> None:
+        self.runtime = runtime
+
+    async def OpenSession(self, request: tools_pb2.OpenSessionRequest,
+                          context: grpc.aio.ServicerContext) -> tools_pb2.OpenSessionResponse:
+        try:
+            opened = await self.runtime.open_session(convert.session_request(request))
+        except WorkspaceError as exc:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, exc.reason, str(exc))
+        for warning in opened.warnings:
+            log.warning("session %s: %s", request.session_id, warning)
+        return convert.opened_session(opened)
+
+    async def CloseSession(self, request: tools_pb2.CloseSessionRequest,
+                           context: grpc.aio.ServicerContext) -> tools_pb2.CloseSessionResponse:
+        stopped = await self.runtime.close_session(request.session_id)
+        return tools_pb2.CloseSessionResponse(jobs_stopped=stopped)
+
+    async def ListTools(self, request: tools_pb2.ListToolsRequest,
+                        context: grpc.aio.ServicerContext) -> tools_pb2.ListToolsResponse:
+        return tools_pb2.ListToolsResponse(tools=[convert.tool_spec(s) for s in self.runtime.list_tools()])
+
+    async def CallTool(self, request: tools_pb2.CallToolRequest,
+                       context: grpc.aio.ServicerContext) -> AsyncIterator[tools_pb2.CallToolResponse]:
+        chunks: asyncio.Queue[Chunk] = asyncio.Queue()
+
+        async def emit(stream: str, text: str) -> None:
+            await chunks.put(Chunk(request.call_id, stream, text))
+
+        call = asyncio.create_task(self.runtime.call(
+            request.session_id, request.call_id, request.tool, request.arguments_json,
+            max(0.0, request.timeout_seconds), emit))
+        try:
+            while not call.done():
+                getter = asyncio.create_task(chunks.get())
+                await asyncio.wait({getter, call}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield convert.chunk(getter.result())
+                else:
+                    getter.cancel()
+            while not chunks.empty():
+                yield convert.chunk(chunks.get_nowait())
+            result = await self._result(call, context)
+            yield convert.result(result)
+        finally:
+            if not call.done():
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await call
+
+    async def _result(self, call: asyncio.Task[ToolCallResult], context: grpc.aio.ServicerContext) -> ToolCallResult:
+        try:
+            return call.result()
+        except UnknownSession as exc:
+            await abort(context, grpc.StatusCode.NOT_FOUND, exc.reason, str(exc))
+        except Exception as exc:
+            log.exception("tool call failed")
+            await abort(context, grpc.StatusCode.INTERNAL, "internal_error",
+                        f"the tool service failed ({type(exc).__name__}); see the tools log")
