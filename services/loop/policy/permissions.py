@@ -1,0 +1,146 @@
+"""The permission gate: a static ALLOW / WARN / DENY table plus the session's grants.
+
+- ALLOW: tools that only read or only touch the session (read, glob, grep,
+  todo_write, skill, subAgent, memory_search, memory_write, ...).
+- WARN (ask): write, edit, bash, mcp_call, and any tool not in the table.
+- DENY: bash commands on the hard list (``command_policy.denied_reason``) or
+  matching an operator ``bash_policy.deny`` pattern.
+
+"Allow always" grants (per tool, or ``bash:<program>``) turn WARN into ALLOW
+for the rest of the session, except commands matching ``bash_policy.confirm``,
+which always ask. Mode ``auto`` allows every WARN; ``readonly`` denies writes
+(including bash that writes files). A call whose parameters were rewritten (by
+a hook or guard) must pass the gate again: use :func:`regate`. Any exception
+inside the gate is a DENY (fail closed).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from services.loop.policy.guards import CompiledBashPolicy, check_bash_policy
+
+
+class Level(StrEnum):
+    """Gate levels, least strict first."""
+
+    ALLOW = "allow"
+    WARN = "warn"
+    DENY = "deny"
+
+
+ALLOW_TOOLS = frozenset({
+    "read", "glob", "grep", "todo_write", "skill", "subAgent", "memory_search", "memory_write",
+    "tool_search", "ask_user", "checkpoint_write", "history_search", "job_output", "job_list",
+})
+WARN_TOOLS = frozenset({"write", "edit", "bash", "mcp_call", "job_start", "job_stop", "webfetch", "websearch"})
+WRITE_TOOLS = frozenset({"write", "edit"})
+MODES = ("confirm", "auto", "readonly")
+_ORDER = {Level.ALLOW: 0, Level.WARN: 1, Level.DENY: 2}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's answer and a sentence saying why."""
+
+    level: Level
+    reason: str
+    grant_key: str = ""
+    """What "allow always" would remember for this call ("" = cannot be granted)."""
+
+
+def _program(command: str) -> str:
+    try:
+        from services.kernel.command_policy import command_parts
+
+        parts = command_parts(command)
+    except Exception:
+        return ""
+    if len(parts) != 1 or not parts[0].argv:
+        return ""  # compound commands are granted per call only
+    return posixpath.basename(parts[0].argv[0])
+
+
+def _bash_verdict(command: str, grants: Collection[str], mode: str, policy: CompiledBashPolicy) -> Verdict:
+    from services.kernel.command_policy import denied_reason, writes_files
+
+    reason = denied_reason(command)
+    if reason:
+        return Verdict(Level.DENY, f"refused: {reason}")
+    kind, pattern = check_bash_policy(command, policy)
+    if kind == "deny":
+        return Verdict(Level.DENY, f"refused by bash_policy.deny ({pattern})")
+    writes = writes_files(command)
+    if mode == "readonly" and writes:
+        return Verdict(Level.DENY, "read-only mode: this command writes files")
+    if kind == "confirm":
+        return Verdict(Level.WARN, f"bash_policy.confirm ({pattern}) always asks")
+    program = _program(command)
+    key = f"bash:{program}" if program else ""
+    if "bash" in grants or (key and key in grants):
+        return Verdict(Level.ALLOW, "allowed always this session", key or "bash")
+    if mode == "auto":
+        return Verdict(Level.ALLOW, "auto mode")
+    return Verdict(Level.WARN, "writes files (treated as an edit)" if writes else "runs a command", key or "bash")
+
+
+def decide_permission(
+    tool: str,
+    args: Mapping[str, Any],
+    session_grants: Collection[str] = (),
+    mode: str = "confirm",
+    *,
+    bash_policy: CompiledBashPolicy | None = None,
+    declared: str = "",
+) -> Verdict:
+    """ALLOW, WARN or DENY for one call; never raises (an internal error is a DENY)."""
+    try:
+        return _decide(tool, args, session_grants, mode, bash_policy or CompiledBashPolicy(), declared)
+    except Exception as exc:  # fail closed: a broken rule must not let a call through
+        return Verdict(Level.DENY, f"the permission check failed ({type(exc).__name__}); refused")
+
+
+def _decide(
+    tool: str, args: Mapping[str, Any], grants: Collection[str], mode: str, policy: CompiledBashPolicy, declared: str
+) -> Verdict:
+    if tool == "bash":
+        return _bash_verdict(str(args.get("command", "")), grants, mode, policy)
+    if tool in ALLOW_TOOLS:
+        return Verdict(Level.ALLOW, "read-only or session tool")
+    if declared == "deny":
+        return Verdict(Level.DENY, "the tool declares itself denied")
+    if mode == "readonly" and tool in WRITE_TOOLS:
+        return Verdict(Level.DENY, "read-only mode: writes are refused")
+    if tool in grants:
+        return Verdict(Level.ALLOW, "allowed always this session", tool)
+    if mode == "auto":
+        return Verdict(Level.ALLOW, "auto mode")
+    if tool in WARN_TOOLS:
+        return Verdict(Level.WARN, "changes files or runs something", tool)
+    return Verdict(Level.WARN, "unknown tool: asking to be safe", tool)
+
+
+def strictest(a: Verdict, b: Verdict) -> Verdict:
+    """The stricter of two verdicts (the first on a tie)."""
+    return b if _ORDER[b.level] > _ORDER[a.level] else a
+
+
+def regate(
+    tool: str,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    previous: Verdict,
+    decide: Callable[[str, Mapping[str, Any]], Verdict],
+) -> Verdict:
+    """The verdict for a call whose parameters may have been rewritten after ``previous``.
+
+    Unchanged parameters keep ``previous``; changed ones are gated again from
+    scratch, so an approval given for the old parameters does not carry over.
+    """
+    if dict(before) == dict(after):
+        return previous
+    return decide(tool, after)

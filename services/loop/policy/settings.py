@@ -1,0 +1,66 @@
+"""``LoopSettings``: the ``ai:`` config section, one documented field each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from services.kernel.config import Config
+
+
+@dataclass
+class BashPolicy:
+    """Operator additions to the built-in bash rules (regular expressions, searched in the command)."""
+
+    deny: list[str] = field(default_factory=list)
+    """Patterns refused outright, on top of the hard DENY list. Default: none."""
+    confirm: list[str] = field(default_factory=list)
+    """Patterns that always ask for approval, even after "allow always". Default: none."""
+
+
+@dataclass
+class LoopSettings:
+    """How a turn runs and when it stops (config section ``ai``)."""
+
+    max_tool_iterations: int = 10
+    """Model steps per round before the turn stops as max_iterations (or auto-continues)."""
+    max_auto_continuations: int = 3
+    """Extra rounds granted with a `[continue]` nudge while the todo list has open items; 0 = off."""
+    turn_timeout_seconds: float = 600.0
+    """Wall clock of one turn, approval waits included; 0 = no limit. On expiry: status timeout."""
+    turn_token_budget: int = 0
+    """Tokens (prompt + completion, summed over steps) one turn may use; 0 = no budget. Terminal."""
+    failed_streak_threshold: int = 2
+    """Consecutive steps whose tool calls all failed before one `[strategy-gate]` nudge."""
+    max_strategy_nudges: int = 3
+    """`[strategy-gate]` nudges per turn at most."""
+    stall_iterations: int = 3
+    """Consecutive steps that attempted tool calls with zero successes before an early finish."""
+    duplicate_call_threshold: int = 2
+    """Identical (tool, arguments) calls allowed; the next one is refused. 0 = guard off."""
+    search_streak_threshold: int = 4
+    """Search ladder L1: successful read-only calls in a row before a `[search-gate]` nudge; 0 = ladder off."""
+    search_streak_l2: int = 6
+    """Search ladder L2 streak (second, sharper nudge). Kept below max_tool_iterations - 2 so it is read."""
+    search_streak_l3: int = 0
+    """Search ladder L3 streak that forces a finish; 0 = off (only the evidence rule can force it)."""
+    stale_streak_l1: int = 3
+    """Evidence already seen this many times in a row triggers L1."""
+    stale_streak_l2: int = 4
+    """Evidence already seen this many times in a row triggers L2."""
+    stale_streak_l3: int = 6
+    """Stale evidence streak that, with repeated_nonempty_l3 repeats, forces a finish ("search unconverged")."""
+    repeated_nonempty_l3: int = 2
+    """Repeats of non-empty evidence required, with stale_streak_l3, for L3."""
+    strict_paths: bool = False
+    """Refuse bash commands naming absolute paths outside the workspace (default: only record them)."""
+    enforce_dependencies: bool = True
+    """todo_write refuses unknown or self dependencies and starting an item whose dependencies are open."""
+    question_timeout_seconds: float = 300.0
+    """How long ask_user waits for an answer before returning `no_answer`."""
+    bash_policy: BashPolicy = field(default_factory=BashPolicy)
+    """Operator deny / confirm patterns for bash."""
+
+
+def loop_settings(config: Config) -> LoopSettings:
+    """The typed ``ai`` section; a wrong type is a ConfigError naming the key."""
+    return config.section(LoopSettings, "ai")

@@ -1,0 +1,154 @@
+"""The turn policy: after each step, continue, nudge, or finish with which status.
+
+One pure function over recorded facts. Precedence, highest first:
+
+1. interrupted by the user -> ``interrupted``;
+2. the user answered STOP to an approval -> ``approval_stop``;
+3. the engine failed (model error after retries, service down) -> ``failed``;
+4. the model answered without tool calls -> ``completed`` (it finished, even
+   if the clock or budget ran out during that last step);
+5. the turn clock expired -> ``timeout``;
+6. the token budget is spent -> ``budget``; terminal, so it wins over
+   auto-continuation (a nudge that cannot be acted on only burns tokens);
+7. the search ladder reached L3 -> ``max_iterations`` ("search unconverged");
+8. steps keep failing with zero successes -> ``max_iterations`` ("no progress");
+9. the round's iteration budget is spent: with open todo items and
+   continuations left -> a ``[continue]`` nudge naming them and a fresh round;
+   otherwise ``max_iterations``;
+10. otherwise continue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    """What the pipeline does next."""
+
+    CONTINUE = "continue"
+    NUDGE = "nudge"
+    FINISH = "finish"
+
+
+class Status(StrEnum):
+    """How a turn ended (the proto's TurnStatus by another name)."""
+
+    COMPLETED = "completed"
+    MAX_ITERATIONS = "max_iterations"
+    BUDGET = "budget"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+    APPROVAL_STOP = "approval_stop"
+    FAILED = "failed"
+
+
+@dataclass
+class Facts:
+    """What happened so far in this turn, as the pipeline recorded it."""
+
+    made_tool_calls: bool
+    """The last model step asked for at least one tool call."""
+    round_iterations: int
+    """Model steps in the current round (reset when a continuation re-arms the budget)."""
+    max_tool_iterations: int = 10
+    """Steps per round (``ai.max_tool_iterations``)."""
+    open_items: list[str] = field(default_factory=list)
+    """Contents of todo items still pending / in progress / blocked."""
+    continuations_used: int = 0
+    """`[continue]` nudges already given this turn."""
+    max_auto_continuations: int = 3
+    """``ai.max_auto_continuations``; 0 turns continuation off."""
+    elapsed_seconds: float = 0.0
+    """Wall time since the turn started, approval waits included."""
+    turn_timeout_seconds: float = 600.0
+    """``ai.turn_timeout_seconds``; 0 = no clock."""
+    clock_expired: bool = False
+    """A wait (model step, tool call) was cut by the turn clock."""
+    tokens_used: int = 0
+    """Prompt + completion tokens summed over this turn's steps."""
+    turn_token_budget: int = 0
+    """``ai.turn_token_budget``; 0 = no budget."""
+    interrupted: bool = False
+    """The user aborted the whole turn."""
+    approval_stopped: bool = False
+    """The user answered STOP to an approval request."""
+    engine_error: str = ""
+    """A stable reason when the model step or a core service failed for good."""
+    stalled: bool = False
+    """``stall_iterations`` steps tried tools and none succeeded (see guards.StrategyGate)."""
+    search_unconverged: bool = False
+    """The search ladder reached L3 (see search.SearchLadder)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The policy's answer."""
+
+    action: Action
+    status: Status | None = None
+    reason: str = ""
+    nudge: str = ""
+    rearm: bool = False
+    """Start a fresh round of ``max_tool_iterations`` (only with the continuation nudge)."""
+    final_summary_step: bool = False
+    """Ask the model once more with no tools for a closing answer (search L3)."""
+
+    @property
+    def finished(self) -> bool:
+        """True when the turn ends."""
+        return self.action is Action.FINISH
+
+
+def continue_nudge(open_items: list[str]) -> str:
+    """The `[continue]` message naming the open todo items."""
+    listed = "; ".join(open_items[:10]) + (f"; and {len(open_items) - 10} more" if len(open_items) > 10 else "")
+    return (
+        f"[continue] The iteration budget of this round is used up but {len(open_items)} todo item(s) are "
+        f"still open: {listed}. Continue with them, and update the todo list as items complete."
+    )
+
+
+def _finish(status: Status, reason: str, *, final_summary_step: bool = False) -> Decision:
+    return Decision(Action.FINISH, status, reason, final_summary_step=final_summary_step)
+
+
+def decide(f: Facts) -> Decision:
+    """Continue, nudge or finish; see the module docstring for the precedence."""
+    if f.interrupted:
+        return _finish(Status.INTERRUPTED, "interrupted by the user")
+    if f.approval_stopped:
+        return _finish(Status.APPROVAL_STOP, "stopped at an approval request")
+    if f.engine_error:
+        return _finish(Status.FAILED, f.engine_error)
+    if not f.made_tool_calls:
+        return _finish(Status.COMPLETED, "the model finished")
+    if f.clock_expired or (f.turn_timeout_seconds > 0 and f.elapsed_seconds >= f.turn_timeout_seconds):
+        return _finish(Status.TIMEOUT, f"turn clock of {f.turn_timeout_seconds:g}s expired")
+    if f.turn_token_budget > 0 and f.tokens_used >= f.turn_token_budget:
+        return _finish(Status.BUDGET, f"token budget of {f.turn_token_budget} used ({f.tokens_used})")
+    if f.search_unconverged:
+        return _finish(Status.MAX_ITERATIONS, "search unconverged", final_summary_step=True)
+    if f.stalled:
+        return _finish(Status.MAX_ITERATIONS, "no progress (early finish)")
+    if f.round_iterations >= f.max_tool_iterations:
+        if f.open_items and f.continuations_used < f.max_auto_continuations:
+            return Decision(
+                Action.NUDGE,
+                reason=f"auto-continuation {f.continuations_used + 1}/{f.max_auto_continuations}",
+                nudge=continue_nudge(f.open_items),
+                rearm=True,
+            )
+        return _finish(Status.MAX_ITERATIONS, f"{f.max_tool_iterations} iterations used")
+    return Decision(Action.CONTINUE)
+
+
+def handoff_needed(status: Status, model_text: str) -> bool:
+    """A harness-written handoff is due when the turn ended early and the model left no text."""
+    return not model_text.strip() and status in (
+        Status.MAX_ITERATIONS,
+        Status.BUDGET,
+        Status.TIMEOUT,
+        Status.FAILED,
+    )
