@@ -1,0 +1,49 @@
+"""The MCP gateway behind the loop's ``McpClient`` port (services/loop/local_tools.py)."""
+
+from __future__ import annotations
+
+import grpc
+from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
+
+from services.kernel.channels import aio_channel, call_metadata
+from services.kernel.endpoints import Endpoint
+from services.loop.adapters.tools import result_to_outcome
+from services.loop.local_tools import AuxiliaryError
+from services.loop.ports import ToolOutcome
+
+
+class GrpcMcpClient:
+    """Catalog and calls through the gateway; failures raise AuxiliaryError."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._channel = aio_channel(endpoint)
+        self._stub = mcp_gateway_pb2_grpc.McpGatewayStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def catalog(self, timeout_seconds: float) -> str:
+        try:
+            response = await self._stub.GetCatalog(
+                mcp_gateway_pb2.GetCatalogRequest(), timeout=timeout_seconds, metadata=call_metadata()
+            )
+        except grpc.RpcError as err:
+            raise AuxiliaryError("mcp_catalog", _reason(err)) from None
+        return response.text
+
+    async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float) -> ToolOutcome:
+        request = mcp_gateway_pb2.McpCallToolRequest(
+            call_id=call_id, server=server, tool=tool, input_json=input_json, timeout_seconds=timeout_seconds
+        )
+        try:
+            async for item in self._stub.CallTool(request, timeout=timeout_seconds + 5.0, metadata=call_metadata()):
+                if item.HasField("result"):
+                    return result_to_outcome(item.result)
+        except grpc.RpcError as err:
+            raise AuxiliaryError("mcp_call", _reason(err)) from None
+        raise AuxiliaryError("mcp_call", "the gateway ended the call without a result")
+
+
+def _reason(err: grpc.RpcError) -> str:
+    code = err.code() if hasattr(err, "code") else None
+    return code.name.lower() if code is not None else "error"

@@ -1,0 +1,58 @@
+"""The memory service behind the loop's ``MemoryClient`` port (services/loop/local_tools.py)."""
+
+from __future__ import annotations
+
+import grpc
+from ai_coding.v1 import memory_pb2, memory_pb2_grpc
+
+from services.kernel.channels import aio_channel, call_metadata
+from services.kernel.endpoints import Endpoint
+from services.loop.local_tools import AuxiliaryError
+
+
+class GrpcMemoryClient:
+    """Recall, write and the constraints block over gRPC; failures raise AuxiliaryError."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._channel = aio_channel(endpoint)
+        self._stub = memory_pb2_grpc.MemoryStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def search(self, workspace: str, query: str, k: int, timeout_seconds: float) -> str:
+        request = memory_pb2.RecallRequest(workspace=workspace, query=query, k=k, timeout_seconds=timeout_seconds)
+        try:
+            response = await self._stub.Recall(request, timeout=timeout_seconds + 1.0, metadata=call_metadata())
+        except grpc.RpcError as err:
+            raise AuxiliaryError("memory", _reason(err)) from None
+        return response.rendered or "no matching notes"
+
+    async def write(self, workspace: str, text: str, kind: str, timeout_seconds: float) -> str:
+        note = memory_pb2.NoteCandidate(text=text, kind=kind or "fact", evidence="model")
+        try:
+            response = await self._stub.WriteNote(
+                memory_pb2.WriteNoteRequest(workspace=workspace, note=note),
+                timeout=timeout_seconds, metadata=call_metadata(),
+            )
+        except grpc.RpcError as err:
+            raise AuxiliaryError("memory", _reason(err)) from None
+        if response.rejected_reason:
+            return f"not stored: {response.rejected_reason}"
+        action = memory_pb2.ReconcileAction.Name(response.action).removeprefix("RECONCILE_ACTION_").lower()
+        return f"stored ({action}) as note {response.note.id}"
+
+    async def constraints(self, workspace: str, max_chars: int, timeout_seconds: float) -> str:
+        try:
+            response = await self._stub.GetConstraints(
+                memory_pb2.GetConstraintsRequest(workspace=workspace, max_chars=max_chars),
+                timeout=timeout_seconds, metadata=call_metadata(),
+            )
+        except grpc.RpcError as err:
+            raise AuxiliaryError("memory", _reason(err)) from None
+        return response.block
+
+
+def _reason(err: grpc.RpcError) -> str:
+    code = err.code() if hasattr(err, "code") else None
+    return code.name.lower() if code is not None else "error"

@@ -1,0 +1,170 @@
+"""``ToolRunner`` over the tools service (ToolRuntime gRPC).
+
+A tools service that cannot be reached or dies mid-call is not an error of the
+turn: the call ends with ``tool_service_unavailable`` as its result, the model
+sees it and the turn goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from ai_coding.v1 import tools_pb2, tools_pb2_grpc
+
+from services.kernel.channels import aio_channel, call_metadata
+from services.kernel.endpoints import Endpoint
+from services.kernel.errors import reason_of
+from services.loop.ports import ToolChunkEvent, ToolOutcome
+
+# Control calls (open, list, close) are local and quick; a longer wait means the
+# service is wedged, and the loop would rather degrade than hang.
+CONTROL_DEADLINE_S = 10.0
+# The service applies the tool's own limit; this margin lets its structured
+# timeout result arrive before our own deadline fires.
+CALL_DEADLINE_MARGIN_S = 5.0
+UNAVAILABLE_HINT = "The tool service is down or restarting; retry the call shortly or continue without it."
+
+
+class ToolServiceError(Exception):
+    """A control call to the tools service failed (message is one readable line)."""
+
+
+def tool_spec_to_dict(spec: tools_pb2.ToolSpec) -> dict[str, Any]:
+    """A ToolSpec as an OpenAI tool dict plus the loop's ``x-`` keys."""
+    try:
+        params = json.loads(spec.parameters_json or "{}")
+    except ValueError:
+        params = {"type": "object"}
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": params},
+        "x-permission": spec.permission or "warn",
+        "x-parallel-safe": spec.parallel_safe,
+        "x-deferred": spec.deferred,
+    }
+
+
+def result_to_outcome(result: Any) -> ToolOutcome:
+    """A common.ToolResult as a ToolOutcome."""
+    try:
+        data = json.loads(result.data_json or "{}")
+    except ValueError:
+        data = {}
+    return ToolOutcome(
+        call_id=result.call_id,
+        tool=result.tool,
+        ok=result.ok,
+        output=result.output,
+        data=data if isinstance(data, dict) else {"value": data},
+        error_code=result.error.code if result.HasField("error") else "",
+        error_message=(result.error.message + (" " + result.error.hint if result.error.hint else "")).strip()
+        if result.HasField("error")
+        else "",
+        duration_ms=result.duration_ms,
+        limit_hit=result.limit_hit,
+    )
+
+
+def unavailable(call_id: str, tool: str, detail: str, started: float) -> ToolOutcome:
+    """The result of a call the tools service could not answer."""
+    return ToolOutcome(
+        call_id=call_id,
+        tool=tool,
+        ok=False,
+        output=f"tool_service_unavailable: {detail}. {UNAVAILABLE_HINT}",
+        error_code="tool_service_unavailable",
+        error_message=f"{detail}. {UNAVAILABLE_HINT}",
+        duration_ms=(time.monotonic() - started) * 1000.0,
+    )
+
+
+class GrpcToolRunner:
+    """The tools service as a ToolRunner."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._channel = aio_channel(endpoint)
+        self._stub = tools_pb2_grpc.ToolRuntimeStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def open_session(self, session_id: str, workspace: str, secret_env_names: list[str]) -> list[str]:
+        request = tools_pb2.OpenSessionRequest(
+            session_id=session_id, workspace_root=workspace, secret_env_names=secret_env_names
+        )
+        try:
+            response = await self._stub.OpenSession(request, timeout=CONTROL_DEADLINE_S, metadata=call_metadata())
+        except grpc.RpcError as err:
+            raise ToolServiceError(f"tools service: {_describe(err)}") from None
+        return list(response.warnings)
+
+    async def close_session(self, session_id: str) -> None:
+        # Closing is best effort; the service drops idle sessions itself.
+        with contextlib.suppress(grpc.RpcError):
+            await self._stub.CloseSession(
+                tools_pb2.CloseSessionRequest(session_id=session_id), timeout=CONTROL_DEADLINE_S
+            )
+
+    async def list_tools(self, session_id: str) -> list[dict[str, Any]]:
+        try:
+            response = await self._stub.ListTools(
+                tools_pb2.ListToolsRequest(session_id=session_id), timeout=CONTROL_DEADLINE_S,
+                metadata=call_metadata(),
+            )
+        except grpc.RpcError as err:
+            raise ToolServiceError(f"tools service: {_describe(err)}") from None
+        return [tool_spec_to_dict(spec) for spec in response.tools]
+
+    async def call(
+        self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float
+    ) -> AsyncIterator[ToolChunkEvent | ToolOutcome]:
+        started = time.monotonic()
+        request = tools_pb2.CallToolRequest(
+            session_id=session_id, call_id=call_id, tool=tool, arguments_json=arguments_json,
+            timeout_seconds=max(timeout_seconds, 0.0),
+        )
+        deadline = timeout_seconds + CALL_DEADLINE_MARGIN_S if timeout_seconds > 0 else None
+        stream = self._stub.CallTool(request, timeout=deadline, metadata=call_metadata())
+        try:
+            async for item in stream:
+                if item.HasField("chunk"):
+                    yield ToolChunkEvent(item.chunk.call_id or call_id, item.chunk.stream, item.chunk.text)
+                elif item.HasField("result"):
+                    yield result_to_outcome(item.result)
+                    return
+        except grpc.RpcError as err:
+            yield _rpc_failure(err, call_id, tool, started)
+            return
+        finally:
+            stream.cancel()
+        yield unavailable(call_id, tool, "the call ended without a result", started)
+
+
+def _rpc_failure(err: grpc.RpcError, call_id: str, tool: str, started: float) -> ToolOutcome:
+    code = err.code() if hasattr(err, "code") else None
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return ToolOutcome(
+            call_id=call_id, tool=tool, ok=False, output="tool_timeout: the call ran out of time",
+            error_code="tool_timeout", error_message="the call ran out of the turn's remaining time",
+            duration_ms=(time.monotonic() - started) * 1000.0, limit_hit="timeout",
+        )
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN, None):
+        return unavailable(call_id, tool, _describe(err), started)
+    reason = reason_of(err) or (code.name.lower() if code else "error")
+    details = err.details() if hasattr(err, "details") else str(err)
+    return ToolOutcome(
+        call_id=call_id, tool=tool, ok=False, output=f"{reason}: {details}", error_code=reason,
+        error_message=str(details), duration_ms=(time.monotonic() - started) * 1000.0,
+    )
+
+
+def _describe(err: grpc.RpcError) -> str:
+    code = err.code() if hasattr(err, "code") else None
+    details = err.details() if hasattr(err, "details") else ""
+    name = code.name if code is not None else "error"
+    return f"{name}: {details}" if details else name

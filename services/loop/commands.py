@@ -1,0 +1,52 @@
+"""Slash commands the loop answers (/status, /model, /todo, /config, ...): text + JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from services.loop.runtime import SessionRuntime
+
+LATER = {
+    "trace": "/trace is not available yet: traces are written to .ai-coding/traces/<session>/ meanwhile.",
+    "compact": "/compact is not available yet (context compaction comes with a later release).",
+}
+
+
+def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
+    """``(text to print, JSON for programs)`` for one loop-handled slash command."""
+    name = command.strip().lstrip("/").lower()
+    if name == "status":
+        data: dict[str, Any] = {"session": rt.session.id, "workspace": rt.session.workspace,
+                                "model": rt.model.model_name, "messages": len(rt.session.messages),
+                                "turns": rt.session.turns, "running": not rt.idle, "queued": len(rt.queue),
+                                "usage": rt.session.usage}
+        text = (f"session {rt.session.id} · model {rt.model.model_name} · {len(rt.session.messages)} messages · "
+                f"{rt.session.turns} turns · {'running' if not rt.idle else 'idle'}")
+        return text, json.dumps(data)
+    if name == "model":
+        return f"model: {rt.model.model_name}", json.dumps({"model": rt.model.model_name})
+    if name == "todo":
+        items = rt.session.task_state.get("items") or []
+        if not items:
+            return "no tasks", json.dumps({"items": []})
+        lines = [f"[{i.get('status')}] {i.get('id')}. {i.get('content')}" for i in items]
+        return "\n".join(lines), json.dumps({"items": items})
+    if name == "budget":
+        usage = rt.session.usage
+        limit = rt.settings.turn_token_budget
+        text = f"session tokens: {usage.get('totalTokens', 0)} · turn budget: {limit or 'unlimited'}"
+        return text, json.dumps({"usage": usage, "turn_token_budget": limit})
+    if name == "permissions":
+        allowed = rt.session.allowed_tools
+        text = "auto-approve: " + ("on" if rt.options.auto_approve else "off") + " · always allowed: " + (
+            ", ".join(allowed) or "none")
+        return text, json.dumps({"auto_approve": rt.options.auto_approve, "allowed_always": allowed})
+    if name == "config":
+        limits = rt.settings
+        data = {"ai": {k: getattr(limits, k) for k in limits.__dataclass_fields__ if k != "bash_policy"}}
+        return "\n".join(f"ai.{k}: {v}" for k, v in data["ai"].items()), json.dumps(data)
+    if name in LATER:
+        return LATER[name], "{}"
+    return f"unknown command /{name}", json.dumps({"error": "unknown_command"})

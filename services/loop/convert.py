@@ -1,0 +1,99 @@
+"""Protobuf <-> domain for the loop service: the only module that touches loop_pb2."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ai_coding.v1 import common_pb2, loop_pb2
+
+from services.loop import inbound
+from services.loop.approvals import Decision
+from services.loop.events import Event
+from services.loop.ports import ToolOutcome, Usage
+from services.loop.sessions import Session, message_to_disk
+
+_STATUS = {
+    "completed": loop_pb2.TURN_STATUS_COMPLETED,
+    "max_iterations": loop_pb2.TURN_STATUS_MAX_ITERATIONS,
+    "budget": loop_pb2.TURN_STATUS_BUDGET,
+    "timeout": loop_pb2.TURN_STATUS_TIMEOUT,
+    "interrupted": loop_pb2.TURN_STATUS_INTERRUPTED,
+    "approval_stop": loop_pb2.TURN_STATUS_APPROVAL_STOP,
+    "failed": loop_pb2.TURN_STATUS_FAILED,
+}
+_DECISION_TO_PB = {
+    Decision.ALLOW_ONCE: loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
+    Decision.ALLOW_ALWAYS: loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS,
+    Decision.DENY: loop_pb2.APPROVAL_DECISION_DENY,
+    Decision.STOP: loop_pb2.APPROVAL_DECISION_STOP,
+}
+_DECISION_FROM_PB = {v: k for k, v in _DECISION_TO_PB.items()}
+_EVENT_CLASSES = {f.name: f.message_type._concrete_class for f in loop_pb2.TurnEvent.DESCRIPTOR.oneofs_by_name[
+    "event"].fields}
+
+
+def usage_to_proto(usage: Usage) -> common_pb2.Usage:
+    return common_pb2.Usage(**{k: v for k, v in asdict(usage).items() if v is not None})
+
+
+def outcome_to_proto(outcome: ToolOutcome) -> common_pb2.ToolResult:
+    result = common_pb2.ToolResult(
+        call_id=outcome.call_id, tool=outcome.tool, ok=outcome.ok, output=outcome.output,
+        data_json=json.dumps(outcome.data or {}), duration_ms=outcome.duration_ms, limit_hit=outcome.limit_hit,
+    )
+    if not outcome.ok:
+        result.error.code = outcome.error_code
+        result.error.message = outcome.error_message
+    return result
+
+
+def _field(value: Any) -> Any:
+    if isinstance(value, Usage):
+        return usage_to_proto(value)
+    if isinstance(value, ToolOutcome):
+        return outcome_to_proto(value)
+    return value
+
+
+def event_to_proto(event: Event) -> loop_pb2.TurnEvent:
+    """A domain event as a TurnEvent (``event.data`` keys are the message's field names)."""
+    data = event.data
+    if event.kind == "turn_finished":
+        data = {**data, "status": _STATUS.get(str(data.get("status")), loop_pb2.TURN_STATUS_FAILED)}
+    elif event.kind == "approval_resolved":
+        data = {**data, "decision": _DECISION_TO_PB[Decision(data["decision"])]}
+    body = _EVENT_CLASSES[event.kind](**{k: _field(v) for k, v in data.items()})
+    return loop_pb2.TurnEvent(seq=event.seq, session_id=event.session_id, turn=event.turn, ts=event.ts,
+                              **{event.kind: body})
+
+
+def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
+    """A ClientMessage as a domain message (``Unknown`` when it has no body)."""
+    which = message.WhichOneof("msg")
+    if which == "start":
+        return inbound.Start(message.start.session_id, message.start.input)
+    if which == "attach":
+        return inbound.Attach(message.attach.session_id, message.attach.after_seq)
+    if which == "approval":
+        return inbound.ApprovalAnswer(message.approval.request_id, _DECISION_FROM_PB.get(message.approval.decision))
+    if which == "answer":
+        return inbound.QuestionReply(message.answer.request_id, message.answer.answer)
+    if which == "interrupt":
+        scope = {loop_pb2.INTERRUPT_SCOPE_BATCH: "batch", loop_pb2.INTERRUPT_SCOPE_TURN: "turn"}.get(
+            message.interrupt.scope, "turn")
+        return inbound.InterruptRequest(scope)
+    if which == "queue":
+        return inbound.Queue(message.queue.input)
+    return inbound.Unknown()
+
+
+def summary_to_proto(session: Session, is_open: bool) -> loop_pb2.SessionSummary:
+    return loop_pb2.SessionSummary(session_id=session.id, created=session.created,
+                                   last_activity=session.updated, preview=session.preview(),
+                                   message_count=len(session.messages), open=is_open)
+
+
+def messages_json(session: Session) -> str:
+    return json.dumps([message_to_disk(m) for m in session.messages], ensure_ascii=False)

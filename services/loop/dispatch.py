@@ -1,0 +1,275 @@
+"""One tool batch: precheck, permission gate, approvals, execution, results.
+
+Every call of a batch ends with exactly one ToolOutcome (the pipeline pairs
+each with a tool message): refused calls get an error result the model can act
+on, allowed ones run (parallel-safe neighbours concurrently), and calls still
+running when the batch is interrupted come back as ``cancelled_by_user``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.loop.approvals import Decision, Pending, Resolution, is_allowed
+from services.loop.local_tools import (
+    AuxiliaryError,
+    McpClient,
+    MemoryClient,
+    error_outcome,
+    mcp_input_json,
+    search_tools,
+    tool_name,
+    tool_search_outcome,
+)
+from services.loop.ports import ToolCall, ToolChunkEvent, ToolOutcome, ToolRunner
+from services.loop.previews import approval_preview, tool_title
+
+Emit = Callable[..., None]
+Gate = Callable[[str, dict[str, Any], str], str]
+# Chat Completions tool messages beyond this are cut (head and tail kept) so one
+# runaway output cannot crowd out the history; the tools service caps output too.
+MAX_RESULT_CHARS = 60_000
+
+
+class ApprovalStop(Exception):
+    """The user answered STOP to an approval request."""
+
+
+def static_gate(tool: str, arguments: dict[str, Any], declared: str) -> str:
+    """The permission a call gets from the tool's declared level (unknown levels warn)."""
+    return declared if declared in ("allow", "warn", "deny") else "warn"
+
+
+@dataclass
+class DispatchContext:
+    """What a batch needs from its session and turn."""
+
+    session_id: str
+    workspace: str
+    tools: ToolRunner
+    catalog: list[dict[str, Any]]
+    loaded: set[str]
+    allowed_always: list[str]
+    auto_approve: bool
+    interactive: bool
+    emit: Emit
+    pending: Pending
+    remaining: Callable[[], float]
+    memory: MemoryClient | None = None
+    mcp: McpClient | None = None
+    gate: Gate = static_gate
+    ask_timeout_seconds: float = 300.0
+    on_degraded: Callable[[str, str], None] = lambda component, reason: None
+    outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
+
+
+async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
+    """Run ``calls``; results land in ``ctx.outcomes`` by call id (also when cancelled)."""
+    runnable: list[ToolCall] = []
+    for call in calls:
+        ctx.emit("tool_started", call_id=call.id, tool=call.name, arguments_json=call.arguments_json,
+                 title=tool_title(call.name, _args(call)))
+    stop = False
+    for call in calls:
+        if stop:
+            _finish(ctx, error_outcome(call.id, call.name, "cancelled", "the user stopped the turn"))
+            continue
+        refusal = await _precheck(ctx, call)
+        if refusal is None:
+            runnable.append(call)
+            continue
+        _finish(ctx, refusal)
+        stop = refusal.error_code == "stopped_by_user"
+    if stop:
+        for call in runnable:
+            _finish(ctx, error_outcome(call.id, call.name, "cancelled", "the user stopped the turn"))
+        raise ApprovalStop
+    for group in _groups(ctx, runnable):
+        await asyncio.gather(*(_execute(ctx, call) for call in group))
+
+
+def fill_cancelled(ctx: DispatchContext, calls: list[ToolCall], code: str, message: str) -> None:
+    """Give every call without a result an error result (interrupt, turn end)."""
+    for call in calls:
+        if call.id not in ctx.outcomes:
+            _finish(ctx, error_outcome(call.id, call.name, code, message, limit_hit="cancelled"))
+
+
+def _args(call: ToolCall) -> dict[str, Any]:
+    if call.parse_error:
+        return {}
+    try:
+        return call.arguments()
+    except ValueError:
+        return {}
+
+
+def _spec(ctx: DispatchContext, name: str) -> dict[str, Any] | None:
+    for tool in ctx.catalog:
+        if tool_name(tool) == name:
+            return tool
+    return None
+
+
+async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
+    if call.parse_error:
+        return error_outcome(call.id, call.name, "invalid_arguments",
+                             f"the arguments are not a JSON object ({call.parse_error}); send valid JSON")
+    spec = _spec(ctx, call.name)
+    if spec is None:
+        names = ", ".join(sorted(tool_name(t) for t in ctx.catalog if not t.get("x-deferred")))
+        return error_outcome(call.id, call.name, "unknown_tool",
+                             f"no tool named {call.name!r}; available: {names} (more via tool_search)")
+    if spec.get("x-deferred") and call.name not in ctx.loaded:
+        ctx.loaded.add(call.name)  # the model knew the name; load it rather than bounce
+    arguments = _args(call)
+    level = ctx.gate(call.name, arguments, str(spec.get("x-permission", "warn")))
+    if level == "deny":
+        return error_outcome(call.id, call.name, "permission_denied",
+                             f"{call.name} with these arguments is not allowed here; choose another approach")
+    if level == "allow" or ctx.auto_approve or call.name in ctx.allowed_always:
+        return None
+    resolution = await _ask_approval(ctx, call, arguments)
+    if resolution.decision == Decision.ALLOW_ALWAYS:
+        ctx.allowed_always.append(call.name)
+    if is_allowed(resolution.decision):
+        return None
+    if resolution.decision == Decision.STOP:
+        return error_outcome(call.id, call.name, "stopped_by_user", "the user stopped the turn")
+    return error_outcome(call.id, call.name, "denied_by_user",
+                         f"the user did not approve this {call.name} call ({resolution.source}); "
+                         "do not retry it unchanged")
+
+
+async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) -> Resolution:
+    request_id, future = ctx.pending.open("a")
+    ctx.emit("approval_requested", request_id=request_id, call_id=call.id, tool=call.name,
+             arguments_json=call.arguments_json, preview=approval_preview(call.name, arguments),
+             reason=f"{call.name} needs approval")
+    try:
+        resolution = await asyncio.wait_for(future, timeout=max(ctx.remaining(), 0.01))
+    except TimeoutError:
+        ctx.pending.forget(request_id)
+        resolution = Resolution(request_id, Decision.DENY, source="timeout")
+    ctx.emit("approval_resolved", request_id=request_id, decision=resolution.decision.value,
+             source=resolution.source)
+    return resolution
+
+
+def _groups(ctx: DispatchContext, calls: list[ToolCall]) -> list[list[ToolCall]]:
+    """Consecutive parallel-safe calls form one concurrent group; others run alone."""
+    groups: list[list[ToolCall]] = []
+    for call in calls:
+        if _safe(ctx, call) and groups and all(_safe(ctx, c) for c in groups[-1]):
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+    return groups
+
+
+def _safe(ctx: DispatchContext, call: ToolCall) -> bool:
+    return bool((_spec(ctx, call.name) or {}).get("x-parallel-safe"))
+
+
+async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
+    spec = _spec(ctx, call.name) or {}
+    if spec.get("x-local"):
+        outcome = await _run_local(ctx, call)
+    else:
+        outcome = await _run_remote(ctx, call)
+    _finish(ctx, outcome)
+
+
+async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
+    outcome: ToolOutcome | None = None
+    async for item in ctx.tools.call(ctx.session_id, call.id, call.name, call.arguments_json,
+                                     max(ctx.remaining(), 0.5)):
+        if isinstance(item, ToolChunkEvent):
+            ctx.emit("tool_chunk", call_id=item.call_id, stream=item.stream, text=item.text)
+        else:
+            outcome = item
+    if outcome is None:
+        return error_outcome(call.id, call.name, "tool_service_unavailable", "the call ended without a result")
+    if outcome.error_code == "tool_service_unavailable":
+        ctx.on_degraded("tools", outcome.error_message)
+    outcome.call_id, outcome.tool = call.id, call.name
+    return outcome
+
+
+async def _run_local(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
+    args = _args(call)
+    timeout = max(min(ctx.remaining(), 30.0), 0.5)
+    try:
+        if call.name == "tool_search":
+            found = search_tools(ctx.catalog, str(args.get("query", "")))
+            ctx.loaded.update(tool_name(t) for t in found)
+            return tool_search_outcome(call.id, found)
+        if call.name == "ask_user":
+            return await _ask_user(ctx, call, args)
+        if call.name == "memory_search" and ctx.memory is not None:
+            text = await ctx.memory.search(ctx.workspace, str(args.get("query", "")), int(args.get("k") or 5), timeout)
+            return ToolOutcome(call.id, call.name, True, text)
+        if call.name == "memory_write" and ctx.memory is not None:
+            text = await ctx.memory.write(ctx.workspace, str(args.get("text", "")), str(args.get("kind", "")), timeout)
+            return ToolOutcome(call.id, call.name, True, text)
+        if call.name == "mcp_call" and ctx.mcp is not None:
+            out = await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")),
+                                     mcp_input_json(args), max(ctx.remaining(), 0.5))
+            out.call_id, out.tool = call.id, call.name
+            return out
+    except AuxiliaryError as err:
+        ctx.on_degraded(err.component, err.reason)
+        return error_outcome(call.id, call.name, f"{err.component}_unavailable",
+                             f"{err.reason}; continue without it")
+    return error_outcome(call.id, call.name, "unavailable", f"{call.name} is not available in this session")
+
+
+async def _ask_user(ctx: DispatchContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
+    question = str(args.get("question", ""))
+    options = [str(o) for o in args.get("options") or []]
+    if not ctx.interactive:
+        return ToolOutcome(call.id, call.name, True, "no_user: nobody can answer; state your assumption and decide",
+                           data={"status": "no_user"})
+    request_id, future = ctx.pending.open("q")
+    ctx.emit("question_asked", request_id=request_id, question=question, options=options)
+    try:
+        resolution = await asyncio.wait_for(future, timeout=max(min(ctx.remaining(), ctx.ask_timeout_seconds), 0.01))
+    except TimeoutError:
+        ctx.pending.forget(request_id)
+        resolution = Resolution(request_id, Decision.DENY, source="timeout")
+    answer = resolution.answer.strip()
+    ctx.emit("question_resolved", request_id=request_id, answer=answer, source=resolution.source)
+    if not answer:
+        return ToolOutcome(call.id, call.name, True, "no_answer: the user gave no answer; decide yourself",
+                           data={"status": "no_answer"})
+    return ToolOutcome(call.id, call.name, True, f"user answered: {answer}", data={"status": "answered"})
+
+
+def _finish(ctx: DispatchContext, outcome: ToolOutcome) -> None:
+    if outcome.call_id in ctx.outcomes:
+        return
+    ctx.outcomes[outcome.call_id] = outcome
+    ctx.emit("tool_finished", result=outcome)
+
+
+def tool_message(outcome: ToolOutcome) -> dict[str, Any]:
+    """The role=tool history message for an outcome."""
+    text = outcome.output if outcome.ok or outcome.output else f"{outcome.error_code}: {outcome.error_message}"
+    if len(text) > MAX_RESULT_CHARS:
+        half = MAX_RESULT_CHARS // 2
+        text = f"{text[:half]}\n[... {len(text) - MAX_RESULT_CHARS} chars cut ...]\n{text[-half:]}"
+    if not outcome.ok and outcome.error_code and not text.startswith(outcome.error_code):
+        text = f"{outcome.error_code}: {text}"
+    return {"role": "tool", "tool_call_id": outcome.call_id, "content": text}
+
+
+def arguments_digest(arguments_json: str) -> str:
+    """Canonical JSON of a call's arguments (for duplicate detection)."""
+    try:
+        return json.dumps(json.loads(arguments_json), sort_keys=True)
+    except ValueError:
+        return arguments_json

@@ -1,0 +1,29 @@
+"""The loop service's exception tree (caught only at the gRPC boundary)."""
+
+from __future__ import annotations
+
+from services.kernel.errors import AiCodingError
+
+
+class LoopError(AiCodingError):
+    """Base of errors the loop raises on purpose."""
+
+    reason = "loop_error"
+
+
+class SessionNotFound(LoopError):
+    """No session with that id (or the prefix is ambiguous)."""
+
+    reason = "session_not_found"
+
+
+class SessionBusy(LoopError):
+    """The request needs an idle session but a turn is running."""
+
+    reason = "session_busy"
+
+
+class BadRequest(LoopError):
+    """A client message is missing something or malformed."""
+
+    reason = "bad_request"

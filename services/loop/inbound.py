@@ -1,0 +1,51 @@
+"""Client messages of the turn stream as plain dataclasses (convert.py builds them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.loop.approvals import Decision
+
+
+@dataclass(frozen=True)
+class Start:
+    session_id: str
+    input: str
+
+
+@dataclass(frozen=True)
+class Attach:
+    session_id: str
+    after_seq: int
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    request_id: str
+    # None when the client sent no usable decision (counts as deny).
+    decision: Decision | None
+
+
+@dataclass(frozen=True)
+class QuestionReply:
+    request_id: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class InterruptRequest:
+    # "batch" or "turn"; "" when unspecified (treated as turn).
+    scope: str
+
+
+@dataclass(frozen=True)
+class Queue:
+    input: str
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A message with no recognised body."""
+
+
+Inbound = Start | Attach | ApprovalAnswer | QuestionReply | InterruptRequest | Queue | Unknown

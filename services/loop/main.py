@@ -1,0 +1,85 @@
+"""``ai-coding serve loop``: build the AgentLoop service from the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ai_coding.v1 import loop_pb2_grpc
+
+from services.kernel.config import Config
+from services.kernel.endpoints import endpoint_for
+from services.kernel.server import ServiceDef
+from services.loop.adapters.mcp import GrpcMcpClient
+from services.loop.adapters.memory import GrpcMemoryClient
+from services.loop.adapters.tools import GrpcToolRunner
+from services.loop.policy.settings import loop_settings
+from services.loop.ports import ModelClient
+from services.loop.runtime import LoopDeps, LoopRuntime
+from services.loop.servicer import AgentLoopServicer
+
+PROTO_SERVICE = "ai_coding.v1.AgentLoop"
+
+
+@dataclass
+class SessionsConfig:
+    """Config section ``sessions``."""
+
+    fsync: bool = False
+    """fsync every session save: survives power loss, not only a killed process (costs ~ms per step)."""
+
+
+@dataclass
+class LoopConfig:
+    """Config section ``loop``."""
+
+    memory: bool = True
+    """Offer memory_search / memory_write through the memory service."""
+    mcp: bool = True
+    """Offer mcp_call through the MCP gateway."""
+    traces: bool = True
+    """Write turn traces under .ai-coding/traces/."""
+
+
+class ModelFactory:
+    """Model clients by config name, created once each."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._clients: dict[str, ModelClient] = {}
+
+    def __call__(self, name: str) -> ModelClient:
+        from services.loop.model.client import OpenAIModelClient
+        from services.loop.model.settings import resolve_model
+
+        settings = resolve_model(self.config, name or None)
+        if settings.name not in self._clients:
+            self._clients[settings.name] = OpenAIModelClient(settings)
+        return self._clients[settings.name]
+
+
+def build_deps(config: Config) -> LoopDeps:
+    """The loop's ports wired to the configured services and model."""
+    from services.loop.model.settings import secret_env_names
+
+    loop = config.section(LoopConfig, "loop")
+    return LoopDeps(
+        model_for=ModelFactory(config),
+        tools=GrpcToolRunner(endpoint_for("tools", config)),
+        settings=loop_settings(config),
+        memory=GrpcMemoryClient(endpoint_for("memory", config)) if loop.memory else None,
+        mcp=GrpcMcpClient(endpoint_for("mcp_gateway", config)) if loop.mcp else None,
+        secret_env_names=secret_env_names(config),
+        fsync=config.section(SessionsConfig, "sessions").fsync,
+        traces=loop.traces,
+    )
+
+
+def build(config: Config) -> ServiceDef:
+    """The loop service definition (``extra["runtime"]`` is the LoopRuntime, for tests)."""
+    runtime = LoopRuntime(build_deps(config))
+
+    def register(server: object) -> None:
+        loop_pb2_grpc.add_AgentLoopServicer_to_server(AgentLoopServicer(runtime), server)
+
+    return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register,
+                      on_shutdown=runtime.shutdown, extra={"runtime": runtime})

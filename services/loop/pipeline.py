@@ -1,0 +1,272 @@
+"""The turn pipeline: a short orchestrator over the session runtime's parts.
+
+run -> steps -> (model step -> tool batch -> save -> decide)*; every decision
+is a pure function of services/loop/policy (turn policy, guards, search
+ladder, handoff); errors that end a turn are mapped to statuses in one place
+(``_guarded``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from services.loop.approvals import Pending
+from services.loop.dispatch import ApprovalStop, DispatchContext, fill_cancelled, run_batch, tool_message
+from services.loop.local_tools import visible_tools
+from services.loop.pairing import repair_pairing
+from services.loop.policy.guards import DuplicateCallGuard, StrategyGate
+from services.loop.policy.handoff import HandoffFacts, handoff_report
+from services.loop.policy.search import LadderLimits, SearchLadder
+from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
+from services.loop.ports import ModelError, StepResult, ToolCall, ToolOutcome, Usage
+from services.loop.prompt import assemble, environment_block, tail_blocks
+
+if TYPE_CHECKING:
+    from services.loop.runtime import SessionRuntime
+
+log = logging.getLogger("ai_coding.loop")
+
+COMPLETED, TIMEOUT, INTERRUPTED, APPROVAL_STOP, FAILED = (
+    Status.COMPLETED, Status.TIMEOUT, Status.INTERRUPTED, Status.APPROVAL_STOP, Status.FAILED)
+
+
+@dataclass
+class _StepState:
+    partial_text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    dispatch: DispatchContext | None = None
+
+
+class Turn:
+    """One user turn of a session runtime."""
+
+    def __init__(self, rt: SessionRuntime, text: str, number: int) -> None:
+        self.rt = rt
+        self.text = text
+        self.number = number
+        self.pending = Pending(number)
+        self.usage = Usage()
+        self.iterations = 0
+        self.continuations = 0
+        self.final_text = ""
+        self.outcomes: list[ToolOutcome] = []
+        self.stop_reason = ""  # set before cancelling: "interrupted" or "service_stopping"
+        st = rt.settings
+        self.duplicates = DuplicateCallGuard(threshold=st.duplicate_call_threshold)
+        self.strategy = StrategyGate(st.failed_streak_threshold, st.max_strategy_nudges, st.stall_iterations)
+        self.ladder = SearchLadder(LadderLimits(
+            st.search_streak_threshold, st.search_streak_l2, st.search_streak_l3, st.stale_streak_l1,
+            st.stale_streak_l2, st.stale_streak_l3, st.repeated_nonempty_l3))
+        self.round_iterations = 0
+        self.batch_task: asyncio.Task[None] | None = None
+        self._step = _StepState()
+        self._started = time.monotonic()
+        self._deadline = self._started + rt.settings.turn_timeout_seconds if rt.settings.turn_timeout_seconds > 0 else 0.0
+
+    def emit(self, kind: str, **data: Any) -> None:
+        self.rt.events.emit(kind, self.number, **data)
+
+    def remaining(self) -> float:
+        return self._deadline - time.monotonic() if self._deadline else 3600.0
+
+    async def run(self) -> None:
+        """Run the turn to its TurnFinished event (never raises for turn-level failures)."""
+        self.emit("turn_started", turn=self.number, input=self.text, model=self.rt.model.model_name)
+        self._append({"role": "user", "content": self.text})
+        self._save()
+        status, reason = await self._guarded()
+        self._end(status, reason)
+
+    async def _guarded(self) -> tuple[Status, str]:
+        try:
+            async with asyncio.timeout(self.remaining() if self._deadline else None):
+                return await self._steps()
+        except TimeoutError:
+            return TIMEOUT, f"turn clock of {self.rt.settings.turn_timeout_seconds:g}s ran out"
+        except ApprovalStop:
+            return APPROVAL_STOP, "the user answered stop to an approval"
+        except ModelError as err:
+            if err.reason == "timeout" and self._deadline and self.remaining() < 1.0:
+                return TIMEOUT, f"turn clock of {self.rt.settings.turn_timeout_seconds:g}s ran out"
+            return FAILED, f"model {err.reason}: {err.message}"
+        except Exception as exc:  # a bug must still end the turn with its final event
+            log.exception("turn %d of session %s failed", self.number, self.rt.session.id)
+            return FAILED, f"internal_error: {type(exc).__name__}: {str(exc)[:200]}"
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self.stop_reason or task is None:
+                raise
+            task.uncancel()  # the cancel was ours: finish the turn normally
+            return (INTERRUPTED, "interrupted by the user") if self.stop_reason == INTERRUPTED else (
+                FAILED, self.stop_reason)
+
+    async def _steps(self) -> tuple[Status, str]:
+        while True:
+            step = await self._model_step()
+            self._append_assistant(step)
+            nudges: list[str] = []
+            if step.tool_calls:
+                nudges = await self._batch(step.tool_calls)
+            self._save()
+            decision = decide(self._facts(step))
+            if decision.finished and decision.status is not None:
+                return decision.status, decision.reason
+            if decision.action is Action.NUDGE:
+                self.continuations += 1
+                nudges.append(decision.nudge)
+            if decision.rearm:
+                self.round_iterations = 0
+            for nudge in nudges:
+                self._append({"role": "user", "content": nudge})
+
+    async def _model_step(self) -> StepResult:
+        rt = self.rt
+        self._step = _StepState()
+        history, _ = repair_pairing(rt.session.messages)
+        tools = visible_tools(rt.catalog, rt.loaded)
+        tail = tail_blocks({**rt.tail_parts(), "environment": environment_block(rt.session.workspace,
+                                                                                   rt.model.model_name)})
+        messages, stats = assemble(rt.instructions, history, tail, tools)
+        self.emit("context_assembled", instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
+                  history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
+                  estimated_tokens=stats.estimated_tokens, tail_parts_json=_json(stats.tail_parts))
+        step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
+                                   timeout_seconds=self.remaining())
+        self.iterations += 1
+        self.round_iterations += 1
+        self.usage = self.usage.add(step.usage)
+        rt.add_usage(step.usage)
+        self.emit("model_step_finished", step=self.iterations, usage=step.usage, latency_ms=step.latency_ms,
+                  finish_reason=step.finish_reason)
+        return step
+
+    def _on_text(self, text: str) -> None:
+        self._step.partial_text += text
+        self.emit("text_delta", text=text)
+
+    def _on_reasoning(self, text: str) -> None:
+        self.emit("reasoning_delta", text=text)
+
+    def _append_assistant(self, step: StepResult) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+        if step.reasoning:
+            message["reasoning"] = step.reasoning
+        if step.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+                for c in step.tool_calls
+            ]
+        if step.text:
+            self.final_text = step.text
+        self._step.partial_text = ""
+        self._append(message)
+        self._save()
+
+    async def _batch(self, calls: list[ToolCall]) -> list[str]:
+        """Run one batch; returns the nudges its results earned (strategy gate, search ladder)."""
+        ctx = self.rt.dispatch_context(self)
+        self._step.calls, self._step.dispatch = calls, ctx
+        self.batch_task = asyncio.ensure_future(run_batch(ctx, calls))
+        try:
+            await self.batch_task
+        except Exception as exc:  # a bug must still end the turn with its final event
+            log.exception("turn %d of session %s failed", self.number, self.rt.session.id)
+            return FAILED, f"internal_error: {type(exc).__name__}: {str(exc)[:200]}"
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the turn itself is being cancelled
+            fill_cancelled(ctx, calls, "cancelled_by_user", "the user cancelled this batch; try another way")
+        finally:
+            self.batch_task = None
+            self._record_results(ctx, calls)
+        return self._observe(calls, ctx.outcomes)
+
+    def _observe(self, calls: list[ToolCall], outcomes: dict[str, ToolOutcome]) -> list[str]:
+        nudges: list[str] = []
+        for call in calls:
+            outcome = outcomes[call.id]
+            args = call.arguments() if not call.parse_error else {}
+            if outcome.ok:
+                self.duplicates.record_success(call.name, args)
+            self.ladder.observe(call.name, outcome.ok, args, outcome.output, outcome.data)
+        strategy = self.strategy.observe_step((outcomes[c.id].ok, outcomes[c.id].error_code) for c in calls)
+        if strategy:
+            nudges.append(strategy)
+        stalled = self.ladder.check(self.iterations)
+        if stalled is not None:
+            self.emit("search_stalled", iteration=stalled.iteration, level=stalled.level, streak=stalled.streak,
+                      stale_streak=stalled.stale_streak, novel=stalled.novel, reason=stalled.reason)
+            if not stalled.unconverged:
+                nudges.append(f"[search-gate] {stalled.reason}: stop searching and act on what you found, "
+                              "or tell the user what is missing.")
+        return nudges
+
+    def _record_results(self, ctx: DispatchContext, calls: list[ToolCall]) -> None:
+        if self._step.dispatch is not ctx:
+            return
+        fill_cancelled(ctx, calls, "cancelled", "the turn ended before this call finished")
+        for call in calls:
+            outcome = ctx.outcomes[call.id]
+            self.outcomes.append(outcome)
+            self._append(tool_message(outcome))
+        self._step.dispatch = None
+
+    def _facts(self, step: StepResult) -> Facts:
+        st = self.rt.settings
+        return Facts(
+            made_tool_calls=bool(step.tool_calls), round_iterations=self.round_iterations,
+            max_tool_iterations=st.max_tool_iterations, open_items=self.rt.open_tasks(),
+            continuations_used=self.continuations, max_auto_continuations=st.max_auto_continuations,
+            elapsed_seconds=time.monotonic() - self._started, turn_timeout_seconds=st.turn_timeout_seconds,
+            tokens_used=self.usage.total_tokens, turn_token_budget=st.turn_token_budget,
+            stalled=self.strategy.stalled,
+            search_unconverged=self.ladder.level()[0] == 3,
+        )
+
+    def _append(self, message: dict[str, Any]) -> None:
+        message["_ts"] = time.time()
+        self.rt.session.messages.append(message)
+
+    def _save(self) -> None:
+        self.rt.save()
+
+    def _end(self, status: Status, reason: str) -> None:
+        if self._step.dispatch is not None:
+            self._record_results(self._step.dispatch, self._step.calls)
+        if self._step.partial_text:  # kept: interrupted or timed-out streamed text
+            self._append({"role": "assistant", "content": self._step.partial_text})
+            self.final_text = self._step.partial_text
+        cleared = self.pending.clear()
+        handoff = ""
+        if handoff_needed(status, self.final_text):
+            handoff = handoff_report(self._handoff_facts(status, reason))
+        self.emit("turn_finished", status=status.value, text=self.final_text, handoff=handoff, usage=self.usage,
+                  iterations=self.iterations, duration_ms=(time.monotonic() - self._started) * 1000.0,
+                  reason="" if status == COMPLETED else reason, cleared_requests=cleared)
+        self._save()
+        self.rt.end_of_turn()
+
+
+    def _handoff_facts(self, status: Status, reason: str) -> HandoffFacts:
+        failures = [o for o in self.outcomes if not o.ok]
+        last = failures[-1] if failures else None
+        artifacts = sorted({str(o.data["path"]) for o in self.outcomes
+                            if o.ok and o.tool in ("write", "edit") and o.data.get("path")})
+        return HandoffFacts(
+            status=status, reason=reason, goal=self.text,
+            done=[f"{o.tool}: {o.output.splitlines()[0][:100] if o.output else 'ok'}" for o in self.outcomes if o.ok],
+            not_done=self.rt.open_tasks(),
+            last_failure=f"{last.tool}: {last.error_code} {last.error_message[:200]}".strip() if last else "",
+            artifacts=artifacts, iterations=self.iterations,
+        )
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)

@@ -1,0 +1,144 @@
+"""Request assembly: a stable prefix, the history, then a volatile tail.
+
+The system message (base instructions, the workspace's AGENTS.md or CLAUDE.md,
+the skill catalog) is fixed for the life of a session and the history only
+grows, so the stable part of request N is a byte prefix of request N+1 and a
+provider's prefix cache keeps hitting. Everything that changes each step
+(memory constraints, task state, hook context, working memory, the MCP
+catalog, the environment) is appended to the request's last message (the
+user's input or the last tool result) and never stored in the history, so
+everything before it is byte-identical in the next request.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Message = dict[str, Any]
+
+BASE_INSTRUCTIONS = """\
+You are ai-coding, a coding agent working in the user's repository through tools.
+Work in small verified steps: read before you edit, make the smallest change that solves the
+problem, then run the relevant tests or commands to check it. Prefer the dedicated file tools
+(read, edit, write, glob, grep) over shell equivalents; use bash for builds, tests and git.
+Paths are relative to the workspace root; you cannot leave it.
+Some tools are not listed until you need them: call tool_search with a few keywords to load them.
+For work with several steps keep a task list with todo_write and update it as you go.
+When a tool fails, read its error and hint and change approach instead of repeating the same call.
+Ask the user (ask_user) only when a decision really needs them; otherwise state your assumption.
+When you are done, answer briefly: what you changed, how you checked it, what is left."""
+
+PROJECT_NOTE_FILES = ("AGENTS.md", "CLAUDE.md")
+# Project notes beyond this are cut: they are paid on every step.
+MAX_PROJECT_NOTES_CHARS = 16_000
+TAIL_ORDER = (
+    "memory-constraints",
+    "task-state",
+    "hook-context",
+    "working-memory",
+    "mcp-catalog",
+    "environment",
+)
+
+
+def read_project_notes(workspace: str | Path) -> tuple[str, str]:
+    """``(file name, text)`` of the first of AGENTS.md / CLAUDE.md in the workspace root."""
+    for name in PROJECT_NOTE_FILES:
+        path = Path(workspace) / name
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if len(text) > MAX_PROJECT_NOTES_CHARS:
+            text = text[:MAX_PROJECT_NOTES_CHARS] + "\n[... project notes truncated]"
+        return name, text
+    return "", ""
+
+
+def build_instructions(base: str, notes_name: str, notes: str, skill_catalog: str) -> str:
+    """The stable system message text."""
+    parts = [base.strip()]
+    if notes.strip():
+        parts.append(f"<project-notes file=\"{notes_name}\">\n{notes.strip()}\n</project-notes>")
+    if skill_catalog.strip():
+        parts.append(f"<skills>\n{skill_catalog.strip()}\n</skills>")
+    return "\n\n".join(parts)
+
+
+def environment_block(workspace: str, model: str) -> str:
+    """The ``<environment>`` tail block body."""
+    return f"workspace: {workspace}\nplatform: {platform.system()} {platform.machine()}\nmodel: {model}"
+
+
+def tail_blocks(parts: dict[str, str]) -> list[tuple[str, str]]:
+    """Non-empty tail parts in their fixed order, each wrapped in its tag."""
+    out: list[tuple[str, str]] = []
+    for name in TAIL_ORDER:
+        body = (parts.get(name) or "").strip()
+        if body:
+            out.append((name, f"<{name}>\n{body}\n</{name}>"))
+    return out
+
+
+def for_request(message: Message) -> Message:
+    """A history message as sent: private keys (``_ts``) and stored reasoning left out."""
+    if not any(k.startswith("_") or k == "reasoning" for k in message):
+        return message
+    return {k: v for k, v in message.items() if not k.startswith("_") and k != "reasoning"}
+
+
+def approx_bytes(message: Message) -> int:
+    """Bytes a history message adds to a request, without serializing it (cheap on long sessions)."""
+    size = 40 + len(str(message.get("content") or ""))
+    for call in message.get("tool_calls") or ():
+        size += 60 + len(call.get("function", {}).get("arguments", ""))
+    return size
+
+
+@dataclass(frozen=True)
+class RequestStats:
+    """Bytes per part of one request (for ContextAssembled and the bench)."""
+
+    instructions_bytes: int
+    tools_bytes: int
+    history_bytes: int
+    tail_bytes: int
+    tail_parts: dict[str, int]
+
+    @property
+    def estimated_tokens(self) -> int:
+        # ~4 bytes per token for English text and JSON; only an estimate.
+        return (self.instructions_bytes + self.tools_bytes + self.history_bytes + self.tail_bytes) // 4
+
+
+def assemble(
+    instructions: str,
+    history: list[Message],
+    tail: list[tuple[str, str]],
+    tools: list[dict[str, Any]],
+    *,
+    measure_history: bool = True,
+) -> tuple[list[Message], RequestStats]:
+    """The request's messages and their byte attribution."""
+    messages: list[Message] = [{"role": "system", "content": instructions}]
+    messages.extend(for_request(m) for m in history)
+    tail_text = "\n".join(text for _, text in tail)
+    if tail_text:
+        last = messages[-1]
+        if last["role"] in ("user", "tool") and isinstance(last.get("content"), str):
+            messages[-1] = {**last, "content": f"{last['content']}\n\n{tail_text}"}
+        else:
+            messages.append({"role": "user", "content": tail_text})
+    history_bytes = sum(approx_bytes(m) for m in history) if measure_history else 0
+    stats = RequestStats(
+        instructions_bytes=len(instructions.encode()),
+        tools_bytes=len(json.dumps(tools).encode()),
+        history_bytes=history_bytes,
+        tail_bytes=len(tail_text.encode()),
+        tail_parts={name: len(text.encode()) for name, text in tail},
+    )
+    return messages, stats

@@ -1,0 +1,150 @@
+"""The AgentLoop gRPC servicer: requests in, domain calls, protobuf out via convert.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+
+from services.kernel.errors import AiCodingError, abort
+from services.loop import convert, inbound
+from services.loop.commands import run_command
+from services.loop.errors import BadRequest, SessionNotFound
+from services.loop.runtime import LoopRuntime, SessionOptions, SessionRuntime
+
+log = logging.getLogger("ai_coding.loop")
+
+_CODES = {
+    "session_not_found": grpc.StatusCode.NOT_FOUND,
+    "ambiguous_session": grpc.StatusCode.FAILED_PRECONDITION,
+    "bad_request": grpc.StatusCode.INVALID_ARGUMENT,
+    "session_busy": grpc.StatusCode.FAILED_PRECONDITION,
+    "config_invalid": grpc.StatusCode.FAILED_PRECONDITION,
+}
+
+
+async def _fail(context: grpc.aio.ServicerContext, err: AiCodingError) -> None:
+    await abort(context, _CODES.get(err.reason, grpc.StatusCode.INTERNAL), err.reason, str(err))
+
+
+class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
+    """Sessions, slash commands and the turn stream."""
+
+    def __init__(self, runtime: LoopRuntime) -> None:
+        self.runtime = runtime
+
+    async def OpenSession(self, request: loop_pb2.OpenSessionLoopRequest, context: grpc.aio.ServicerContext
+                          ) -> loop_pb2.OpenSessionLoopResponse:
+        if not request.workspace.startswith("/"):
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "bad_request",
+                        "workspace must be an absolute path")
+        try:
+            rt, warnings = await self.runtime.open(
+                request.workspace, request.session_id, request.model,
+                SessionOptions(auto_approve=request.auto_approve, interactive=request.interactive),
+            )
+        except AiCodingError as err:
+            await _fail(context, err)
+            raise
+        return loop_pb2.OpenSessionLoopResponse(session_id=rt.session.id, message_count=len(rt.session.messages),
+                                                last_seq=rt.events.last_seq, model=rt.model.model_name,
+                                                warnings=warnings)
+
+    async def ListSessions(self, request: loop_pb2.ListSessionsRequest, context: grpc.aio.ServicerContext
+                           ) -> loop_pb2.ListSessionsResponse:
+        store = self.runtime.store(request.workspace)
+        summaries = []
+        for sid in store.ids():
+            live = self.runtime.sessions.get(sid)
+            if live is not None:
+                summaries.append(convert.summary_to_proto(live.session, True))
+                continue
+            try:
+                session, _, _ = store.read(sid)
+            except (OSError, AiCodingError):
+                continue
+            summaries.append(convert.summary_to_proto(session, False))
+        summaries.sort(key=lambda s: s.last_activity, reverse=True)
+        return loop_pb2.ListSessionsResponse(sessions=summaries)
+
+    async def GetSession(self, request: loop_pb2.GetSessionRequest, context: grpc.aio.ServicerContext
+                         ) -> loop_pb2.GetSessionResponse:
+        try:
+            store = self.runtime.store(request.workspace)
+            sid = store.resolve(request.session_id)
+            live = self.runtime.sessions.get(sid)
+            session = live.session if live is not None else store.read(sid)[0]
+        except AiCodingError as err:
+            await _fail(context, err)
+            raise
+        return loop_pb2.GetSessionResponse(summary=convert.summary_to_proto(session, live is not None),
+                                           messages_json=convert.messages_json(session))
+
+    async def RunCommand(self, request: loop_pb2.RunCommandRequest, context: grpc.aio.ServicerContext
+                         ) -> loop_pb2.RunCommandResponse:
+        try:
+            rt = self.runtime.get(request.session_id)
+        except SessionNotFound as err:
+            await _fail(context, err)
+            raise
+        text, data_json = run_command(rt, request.command, request.args)
+        return loop_pb2.RunCommandResponse(text=text, data_json=data_json)
+
+    async def Converse(self, request_iterator: AsyncIterator[loop_pb2.ClientMessage],
+                       context: grpc.aio.ServicerContext) -> AsyncIterator[loop_pb2.TurnEvent]:
+        messages = request_iterator.__aiter__()
+        try:
+            first = convert.inbound_from_proto(await messages.__anext__())
+            rt, after = self._begin(first)
+        except StopAsyncIteration:
+            return
+        except AiCodingError as err:
+            await _fail(context, err)
+            return
+        reader = asyncio.create_task(self._read(messages, rt))
+        try:
+            async for event in rt.events.follow(after, lambda: rt.idle):
+                yield convert.event_to_proto(event)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+
+    def _begin(self, first: inbound.Inbound) -> tuple[SessionRuntime, int]:
+        if isinstance(first, inbound.Start):
+            rt = self.runtime.get(first.session_id)
+            after = rt.events.last_seq
+            rt.submit(first.input)
+            return rt, after
+        if isinstance(first, inbound.Attach):
+            rt = self.runtime.get(first.session_id)
+            return rt, int(first.after_seq)
+        raise BadRequest("the first message of Converse must be start or attach",
+                         hint="Send ClientMessage.start (new input) or .attach (re-attach after a seq).")
+
+    async def _read(self, messages: AsyncIterator[loop_pb2.ClientMessage], rt: SessionRuntime) -> None:
+        async for raw in messages:
+            message = convert.inbound_from_proto(raw)
+            try:
+                self._handle(message, rt)
+            except AiCodingError as err:
+                rt.events.emit("notice", rt.turn.number if rt.turn else rt.session.turns, level="warning",
+                               text=str(err))
+
+    @staticmethod
+    def _handle(message: inbound.Inbound, rt: SessionRuntime) -> None:
+        if isinstance(message, inbound.ApprovalAnswer):
+            rt.answer_approval(message.request_id, message.decision)
+        elif isinstance(message, inbound.QuestionReply):
+            rt.answer_question(message.request_id, message.answer)
+        elif isinstance(message, inbound.InterruptRequest):
+            rt.interrupt(message.scope)
+        elif isinstance(message, inbound.Queue | inbound.Start):
+            rt.submit(message.input)
+        else:
+            raise BadRequest("unexpected message on a running stream", hint="Send approval, answer, interrupt "
+                             "or queue after start/attach.")

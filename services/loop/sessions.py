@@ -1,0 +1,360 @@
+"""Crash-safe session persistence: a JSON snapshot plus an append-only journal.
+
+Files under ``<workspace>/.ai-coding/sessions/``:
+
+- ``<id>.json``: the snapshot, camelCase (the spec's session shape), written
+  atomically (temporary file + ``os.replace``);
+- ``<id>.journal``: JSON lines appended after every model step and tool batch.
+  The first line names the snapshot generation it extends; each record says at
+  which message index its messages start (``at``), so replaying is idempotent.
+
+Saving a step appends only the new messages, so its cost does not grow with
+the session; the journal is folded into the snapshot at turn end when it gets
+long. A kill -9 at any instant loses at most the record being written: a torn
+last line is dropped on load. A snapshot that does not parse is moved aside as
+``<id>.json.corrupt-<time>`` with a warning and the messages that can still be
+decoded are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.kernel.ids import new_id
+from services.loop.errors import SessionNotFound
+from services.loop.pairing import repair_pairing
+
+Message = dict[str, Any]
+
+SESSIONS_DIR = Path(".ai-coding") / "sessions"
+# Fold the journal into the snapshot at turn end past this size: replaying a
+# few MB of JSON lines on load stays well under a second.
+COMPACT_JOURNAL_BYTES = 2 * 1024 * 1024
+_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass
+class Session:
+    """One conversation: its messages (Chat Completions dicts) and loop state."""
+
+    id: str
+    workspace: str
+    model: str = ""
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+    messages: list[Message] = field(default_factory=list)
+    task_state: dict[str, Any] = field(default_factory=dict)
+    last_seq: int = 0
+    turns: int = 0
+    allowed_tools: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def preview(self) -> str:
+        """The first user message, at most 80 characters."""
+        for message in self.messages:
+            if message.get("role") == "user":
+                return str(message.get("content") or "")[:80]
+        return ""
+
+    def meta(self) -> dict[str, Any]:
+        """Everything but the messages, in the on-disk (camelCase) shape."""
+        return {
+            "id": self.id,
+            "workspace": self.workspace,
+            "model": self.model,
+            "createdAt": self.created,
+            "updatedAt": self.updated,
+            "taskState": self.task_state,
+            "lastSeq": self.last_seq,
+            "turns": self.turns,
+            "allowedTools": self.allowed_tools,
+            "usage": self.usage,
+        }
+
+    def apply_meta(self, meta: dict[str, Any]) -> None:
+        """Take loop state from an on-disk meta object (missing keys keep their value)."""
+        self.model = str(meta.get("model", self.model))
+        self.created = float(meta.get("createdAt", self.created))
+        self.updated = float(meta.get("updatedAt", self.updated))
+        self.task_state = dict(meta.get("taskState") or self.task_state)
+        self.last_seq = int(meta.get("lastSeq", self.last_seq))
+        self.turns = int(meta.get("turns", self.turns))
+        self.allowed_tools = list(meta.get("allowedTools") or self.allowed_tools)
+        self.usage = dict(meta.get("usage") or self.usage)
+
+
+# ---- message shape: Chat Completions in memory, camelCase on disk ----
+
+
+def message_to_disk(message: Message) -> Message:
+    """A Chat Completions message in the session file's camelCase shape."""
+    out: Message = {"role": message.get("role", "")}
+    content = message.get("content")
+    out["content"] = content if content is not None else ""
+    if message.get("reasoning"):
+        out["reasoning"] = message["reasoning"]
+    if message.get("tool_calls"):
+        out["toolCalls"] = [
+            {
+                "id": call.get("id", ""),
+                "name": call.get("function", {}).get("name", ""),
+                "arguments": call.get("function", {}).get("arguments", ""),
+            }
+            for call in message["tool_calls"]
+        ]
+    if message.get("tool_call_id"):
+        out["toolCallId"] = message["tool_call_id"]
+    if message.get("name"):
+        out["name"] = message["name"]
+    out["timestamp"] = message.get("_ts") or time.time()
+    return out
+
+
+def message_from_disk(raw: Message) -> Message:
+    """The inverse of :func:`message_to_disk`."""
+    message: Message = {"role": str(raw.get("role", "")), "content": raw.get("content", "")}
+    if raw.get("reasoning"):
+        message["reasoning"] = raw["reasoning"]
+    if raw.get("toolCalls"):
+        message["tool_calls"] = [
+            {
+                "id": call.get("id", ""),
+                "type": "function",
+                "function": {"name": call.get("name", ""), "arguments": call.get("arguments", "")},
+            }
+            for call in raw["toolCalls"]
+        ]
+    if raw.get("toolCallId"):
+        message["tool_call_id"] = raw["toolCallId"]
+    if raw.get("name"):
+        message["name"] = raw["name"]
+    if raw.get("timestamp"):
+        message["_ts"] = raw["timestamp"]
+    return message
+
+
+# ---- the store ----
+
+
+@dataclass
+class _JournalState:
+    generation: int = 0
+    saved_count: int = 0
+    journal_bytes: int = 0
+
+
+class SessionStore:
+    """Sessions of one workspace on disk."""
+
+    def __init__(self, workspace: str | Path, *, fsync: bool = False) -> None:
+        self.workspace = str(workspace)
+        self.dir = Path(workspace) / SESSIONS_DIR
+        self.fsync = fsync
+        self._state: dict[str, _JournalState] = {}
+
+    def snapshot_path(self, session_id: str) -> Path:
+        return self.dir / f"{session_id}.json"
+
+    def journal_path(self, session_id: str) -> Path:
+        return self.dir / f"{session_id}.journal"
+
+    def create(self, model: str = "") -> Session:
+        """A new empty session, written to disk at once."""
+        session = Session(id=new_id(), workspace=self.workspace, model=model)
+        self.compact(session)
+        return session
+
+    def ids(self) -> list[str]:
+        """Every session id with a snapshot or a journal."""
+        if not self.dir.is_dir():
+            return []
+        names = {p.name.split(".")[0] for p in self.dir.iterdir() if p.suffix in (".json", ".journal")}
+        return sorted(n for n in names if _ID_RE.match(n))
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """The one session id equal to or starting with ``id_or_prefix``."""
+        known = self.ids()
+        if id_or_prefix in known:
+            return id_or_prefix
+        matches = [i for i in known if i.startswith(id_or_prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise SessionNotFound(
+                f"no session {id_or_prefix!r} in {self.workspace}",
+                hint="List them with `ai-coding sessions list`.",
+            )
+        raise SessionNotFound(
+            f"session prefix {id_or_prefix!r} matches {len(matches)} sessions",
+            hint="Type more characters of the id.",
+            reason="ambiguous_session",
+        )
+
+    # -- saving --
+
+    def save(self, session: Session) -> None:
+        """Persist what changed since the last save (appends one journal record)."""
+        state = self._state.get(session.id)
+        if state is None or len(session.messages) < state.saved_count:
+            self.compact(session)
+            return
+        session.updated = time.time()
+        new = session.messages[state.saved_count :]
+        record = {"at": state.saved_count, "messages": [message_to_disk(m) for m in new], "meta": session.meta()}
+        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        with open(self.journal_path(session.id), "ab") as fh:
+            fh.write(line)
+            if self.fsync:
+                os.fsync(fh.fileno())
+        state.saved_count = len(session.messages)
+        state.journal_bytes += len(line)
+
+    def rewrite(self, session: Session) -> None:
+        """Persist after history was rewritten in place (compaction, repair)."""
+        self.compact(session)
+
+    def maybe_compact(self, session: Session) -> None:
+        """Fold the journal into the snapshot when it has grown long (call at turn end)."""
+        state = self._state.get(session.id)
+        if state is None or state.journal_bytes >= COMPACT_JOURNAL_BYTES:
+            self.compact(session)
+
+    def compact(self, session: Session) -> None:
+        """Write the full snapshot atomically and start a fresh journal."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        state = self._state.setdefault(session.id, _JournalState())
+        state.generation += 1
+        session.updated = time.time()
+        doc = {**session.meta(), "generation": state.generation,
+               "messages": [message_to_disk(m) for m in session.messages]}
+        _atomic_write(self.snapshot_path(session.id), json.dumps(doc, ensure_ascii=False).encode(), self.fsync)
+        header = (json.dumps({"generation": state.generation}) + "\n").encode()
+        _atomic_write(self.journal_path(session.id), header, self.fsync)
+        state.saved_count = len(session.messages)
+        state.journal_bytes = len(header)
+
+    # -- loading --
+
+    def load(self, session_id: str) -> tuple[Session, list[str]]:
+        """Load a session (snapshot + journal) to continue it. Returns it with warnings
+        about anything that had to be dropped, quarantined or repaired."""
+        session, warnings, generation = self.read(session_id, quarantine=True)
+        state = self._state.setdefault(session_id, _JournalState())
+        state.generation = max(generation, 0)
+        # Continue from a fresh snapshot so the journal matches memory exactly.
+        self.compact(session)
+        return session, warnings
+
+    def read(self, session_id: str, *, quarantine: bool = False) -> tuple[Session, list[str], int]:
+        """Read a session without writing anything (unless ``quarantine`` moves a corrupt file aside)."""
+        warnings: list[str] = []
+        snap = self.snapshot_path(session_id)
+        journal = self.journal_path(session_id)
+        if not snap.exists() and not journal.exists():
+            raise SessionNotFound(f"no session {session_id!r} in {self.workspace}")
+        session = Session(id=session_id, workspace=self.workspace)
+        generation = 0
+        if snap.exists():
+            generation = self._read_snapshot(snap, session, warnings, quarantine)
+        self._replay_journal(journal, generation, session, warnings)
+        session.messages, fixes = repair_pairing(session.messages)
+        if fixes:
+            warnings.append(f"session {session_id}: repaired {fixes} unpaired tool call(s)")
+        return session, warnings, generation
+
+    def _read_snapshot(self, path: Path, session: Session, warnings: list[str], quarantine: bool) -> int:
+        raw = path.read_bytes()
+        try:
+            doc = json.loads(raw)
+            if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+                raise ValueError("not a session object")
+        except ValueError as exc:
+            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            if quarantine:
+                os.replace(path, aside)
+            messages = salvage_messages(raw.decode("utf-8", errors="replace"))
+            session.messages = [message_from_disk(m) for m in messages]
+            warnings.append(
+                f"session file {path.name} is corrupt ({exc}); moved it to {aside.name} "
+                f"and recovered {len(messages)} message(s)"
+            )
+            return -1  # the journal extends a snapshot we no longer have
+        session.apply_meta(doc)
+        session.messages = [message_from_disk(m) for m in doc["messages"] if isinstance(m, dict)]
+        return int(doc.get("generation", 0))
+
+    def _replay_journal(self, path: Path, generation: int, session: Session, warnings: list[str]) -> None:
+        if not path.exists():
+            return
+        lines = path.read_bytes().split(b"\n")
+        torn = lines[-1] != b""  # a complete journal ends with a newline
+        records = [ln for ln in lines if ln]
+        if not records:
+            return
+        try:
+            header = json.loads(records[0])
+        except ValueError:
+            warnings.append(f"journal of {session.id} has an unreadable header; ignored it")
+            return
+        if header.get("generation") != generation and generation != 0:
+            return  # written before the current snapshot: already folded in
+        for number, line in enumerate(records[1:], start=2):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                if not (torn and number == len(records)):
+                    warnings.append(f"journal of {session.id}: dropped unreadable record {number}")
+                continue
+            at = int(record.get("at", 0))
+            if at > len(session.messages):
+                warnings.append(f"journal of {session.id}: gap before record {number}; stopped replay")
+                break
+            session.messages[at:] = [message_from_disk(m) for m in record.get("messages", [])]
+            session.apply_meta(record.get("meta") or {})
+        if torn:
+            warnings.append(f"journal of {session.id}: dropped a torn last record (a step in flight)")
+
+
+def salvage_messages(text: str) -> list[Message]:
+    """Decode as many complete message objects as possible from a damaged snapshot."""
+    start = text.find('"messages"')
+    if start < 0:
+        return []
+    bracket = text.find("[", start)
+    if bracket < 0:
+        return []
+    decoder = json.JSONDecoder()
+    pos = bracket + 1
+    out: list[Message] = []
+    while pos < len(text):
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            break
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
