@@ -18,7 +18,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-server = MCPServer("demo")
+server = MCPServer("demo", log_level="WARNING")
 
 
 @server.tool()
@@ -69,13 +69,21 @@ def whoami() -> str:
     return f"pid={os.getpid()} cwd={os.getcwd()} env={sorted(env.items())}"
 
 
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """Return one HTTP request header as the server received it (HTTP transport only)."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    return f"{name}={headers.get(name, '') if headers is not None else ''}"
+
+
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if mode == "mute":
         while True:
             time.sleep(3600)
     if mode == "http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), log_level="WARNING")
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
         return
     server.run("stdio")
 

@@ -128,3 +128,60 @@ def test_a_command_that_does_not_exist_is_degraded_and_the_others_work(gateway: 
             assert ok.ok and "6912" in ok.output
 
     asyncio.run(scenario())
+
+
+def test_a_remote_streamable_http_server_gets_its_headers_and_streams_progress(
+        gateway: Callable[..., Any], http_demo: str) -> None:
+    async def scenario() -> None:
+        remote = {"name": "web", "type": "remote", "url": http_demo, "headers": {"X-Team-Token": "t-42"}}
+        async with gateway([remote]) as gw:
+            status = await gw.wait_state("web", CONNECTED)
+            assert status.type == "remote" and status.tool_count >= 7
+            _, result = await gw.call("web", "header", '{"name": "X-Team-Token"}')
+            assert result.ok and result.output == "X-Team-Token=t-42"
+            chunks, counted = await gw.call("web", "web__count_with_progress", '{"steps": 3}')
+            assert counted.ok and [c.progress for c in chunks] == [1, 2, 3]
+
+    asyncio.run(scenario())
+
+
+def test_the_tools_whitelist_hides_and_refuses_other_tools(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([demo_server("demo", tools=["echo", "add"])]) as gw:
+            status = await gw.wait_state("demo", CONNECTED)
+            assert status.tool_count == 2
+            catalog = await gw.stub.GetCatalog(pb.GetCatalogRequest(), timeout=10)
+            assert sorted(e.tool for e in catalog.entries) == ["add", "echo"]
+            _, refused = await gw.call("demo", "whoami")
+            assert not refused.ok and refused.error.code == "mcp_tool_not_available"
+
+    asyncio.run(scenario())
+
+
+def test_bad_call_input_and_unknown_servers_come_back_as_readable_tool_errors(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([demo_server("demo")]) as gw:
+            await gw.wait_state("demo", CONNECTED)
+            _, not_json = await gw.call("demo", "echo", "{text: ")
+            assert not not_json.ok and not_json.error.code == "invalid_arguments" and "JSON" in not_json.output
+            _, listy = await gw.call("demo", "echo", "[1]")
+            assert not listy.ok and "JSON object" in listy.output
+            _, unknown = await gw.call("nope", "echo", "{}")
+            assert not unknown.ok and unknown.error.code == "mcp_unknown_server" and "demo" in unknown.error.hint
+            _, missing_arg = await gw.call("demo", "add", '{"a": 1}')
+            assert not missing_arg.ok and missing_arg.error.code == "mcp_tool_error"
+            assert (await gw.servers())["demo"].attempts == 1
+
+    asyncio.run(scenario())
+
+
+def test_environment_keys_reach_a_local_server_with_their_case(gateway: Callable[..., Any], tmp_path: Any) -> None:
+    async def scenario() -> None:
+        server = demo_server("demo", environment={"DEMO_Mixed": "1", "demo_lower": "2"}, cwd=str(tmp_path))
+        async with gateway([server]) as gw:
+            await gw.wait_state("demo", CONNECTED)
+            _, result = await gw.call("demo", "whoami")
+            assert "('DEMO_Mixed', '1')" in result.output and "('demo_lower', '2')" in result.output
+            assert f"cwd={tmp_path}" in result.output
+
+    asyncio.run(scenario())

