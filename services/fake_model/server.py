@@ -36,6 +36,9 @@ _POLL_SECONDS = 0.05
 class RecordedRequest:
     """One request the server received under ``/v1`` (admin calls are not recorded).
 
+    It is logged as soon as it arrives; ``status`` is set when the reply starts
+    and ``done`` once the handler has finished with it (including an abort).
+
     ``handling_ms`` is the server-side time from reading the request to writing
     the last byte; ``overhead_ms`` is the same minus scripted waits (delays,
     chunk delays, stalls): the fake model's own cost, which benchmarks subtract.
@@ -51,6 +54,7 @@ class RecordedRequest:
     error: str = ""
     handling_ms: float = 0.0
     overhead_ms: float = 0.0
+    done: bool = False
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -69,11 +73,21 @@ class RecordedRequest:
             "method": self.method, "path": self.path, "body": self.body, "time": self.time,
             "headers": self.headers, "status": self.status, "step": self.step, "error": self.error,
             "handling_ms": round(self.handling_ms, 3), "overhead_ms": round(self.overhead_ms, 3),
+            "done": self.done,
         }
 
 
 class _Aborted(Exception):
     """The reply was cut short on purpose (a dropped stream) or the client went away."""
+
+
+@dataclass
+class _InFlight:
+    """The request a handler is answering: its log entry, start time and scripted waiting so far."""
+
+    record: RecordedRequest
+    started: float
+    waited: float = 0.0
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -118,6 +132,7 @@ class FakeModelServer:
                                  hint="Pick a free port (or 0 for any).") from err
         httpd.owner = self
         self._httpd = httpd
+        self._port = int(httpd.server_address[1])  # a restart after stop() reuses the same URL
         self._stopping.clear()
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="fake-model", daemon=True)
@@ -149,10 +164,10 @@ class FakeModelServer:
 
     @property
     def port(self) -> int:
-        """The bound TCP port (after ``start``)."""
-        if self._httpd is None:
+        """The bound TCP port (known once ``start`` has run, kept after ``stop``)."""
+        if not self._port:
             raise FakeModelError("the fake model is not started.", hint="Call start() first.")
-        return int(self._httpd.server_address[1])
+        return self._port
 
     @property
     def url(self) -> str:
@@ -241,6 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HttpServer
     server_version = "ai-coding-fake-model/1"
+    _in_flight: _InFlight | None = None
 
     def setup(self) -> None:
         super().setup()
@@ -285,8 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- endpoints -------------------------------------------------------------------------------------------
 
     def _models(self, path: str) -> None:
-        started = time.perf_counter()
-        record = RecordedRequest("GET", self.path, None, time.time(), headers=dict(self.headers.items()))
+        record = self._begin(None)
         models = [{"id": m, "object": "model", "created": 0, "owned_by": "ai-coding-fake"}
                   for m in self.server.owner.models]
         if path == "/v1/models":
@@ -301,8 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(404, replies.error_body(f"The model {wanted!r} does not exist.",
                                                         type_="invalid_request_error", code="model_not_found"))
-        record.handling_ms = record.overhead_ms = (time.perf_counter() - started) * 1000
-        self.server.owner._record(record)
+        record.done = True
 
     def _admin_script(self) -> None:
         raw = self._read_body()
@@ -317,29 +331,24 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, {"ok": True, "steps": len(script.steps)})
 
     def _chat(self) -> None:
-        started = time.perf_counter()
-        owner = self.server.owner
         raw = self._read_body()
-        record = RecordedRequest("POST", self.path, None, time.time(), headers=dict(self.headers.items()))
-        waited = [0.0]
         try:
-            self._answer_chat(raw, record, waited)
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        record = self._begin(body if body is not None else raw.decode("utf-8", "replace"))
+        try:
+            self._answer_chat(raw, body, record)
         except (_Aborted, OSError):
             self.close_connection = True
             if not record.error:
                 record.error = "client disconnected"
         finally:
-            record.handling_ms = (time.perf_counter() - started) * 1000
-            record.overhead_ms = max(0.0, record.handling_ms - waited[0] * 1000)
-            owner._record(record)
+            self._settle()
+            record.done = True
 
-    def _answer_chat(self, raw: bytes, record: RecordedRequest, waited: list[float]) -> None:
+    def _answer_chat(self, raw: bytes, body: Any, record: RecordedRequest) -> None:
         owner = self.server.owner
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
-        record.body = body if body is not None else raw.decode("utf-8", "replace")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return self._error(record, 400, "the request body must be a JSON object with a 'messages' list.",
                                type_="invalid_request_error", code="invalid_request")
@@ -351,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(record, 400, outcome.message, type_="invalid_request_error", code=outcome.code)
         step = outcome.step
         record.step = outcome.index
-        waited[0] += self._wait(step.delay_ms / 1000)
+        self._wait(step.delay_ms / 1000)
         if step.fault is not None and step.fault.kind not in ("stall", "drop"):
             return self._fault_reply(record, step.fault, usage)
         model = str(body.get("model") or owner.models[0])
@@ -363,9 +372,9 @@ class _Handler(BaseHTTPRequestHandler):
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             chunks = replies.stream_chunks(step, completion_id=completion_id, model=model, created=created,
                                            ids=ids, include_usage=include_usage, usage=usage or None)
-            return self._stream(record, step, chunks, waited)
+            return self._stream(record, step, chunks)
         if step.fault is not None:  # stall or drop without streaming: before any byte of the reply
-            self._interrupt(record, step.fault, waited)
+            self._interrupt(record, step.fault)
         reply = replies.completion_body(step, completion_id=completion_id, model=model, created=created,
                                         ids=ids, usage=usage or None)
         record.status = 200
@@ -393,8 +402,7 @@ class _Handler(BaseHTTPRequestHandler):
                            type_="invalid_request_error" if fault.status < 500 else "server_error",
                            code=fault.code or None)
 
-    def _stream(self, record: RecordedRequest, step: Step, chunks: list[dict[str, Any]],
-                waited: list[float]) -> None:
+    def _stream(self, record: RecordedRequest, step: Step, chunks: list[dict[str, Any]]) -> None:
         record.status = 200
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -403,16 +411,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         for sent, chunk in enumerate(chunks):
             if step.fault is not None and sent == step.fault.after_chunks:
-                self._interrupt(record, step.fault, waited)
+                self._interrupt(record, step.fault)
             if sent and step.chunk_delay_ms:
-                waited[0] += self._wait(step.chunk_delay_ms / 1000)
+                self._wait(step.chunk_delay_ms / 1000)
             self._write_chunk(b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n")
         if step.fault is not None and step.fault.after_chunks >= len(chunks):
-            self._interrupt(record, step.fault, waited)
+            self._interrupt(record, step.fault)
+        self._settle()
         self._write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
 
-    def _interrupt(self, record: RecordedRequest, fault: Fault, waited: list[float]) -> None:
+    def _interrupt(self, record: RecordedRequest, fault: Fault) -> None:
         """Stall (then continue) or drop the connection, as the fault says."""
         if fault.kind == "drop":
             record.error = "dropped by script"
@@ -421,12 +430,33 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             raise _Aborted(record.error)
         seconds = fault.seconds
-        waited[0] += self._wait(seconds if seconds is not None else float("inf"))
+        self._wait(seconds if seconds is not None else float("inf"))
         if seconds is None or self.server.owner._stopping.is_set():
             record.error = record.error or "stalled until the client left"
             raise _Aborted(record.error)
 
     # -- helpers ---------------------------------------------------------------------------------------------
+
+    def _begin(self, body: Any) -> RecordedRequest:
+        """Log the request at once (status 0 until answered), so it is visible before the reply ends."""
+        record = RecordedRequest(self.command, self.path, body, time.time(), headers=dict(self.headers.items()))
+        self._in_flight = _InFlight(record, time.perf_counter())
+        self.server.owner._record(record)
+        return record
+
+    def _count_wait(self, seconds: float) -> None:
+        if self._in_flight is not None:
+            self._in_flight.waited += seconds
+
+    def _settle(self) -> None:
+        """Fill in the timings just before the last byte goes out (once per request)."""
+        in_flight = self._in_flight
+        if in_flight is None:
+            return
+        self._in_flight = None
+        record = in_flight.record
+        record.handling_ms = (time.perf_counter() - in_flight.started) * 1000
+        record.overhead_ms = max(0.0, record.handling_ms - in_flight.waited * 1000)
 
     def _wait(self, seconds: float) -> float:
         """Sleep up to ``seconds``; stop early when the server stops or the client hangs up. Returns seconds slept."""
@@ -440,7 +470,9 @@ class _Handler(BaseHTTPRequestHandler):
             if remaining <= 0:
                 break
             if self._client_gone(min(remaining, _POLL_SECONDS)):
+                self._count_wait(time.perf_counter() - started)
                 raise _Aborted("client disconnected")
+        self._count_wait(time.perf_counter() - started)
         return time.perf_counter() - started
 
     def _client_gone(self, timeout: float) -> bool:
@@ -472,6 +504,7 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        self._settle()
         self.wfile.write(data)
 
     def _not_found(self) -> None:

@@ -31,9 +31,12 @@ async def stream_text(server: FakeModelServer, messages: list[dict[str, Any]] = 
 
 
 def wait_for_records(server: FakeModelServer, count: int) -> list[Any]:
-    """The request log is written when a handler finishes: poll instead of sleeping a fixed time."""
+    """After a client gives up, the server's handler finishes a moment later: poll, never sleep a fixed time."""
     deadline = time.monotonic() + 10
-    while len(server.requests) < count and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        records = server.requests
+        if len(records) >= count and all(r.done for r in records):
+            break
         time.sleep(0.02)
     return server.requests
 
@@ -167,3 +170,14 @@ def test_stopping_the_server_releases_a_stream_stalled_forever(fake_model: Start
     thread.join(timeout=10)
     assert not thread.is_alive()
     assert outcome and isinstance(outcome[0], Exception)
+
+
+def test_a_stopped_server_refuses_connections_and_a_restart_serves_the_same_url(fake_model: Start) -> None:
+    server = fake_model([{"text": "back again"}])
+    url = server.url
+    server.stop()
+    with pytest.raises(openai.APIConnectionError):
+        asyncio.run(stream_text(server, max_retries=0, timeout=5))
+    server.start()
+    assert server.url == url
+    assert asyncio.run(stream_text(server, max_retries=0)) == "back again"
