@@ -27,7 +27,9 @@ _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
 _FD_PREFIX = re.compile(r"\d+(?=[<>])")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _FORK_BOMB = re.compile(r"(\S+)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}")
-_DISK_DEVICE = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|md\d|dm-|loop\d)")
+_DISK_DEVICE = re.compile(
+    r"^/dev/(?:[shv]d[a-z]+\d*|xvd[a-z]+\d*|nvme\d+n\d+(?:p\d+)?|mmcblk\d+(?:p\d+)?|md\d+|dm-\d+|loop\d+"
+    r"|disk/.+|mapper/.+)$")
 
 
 @dataclass(frozen=True)
@@ -376,7 +378,7 @@ def _deny_one(cmd: SimpleCommand) -> str | None:
         return f"`{name}` formats or repartitions a disk"
     if name == "dd" and any(a.startswith("if=") for a in args):
         return "`dd if=` copies raw data onto files or disks"
-    if name in ("dd", "tee", "cp", "mv", "cat") and any(_DISK_DEVICE.match(a.removeprefix("of=")) for a in args):
+    if name in ("dd", "tee", "cp", "mv") and any(_DISK_DEVICE.match(a.removeprefix("of=")) for a in args):
         return "writes to a disk device"
     if name == "rm":
         return _deny_rm(argv)
@@ -429,7 +431,7 @@ def _writes_one(cmd: SimpleCommand) -> bool:
         return any(a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--") and "i" in a)
                    for a in args)
     if name == "tar":
-        return (bool(args) and any(c in args[0] for c in "xcrutA")) or any(
+        return (bool(args) and any(c in args[0] for c in "xcruA")) or any(
             a in ("--extract", "--create", "--append", "--update") for a in args)
     if name == "curl":
         return any(a in ("-o", "-O", "--output", "--remote-name") or a.startswith("--output=") for a in args)

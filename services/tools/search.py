@@ -86,7 +86,7 @@ def _load_ignore(directory: Path, rel: str) -> list[tuple[str, pathspec.PathSpec
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    return [(rel, pathspec.PathSpec.from_lines("gitwildmatch", lines))]
+    return [(rel, pathspec.GitIgnoreSpec.from_lines(lines))]
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -192,8 +192,8 @@ def _grep_rg(rg: str, pattern: str, root: Path, start: Path, glob: str, ignore_c
            "--no-require-git", "--no-ignore-dot", "--no-ignore-parent", "--no-config", "--with-filename"]
     if ignore_case:
         cmd.append("--ignore-case")
-    if glob:
-        cmd += ["--glob", glob]
+    # ripgrep's --glob overrides .gitignore; filtering names here keeps the fallback's semantics.
+    name_glob = glob_to_regex(glob) if glob else None
     cmd += ["-e", pattern]
     if start != root:
         cmd += ["--", str(start.relative_to(root))]
@@ -208,10 +208,12 @@ def _grep_rg(rg: str, pattern: str, root: Path, start: Path, glob: str, ignore_c
             continue
         name, _, rest = raw.partition(b"\0")
         number, _, text = rest.partition(b":")
+        path = name.decode("utf-8", errors="replace")
+        if name_glob is not None and not name_glob.match(path if "/" in glob else path.rsplit("/", 1)[-1]):
+            continue
         if len(hits) >= cap:
             return hits, True
-        hits.append(format_hit(name.decode("utf-8", errors="replace"), int(number),
-                               text.decode("utf-8", errors="replace")))
+        hits.append(format_hit(path, int(number), text.decode("utf-8", errors="replace")))
     return hits, False
 
 

@@ -54,23 +54,31 @@ class ToolRuntimeServicer(tools_pb2_grpc.ToolRuntimeServicer):
         call = asyncio.create_task(self.runtime.call(
             request.session_id, request.call_id, request.tool, request.arguments_json,
             max(0.0, request.timeout_seconds), emit))
+        getter: asyncio.Task[Chunk] | None = None
         try:
             while not call.done():
                 getter = asyncio.create_task(chunks.get())
                 await asyncio.wait({getter, call}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
                     yield convert.chunk(getter.result())
-                else:
-                    getter.cancel()
+                    getter = None
+            if getter is not None:
+                getter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await getter
+                if not getter.cancelled():
+                    yield convert.chunk(getter.result())
+                getter = None
             while not chunks.empty():
                 yield convert.chunk(chunks.get_nowait())
             result = await self._result(call, context)
             yield convert.result(result)
         finally:
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await call
+            for task in (getter, call):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
 
     async def _result(self, call: asyncio.Task[ToolCallResult], context: grpc.aio.ServicerContext) -> ToolCallResult:
         try:

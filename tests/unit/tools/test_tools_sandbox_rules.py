@@ -1,0 +1,81 @@
+"""Pure sandbox decisions: the request only tightens, env allow-list, bwrap flags, workspace roots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.tools.config import SandboxConfig, ToolsConfig
+from services.tools.errors import WorkspaceError
+from services.tools.paths import check_workspace_root
+from services.tools.runtime import decide_extra_roots, decide_sandbox
+from services.tools.sandbox import bwrap_argv, sandbox_env
+
+
+def config(mode: str = "bwrap", network: bool = False) -> ToolsConfig:
+    return ToolsConfig(sandbox=SandboxConfig(mode=mode, network=network))
+
+
+def test_a_request_cannot_turn_the_sandbox_off() -> None:
+    policy, warnings = decide_sandbox(config("bwrap"), "none", False)
+    assert policy.mode == "bwrap" and any("keeps bwrap" in w for w in warnings)
+
+
+def test_a_request_can_turn_the_sandbox_on_when_the_config_has_it_off() -> None:
+    policy, warnings = decide_sandbox(config("none"), "bwrap", False)
+    assert policy.mode == "bwrap" and warnings == []
+
+
+def test_mode_none_from_the_config_comes_with_a_degraded_warning() -> None:
+    policy, warnings = decide_sandbox(config("none"), "", False)
+    assert policy.mode == "none" and any("sandbox is off" in w for w in warnings)
+
+
+@pytest.mark.parametrize(("configured", "requested", "granted"), [
+    (False, True, False), (True, False, False), (True, True, True), (False, False, False)])
+def test_network_needs_both_the_config_and_the_request(configured: bool, requested: bool, granted: bool) -> None:
+    assert decide_sandbox(config(network=configured), "", requested)[0].network is granted
+
+
+def test_extra_roots_come_only_from_the_service_config(tmp_path: Path) -> None:
+    allowed, other = tmp_path / "allowed", tmp_path / "other"
+    allowed.mkdir()
+    other.mkdir()
+    granted, warnings = decide_extra_roots([str(allowed)], [str(allowed), str(other)])
+    assert granted == [allowed.resolve()] and any(str(other) in w for w in warnings)
+
+
+def test_the_environment_is_an_allow_list_without_secrets() -> None:
+    host = {"PATH": "/usr/bin", "LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-1", "GITHUB_TOKEN": "t",
+            "MY_SETTING": "x", "SERVICE_PW": "p", "HOME": "/root"}
+    env = sandbox_env(host, ["MY_SETTING", "OPENAI_API_KEY", "SERVICE_PW"], ["SERVICE_PW"], "/tmp")
+    assert env["PATH"] == "/usr/bin" and env["MY_SETTING"] == "x" and env["HOME"] == "/tmp"
+    assert "OPENAI_API_KEY" not in env and "GITHUB_TOKEN" not in env and "SERVICE_PW" not in env
+
+
+def test_bwrap_flags_isolate_and_protect_git(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    argv = bwrap_argv("bwrap", [root], root, False, [], "true")
+    joined = " ".join(argv)
+    for flag in ("--new-session", "--die-with-parent", "--unshare-user", "--cap-drop ALL", "--unshare-pid",
+                 "--proc /proc", "--unshare-net", "--ro-bind / /", "--tmpfs /tmp"):
+        assert flag in joined, flag
+    assert f"--ro-bind {root}/.git/hooks {root}/.git/hooks" in joined  # created so it can be read-only
+    assert f"--ro-bind {root}/.git/config {root}/.git/config" in joined
+    assert argv.index("--tmpfs") < argv.index("--bind")  # the workspace is mounted over the private /tmp
+    assert "--unshare-net" not in bwrap_argv("bwrap", [root], root, True, [], "true")
+
+
+@pytest.mark.parametrize("raw", ["/", "relative/dir", "/does/not/exist"])
+def test_unusable_workspace_roots_are_refused(raw: str, tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError):
+        check_workspace_root(raw, tmp_path / "home")
+
+
+def test_the_home_directory_itself_is_not_a_workspace(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="too broad"):
+        check_workspace_root(str(tmp_path), tmp_path)
+    assert check_workspace_root(str(tmp_path), tmp_path / "elsewhere") == tmp_path.resolve()
