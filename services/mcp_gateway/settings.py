@@ -138,7 +138,7 @@ class _RawServer:
     cwd: str = ""
     url: str = ""
     headers: dict[str, Any] = field(default_factory=dict)
-    oauth: _RawOAuth | None = None
+    oauth: _RawOAuth = field(default_factory=_RawOAuth)
     disabled: bool = False
     tools: list[str] = field(default_factory=list)
     permissions: _RawPermissions = field(default_factory=_RawPermissions)
@@ -185,7 +185,7 @@ def parse_server(raw: Mapping[str, Any], source: str = "") -> ServerSettings:
         catalog=_positive_ms(r.name, source, "catalog", r.timeout.catalog),
         execution=_positive_ms(r.name, source, "execution", r.timeout.execution),
     )
-    oauth = None if r.oauth is None else OAuthOptions(r.oauth.callback_port, r.oauth.scope)
+    oauth = OAuthOptions(r.oauth.callback_port, r.oauth.scope) if raw.get("oauth") is not None else None
     if oauth is not None and not 0 <= oauth.callback_port <= 65535:
         raise _fail(r.name, source, "oauth.callback_port must be 0..65535", "Use 0 for any free port.")
     return ServerSettings(

@@ -25,6 +25,7 @@ from services.mcp_gateway.main import build
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "tests" / "mcp_servers" / "demo_server.py"
+OAUTH = REPO / "tests" / "mcp_servers" / "oauth_server.py"
 EVERYTHING = REPO / "tests" / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 
@@ -121,6 +122,20 @@ def http_demo() -> Iterator[str]:
     """Our demo server over streamable HTTP; yields its URL."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(DEMO), "http", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def oauth_demo() -> Iterator[str]:
+    """Our OAuth-protected MCP server (with its own authorization server); yields the MCP URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(OAUTH), str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         wait_port(port, proc)
