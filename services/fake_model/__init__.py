@@ -23,8 +23,10 @@ script and rewinds), ``POST /_admin/reset`` (rewinds and clears the log).
 
 Script format (YAML or JSON)
 ----------------------------
-A list of steps, or a mapping ``{steps: [...], models: [ids]}``. Each request to
-``/v1/chat/completions`` consumes the next step, in order::
+A list of steps, or a mapping ``{steps: [...], models: [ids], order: strict}``.
+Each request to ``/v1/chat/completions`` consumes the next step, in order
+(``order: first_match`` instead lets the first unused step whose ``match``
+holds answer: for concurrent callers such as subagents, whose order varies)::
 
     - name: read-the-code              # optional; shown in error messages
       match: "fix the bug"             # substring (or list of substrings, all required)

@@ -25,36 +25,46 @@ class Refused:
 
 
 class ScriptCursor:
-    """The position in a script. Not thread-safe: the server calls it under its lock."""
+    """The position in a script. Not thread-safe: the server calls it under its lock.
+
+    In ``order: strict`` (the default) the next unused step must match; in
+    ``order: first_match`` the first unused step whose ``match`` holds answers,
+    for concurrent callers (subagents, parallel sessions) whose order varies.
+    """
 
     def __init__(self, script: Script) -> None:
         self.script = script
-        self.index = 0
-        self.used = 0
+        # Uses left per step; None: unbounded (repeat: forever).
+        self.left: list[int | None] = [step.repeat for step in script.steps]
+
+    @property
+    def index(self) -> int:
+        """The first step with uses left (``len(steps)`` once all are used)."""
+        return next((i for i, left in enumerate(self.left) if left != 0), len(self.left))
 
     def remaining(self) -> int | None:
         """How many requests the rest of the script can answer (``None``: unbounded)."""
-        total = 0
-        for offset, step in enumerate(self.script.steps[self.index:]):
-            if step.repeat is None:
-                return None
-            total += step.repeat - (self.used if offset == 0 else 0)
-        return total
+        if any(left is None for left in self.left):
+            return None
+        return sum(left or 0 for left in self.left)
 
     def take(self, last_message: str) -> Selected | Refused:
-        """Consume one use of the next step if its ``match`` holds; a mismatch consumes nothing."""
-        if self.index >= len(self.script.steps):
+        """Consume one use of the step that answers ``last_message``; a refusal consumes nothing."""
+        open_steps = [i for i, left in enumerate(self.left) if left != 0]
+        if not open_steps:
             total = len(self.script.steps)
             return Refused("fake_script_exhausted",
                            f"fake model: the script is exhausted (all {total} step(s) were used); "
                            f"this request has no scripted reply. Last message: {last_message[:200]!r}")
-        step = self.script.steps[self.index]
-        failure = match_failure(step, step.label(self.index), last_message)
-        if failure is not None:
-            return Refused("fake_script_mismatch", failure)
-        selected = Selected(step, self.index)
-        self.used += 1
-        if step.repeat is not None and self.used >= step.repeat:
-            self.index += 1
-            self.used = 0
-        return selected
+        candidates = open_steps if self.script.order == "first_match" else open_steps[:1]
+        for i in candidates:
+            step = self.script.steps[i]
+            if match_failure(step, step.label(i), last_message) is None:
+                left = self.left[i]
+                self.left[i] = None if left is None else left - 1
+                return Selected(step, i)
+        first = self.script.steps[candidates[0]]
+        failure = match_failure(first, first.label(candidates[0]), last_message) or ""
+        if len(candidates) > 1:
+            failure += f" (order: first_match; no other unused step matched either: {len(candidates)} tried)"
+        return Refused("fake_script_mismatch", failure)

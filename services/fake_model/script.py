@@ -15,6 +15,7 @@ from typing import Any
 from services.fake_model.errors import ScriptError
 
 USAGE_SHAPES = ("openai", "deepseek", "bare", "none")
+ORDERS = ("strict", "first_match")
 FAULT_KINDS = ("rate_limit", "server_error", "stall", "context_length", "drop", "http_error", "auth_error")
 DEFAULT_MODELS = ("fake-model",)
 
@@ -84,6 +85,7 @@ class Script:
 
     steps: tuple[Step, ...] = ()
     models: tuple[str, ...] = DEFAULT_MODELS
+    order: str = "strict"
 
 
 def load_script_file(path: str | Path) -> Script:
@@ -119,15 +121,19 @@ def coerce_script(script: Script | str | Path | list[Any] | dict[str, Any] | Non
 
 
 def parse_script(data: Any) -> Script:
-    """Validate plain data into a ``Script``: a list of steps, or a mapping with ``steps`` and ``models``."""
+    """Validate plain data into a ``Script``: a list of steps, or a mapping with ``steps``, ``models``, ``order``."""
     if data is None:
         return Script()
     models: tuple[str, ...] = DEFAULT_MODELS
+    order = "strict"
     if isinstance(data, dict):
-        unknown = set(data) - {"steps", "models"}
+        unknown = set(data) - {"steps", "models", "order"}
         if unknown:
             raise ScriptError(f"unknown top-level key(s) {sorted(unknown)} in the fake-model script.",
-                              hint="Use 'steps' (a list) and optionally 'models' (a list of ids).")
+                              hint="Use 'steps' (a list), optionally 'models' (a list of ids) and 'order'.")
+        order = data.get("order", "strict")
+        if order not in ORDERS:
+            raise ScriptError(f"'order' must be one of {', '.join(ORDERS)}, not {order!r}.")
         raw_models = data.get("models", list(DEFAULT_MODELS))
         if not isinstance(raw_models, list) or not all(isinstance(m, str) and m for m in raw_models):
             raise ScriptError("'models' must be a list of non-empty strings.")
@@ -136,7 +142,7 @@ def parse_script(data: Any) -> Script:
     if not isinstance(data, list):
         raise ScriptError(f"a fake-model script must be a list of steps, not {type(data).__name__}.",
                           hint="Write '- text: ...' items, or a mapping with a 'steps' list.")
-    return Script(steps=tuple(parse_step(raw, i) for i, raw in enumerate(data)), models=models)
+    return Script(steps=tuple(parse_step(raw, i) for i, raw in enumerate(data)), models=models, order=order)
 
 
 def parse_step(raw: Any, index: int) -> Step:

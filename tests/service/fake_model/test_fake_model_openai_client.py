@@ -159,3 +159,20 @@ def test_models_are_listed_from_the_script(fake_model: Start) -> None:
     models = run(lambda c: c.models.list(), server)
     assert [m.id for m in models.data] == ["small", "large"]
     assert run(lambda c: c.models.retrieve("large"), server).id == "large"
+
+
+def test_concurrent_callers_each_get_their_own_reply_in_first_match_order(fake_model: Start) -> None:
+    count = 12
+    server = fake_model({"order": "first_match",
+                         "steps": [{"match": f"caller-{i}:", "text": f"reply-{i}", "chunk_delay_ms": 5}
+                                   for i in range(count)]})
+
+    async def all_callers(client: Any) -> list[str]:
+        async def one(i: int) -> str:
+            chunks = await collect_chunks(client, messages=[{"role": "user", "content": f"caller-{i}: go"}])
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+        return list(await asyncio.gather(*(one(i) for i in range(count))))
+
+    assert run(all_callers, server) == [f"reply-{i}" for i in range(count)]
+    assert server.errors == [] and server.remaining() == 0

@@ -46,3 +46,26 @@ def test_remaining_counts_repeats_and_is_unbounded_for_forever() -> None:
     assert ScriptCursor(parse_script([{"repeat": "forever"}])).remaining() is None
     forever = ScriptCursor(parse_script([{"text": "again", "repeat": "forever"}]))
     assert all(isinstance(forever.take(""), Selected) for _ in range(50))
+
+
+def test_first_match_order_lets_a_later_step_answer_when_its_match_fits() -> None:
+    cursor = ScriptCursor(parse_script({"order": "first_match", "steps": [
+        {"match": "parent", "text": "p"}, {"match": "child", "text": "c"}]}))
+    child = cursor.take("child asks")
+    parent = cursor.take("parent asks")
+    assert isinstance(child, Selected) and child.step.text == "c"
+    assert isinstance(parent, Selected) and parent.step.text == "p"
+    assert cursor.remaining() == 0
+
+
+def test_first_match_order_still_refuses_a_request_no_unused_step_matches() -> None:
+    cursor = ScriptCursor(parse_script({"order": "first_match", "steps": [{"match": "a"}, {"match": "b"}]}))
+    refused = cursor.take("neither")
+    assert isinstance(refused, Refused) and refused.code == "fake_script_mismatch"
+    assert "'a'" in refused.message and "2 tried" in refused.message
+    assert cursor.remaining() == 2
+
+
+def test_strict_order_refuses_a_later_step_even_when_it_would_match() -> None:
+    cursor = ScriptCursor(parse_script([{"match": "first"}, {"match": "second"}]))
+    assert isinstance(cursor.take("second"), Refused)
