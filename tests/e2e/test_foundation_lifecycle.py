@@ -1,0 +1,196 @@
+"""Issue 2 "Must show": the whole product as a user drives it, real processes over real sockets.
+
+The CLI runs as a subprocess (``python -m clients.cli.main``), the supervisor and the four
+services are real processes, and the model is the fake model server (the only stand-in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients.cli.runtime import descendants, pid_alive, wait_until
+from services.fake_model import FakeModelServer
+from services.kernel.channels import check_health
+from services.kernel.endpoints import PROTO_SERVICE, parse_endpoint
+
+SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
+
+BASH_TURN = [
+    {"name": "run-a-command", "text": "Let me look.",
+     "tool_calls": [{"name": "bash", "arguments": {"command": "echo sandbox-says-$((6*7))"}}]},
+    {"name": "report", "match": "sandbox-says-42", "text": "The command printed 42."},
+]
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def write_config(path: Path, base_url: str, api_key: str = "test-key") -> None:
+    path.write_text(
+        "default_model: fake\n"
+        "models:\n"
+        "  fake:\n"
+        "    provider: generic\n"
+        "    model: fake-model\n"
+        f"    base_url: {base_url}\n"
+        f"    api_key: {api_key}\n"
+        "    max_retries: 0\n"
+    )
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModelServer]:
+    with FakeModelServer(BASH_TURN) as server:
+        yield server
+
+
+@pytest.fixture
+def env(isolated_home: Path, tmp_path: Path, model: FakeModelServer,
+        monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """A configured user (the fake model), a workspace, and services stopped at the end whatever happens."""
+    config = tmp_path / "config.yaml"
+    write_config(config, model.url)
+    monkeypatch.setenv("AI_CODING_CONFIG", str(config))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("hello\n")
+    rdir = Path(os.environ["AI_CODING_RUNTIME_DIR"])
+    yield {"workspace": workspace, "rdir": rdir, "config": config}
+    sup_pid = _supervisor_pid(rdir)
+    left = descendants(sup_pid) if sup_pid else []
+    cli("down")
+    for pid in [*left, *([sup_pid] if sup_pid else [])]:
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _supervisor_pid(rdir: Path) -> int | None:
+    try:
+        return int((rdir / "supervisor.pid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _status() -> dict[str, Any]:
+    done = cli("status", "--json")
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def _events(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_up_status_run_json_down_leaves_no_process(env: dict[str, Any], model: FakeModelServer) -> None:
+    up = cli("up")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "services started" in up.stdout
+
+    status = cli("status", "--json")
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert set(report["services"]) == set(SERVICES)
+    for name, svc in report["services"].items():
+        assert svc["health"] == "SERVING" and pid_alive(svc["pid"]) and svc["restarts"] == 0
+        assert isinstance(svc["uptime_s"], float)
+        # Each service answers a grpc.health.v1 Check itself, on the endpoint status printed.
+        assert check_health(parse_endpoint(name, svc["endpoint"]), PROTO_SERVICE[name], timeout=5) == "SERVING"
+
+    run = cli("run", "--json", "--auto-approve", "-w", str(env["workspace"]), "what does the sandbox say?")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    events = _events(run.stdout)
+    kinds = [next(k for k in e if k not in ("seq", "sessionId", "turn", "ts")) for e in events]
+    assert kinds[0] == "turnStarted" and kinds[-1] == "turnFinished"
+    assert "toolStarted" in kinds and "toolFinished" in kinds
+    seqs = [int(e["seq"]) for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    finished = next(e["toolFinished"]["result"] for e in events if "toolFinished" in e)
+    assert finished["tool"] == "bash" and "sandbox-says-42" in finished["output"]
+    assert events[-1]["turnFinished"]["status"] == "TURN_STATUS_COMPLETED"
+    assert model.errors == [] and len(model.chat_requests) == 2
+
+    sup_pid = _supervisor_pid(env["rdir"])
+    assert sup_pid is not None
+    tree = [sup_pid, *descendants(sup_pid)]
+    assert len(tree) >= 5
+    down = cli("down")
+    assert down.returncode == 0 and "services stopped" in down.stdout
+    assert wait_until(lambda: not any(pid_alive(p) for p in tree), 15)
+    assert not any((env["rdir"] / f"{n}.sock").exists() for n in SERVICES)
+    after = cli("status", "--json")
+    assert after.returncode == 3
+    assert {s["health"] for s in json.loads(after.stdout)["services"].values()} == {"UNREACHABLE"}
+
+
+def test_a_sigkilled_service_is_back_within_seconds_with_one_restart(env: dict[str, Any]) -> None:
+    assert cli("up").returncode == 0
+    victim = _status()["services"]["memory"]["pid"]
+    os.kill(victim, signal.SIGKILL)
+
+    def back() -> bool:
+        svc = _status()["services"]["memory"]
+        return svc["health"] == "SERVING" and svc["pid"] != victim
+
+    assert wait_until(back, 20, interval=0.2)
+    report = _status()
+    assert report["services"]["memory"]["restarts"] == 1
+    assert all(report["services"][n]["restarts"] == 0 for n in ("loop", "tools", "mcp_gateway"))
+    assert not pid_alive(victim)
+
+
+def test_run_starts_the_services_when_none_are_running(env: dict[str, Any]) -> None:
+    run = cli("run", "--auto-approve", "-w", str(env["workspace"]), "what does the sandbox say?")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "starting the services" in run.stderr
+    assert "The command printed 42." in run.stdout
+    assert all(s["health"] == "SERVING" for s in _status()["services"].values())
+
+
+def test_a_warn_tool_with_no_terminal_and_no_flag_is_refused_naming_the_flag(env: dict[str, Any]) -> None:
+    run = cli("run", "--json", "-w", str(env["workspace"]), "what does the sandbox say?")
+    assert "refused `bash`" in run.stderr and "--auto-approve" in run.stderr
+    events = _events(run.stdout)
+    resolved = [e["approvalResolved"] for e in events if "approvalResolved" in e]
+    assert resolved and resolved[0]["decision"] == "APPROVAL_DECISION_DENY"
+    finished = [e["toolFinished"]["result"] for e in events if "toolFinished" in e]
+    assert finished and finished[0].get("ok", False) is False  # proto3 JSON leaves out a false bool
+    assert finished[0]["error"]["code"] == "denied_by_user"
+    assert "sandbox-says-42" not in finished[0].get("output", "")
+
+
+def test_a_model_endpoint_that_refuses_the_connection_fails_the_turn_with_one_clear_reason(
+    env: dict[str, Any]
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    write_config(env["config"], f"http://127.0.0.1:{closed_port}/v1")
+    run = cli("run", "--json", "-w", str(env["workspace"]), "hello")
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    finished = _events(run.stdout)[-1]["turnFinished"]
+    assert finished["status"] == "TURN_STATUS_FAILED"
+    assert f"127.0.0.1:{closed_port}" in finished["reason"]
+    assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_a_model_endpoint_that_refuses_the_key_fails_the_turn_naming_the_key(env: dict[str, Any],
+                                                                             model: FakeModelServer) -> None:
+    model.load_script([{"name": "bad-key", "fault": "auth_error"}])
+    run = cli("run", "--json", "-w", str(env["workspace"]), "hello")
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    finished = _events(run.stdout)[-1]["turnFinished"]
+    assert finished["status"] == "TURN_STATUS_FAILED"
+    assert "key" in finished["reason"].lower()
+    assert "Traceback" not in run.stdout + run.stderr
