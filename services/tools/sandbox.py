@@ -21,7 +21,9 @@ from pathlib import Path
 from services.tools.errors import ToolError
 
 BASE_FLAGS = ("--new-session", "--die-with-parent", "--unshare-user", "--cap-drop", "ALL", "--unshare-pid",
-              "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--proc", "/proc", "--dev", "/dev")
+              "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+# Mounts apply in order: the host root first, then a fresh /proc and /dev over it.
+SYSTEM_MOUNTS = ("--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev")
 SAFE_ENV_NAMES = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "USER",
                   "LOGNAME", "COLORTERM", "NO_COLOR")
 FIXED_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "SHELL": "/bin/bash"}
@@ -67,7 +69,7 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
     argv = [bwrap, *BASE_FLAGS]
     if not network:
         argv.append("--unshare-net")
-    argv += ["--ro-bind", "/", "/"]
+    argv += SYSTEM_MOUNTS
     for path in (*ALWAYS_HIDDEN, *hidden):
         real = os.path.realpath(path)
         if os.path.isdir(real) and not any(Path(real) == r or Path(real).is_relative_to(r) for r in roots):
@@ -105,7 +107,7 @@ class BwrapProbe:
                             FIX_HINT)
         if self._ok:
             return found
-        argv = [found, *BASE_FLAGS, "--unshare-net", "--ro-bind", "/", "/", "--", "/bin/true"]
+        argv = [found, *BASE_FLAGS, "--unshare-net", *SYSTEM_MOUNTS, "--", "/bin/true"]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,

@@ -66,6 +66,7 @@ def test_bwrap_flags_isolate_and_protect_git(tmp_path: Path) -> None:
     assert f"--ro-bind {root}/.git/hooks {root}/.git/hooks" in joined  # created so it can be read-only
     assert f"--ro-bind {root}/.git/config {root}/.git/config" in joined
     assert argv.index("--tmpfs") < argv.index("--bind")  # the workspace is mounted over the private /tmp
+    assert argv.index("--ro-bind") < argv.index("--proc")  # a fresh /proc over the host's, not under it
     assert "--unshare-net" not in bwrap_argv("bwrap", [root], root, True, [], "true")
 
 

@@ -1,0 +1,51 @@
+"""When bwrap is missing or cannot start, and the explicit `mode: none` opt-out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from services.tools.harness import ThreadedToolService
+
+
+def test_a_missing_bwrap_fails_bash_with_the_cause_and_both_fixes(
+        make_service: Callable[..., ThreadedToolService], workspace: Path) -> None:
+    svc = make_service({"sandbox": {"bwrap": "/nonexistent/bwrap"}})
+    opened = svc.open("s1", str(workspace))
+    assert any("not installed" in w for w in opened.warnings)
+    _, result = svc.call("s1", "bash", json.dumps({"command": "echo should-not-run"}))
+    assert not result.ok and result.error.code == "sandbox_unavailable"
+    assert "apt-get install bubblewrap" in result.error.hint and "tools.sandbox.mode: none" in result.error.hint
+    assert "should-not-run" not in result.output
+
+
+def test_a_bwrap_that_cannot_create_namespaces_is_reported_with_its_message(
+        make_service: Callable[..., ThreadedToolService], workspace: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    svc = make_service({"sandbox": {"bwrap": str(broken)}})
+    svc.open("s1", str(workspace))
+    _, result = svc.call("s1", "bash", json.dumps({"command": "true"}))
+    assert result.error.code == "sandbox_unavailable" and "uid map: Permission denied" in result.error.message
+
+
+def test_mode_none_runs_on_the_host_and_warns_at_every_session_start(
+        make_service: Callable[..., ThreadedToolService], workspace: Path) -> None:
+    svc = make_service({"sandbox": {"mode": "none"}})
+    for sid in ("s1", "s2"):
+        opened = svc.open(sid, str(workspace))
+        assert opened.sandbox.mode == "none" and any("sandbox is off" in w for w in opened.warnings)
+    _, result = svc.call("s1", "bash", json.dumps({"command": "echo $HOME; ls /proc | grep -c '^[0-9]'"}))
+    assert result.ok and json.loads(result.data_json)["sandbox"] == "none"
+    assert int(result.output.split()[-1]) > 3  # the host's processes are visible: no pid namespace
+
+
+def test_a_request_for_no_sandbox_is_ignored_when_the_config_says_bwrap(
+        make_service: Callable[..., ThreadedToolService], workspace: Path) -> None:
+    svc = make_service()
+    opened = svc.open("s1", str(workspace), mode="none", network=True)
+    assert opened.sandbox.mode == "bwrap" and not opened.sandbox.network
+    _, result = svc.call("s1", "bash", json.dumps({"command": "ls /proc | grep -c '^[0-9]'"}))
+    assert int(result.output.split()[0]) <= 3  # bwrap's pid namespace: only the sandbox's own processes
