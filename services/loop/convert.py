@@ -30,8 +30,10 @@ _DECISION_TO_PB = {
     Decision.STOP: loop_pb2.APPROVAL_DECISION_STOP,
 }
 _DECISION_FROM_PB = {v: k for k, v in _DECISION_TO_PB.items()}
-_EVENT_CLASSES = {f.name: f.message_type._concrete_class for f in loop_pb2.TurnEvent.DESCRIPTOR.oneofs_by_name[
-    "event"].fields}
+_EVENT_CLASSES: dict[str, Any] = {
+    f.name: getattr(f.message_type, "_concrete_class", None)
+    for f in loop_pb2.TurnEvent.DESCRIPTOR.oneofs_by_name["event"].fields
+}
 
 
 def usage_to_proto(usage: Usage) -> common_pb2.Usage:

@@ -25,11 +25,16 @@ from services.loop.local_tools import (
     tool_name,
     tool_search_outcome,
 )
+from services.loop.policy.guards import Refusal
+from services.loop.policy.permissions import Level, Verdict
 from services.loop.ports import ToolCall, ToolChunkEvent, ToolOutcome, ToolRunner
 from services.loop.previews import approval_preview, tool_title
 
 Emit = Callable[..., None]
-Gate = Callable[[str, dict[str, Any], str], str]
+# (tool, arguments, level the tool declares) -> the gate's verdict.
+Gate = Callable[[str, dict[str, Any], str], Verdict]
+# (call, arguments) -> a guard's refusal (duplicate call, strict path escape) or None.
+Guard = Callable[[ToolCall, dict[str, Any]], Refusal | None]
 # Chat Completions tool messages beyond this are cut (head and tail kept) so one
 # runaway output cannot crowd out the history; the tools service caps output too.
 MAX_RESULT_CHARS = 60_000
@@ -39,9 +44,8 @@ class ApprovalStop(Exception):
     """The user answered STOP to an approval request."""
 
 
-def static_gate(tool: str, arguments: dict[str, Any], declared: str) -> str:
-    """The permission a call gets from the tool's declared level (unknown levels warn)."""
-    return declared if declared in ("allow", "warn", "deny") else "warn"
+def no_guard(call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
+    return None
 
 
 @dataclass
@@ -54,14 +58,15 @@ class DispatchContext:
     catalog: list[dict[str, Any]]
     loaded: set[str]
     allowed_always: list[str]
-    auto_approve: bool
     interactive: bool
     emit: Emit
     pending: Pending
     remaining: Callable[[], float]
+    gate: Gate
     memory: MemoryClient | None = None
     mcp: McpClient | None = None
-    gate: Gate = static_gate
+    guard: Guard = no_guard
+    todo: Callable[[dict[str, Any]], ToolOutcome] | None = None
     ask_timeout_seconds: float = 300.0
     on_degraded: Callable[[str, str], None] = lambda component, reason: None
     outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
@@ -127,15 +132,19 @@ async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
     if spec.get("x-deferred") and call.name not in ctx.loaded:
         ctx.loaded.add(call.name)  # the model knew the name; load it rather than bounce
     arguments = _args(call)
-    level = ctx.gate(call.name, arguments, str(spec.get("x-permission", "warn")))
-    if level == "deny":
+    refusal = ctx.guard(call, arguments)
+    if refusal is not None:
+        return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
+                           error_code=refusal.code, error_message=refusal.message)
+    verdict = ctx.gate(call.name, arguments, str(spec.get("x-permission", "")))
+    if verdict.level == Level.DENY:
         return error_outcome(call.id, call.name, "permission_denied",
-                             f"{call.name} with these arguments is not allowed here; choose another approach")
-    if level == "allow" or ctx.auto_approve or call.name in ctx.allowed_always:
+                             f"{verdict.reason}; choose another approach")
+    if verdict.level == Level.ALLOW:
         return None
-    resolution = await _ask_approval(ctx, call, arguments)
-    if resolution.decision == Decision.ALLOW_ALWAYS:
-        ctx.allowed_always.append(call.name)
+    resolution = await _ask_approval(ctx, call, arguments, verdict.reason)
+    if resolution.decision == Decision.ALLOW_ALWAYS and verdict.grant_key:
+        ctx.allowed_always.append(verdict.grant_key)
     if is_allowed(resolution.decision):
         return None
     if resolution.decision == Decision.STOP:
@@ -145,11 +154,12 @@ async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
                          "do not retry it unchanged")
 
 
-async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) -> Resolution:
+async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], reason: str
+                        ) -> Resolution:
     request_id, future = ctx.pending.open("a")
     ctx.emit("approval_requested", request_id=request_id, call_id=call.id, tool=call.name,
              arguments_json=call.arguments_json, preview=approval_preview(call.name, arguments),
-             reason=f"{call.name} needs approval")
+             reason=reason)
     try:
         resolution = await asyncio.wait_for(future, timeout=max(ctx.remaining(), 0.01))
     except TimeoutError:
@@ -179,6 +189,7 @@ async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
     spec = _spec(ctx, call.name) or {}
     if spec.get("x-local"):
         outcome = await _run_local(ctx, call)
+        outcome.call_id, outcome.tool = call.id, call.name
     else:
         outcome = await _run_remote(ctx, call)
     _finish(ctx, outcome)
@@ -208,6 +219,8 @@ async def _run_local(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
             found = search_tools(ctx.catalog, str(args.get("query", "")))
             ctx.loaded.update(tool_name(t) for t in found)
             return tool_search_outcome(call.id, found)
+        if call.name == "todo_write" and ctx.todo is not None:
+            return ctx.todo(args)
         if call.name == "ask_user":
             return await _ask_user(ctx, call, args)
         if call.name == "memory_search" and ctx.memory is not None:

@@ -13,6 +13,7 @@ import re
 from typing import Any, Protocol
 
 from services.loop.ports import ToolOutcome
+from services.loop.tasks import TODO_WRITE_TOOL
 
 ToolDict = dict[str, Any]
 
@@ -91,7 +92,9 @@ LOCAL_TOOL_NAMES = frozenset({"ask_user", "tool_search", "memory_search", "memor
 
 def local_tools(interactive: bool, has_memory: bool, has_mcp: bool) -> list[ToolDict]:
     """The loop's own tools for a session (ask_user only when someone can answer)."""
-    tools = [TOOL_SEARCH]
+    todo = {**TODO_WRITE_TOOL, "x-permission": "allow", "x-parallel-safe": False, "x-deferred": False,
+            "x-local": True}
+    tools = [todo, TOOL_SEARCH]
     if interactive:
         tools.append(ASK_USER)
     if has_memory:

@@ -15,15 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.loop.approvals import Decision, Resolution
-from services.loop.dispatch import DispatchContext, Gate, static_gate
+from services.loop.dispatch import DispatchContext
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import EventLog
 from services.loop.local_tools import McpClient, MemoryClient, local_tools
 from services.loop.pipeline import Turn
+from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
+from services.loop.policy.permissions import Verdict, decide_permission
 from services.loop.policy.settings import LoopSettings
-from services.loop.ports import ModelClient, ToolRunner, Usage
+from services.loop.ports import ModelClient, ToolCall, ToolOutcome, ToolRunner, Usage
 from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions, read_project_notes
 from services.loop.sessions import Session, SessionStore
+from services.loop.tasks import TaskState, render_task_state, todo_write
 from services.loop.traces import TraceWriter
 
 log = logging.getLogger("ai_coding.loop")
@@ -46,7 +49,6 @@ class LoopDeps:
     settings: LoopSettings = field(default_factory=LoopSettings)
     memory: MemoryClient | None = None
     mcp: McpClient | None = None
-    gate: Gate = static_gate
     secret_env_names: list[str] = field(default_factory=list)
     fsync: bool = False
     traces: bool = True
@@ -63,6 +65,7 @@ class SessionRuntime:
         self.model = model
         self.options = options
         self.settings = deps.settings
+        self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
         self.events = EventLog(session.id, session.last_seq)
         self.catalog: list[dict[str, Any]] = local_tools(options.interactive, deps.memory is not None,
                                                          deps.mcp is not None)
@@ -167,23 +170,51 @@ class SessionRuntime:
         return DispatchContext(
             session_id=self.session.id, workspace=self.session.workspace, tools=self.deps.tools,
             catalog=self.catalog, loaded=self.loaded, allowed_always=self.session.allowed_tools,
-            auto_approve=self.options.auto_approve, interactive=self.options.interactive, emit=turn.emit,
-            pending=turn.pending, remaining=turn.remaining, memory=self.deps.memory, mcp=self.deps.mcp,
-            gate=self.deps.gate, ask_timeout_seconds=self.settings.question_timeout_seconds,
+            interactive=self.options.interactive, emit=turn.emit, pending=turn.pending,
+            remaining=turn.remaining, gate=self.gate, memory=self.deps.memory, mcp=self.deps.mcp,
+            guard=lambda call, args: self.guard(turn, call, args), todo=lambda args: self.todo(turn, args),
+            ask_timeout_seconds=self.settings.question_timeout_seconds,
             on_degraded=lambda component, reason: turn.emit("degraded", component=component, reason=reason),
         )
+
+    def gate(self, tool: str, arguments: dict[str, Any], declared: str) -> Verdict:
+        """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
+        mode = "auto" if self.options.auto_approve else "confirm"
+        return decide_permission(tool, arguments, self.session.allowed_tools, mode,
+                                 bash_policy=self.bash_policy, declared=declared)
+
+    def guard(self, turn: Turn, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
+        """Duplicate-call and path-escape guards (a refusal becomes the call's result)."""
+        refusal = turn.duplicates.check(call.name, arguments, call.id)
+        if refusal is None and call.name == "bash":
+            _, refusal = check_path_escape(str(arguments.get("command", "")), self.session.workspace,
+                                           self.settings.strict_paths)
+        return refusal
+
+    def todo(self, turn: Turn, arguments: dict[str, Any]) -> ToolOutcome:
+        """Apply a todo_write call to the session's task state."""
+        result = todo_write(self.tasks(), arguments, enforce_dependencies=self.settings.enforce_dependencies)
+        if result.ok:
+            self.session.task_state = result.state.to_json()
+            turn.emit("task_list_updated", goal=result.state.goal, items=[
+                {"id": i.id, "content": i.content, "status": i.status, "depends_on": i.depends_on}
+                for i in result.state.items])
+        return ToolOutcome("", "todo_write", result.ok, result.output, data=result.data,
+                           error_code=result.error_code, error_message=result.output if not result.ok else "")
+
+    def tasks(self) -> TaskState:
+        return TaskState.from_json(self.session.task_state)
 
     def tail_parts(self) -> dict[str, str]:
         """Volatile tail blocks besides the environment."""
         parts: dict[str, str] = {}
-        tasks = self.session.task_state.get("items") or []
-        if tasks:
-            parts["task-state"] = "\n".join(f"[{t.get('status')}] {t.get('id')}. {t.get('content')}" for t in tasks)
+        block = render_task_state(self.tasks())
+        if block:
+            parts["task-state"] = block.removeprefix("<task-state>\n").removesuffix("\n</task-state>")
         return parts
 
     def open_tasks(self) -> list[str]:
-        items = self.session.task_state.get("items") or []
-        return [str(t.get("content")) for t in items if t.get("status") in ("pending", "in_progress", "blocked")]
+        return [item.content for item in self.tasks().open_items()]
 
     def add_usage(self, usage: Usage) -> None:
         total = self.session.usage

@@ -16,11 +16,21 @@ class GrpcMcpClient:
     """Catalog and calls through the gateway; failures raise AuxiliaryError."""
 
     def __init__(self, endpoint: Endpoint) -> None:
-        self._channel = aio_channel(endpoint)
-        self._stub = mcp_gateway_pb2_grpc.McpGatewayStub(self._channel)
+        self._endpoint = endpoint
+        self._channel: grpc.aio.Channel | None = None
+        self._client: mcp_gateway_pb2_grpc.McpGatewayStub | None = None
+
+    @property
+    def _stub(self) -> mcp_gateway_pb2_grpc.McpGatewayStub:
+        # Created on first use: an aio channel belongs to the event loop that is running then.
+        if self._client is None:
+            self._channel = aio_channel(self._endpoint)
+            self._client = mcp_gateway_pb2_grpc.McpGatewayStub(self._channel)
+        return self._client
 
     async def close(self) -> None:
-        await self._channel.close()
+        if self._channel is not None:
+            await self._channel.close()
 
     async def catalog(self, timeout_seconds: float) -> str:
         try:
@@ -29,7 +39,7 @@ class GrpcMcpClient:
             )
         except grpc.RpcError as err:
             raise AuxiliaryError("mcp_catalog", _reason(err)) from None
-        return response.text
+        return str(response.text)
 
     async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float) -> ToolOutcome:
         request = mcp_gateway_pb2.McpCallToolRequest(

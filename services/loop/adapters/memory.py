@@ -14,11 +14,21 @@ class GrpcMemoryClient:
     """Recall, write and the constraints block over gRPC; failures raise AuxiliaryError."""
 
     def __init__(self, endpoint: Endpoint) -> None:
-        self._channel = aio_channel(endpoint)
-        self._stub = memory_pb2_grpc.MemoryStub(self._channel)
+        self._endpoint = endpoint
+        self._channel: grpc.aio.Channel | None = None
+        self._client: memory_pb2_grpc.MemoryStub | None = None
+
+    @property
+    def _stub(self) -> memory_pb2_grpc.MemoryStub:
+        # Created on first use: an aio channel belongs to the event loop that is running then.
+        if self._client is None:
+            self._channel = aio_channel(self._endpoint)
+            self._client = memory_pb2_grpc.MemoryStub(self._channel)
+        return self._client
 
     async def close(self) -> None:
-        await self._channel.close()
+        if self._channel is not None:
+            await self._channel.close()
 
     async def search(self, workspace: str, query: str, k: int, timeout_seconds: float) -> str:
         request = memory_pb2.RecallRequest(workspace=workspace, query=query, k=k, timeout_seconds=timeout_seconds)
@@ -50,7 +60,7 @@ class GrpcMemoryClient:
             )
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
-        return response.block
+        return str(response.block)
 
 
 def _reason(err: grpc.RpcError) -> str:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from ai_coding.v1 import tools_pb2, tools_pb2_grpc
+from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
@@ -34,7 +34,7 @@ class ToolServiceError(Exception):
     """A control call to the tools service failed (message is one readable line)."""
 
 
-def tool_spec_to_dict(spec: tools_pb2.ToolSpec) -> dict[str, Any]:
+def tool_spec_to_dict(spec: common_pb2.ToolSpec) -> dict[str, Any]:
     """A ToolSpec as an OpenAI tool dict plus the loop's ``x-`` keys."""
     try:
         params = json.loads(spec.parameters_json or "{}")
@@ -87,11 +87,21 @@ class GrpcToolRunner:
     """The tools service as a ToolRunner."""
 
     def __init__(self, endpoint: Endpoint) -> None:
-        self._channel = aio_channel(endpoint)
-        self._stub = tools_pb2_grpc.ToolRuntimeStub(self._channel)
+        self._endpoint = endpoint
+        self._channel: grpc.aio.Channel | None = None
+        self._client: tools_pb2_grpc.ToolRuntimeStub | None = None
+
+    @property
+    def _stub(self) -> tools_pb2_grpc.ToolRuntimeStub:
+        # Created on first use: an aio channel belongs to the event loop that is running then.
+        if self._client is None:
+            self._channel = aio_channel(self._endpoint)
+            self._client = tools_pb2_grpc.ToolRuntimeStub(self._channel)
+        return self._client
 
     async def close(self) -> None:
-        await self._channel.close()
+        if self._channel is not None:
+            await self._channel.close()
 
     async def open_session(self, session_id: str, workspace: str, secret_env_names: list[str]) -> list[str]:
         request = tools_pb2.OpenSessionRequest(

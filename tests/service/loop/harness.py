@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from services.fake_model import FakeModelServer
@@ -173,3 +174,36 @@ def status_name(end: loop_pb2.TurnFinished) -> str:
     return loop_pb2.TurnStatus.Name(end.status).removeprefix("TURN_STATUS_").lower()
 
 
+
+
+# ---- fixtures (conftest.py and e2e modules import these) ----
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeModelServer]:
+    with FakeModelServer([]) as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def make_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated_home: Path
+               ) -> Iterator[Callable[..., LoopStack]]:
+    stacks: list[LoopStack] = []
+
+    def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool = False, **ai: Any) -> LoopStack:
+        if script is not None:
+            fake.load_script(script)
+        stack = LoopStack(short_dir, workspace, fake, model_config(fake.url, **ai), with_tools)
+        stacks.append(stack)
+        return stack
+
+    yield make
+    for stack in stacks:
+        stack.close()
