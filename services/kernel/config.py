@@ -44,20 +44,33 @@ TRUST_ENV = "AI_CODING_TRUST_PROJECT"
 PROJECT_FILES = ("config.yaml", "config.local.yaml")
 CASE_SENSITIVE_PARENTS = frozenset({"environment", "headers"})
 
-# Dotted paths (``*`` = any key) that only the user layer may set.
+# Dotted paths (``*`` = any key) that only the user layer may set: each one
+# runs a program, adds a root, loosens the sandbox, moves where data is written,
+# or sends a key or data to an endpoint.
 EXECUTION_KEYS: tuple[str, ...] = (
     "hooks",
     "mcp",
     "endpoints",
+    "supervisor",
     "models.*.base_url",
     "models.*.api_key",
     "models.*.provider",
     "tools.extra_workspace_roots",
     "tools.sandbox",
     "tracing.dir",
+    "memory.embeddings.base_url",
+    "memory.embeddings.api_key_env",
     "ai.websearch_api_key",
     "ai.static_check",
 )
+# What a project may tune in a model entry the user already has (everything
+# else, e.g. headers, is dropped: an allow-list, so a new endpoint-ish key
+# added later cannot slip through).
+MODEL_BEHAVIOUR_KEYS = frozenset({
+    "model", "max_tokens", "temperature", "price_input_per_mtok", "price_cached_input_per_mtok",
+    "price_output_per_mtok", "step_timeout_seconds", "max_retries", "retry_budget_seconds", "context_window",
+})
+SECRET_KEY_WORDS = frozenset({"token", "secret", "password", "passwd", "authorization", "apikey", "credentials"})
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -188,21 +201,28 @@ def _drop_execution_keys(
 ) -> dict[str, Any]:
     """Remove keys a project layer may not set, with one warning each."""
 
+    def drop(path: tuple[str, ...], why: str) -> None:
+        warnings.append(f"{source}: ignored `{'.'.join(path)}` ({why}; export {TRUST_ENV}=1 to trust this project)")
+
     def walk(node: Mapping[str, Any], prefix: tuple[str, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in node.items():
             path = (*prefix, k)
             if any(_matches(path, pat) and len(path) == len(pat.split(".")) for pat in EXECUTION_KEYS):
-                warnings.append(
-                    f"{source}: ignored `{'.'.join(path)}` (execution keys come only from the user "
-                    f"config; export {TRUST_ENV}=1 to trust this project)"
-                )
+                drop(path, "execution keys come only from the user config")
                 continue
-            if path[:1] == ("models",) and len(path) == 2 and k not in user_models:
-                warnings.append(
-                    f"{source}: ignored new model entry `{k}` (a project may tune, not add, models; "
-                    f"export {TRUST_ENV}=1 to trust this project)"
-                )
+            if path == ("models",) and not isinstance(v, Mapping):
+                drop(path, "a project may tune model entries, not replace the section")
+                continue
+            if path[:1] == ("models",) and len(path) == 2:
+                if k not in user_models:
+                    drop(path, "a project may tune, not add, models")
+                    continue
+                if not isinstance(v, Mapping):
+                    drop(path, "a project may tune a model entry, not replace it")
+                    continue
+            if path[:1] == ("models",) and len(path) == 3 and k not in MODEL_BEHAVIOUR_KEYS:
+                drop(path, "only behaviour keys of a model entry come from a project")
                 continue
             out[k] = walk(v, path) if isinstance(v, Mapping) else v
         return out
@@ -287,6 +307,8 @@ def load_config(
     if workspace is not None:
         user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
         for pfile in find_project_files(workspace):
+            if upath.exists() and pfile.resolve() == upath.resolve():
+                continue  # the user file is not also a project layer
             layer = _normalize(read_yaml_file(pfile))
             if not trusted:
                 layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)
@@ -357,3 +379,135 @@ def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
             value = tuple(value)
         kwargs[f.name] = value
     return cls(**kwargs)
+
+
+# ---------------------------------------------------------------- /config report
+
+
+def is_secret_key(dotted: str) -> bool:
+    """True when the last part of ``dotted`` names a credential (api_key, token, ...)."""
+    last = dotted.rsplit(".", 1)[-1].lower().replace("-", "_")
+    if last.endswith("_env"):
+        return False  # the name of a variable, not its value
+    return last.endswith("api_key") or last.split("_")[-1] in SECRET_KEY_WORDS
+
+
+def mask_secret(value: Any) -> Any:
+    """``${VAR}`` references stay readable; literal secrets show only their last 4 characters."""
+    if not isinstance(value, str) or not value:
+        return value
+    if _VAR.fullmatch(value.strip()):
+        return value
+    return "****" + value[-4:] if len(value) >= 12 else "****"
+
+
+def _flatten(node: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(node, Mapping) and node:
+        for k, v in node.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    else:
+        out[prefix] = node
+
+
+def _dataclass_defaults(cls: type[Any], prefix: str, out: dict[str, Any]) -> None:
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}.{f.name}"
+        hinted = hints.get(f.name)
+        if dataclasses.is_dataclass(hinted) and isinstance(hinted, type):
+            _dataclass_defaults(hinted, key, out)
+        elif f.default is not dataclasses.MISSING:
+            out[key] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[key] = f.default_factory()
+
+
+def effective_config_report(
+    config: Config, sections: Mapping[str, type[Any]] | None = None
+) -> list[tuple[str, Any, str]]:
+    """Every effective leaf value as ``(dotted key, value, source)``, sorted by key, secrets masked.
+
+    ``sections`` maps a section name to its typed dataclass (e.g. ``{"ai": LoopSettings}``) so
+    that unset fields appear with their default and source "default".
+    """
+    flat: dict[str, Any] = {}
+    _flatten(config.data, "", flat)
+    flat.pop("", None)
+    defaults: dict[str, Any] = {}
+    for name, cls in (sections or {}).items():
+        _dataclass_defaults(cls, name, defaults)
+    rows = []
+    for key in sorted(set(flat) | set(defaults)):
+        if key in flat:
+            value, source = flat[key], config.source_of(key)
+        else:
+            value, source = defaults[key], "default"
+        rows.append((key, mask_secret(value) if is_secret_key(key) else value, source))
+    return rows
+
+
+# ---------------------------------------------------------------- config init
+
+USER_CONFIG_TEMPLATE = """\
+# ai-coding user configuration: the trusted layer.
+# A project's config.yaml / config.local.yaml may tune behaviour keys, but execution
+# keys (models' base_url/api_key/provider, hooks, mcp, endpoints, sandbox) come only
+# from this file unless you export AI_CODING_TRUST_PROJECT=1 for a repository.
+# Keys may be written snake_case or camelCase. Uncomment what you need.
+
+# default_model: main
+# models:
+#   main:
+#     provider: deepseek               # openai | deepseek | qwen | ollama | generic
+#     model: deepseek-chat
+#     api_key: ${DEEPSEEK_API_KEY}     # ${VAR}, a literal, or empty = the provider's variable
+#     # base_url: http://localhost:8000/v1   # any OpenAI-compatible endpoint (provider inferred)
+#     # price_input_per_mtok: 0.27           # cost is reported only when prices are set
+#     # price_output_per_mtok: 1.10
+
+# ai:
+#   max_tool_iterations: 10           # model steps per round
+#   max_auto_continuations: 3         # extra rounds while the todo list has open items
+#   turn_timeout_seconds: 600         # wall clock of one turn; 0 = none
+#   turn_token_budget: 0              # tokens per turn; 0 = none
+#   strict_paths: false               # refuse bash naming paths outside the workspace
+#   bash_policy:
+#     deny: []                        # regular expressions refused outright
+#     confirm: []                     # regular expressions that always ask
+
+# tools:
+#   sandbox:
+#     network: false                  # let bash reach the network
+
+# mcp:
+#   servers: []                       # see `ai-coding mcp add --help`
+"""
+
+
+def init_user_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Create the user config from the template: directory 0700, file 0600, never overwriting.
+
+    Raises ConfigError when the file already exists (or cannot be created).
+    """
+    target = path or user_config_path(env)
+    parent = target.parent
+    try:
+        created = not parent.exists()
+        parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if created or parent.name == "ai-coding":
+            os.chmod(parent, 0o700)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError:
+        raise ConfigError(
+            f"{target} already exists; not overwriting it.",
+            hint="Edit it, or move it aside and run `ai-coding config init` again.",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create {target}: {exc.strerror or exc}.", hint="Check the directory's permissions."
+        ) from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        handle.write(USER_CONFIG_TEMPLATE)
+    return target

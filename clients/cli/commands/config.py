@@ -1,0 +1,61 @@
+"""``ai-coding config init | path | show``: the user configuration file.
+
+Import-light: only typer at import time; each command imports the kernel's
+config module inside its body (no grpc, no openai).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from clients.cli.commands.common import cli_errors
+
+app = typer.Typer(help="Create, locate and inspect the configuration.", no_args_is_help=True, add_completion=False)
+
+
+@app.command()
+def init() -> None:
+    """Write a commented template to the user config (0600 in a 0700 directory); never overwrites."""
+    from services.kernel.config import USER_CONFIG_TEMPLATE, init_user_config
+
+    with cli_errors("config init"):
+        path = init_user_config()
+    print(f"wrote {path}\n")
+    print(USER_CONFIG_TEMPLATE, end="")
+
+
+@app.command()
+def path(
+    workspace: str = typer.Option(".", "--workspace", "-w", help="Also list this workspace's project files."),
+) -> None:
+    """Print where the user config lives, then the project files found for the workspace."""
+    from services.kernel.config import find_project_files, user_config_path
+
+    user = user_config_path()
+    print(user if user.exists() else f"{user} (not created yet: run `ai-coding config init`)")
+    for found in find_project_files(Path(workspace)):
+        print(f"{found} (project layer)")
+
+
+@app.command()
+def show(
+    workspace: str = typer.Option(".", "--workspace", "-w", help="Workspace whose project layer applies."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of [key, value, source]."),
+) -> None:
+    """Print every effective value with the layer it came from (secrets masked)."""
+    from services.kernel.config import effective_config_report, load_config
+
+    with cli_errors("config show"):
+        config = load_config(Path(workspace))
+        rows = effective_config_report(config)
+    if as_json:
+        print(json.dumps([list(r) for r in rows], default=str))
+        return
+    for key, value, source in rows:
+        print(f"{key} = {json.dumps(value, default=str)}  [{source}]")
+    for warning in config.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
