@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Any
 
 import grpc
-from ai_coding.v1 import tools_pb2, tools_pb2_grpc
+from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 
 from services.kernel.config import Config
 from services.kernel.server import RunningServer, create_server, shutdown
@@ -53,12 +53,13 @@ class ThreadedToolService:
         return response
 
     def call(self, session_id: str, tool: str, arguments_json: str, *, call_id: str = "c1",
-             timeout: float = 0.0) -> tuple[list[Any], Any]:
+             timeout: float = 0.0) -> tuple[list[common_pb2.ToolChunk], common_pb2.ToolResult]:
         """One CallTool: (chunks, result)."""
         stream = self.stub.CallTool(tools_pb2.CallToolRequest(
             session_id=session_id, call_id=call_id, tool=tool, arguments_json=arguments_json,
             timeout_seconds=timeout), timeout=700)
-        chunks, results = [], []
+        chunks: list[common_pb2.ToolChunk] = []
+        results: list[common_pb2.ToolResult] = []
         for item in stream:
             if item.HasField("chunk"):
                 chunks.append(item.chunk)

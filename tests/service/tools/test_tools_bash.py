@@ -9,12 +9,12 @@ import uuid
 from pathlib import Path
 
 import grpc
+from ai_coding.v1 import common_pb2, tools_pb2
 
-from ai_coding.v1 import tools_pb2
 from services.tools.harness import ThreadedToolService
 
 
-def bash(svc: ThreadedToolService, command: str, **extra: object) -> tuple[list[object], object]:
+def bash(svc: ThreadedToolService, command: str, **extra: object) -> tuple[list[common_pb2.ToolChunk], common_pb2.ToolResult]:
     return svc.call("s1", "bash", json.dumps({"command": command, **extra}))
 
 

@@ -34,7 +34,7 @@ def test_twenty_concurrent_sessions_never_mix_outputs_or_snapshots(
                                       call_id=token)
             if result.output.split() != [*token.split(), "own", str(i)] or result.call_id != token:
                 problems.append(f"{sid}: output {result.output!r}")
-            if any(c.call_id != token or "session-" in c.text and token not in c.text for c in chunks):
+            if any(c.call_id != token or ("session-" in c.text and token not in c.text) for c in chunks):
                 problems.append(f"{sid}: foreign chunk")
         read = svc.call(sid, "read", json.dumps({"path": "own.txt"}))[1]
         if f"own {i}" not in read.output:

@@ -6,10 +6,12 @@ import json
 import os
 from pathlib import Path
 
+from ai_coding.v1 import common_pb2
+
 from services.tools.harness import ThreadedToolService
 
 
-def call(svc: ThreadedToolService, tool: str, **args: object) -> object:
+def call(svc: ThreadedToolService, tool: str, **args: object) -> common_pb2.ToolResult:
     return svc.call("s1", tool, json.dumps(args))[1]
 
 
