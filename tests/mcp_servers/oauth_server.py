@@ -19,6 +19,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    IdentityAssertionParams,
     RefreshToken,
     construct_redirect_uri,
 )
@@ -79,6 +80,10 @@ class AutoApproveProvider:
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         return self.tokens.get(token)
+
+    async def exchange_identity_assertion(self, client: OAuthClientInformationFull,
+                                          params: IdentityAssertionParams) -> OAuthToken:
+        raise NotImplementedError("this test server does not take identity assertions")
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         self.tokens.pop(token.token, None)

@@ -1,0 +1,185 @@
+"""``ai-coding mcp list | status | add | login | logout | retry``: the MCP gateway's servers.
+
+Import-light: grpc and the generated stubs are imported inside command bodies,
+and nothing here imports the ``mcp`` SDK (the gateway process does that).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+
+from clients.cli import exit_codes
+from clients.cli.commands.common import cli_errors
+
+app = typer.Typer(name="mcp", help="MCP servers: state, tools, adding one, signing in.", no_args_is_help=True)
+
+_STATE_NAMES = {1: "connecting", 2: "connected", 3: "reconnecting", 4: "failed", 5: "needs_auth", 6: "disabled"}
+
+
+@contextmanager
+def _gateway(command: str) -> Iterator[Any]:
+    """A stub to the running gateway; RPC failures become one line and an exit code."""
+    import grpc
+    from ai_coding.v1 import mcp_gateway_pb2_grpc
+
+    from services.kernel.channels import sync_channel
+    from services.kernel.config import load_config
+    from services.kernel.endpoints import endpoint_for
+    from services.kernel.errors import reason_of
+
+    with cli_errors(f"mcp {command}"):
+        endpoint = endpoint_for("mcp_gateway", load_config(None))
+    channel = sync_channel(endpoint)
+    try:
+        yield mcp_gateway_pb2_grpc.McpGatewayStub(channel)
+    except grpc.RpcError as err:
+        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            print(f"ai-coding mcp {command}: the MCP gateway is not reachable at {endpoint}; "
+                  "start the services with `ai-coding up`.", file=sys.stderr)
+            raise typer.Exit(exit_codes.UNAVAILABLE) from None
+        reason = reason_of(err)
+        print(f"ai-coding mcp {command}: {err.details()}" + (f" ({reason})" if reason else ""), file=sys.stderr)
+        raise typer.Exit(exit_codes.USAGE) from None
+    finally:
+        channel.close()
+
+
+def _state(status: Any) -> str:
+    return _STATE_NAMES.get(int(status.state), "unknown")
+
+
+def _status_line(s: Any) -> str:
+    extra = f"  {s.reason}" if s.reason else ""
+    if _state(s) == "failed" and s.next_retry_in_s:
+        extra += f" (retry in {s.next_retry_in_s:.0f}s)"
+    return f"  {s.name:<16} {s.type:<7} {_state(s):<13} {s.tool_count:>3} tools{extra}"
+
+
+@app.command("status")
+def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Each server's state, tool count and failure reason."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("status") as stub:
+        servers = stub.ListServers(pb.ListServersRequest(), timeout=10).servers
+    if as_json:
+        print(json.dumps({"servers": [{"name": s.name, "type": s.type, "state": _state(s), "reason": s.reason,
+                                       "tools": s.tool_count, "attempts": s.attempts} for s in servers]}))
+        return
+    if not servers:
+        print("no MCP servers configured (add one with `ai-coding mcp add`)")
+    for s in servers:
+        print(_status_line(s))
+
+
+@app.command("list")
+def list_tools() -> None:
+    """Servers and the tools the model can call on each (the catalog)."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("list") as stub:
+        servers = stub.ListServers(pb.ListServersRequest(), timeout=10).servers
+        entries = stub.GetCatalog(pb.GetCatalogRequest(), timeout=10).entries
+    for s in servers:
+        print(_status_line(s))
+        for e in (e for e in entries if e.server == s.name):
+            print(f"      {e.qualified_name:<40} {e.permission:<5} {e.description[:60]}")
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"ai-coding mcp add: {what} {item!r} must be KEY=VALUE", file=sys.stderr)
+            raise typer.Exit(exit_codes.USAGE)
+        out[key] = value
+    return out
+
+
+@app.command("add")
+def add(
+    name: str = typer.Argument(..., help="Server name (tools show as NAME__tool)."),
+    command: Annotated[list[str] | None, typer.Argument(help="argv of a local server, after `--`.")] = None,
+    url: str = typer.Option("", "--url", help="URL of a remote (streamable HTTP) server."),
+    header: Annotated[list[str] | None, typer.Option("--header", help="KEY=VALUE HTTP header (repeatable).")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", help="KEY=VALUE environment variable (repeatable).")] = None,
+    auto_approve: bool = typer.Option(False, "--auto-approve", help="Run this server's tools without asking."),
+) -> None:
+    """Add a server now and keep it in mcp.local.yaml (e.g. `ai-coding mcp add fs -- npx -y pkg`)."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    entry: dict[str, Any] = {"name": name, "auto_approve": auto_approve}
+    if url:
+        entry.update(type="remote", url=url, headers=_pairs(header or [], "--header"))
+    else:
+        entry.update(type="local", command=list(command or []), environment=_pairs(env or [], "--env"))
+    with _gateway("add") as stub:
+        got = stub.AddServer(pb.AddServerRequest(server_json=json.dumps(entry)), timeout=10).status
+    print(f"added {got.name}; it is connecting (see `ai-coding mcp status`)")
+
+
+def _wait(stub: Any, name: str, done: Callable[[str], bool], timeout: float) -> Any:
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [s for s in stub.ListServers(pb.ListServersRequest(), timeout=10).servers if s.name == name]
+        if (found and done(_state(found[0]))) or time.monotonic() > deadline:
+            return found[0] if found else None
+        time.sleep(0.5)
+
+
+@app.command("login")
+def login(
+    name: str = typer.Argument(..., help="A remote server's name."),
+    wait: float = typer.Option(300.0, help="Seconds to wait for the browser sign-in to finish."),
+    open_browser: bool = typer.Option(True, "--browser/--no-browser", help="Open the URL in a browser."),
+) -> None:
+    """Sign in to a remote server (OAuth in your browser); tokens are kept 0600 for next time."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("login") as stub:
+        resp = stub.Login(pb.LoginRequest(server=name), timeout=60)
+        if not resp.authorization_url:
+            print(f"{name} is already signed in")
+            return
+        print(f"Open this URL to sign in to {name}:\n  {resp.authorization_url}")
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(resp.authorization_url)
+        final = _wait(stub, name, lambda state: state == "connected", wait)
+    if final is None or _state(final) != "connected":
+        print(f"ai-coding mcp login: {name} is not signed in yet ({_state(final) if final else 'gone'})",
+              file=sys.stderr)
+        raise typer.Exit(exit_codes.FAILED)
+    print(f"signed in; {name} is connected with {final.tool_count} tools")
+
+
+@app.command("logout")
+def logout(name: str = typer.Argument(..., help="A remote server's name.")) -> None:
+    """Forget a server's tokens; it waits for `ai-coding mcp login` again."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("logout") as stub:
+        stub.Logout(pb.LogoutRequest(server=name), timeout=10)
+    print(f"signed out of {name}")
+
+
+@app.command("retry")
+def retry(name: str = typer.Argument(..., help="Server name.")) -> None:
+    """Reconnect a server now instead of waiting for its backoff."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("retry") as stub:
+        stub.Reconnect(pb.ReconnectRequest(server=name), timeout=10)
+        final = _wait(stub, name, lambda state: state not in ("connecting", "reconnecting"), 60)
+    print(_status_line(final) if final is not None else f"{name}: gone")

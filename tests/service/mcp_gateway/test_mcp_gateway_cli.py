@@ -1,0 +1,85 @@
+"""`ai-coding mcp ...` against a real gateway process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from clients.cli.commands.mcp import app
+
+from .conftest import DEMO, demo_server
+
+AI_CODING = str(Path(sys.executable).parent / "ai-coding")
+
+
+@pytest.fixture
+def served(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A gateway process with one good and one broken server; yields the user config path."""
+    config = isolated_home / "cfg.yaml"
+    config.write_text(yaml.safe_dump({"mcp": {"servers": [
+        demo_server("demo"), {"name": "ghost", "type": "local", "command": ["no-such-mcp-server-xyz"]}]}}))
+    monkeypatch.setenv("AI_CODING_CONFIG", str(config))
+    proc = subprocess.Popen([AI_CODING, "serve", "mcp_gateway"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sock = Path(os.environ["AI_CODING_RUNTIME_DIR"]) / "mcp_gateway.sock"
+    deadline = time.monotonic() + 30
+    while not sock.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not start"
+        time.sleep(0.05)
+    try:
+        yield config
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def _until(args: list[str], text: str, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        out = CliRunner().invoke(app, args).output
+        if text in out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.1)
+
+
+def test_status_list_add_and_retry_work_against_the_gateway(served: Path) -> None:
+    out = _until(["status"], "connected")
+    assert "demo" in out and "connected" in out
+    ghost = [line for line in out.splitlines() if "ghost" in line][0]
+    assert "failed" in ghost and "command not found" in ghost
+    listing = CliRunner().invoke(app, ["list"])
+    assert listing.exit_code == 0 and "demo__add" in listing.output and "warn" in listing.output
+
+    added = CliRunner().invoke(app, ["add", "extra", "--auto-approve", "--", sys.executable, str(DEMO), "stdio"])
+    assert added.exit_code == 0, added.output
+    sidecar = yaml.safe_load((served.parent / "mcp.local.yaml").read_text())
+    assert sidecar["servers"][0]["name"] == "extra" and sidecar["servers"][0]["command"][-1] == "stdio"
+    listing = _until(["list"], "extra__echo")
+    assert "extra__echo" in listing and "allow" in listing
+
+    again = CliRunner().invoke(app, ["add", "extra", "--", "x"])
+    assert again.exit_code == 2 and "already exists" in again.output
+
+    retried = CliRunner().invoke(app, ["retry", "ghost"])
+    assert retried.exit_code == 0 and "failed" in retried.output
+
+
+def test_signing_in_to_a_local_server_is_one_readable_error(served: Path) -> None:
+    result = CliRunner().invoke(app, ["login", "demo", "--no-browser"])
+    assert result.exit_code == 2
+    assert "does not sign in with OAuth" in result.output and "Traceback" not in result.output
+    unknown = CliRunner().invoke(app, ["logout", "nope"])
+    assert unknown.exit_code == 2 and "no MCP server named 'nope'" in unknown.output
+
+
+def test_a_missing_gateway_is_reported_with_what_to_do(isolated_home: Path) -> None:
+    result = CliRunner().invoke(app, ["status"])
+    assert result.exit_code == 3 and "ai-coding up" in result.output
