@@ -48,4 +48,4 @@ def test_a_request_for_no_sandbox_is_ignored_when_the_config_says_bwrap(
     opened = svc.open("s1", str(workspace), mode="none", network=True)
     assert opened.sandbox.mode == "bwrap" and not opened.sandbox.network
     _, result = svc.call("s1", "bash", json.dumps({"command": "ls /proc | grep -c '^[0-9]'"}))
-    assert int(result.output.split()[0]) <= 3  # bwrap's pid namespace: only the sandbox's own processes
+    assert int(result.output.split()[0]) <= 5  # bwrap's pid namespace: only the sandbox's own processes
