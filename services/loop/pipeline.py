@@ -239,6 +239,11 @@ class Turn:
             self._append({"role": "assistant", "content": self._step.partial_text})
             self.final_text = self._step.partial_text
         cleared = self.pending.clear()
+        for request_id in cleared:
+            if "-q" in request_id:
+                self.emit("question_resolved", request_id=request_id, answer="", source="turn_ended")
+            else:
+                self.emit("approval_resolved", request_id=request_id, decision="deny", source="turn_ended")
         handoff = ""
         if handoff_needed(status, self.final_text):
             handoff = handoff_report(self._handoff_facts(status, reason))
