@@ -40,6 +40,8 @@ from clients.cli.slash import SlashCommand, SlashReply, completions, help_text, 
 REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
                  "point out bugs, risky changes and missing tests, most important first.")
 _PARTIAL_SHOWN = 2000
+# How often an attached client re-opens its follow stream once the session went idle.
+FOLLOW_POLL_SECONDS = 0.3
 
 
 class _SlashCompleter(Completer):
@@ -350,30 +352,40 @@ class Repl:
         self._send_input(text)
 
     def _follow_session(self, after_seq: int) -> None:
-        """Attach mode: follow every event of the session, showing the turn in flight from its start."""
-        stream = self.client.attach(self.session_id, 0)
-        self._follower = stream
+        """Attach mode: follow every event of the session, showing the turn in flight from its start.
+
+        The loop ends a follow stream once the session is idle, so the follower re-attaches
+        from its last event number until the REPL exits.
+        """
         self.last_seq = 0
 
         async def follow() -> None:
             backlog: list[loop_pb2.TurnEvent] = []
             replaying = after_seq > 0
-            try:
-                async for event in stream.events():
-                    if not replaying:
-                        self._deliver(event)
-                        continue
-                    backlog.append(event)
-                    if event.seq >= after_seq:
-                        replaying = False
-                        for old in _turn_in_flight(backlog):
-                            self._deliver(old)
-                        self.last_seq = max(self.last_seq, after_seq)
-                        backlog.clear()
-            except ClientError as err:
-                self._error(str(err))
-            if not stream.closed or self._follower is stream:
-                self._note("the session stream ended")
+            while True:
+                stream = self.client.attach(self.session_id, self.last_seq)
+                self._follower = stream
+                try:
+                    async for event in stream.events():
+                        if not replaying:
+                            self._deliver(event)
+                            continue
+                        backlog.append(event)
+                        if event.seq >= after_seq:
+                            replaying = False
+                            for old in _turn_in_flight(backlog):
+                                self._deliver(old)
+                            self.last_seq = max(self.last_seq, after_seq)
+                            backlog.clear()
+                except ClientError as err:
+                    self._error(str(err))
+                    return
+                if replaying:
+                    replaying = False
+                    for old in _turn_in_flight(backlog):
+                        self._deliver(old)
+                    self.last_seq = max(self.last_seq, after_seq)
+                await asyncio.sleep(FOLLOW_POLL_SECONDS)
 
         self._spawn(follow())
 
