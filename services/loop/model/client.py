@@ -124,7 +124,7 @@ class OpenAIModelClient:
             stream = await self._client.chat.completions.create(**request, timeout=timeout)
             async with stream:
                 async for chunk in stream:
-                    delta = asm.feed(chunk.model_dump(exclude_unset=True))
+                    delta = asm.feed(chunk.to_dict())
                     if delta.reasoning:
                         on_reasoning(delta.reasoning)
                     if delta.text:
@@ -165,10 +165,12 @@ class OpenAIModelClient:
             output_per_mtok=s.price_output_per_mtok,
             cached_input_per_mtok=s.price_cached_input_per_mtok,
         )
-        # Tools first: endpoints render the tool schemas ahead of the history.
-        body = json.dumps([request.get("tools"), request["messages"]], ensure_ascii=False).encode()
-        usage.prefix_ratio = prefix_ratio(self._last_request, body)
-        self._last_request = body
+        if usage.cached_tokens is None:
+            # The fallback measure, paid only when the endpoint reports no cache figure.
+            # Tools first: endpoints render the tool schemas ahead of the history.
+            body = json.dumps([request.get("tools"), request["messages"]], ensure_ascii=False).encode()
+            usage.prefix_ratio = prefix_ratio(self._last_request, body)
+            self._last_request = body
         return StepResult(
             text=asm.text,
             reasoning=asm.reasoning,

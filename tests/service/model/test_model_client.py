@@ -182,8 +182,8 @@ def test_a_dropped_stream_is_retried_after_a_reset_and_only_the_final_text_is_ke
     assert client.attempts == 2
 
 
-def test_the_second_step_reports_its_prefix_ratio_against_the_first(fake: FakeModelServer) -> None:
-    fake.load_script([{"text": "a"}, {"text": "b"}])
+def test_without_a_provider_cache_figure_the_second_step_reports_its_prefix_ratio(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "a", "usage_shape": "bare"}, {"text": "b", "usage_shape": "bare"}])
     client = OpenAIModelClient(settings(fake.url))
     history = [*USER, {"role": "assistant", "content": "a"}, {"role": "user", "content": "more"}]
 
@@ -200,3 +200,20 @@ def test_the_second_step_reports_its_prefix_ratio_against_the_first(fake: FakeMo
     assert two.usage.prefix_ratio is not None and 0.0 < two.usage.prefix_ratio < 1.0
     first, second = json.dumps([TOOLS, USER]).encode(), json.dumps([TOOLS, history]).encode()
     assert two.usage.prefix_ratio == pytest.approx((len(first) - 2) / len(second))
+
+
+def test_the_prefix_ratio_is_not_computed_when_the_provider_reports_its_cache(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "a"}, {"text": "b"}])
+    client = OpenAIModelClient(settings(fake.url))
+
+    async def go() -> StepResult:
+        def noop(_: str) -> None:
+            return None
+        await client.step(USER, TOOLS, on_text=noop, on_reasoning=noop, timeout_seconds=30)
+        two = await client.step(USER, TOOLS, on_text=noop, on_reasoning=noop, timeout_seconds=30)
+        await client.close()
+        return two
+
+    two = asyncio.run(go())
+    assert two.usage.cached_tokens is not None and two.usage.cached_tokens > 0
+    assert two.usage.prefix_ratio is None
