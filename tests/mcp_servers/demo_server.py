@@ -6,6 +6,7 @@ hang (never answers), fail (an ordinary tool error), whoami (environment).
     python tests/mcp_servers/demo_server.py stdio
     python tests/mcp_servers/demo_server.py http PORT
     python tests/mcp_servers/demo_server.py mute        # never answers the handshake
+    python tests/mcp_servers/demo_server.py slowstart FILE   # logs its start time, serves after 1 s
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def main() -> None:
     if mode == "mute":
         while True:
             time.sleep(3600)
+    if mode == "slowstart":  # note when this process started, then take 1 s before serving
+        with open(sys.argv[2], "a", encoding="utf-8") as fh:
+            fh.write(f"{time.time()}\n")
+        time.sleep(1.0)
+        mode = "stdio"
     if mode == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
         return

@@ -53,7 +53,7 @@ def _until(args: list[str], text: str, timeout: float = 30.0) -> str:
 def test_status_list_add_and_retry_work_against_the_gateway(served: Path) -> None:
     out = _until(["status"], "connected")
     assert "demo" in out and "connected" in out
-    ghost = [line for line in out.splitlines() if "ghost" in line][0]
+    ghost = next(line for line in out.splitlines() if "ghost" in line)
     assert "failed" in ghost and "command not found" in ghost
     listing = CliRunner().invoke(app, ["list"])
     assert listing.exit_code == 0 and "demo__add" in listing.output and "warn" in listing.output
@@ -62,8 +62,8 @@ def test_status_list_add_and_retry_work_against_the_gateway(served: Path) -> Non
     assert added.exit_code == 0, added.output
     sidecar = yaml.safe_load((served.parent / "mcp.local.yaml").read_text())
     assert sidecar["servers"][0]["name"] == "extra" and sidecar["servers"][0]["command"][-1] == "stdio"
-    listing = _until(["list"], "extra__echo")
-    assert "extra__echo" in listing and "allow" in listing
+    catalog = _until(["list"], "extra__echo")
+    assert "extra__echo" in catalog and "allow" in catalog
 
     again = CliRunner().invoke(app, ["add", "extra", "--", "x"])
     assert again.exit_code == 2 and "already exists" in again.output

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ai_coding.v1 import mcp_gateway_pb2 as pb
 
-from .conftest import demo_server, everything_server
+from .conftest import DEMO, demo_server, everything_server
 
 CONNECTED = pb.SERVER_STATE_CONNECTED
 FAILED = pb.SERVER_STATE_FAILED
@@ -104,6 +105,8 @@ def test_a_server_that_never_answers_the_handshake_fails_at_its_startup_timeout(
     async def scenario() -> None:
         servers = [demo_server("mute", "mute", timeout={"startup": 1000}), demo_server("fine")]
         async with gateway(servers) as gw:
+            first = await gw.servers()  # start did not wait for anyone
+            assert first["mute"].state == pb.SERVER_STATE_CONNECTING
             status = await gw.wait_state("mute", FAILED, timeout=30)
             assert "within 1s" in status.reason
             assert status.degraded and "mute" in status.degraded_reason
@@ -183,5 +186,22 @@ def test_environment_keys_reach_a_local_server_with_their_case(gateway: Callable
             _, result = await gw.call("demo", "whoami")
             assert "('DEMO_Mixed', '1')" in result.output and "('demo_lower', '2')" in result.output
             assert f"cwd={tmp_path}" in result.output
+
+    asyncio.run(scenario())
+
+
+def test_no_more_than_four_servers_connect_at_once(gateway: Callable[..., Any], tmp_path: Any) -> None:
+    starts = tmp_path / "starts.txt"
+
+    async def scenario() -> None:
+        servers = [{"name": f"s{i}", "command": [sys.executable, str(DEMO), "slowstart", str(starts)]}
+                   for i in range(6)]
+        async with gateway(servers) as gw:
+            for i in range(6):
+                await gw.wait_state(f"s{i}", CONNECTED)
+        times = sorted(float(t) for t in starts.read_text().split())
+        assert len(times) == 6
+        # Each server takes >= 1 s to become ready, so a fifth spawn had to wait for a slot.
+        assert times[4] - times[0] >= 0.9, times
 
     asyncio.run(scenario())
