@@ -11,7 +11,7 @@ from dataclasses import replace
 from services.memory.model import ConsolidateReport, Note
 from services.memory.ranking import SECONDS_PER_DAY, recency
 from services.memory.settings import MemorySettings
-from services.memory.similarity import NEAR_DUPLICATE, similarity
+from services.memory.similarity import is_near_duplicate
 from services.memory.store import Changes
 
 PROMOTE_AT_HITS = 3
@@ -34,7 +34,7 @@ def merge_groups(notes: list[Note]) -> list[tuple[Note, list[Note]]]:
                 continue
             group = [note] + [
                 other for other in bucket[i + 1 :]
-                if other.id not in taken and similarity(note.text, other.text) >= NEAR_DUPLICATE
+                if other.id not in taken and is_near_duplicate(note.text, other.text)
             ]
             if len(group) > 1:
                 taken.update(n.id for n in group)

@@ -13,7 +13,7 @@ from typing import Protocol
 from services.memory.gates import write_rejection
 from services.memory.model import Action, Candidate, Note, Outcome
 from services.memory.scenes import fold_scene
-from services.memory.similarity import NEAR_DUPLICATE, dedupe_key, similarity
+from services.memory.similarity import dedupe_key, is_near_duplicate
 from services.memory.store import Changes
 
 SIMILAR_CANDIDATES = 5
@@ -89,7 +89,7 @@ def decide(raw: Candidate, notes: NoteLookup, clock: Clock) -> tuple[Changes, Ou
     if same is not None:
         return _fold_exact(same, c, clock)
     for other in notes.similar(c.text, c.kind, c.scene):
-        if similarity(other.text, c.text) >= NEAR_DUPLICATE:
+        if is_near_duplicate(other.text, c.text):
             note = _updated(other, c, clock)
             return Changes(updates=[note]), Outcome(Action.UPDATE, note)
     new = _new_note(c, clock)

@@ -42,3 +42,14 @@ def similarity(a: str, b: str) -> float:
     if left == right:
         return 1.0
     return difflib.SequenceMatcher(None, left, right, autojunk=False).ratio()
+
+
+def is_near_duplicate(a: str, b: str) -> bool:
+    """similarity(a, b) >= NEAR_DUPLICATE, skipping the full ratio when a cheap upper bound is already below."""
+    left, right = dedupe_key(strip_lead(a)), dedupe_key(strip_lead(b))
+    if not left or not right:
+        return False
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    if matcher.real_quick_ratio() < NEAR_DUPLICATE or matcher.quick_ratio() < NEAR_DUPLICATE:
+        return False
+    return matcher.ratio() >= NEAR_DUPLICATE

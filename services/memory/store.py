@@ -32,6 +32,10 @@ from services.memory.tokenizer import tokenize
 
 T = TypeVar("T")
 
+# A note at >= 0.80 similarity shares most of its rarest terms, so probing with the rarest few keeps
+# a write's near-duplicate search off the long posting lists of common words.
+SIMILAR_PROBE_TERMS = 6
+SIMILAR_PROBE_POSTINGS = 256
 DB_DIR = ".ai-coding"
 DB_NAME = "memory.db"
 _COLUMNS = (
@@ -196,8 +200,16 @@ class MemoryStore:
 
     def similar(self, text: str, kind: str, scene: str, limit: int = 5) -> list[Note]:
         """Up to ``limit`` notes of the same kind and scene sharing the most weight with ``text``."""
+        known = sorted((t for t in set(tokenize(text)) if self.index.df(t)), key=lambda t: (self.index.df(t), t))
+        terms: list[str] = []
+        visited = 0
+        for term in known[:SIMILAR_PROBE_TERMS]:
+            if terms and visited + self.index.df(term) > SIMILAR_PROBE_POSTINGS:
+                break
+            terms.append(term)
+            visited += self.index.df(term)
         scores, _ = self.index.score(
-            tokenize(text), lambda d: self.notes[d].kind == kind and self.notes[d].scene == scene
+            terms, lambda d: self.notes[d].kind == kind and self.notes[d].scene == scene
         )
         best = sorted(scores, key=lambda d: (-scores[d], d))[:limit]
         return [self.notes[d] for d in best]
