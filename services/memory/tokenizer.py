@@ -35,10 +35,8 @@ def _cjk_terms(run: str) -> list[str]:
         segment: list[str] = []
         for ch in [*chunk, " "]:
             if ch == " " or ch in CJK_STOP_CHARS:
-                if len(segment) == 1:
-                    out.append(segment[0])
-                else:
-                    out.extend(segment[i] + segment[i + 1] for i in range(len(segment) - 1))
+                # A lone character between function words is too ambiguous to be a term.
+                out.extend(segment[i] + segment[i + 1] for i in range(len(segment) - 1))
                 segment = []
             else:
                 segment.append(ch)
