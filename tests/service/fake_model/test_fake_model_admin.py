@@ -117,3 +117,13 @@ def test_loading_a_script_in_process_keeps_the_log(fake_model: Start) -> None:
     server.load_script([{"text": "second"}])
     assert json.loads(chat(server, "x")[2])["choices"][0]["message"]["content"] == "second"
     assert len(server.requests) == 2
+
+
+def test_scripted_delays_count_in_handling_time_but_not_in_the_servers_own_overhead(fake_model: Start) -> None:
+    server = fake_model([{"text": "abcdef", "chunk_chars": 2, "delay_ms": 150, "chunk_delay_ms": 50}])
+    status, _, _ = chat(server, "x", stream=True)
+    (record,) = server.requests
+    assert status == 200
+    # 150 ms before the first byte plus 50 ms between each of the later chunks (role, 3 text, finish).
+    assert record.handling_ms >= 150 + 4 * 50
+    assert record.overhead_ms <= record.handling_ms - 340
