@@ -144,3 +144,52 @@ class StreamAssembler:
                 )
             )
         return out
+
+
+class SseDecoder:
+    """Server-sent events from text lines: ``data:`` lines joined until a blank line (pure)."""
+
+    def __init__(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> list[tuple[str, str]]:
+        """Take one line (without its newline); return the events it completes."""
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return []
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        return []
+
+    def finish(self) -> list[tuple[str, str]]:
+        """The event still open when the stream ended, if any."""
+        return self._dispatch()
+
+    def _dispatch(self) -> list[tuple[str, str]]:
+        if not self._data:
+            self._event = ""
+            return []
+        event = (self._event or "message", "\n".join(self._data))
+        self._event, self._data = "", []
+        return [event]
+
+
+def completion_as_chunk(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A non-streamed completion (an endpoint that ignored ``stream``) in chunk form."""
+    choices = []
+    for choice in body.get("choices") or ():
+        if isinstance(choice, Mapping):
+            message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+            delta = dict(message or {})
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                delta["tool_calls"] = [dict(c, index=n) for n, c in enumerate(calls) if isinstance(c, Mapping)]
+            choices.append({"index": choice.get("index", 0), "delta": delta,
+                            "finish_reason": choice.get("finish_reason") or "stop"})
+    return {"choices": choices, "usage": body.get("usage")}

@@ -101,3 +101,35 @@ def test_choices_other_than_the_first_are_ignored() -> None:
     asm.feed({"choices": [{"index": 1, "delta": {"content": "other"}}]})
     assert asm.text == ""
     assert not asm.streamed_anything
+
+
+def test_sse_events_end_at_a_blank_line_and_join_multiline_data() -> None:
+    from services.loop.model.stream import SseDecoder
+
+    d = SseDecoder()
+    assert d.feed(": keep-alive comment") == []
+    assert d.feed('data: {"a":') == []
+    assert d.feed('data: 1}') == []
+    assert d.feed("") == [("message", '{"a":\n1}')]
+    assert d.feed("event: error") == []
+    assert d.feed('data:{"error": {}}') == []
+    assert d.feed("") == [("error", '{"error": {}}')]
+    assert d.feed("") == []
+    d.feed("data: [DONE]")
+    assert d.finish() == [("message", "[DONE]")]
+
+
+def test_a_non_streamed_completion_is_read_as_one_chunk() -> None:
+    from services.loop.model.stream import completion_as_chunk
+
+    body = {
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "ok", "reasoning_content": "hm",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path":"a"}'}},
+                           {"id": "c2", "type": "function", "function": {"name": "glob", "arguments": "{}"}}]}}],
+        "usage": {"prompt_tokens": 3},
+    }
+    asm = StreamAssembler()
+    asm.feed(completion_as_chunk(body))
+    assert (asm.text, asm.reasoning, asm.finish_reason, asm.usage) == ("ok", "hm", "tool_calls", {"prompt_tokens": 3})
+    assert [(c.id, c.name, c.arguments()) for c in asm.tool_calls()] == [("c1", "read", {"path": "a"}), ("c2", "glob", {})]
