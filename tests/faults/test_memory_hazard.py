@@ -13,6 +13,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -77,11 +78,11 @@ def test_four_threads_sharing_one_store_lose_nothing_in_25_barrier_rounds(short_
     store.close()
 
 
-def _run_processes(target: object, args_for: object, db: Path) -> None:
+def _run_processes(target: Callable[..., None], args_for: Callable[[int], tuple[object, ...]], db: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(WORKERS)
     done = ctx.Barrier(WORKERS + 1)
-    procs = [ctx.Process(target=target, args=(*args_for(w), ROUNDS, WRITES, barrier, done)) for w in range(WORKERS)]  # type: ignore[operator]
+    procs = [ctx.Process(target=target, args=(*args_for(w), ROUNDS, WRITES, barrier, done)) for w in range(WORKERS)]
     for p in procs:
         p.start()
     try:

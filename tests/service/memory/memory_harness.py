@@ -105,9 +105,9 @@ def hazard_text(worker: int, round_no: int, i: int) -> str:
 def store_worker(db: str, worker: int, rounds: int, writes: int, barrier: Any, done: Any) -> None:
     """Hazard worker: its own MemoryStore; waits on ``barrier`` before every write."""
     from services.kernel.ids import new_id
-    from services.memory.model import Candidate
+    from services.memory.model import Candidate, Outcome
     from services.memory.reconcile import Clock, decide
-    from services.memory.store import MemoryStore
+    from services.memory.store import Changes, MemoryStore
 
     store = MemoryStore(Path(db))
     try:
@@ -115,7 +115,11 @@ def store_worker(db: str, worker: int, rounds: int, writes: int, barrier: Any, d
             for i in range(writes):
                 barrier.wait(timeout=60)
                 cand = Candidate(text=hazard_text(worker, r, i), kind="fact")
-                store.write(lambda s, c=cand: decide(c, s, Clock(time.time(), lambda: new_id("n"))))
+
+                def run(s: MemoryStore, c: Candidate = cand) -> tuple[Changes, Outcome]:
+                    return decide(c, s, Clock(time.time(), lambda: new_id("n")))
+
+                store.write(run)
             done.wait(timeout=120)  # the parent checks the round
             done.wait(timeout=120)  # and releases the next one
     finally:
