@@ -36,10 +36,25 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Print the version."),
+    workspace: str = typer.Option("", "--workspace", "-w", help="Workspace root (default: current dir)."),
+    session: str = typer.Option("", "--session", help="Continue this session (id or unique prefix)."),
 ) -> None:
     """ai-coding: a terminal AI coding agent."""
     if ctx.invoked_subcommand is None:
-        print("the interactive client is not built yet; try `ai-coding run \"...\"`")
+        from clients.cli.repl import run_repl
+
+        raise typer.Exit(run_repl(workspace or None, session or None))
+
+
+@app.command()
+def attach(
+    session: str = typer.Argument(..., help="Id (or unique prefix) of a session another client drives."),
+    workspace: str = typer.Option("", "--workspace", "-w", help="Workspace root (default: current dir)."),
+) -> None:
+    """Follow a running session from a second terminal; you can answer its approvals."""
+    from clients.cli.repl import run_repl
+
+    raise typer.Exit(run_repl(workspace or None, session, attach=True))
 
 
 @app.command()
