@@ -17,6 +17,7 @@ from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from services.kernel.config import Config
 from services.kernel.server import RunningServer, create_server, shutdown
 from services.tools.main import build
+from services.tools.runtime import ToolRuntime
 
 
 class ThreadedToolService:
@@ -41,6 +42,13 @@ class ThreadedToolService:
     def stub(self) -> tools_pb2_grpc.ToolRuntimeStub:
         assert self._channel is not None, "start() first"
         return tools_pb2_grpc.ToolRuntimeStub(self._channel)
+
+    def runtime(self) -> ToolRuntime:
+        """The service's runtime object (e.g. to switch grep engines in a bench)."""
+        assert self._running is not None, "start() first"
+        runtime = self._running.service.extra["runtime"]
+        assert isinstance(runtime, ToolRuntime)
+        return runtime
 
     def open(self, session_id: str, root: str, **sandbox: Any) -> tools_pb2.OpenSessionResponse:
         """OpenSession with optional ``mode=``/``network=``/``secret_env_names=``/``extra_roots=``."""

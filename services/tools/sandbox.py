@@ -63,6 +63,18 @@ def protected_git_paths(root: Path) -> list[Path]:
     return [p for p in (git, hooks, git / "config") if p.exists() and os.path.realpath(p) == str(p)]
 
 
+def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> list[str]:
+    """Existing directories to cover with an empty tmpfs: deduplicated, none inside a root, and none
+    below another one already covered."""
+    out: list[str] = []
+    for real in sorted({os.path.realpath(p) for p in paths}):
+        inside_root = any(Path(real) == r or Path(real).is_relative_to(r) for r in roots)
+        covered = any(Path(real).is_relative_to(done) for done in out)
+        if os.path.isdir(real) and not inside_root and not covered:
+            out.append(real)
+    return out
+
+
 def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidden: Sequence[str],
                command: str) -> list[str]:
     """The full bwrap command line for ``command`` (pure apart from creating .git/hooks)."""
@@ -70,10 +82,8 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
     if not network:
         argv.append("--unshare-net")
     argv += SYSTEM_MOUNTS
-    for path in (*ALWAYS_HIDDEN, *hidden):
-        real = os.path.realpath(path)
-        if os.path.isdir(real) and not any(Path(real) == r or Path(real).is_relative_to(r) for r in roots):
-            argv += ["--tmpfs", real]
+    for real in hidden_mounts([*ALWAYS_HIDDEN, *hidden], roots):
+        argv += ["--tmpfs", real]
     for root in roots:
         argv += ["--bind", str(root), str(root)]
     for root in roots:

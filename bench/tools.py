@@ -1,0 +1,116 @@
+"""Tool service latency: p50/p95 through gRPC over a Unix socket, with baselines from the same run.
+
+    .venv/bin/python bench/tools.py [--runs 50]
+
+Prints `bash true` with and without bwrap (target: sandboxed p50 < 40 ms on 2
+cores), the raw cost of spawning bash and bwrap outside the service (the
+baseline the ratios use), `read` of a 1 MB file, and `grep` over a
+10,000-file tree with ripgrep and with the Python fallback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent / "protos")]
+
+from services.kernel.config import Config  # noqa: E402
+from services.tools.harness import ThreadedToolService  # noqa: E402
+from services.tools.sandbox import BASE_FLAGS, SYSTEM_MOUNTS  # noqa: E402
+
+
+def measure(fn: Callable[[], object], runs: int, warmup: int = 3) -> tuple[float, float]:
+    """(p50, p95) in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.95))]
+
+
+def row(name: str, figures: tuple[float, float], baseline: tuple[float, float] | None = None) -> None:
+    ratio = f"  x{figures[0] / baseline[0]:.1f} of baseline p50" if baseline else ""
+    print(f"{name:<48} p50 {figures[0]:8.2f} ms   p95 {figures[1]:8.2f} ms{ratio}")
+
+
+def checked(svc: ThreadedToolService, session: str, tool: str, args: dict[str, object]) -> None:
+    _, result = svc.call(session, tool, json.dumps(args))
+    if not result.ok:
+        raise SystemExit(f"{tool} failed in the bench: {result.error.code}: {result.error.message}")
+
+
+def build_tree(root: Path, files: int) -> None:
+    for i in range(files):
+        directory = root / f"pkg{i // 100:03d}"
+        directory.mkdir(exist_ok=True)
+        body = "".join(f"def function_{i}_{n}(x):\n    return x + {n}\n" for n in range(10))
+        if i % 500 == 0:
+            body += "NEEDLE_MARKER = True\n"
+        (directory / f"mod{i:05d}.py").write_text(body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--files", type=int, default=10_000)
+    args = parser.parse_args()
+    runs = args.runs
+    base = Path(tempfile.mkdtemp(prefix="aic-bench-", dir="/tmp"))
+    try:
+        workspace = base / "ws"
+        workspace.mkdir()
+        (workspace / "big.txt").write_text("".join(f"{n:08d} some text on this line\n" for n in range(32_768)))
+        tree = base / "tree"
+        tree.mkdir()
+        build_tree(tree, args.files)
+        bwrap = shutil.which("bwrap")
+        print(f"tool service bench: {runs} runs each, {args.files} files in the grep tree")
+
+        raw_bash = measure(lambda: subprocess.run(["/bin/bash", "-c", "true"], check=True), runs)
+        row("baseline: spawn bash -c true (no service)", raw_bash)
+        if bwrap:
+            flags = [bwrap, *BASE_FLAGS, "--unshare-net", *SYSTEM_MOUNTS, "--", "/bin/bash", "-c", "true"]
+            row("baseline: spawn bwrap + bash (no service)", measure(lambda: subprocess.run(flags, check=True), runs),
+                raw_bash)
+
+        with ThreadedToolService(Config(data={"tools": {"sandbox": {"mode": "none"}}}),
+                                 str(base / "none.sock")) as plain:
+            plain.open("b", str(workspace))
+            row("gRPC bash true, sandbox none", measure(lambda: checked(plain, "b", "bash", {"command": "true"}),
+                                                        runs), raw_bash)
+        with ThreadedToolService(Config(), str(base / "bwrap.sock")) as svc:
+            svc.open("b", str(workspace))
+            svc.open("t", str(tree))
+            if bwrap:
+                sandboxed = measure(lambda: checked(svc, "b", "bash", {"command": "true"}), runs)
+                row("gRPC bash true, sandbox bwrap", sandboxed, raw_bash)
+                verdict = "meets" if sandboxed[0] < 40 else "MISSES"
+                print(f"{'':<48} target p50 < 40 ms: {verdict}")
+            row("gRPC read of a 1 MB file", measure(lambda: checked(svc, "b", "read", {"path": "big.txt"}), runs))
+            grep_args = {"pattern": "NEEDLE_MARKER", "max_results": 2000}
+            runtime = svc.runtime()
+            if runtime.ripgrep:
+                row(f"gRPC grep over {args.files} files (ripgrep)",
+                    measure(lambda: checked(svc, "t", "grep", grep_args), max(5, runs // 5), warmup=1))
+            runtime.ripgrep = None
+            row(f"gRPC grep over {args.files} files (Python fallback)",
+                measure(lambda: checked(svc, "t", "grep", grep_args), max(5, runs // 5), warmup=1))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
