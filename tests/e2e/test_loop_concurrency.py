@@ -6,6 +6,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from ai_coding.v1 import loop_pb2
+
 from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
 
 __all__ = ["fake", "make_stack", "workspace"]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ai_coding.v1 import loop_pb2
+
 from tests.service.loop.harness import (
     Conversation,
     LoopStack,
@@ -21,7 +22,7 @@ from tests.service.loop.harness import (
 __all__ = ["fake", "make_stack", "workspace"]
 
 
-def reply_to_approvals(decision: int) -> Callable[[loop_pb2.TurnEvent, Conversation], None]:
+def reply_to_approvals(decision: loop_pb2.ApprovalDecision.ValueType) -> Callable[[loop_pb2.TurnEvent, Conversation], None]:
     def on_event(event: loop_pb2.TurnEvent, conv: Conversation) -> None:
         if event.WhichOneof("event") == "approval_requested":
             conv.send(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
@@ -91,7 +92,7 @@ def test_a_malformed_or_unknown_approval_answer_counts_as_deny(make_stack: Calla
     def on_event(event: loop_pb2.TurnEvent, conv: Conversation) -> None:
         if event.WhichOneof("event") == "approval_requested":
             rid = event.approval_requested.request_id
-            conv.send(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(request_id="t9-a99", decision=1)))
+            conv.send(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(request_id="t9-a99", decision=loop_pb2.APPROVAL_DECISION_ALLOW_ONCE)))
             conv.send(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(request_id=rid)))  # no decision
 
     events = stack.start(sid, "try it").drain(on_event)

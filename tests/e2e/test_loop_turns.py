@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ai_coding.v1 import loop_pb2
+
 from tests.service.loop.harness import (
-    Conversation,
     LoopStack,
     fake,
     finished,
@@ -63,7 +64,7 @@ def test_the_stable_part_of_each_request_is_a_byte_prefix_of_the_next(
     requests = [r.body for r in stack.fake.chat_requests]
     assert len(requests) == 3
     assert "pytest -q" in requests[0]["messages"][0]["content"]  # project notes in the system message
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in itertools.pairwise(requests):
         stable = json.dumps(_without_tail(before["messages"]))[:-1]  # drop the closing bracket
         assert json.dumps(after["messages"]).startswith(stable.rsplit('"}', 1)[0])
         assert before["tools"] == after["tools"]

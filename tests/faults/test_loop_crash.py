@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 import yaml
-
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+
 from services.fake_model import FakeModelServer
 from services.kernel.config import Config
 from tests.service.loop.harness import Conversation, ServiceThread, finished, status_name
@@ -88,8 +88,9 @@ def stack(short_dir: Path, isolated_home: Path, tmp_path: Path) -> Iterator[tupl
 
 
 def _open(stub: loop_pb2_grpc.AgentLoopStub, workspace: Path, sid: str = "") -> loop_pb2.OpenSessionLoopResponse:
-    return stub.OpenSession(loop_pb2.OpenSessionLoopRequest(workspace=str(workspace), session_id=sid,
-                                                           auto_approve=True), timeout=30)
+    response: loop_pb2.OpenSessionLoopResponse = stub.OpenSession(loop_pb2.OpenSessionLoopRequest(
+        workspace=str(workspace), session_id=sid, auto_approve=True), timeout=30)
+    return response
 
 
 def test_after_sigkill_mid_turn_the_session_loads_with_every_completed_step(

@@ -139,9 +139,10 @@ class LoopStack:
 
     def open(self, session_id: str = "", *, auto_approve: bool = True, interactive: bool = False
              ) -> loop_pb2.OpenSessionLoopResponse:
-        return self.stub.OpenSession(loop_pb2.OpenSessionLoopRequest(
+        response: loop_pb2.OpenSessionLoopResponse = self.stub.OpenSession(loop_pb2.OpenSessionLoopRequest(
             workspace=str(self.workspace), session_id=session_id, auto_approve=auto_approve,
             interactive=interactive), timeout=30)
+        return response
 
     def start(self, session_id: str, text: str) -> Conversation:
         return Conversation(self.stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id,
