@@ -18,6 +18,14 @@ class BashPolicy:
 
 
 @dataclass
+class StaticCheck:
+    """Linters the harness may run for the L2 search-gate (user layer only; see policy/static_check.py)."""
+
+    commands: list[str] = field(default_factory=lambda: ["ruff check ."])
+    """argv-style commands (no shell); run only with AI_CODING_STATIC_CHECK=1 and an allow-listed program."""
+
+
+@dataclass
 class LoopSettings:
     """How a turn runs and when it stops (config section ``ai``)."""
 
@@ -59,6 +67,8 @@ class LoopSettings:
     """How long ask_user waits for an answer before returning `no_answer`."""
     bash_policy: BashPolicy = field(default_factory=BashPolicy)
     """Operator deny / confirm patterns for bash."""
+    static_check: StaticCheck = field(default_factory=StaticCheck)
+    """The L2 static check's commands (an execution key: a project cannot set it)."""
 
 
 def loop_settings(config: Config) -> LoopSettings:
