@@ -189,6 +189,23 @@ def find_project_files(workspace: Path) -> list[Path]:
     return []
 
 
+def foreign_file_reason(path: Path) -> str:
+    """Why a project file may have been planted by someone else ("" when it looks like ours).
+
+    Discovery walks upward, so a shared parent such as /tmp can hold a
+    config.yaml another user wrote; a file anyone may write is no better.
+    """
+    try:
+        st = path.stat()
+    except OSError:
+        return ""
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"owned by uid {st.st_uid}, not by you"
+    if st.st_mode & 0o002:
+        return "writable by every user"
+    return ""
+
+
 def _matches(path: tuple[str, ...], pattern: str) -> bool:
     parts = pattern.split(".")
     if len(path) < len(parts):
@@ -309,6 +326,10 @@ def load_config(
         for pfile in find_project_files(workspace):
             if upath.exists() and pfile.resolve() == upath.resolve():
                 continue  # the user file is not also a project layer
+            doubt = foreign_file_reason(pfile)
+            if doubt and not trusted:
+                cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; export {TRUST_ENV}=1 to use it)")
+                continue
             layer = _normalize(read_yaml_file(pfile))
             if not trusted:
                 layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -188,3 +189,28 @@ def test_a_config_file_in_the_home_directory_is_not_a_project_layer(isolated_hom
     c = load_config(ws, env={"HOME": str(isolated_home)}, user_path=isolated_home / "absent.yaml")
     assert c.get("ai.max_tool_iterations") is None
     assert c.files == []
+
+
+def test_a_world_writable_project_file_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    planted = repo / "config.yaml"
+    planted.write_text("ai:\n  max_tool_iterations: 1\n")
+    planted.chmod(0o666)
+    c = load_config(repo, env={}, user_path=tmp_path / "none.yaml")
+    assert c.get("ai.max_tool_iterations") is None
+    assert c.warnings == [f"{planted}: ignored the whole file (writable by every user; export "
+                          "AI_CODING_TRUST_PROJECT=1 to use it)"]
+
+
+def test_a_project_file_owned_by_another_user_is_ignored(tmp_path: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    planted = repo / "config.yaml"
+    planted.write_text("ai:\n  max_tool_iterations: 1\n")
+    os.chown(planted, 65534, 65534)
+    c = load_config(repo, env={}, user_path=tmp_path / "none.yaml")
+    assert c.get("ai.max_tool_iterations") is None
+    assert "owned by uid 65534" in c.warnings[0]
