@@ -12,8 +12,9 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,6 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from services.kernel.config import expand_vars
+from services.kernel.errors import ConfigError
 from services.mcp_gateway.catalog import ToolEntry
 from services.mcp_gateway.domain import CallOutcome, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
@@ -131,15 +134,27 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def expanded(values: Mapping[str, str], what: str, server: str) -> dict[str, str]:
+    """``${VAR}`` references in environment/header values, expanded from the gateway's environment."""
+    try:
+        return {k: expand_vars(v) for k, v in values.items()}
+    except ConfigError as exc:
+        raise McpGatewayError(f"{what} of {server!r}: {exc.message}", hint=exc.hint,
+                              reason="mcp_config_invalid") from None
+
+
 def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
-    """Spawn parameters; a bare command that is not on PATH fails before spawning."""
+    """Spawn parameters; a missing program or working directory fails before spawning."""
     program = settings.command[0]
     if "/" not in program and shutil.which(program) is None:
         raise FileNotFoundError(2, "not found", program)
+    if settings.cwd and not Path(settings.cwd).is_dir():
+        raise McpGatewayError(f"working directory {settings.cwd} does not exist", hint="Fix `cwd`.",
+                              reason="mcp_config_invalid")
     return StdioServerParameters(
         command=program,
         args=list(settings.command[1:]),
-        env=dict(settings.environment) or None,
+        env=expanded(settings.environment, "environment", settings.name) or None,
         cwd=settings.cwd or None,
     )
 
@@ -152,7 +167,8 @@ async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None
         async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
             yield SdkSession(settings.name, client)
         return
-    http = create_mcp_http_client(headers=dict(settings.headers) or None, auth=auth)
+    headers = expanded(settings.headers, "headers", settings.name)
+    http = create_mcp_http_client(headers=headers or None, auth=auth)
     async with http:
         transport = streamable_http_client(settings.url, http_client=http)
         async with Client(transport, mode=CONNECT_MODE, cache=None) as client:

@@ -205,3 +205,23 @@ def test_no_more_than_four_servers_connect_at_once(gateway: Callable[..., Any], 
         assert times[4] - times[0] >= 0.9, times
 
     asyncio.run(scenario())
+
+
+def test_env_references_expand_at_connect_and_a_missing_one_fails_only_that_server(
+        gateway: Callable[..., Any], monkeypatch: Any, tmp_path: Any) -> None:
+    monkeypatch.setenv("DEMO_SECRET_SOURCE", "s3cret")
+    servers = [demo_server("good", environment={"DEMO_TOKEN": "${DEMO_SECRET_SOURCE}"}),
+               demo_server("unset", environment={"DEMO_TOKEN": "${DEMO_NOT_SET_ANYWHERE}"}),
+               demo_server("nowhere", cwd=str(tmp_path / "missing"))]
+
+    async def scenario() -> None:
+        async with gateway(servers) as gw:
+            await gw.wait_state("good", CONNECTED)
+            _, result = await gw.call("good", "whoami")
+            assert "('DEMO_TOKEN', 's3cret')" in result.output
+            unset = await gw.wait_state("unset", FAILED)
+            assert "DEMO_NOT_SET_ANYWHERE is not set" in unset.reason
+            nowhere = await gw.wait_state("nowhere", FAILED)
+            assert "does not exist" in nowhere.reason
+
+    asyncio.run(scenario())
