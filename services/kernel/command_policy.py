@@ -247,6 +247,8 @@ def _strip_wrappers(argv: tuple[str, ...]) -> tuple[str, ...]:
         name = posixpath.basename(args[0])
         if _ASSIGNMENT.match(args[0]):
             args.pop(0)
+        elif name in ("command", "type", "hash") and any(a in ("-v", "-V") for a in args[1:2]):
+            return ()  # `command -v x` looks x up; it does not run it
         elif name in ("nohup", "command", "builtin", "exec", "time", "setsid", "stdbuf", "ionice", "nice", "env",
                       "chrt", "taskset", "unbuffer", "caffeinate"):
             args.pop(0)

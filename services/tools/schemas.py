@@ -8,6 +8,7 @@ every error, so the model can fix its call.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +165,8 @@ def validate_arguments(spec: ToolSpecData, args: dict[str, Any]) -> dict[str, An
             continue
         if not _type_ok(value, prop["type"]):
             raise _invalid(f"field `{name}` must be a {prop['type']}, not {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _invalid(f"field `{name}` must be a finite number (got {value})")
         if "minimum" in prop and value < prop["minimum"]:
             raise _invalid(f"field `{name}` must be at least {prop['minimum']} (got {value})")
         if "exclusiveMinimum" in prop and value <= prop["exclusiveMinimum"]:

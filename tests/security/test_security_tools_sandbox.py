@@ -125,7 +125,7 @@ def test_the_users_home_is_hidden(service: ThreadedToolService) -> None:
 def test_a_background_process_does_not_survive_its_call(service: ThreadedToolService, workspace: Path) -> None:
     beacon = workspace / "beacon.log"
     result = bash(service, "(setsid nohup sh -c 'while true; do date +%s%N >> beacon.log; sleep 0.05; done' "
-                           ">/dev/null 2>&1 &); sleep 0.3; echo launched")
+                           ">/dev/null 2>&1 &); until [ -s beacon.log ]; do sleep 0.05; done; echo launched")
     assert "launched" in result.output and beacon.exists()
     size = beacon.stat().st_size
     time.sleep(1.0)

@@ -47,7 +47,7 @@ def test_dangerous_commands_are_denied_wherever_they_appear(command: str) -> Non
 @pytest.mark.parametrize("command", [
     "rm -rf build/", "rm -rf ./node_modules", "ls -la", "git push origin main", "git push -u origin feat",
     "chmod 755 script.sh", "echo sudo is a word", "grep -r 'rm -rf /' docs", "python -m pytest -q",
-    "echo 'reboot'", "dd --help", "cat /dev/sda-notes.txt",
+    "echo 'reboot'", "dd --help", "cat /dev/sda-notes.txt", "command -v sudo || echo missing",
 ])
 def test_ordinary_commands_are_not_denied(command: str) -> None:
     assert denied_reason(command) is None, command

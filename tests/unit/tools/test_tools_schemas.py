@@ -56,3 +56,10 @@ def test_permissions_follow_the_spec_table() -> None:
     levels = {spec.name: spec.permission for spec in TOOL_SPECS}
     assert levels["read"] == levels["glob"] == levels["grep"] == "allow"
     assert levels["write"] == levels["edit"] == levels["bash"] == "warn"
+
+
+def test_non_finite_numbers_are_refused() -> None:
+    spec = SPECS_BY_NAME["bash"]
+    args = parse_arguments('{"command": "true", "timeout_seconds": NaN}')
+    with pytest.raises(ToolError, match="finite"):
+        validate_arguments(spec, args)
