@@ -217,3 +217,31 @@ def test_the_prefix_ratio_is_not_computed_when_the_provider_reports_its_cache(fa
     two = asyncio.run(go())
     assert two.usage.cached_tokens is not None and two.usage.cached_tokens > 0
     assert two.usage.prefix_ratio is None
+
+
+def test_a_connection_dropped_before_any_output_is_retried_without_a_reset(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "lost", "fault": {"kind": "drop", "after_chunks": 0}}, {"text": "second attempt"}])
+    sink = Sink()
+    client = OpenAIModelClient(settings(fake.url))
+    result = run_step(client, sink)
+    assert result.text == "second attempt"
+    assert (client.attempts, sink.resets) == (2, 0)
+
+
+def test_a_keyless_local_endpoint_never_receives_the_openai_key_from_the_environment(
+    fake: FakeModelServer, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.kernel.config import load_config
+    from services.loop.model.settings import resolve_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-must-not-leak")
+    user = tmp_path / "config.yaml"
+    user.write_text(f"models:\n  local:\n    base_url: {fake.url}\n    model: fake-model\n")
+    fake.load_script([{"text": "ok"}])
+    resolved = resolve_model(load_config(None, user_path=user))
+    assert resolved.provider == "generic"
+    run_step(OpenAIModelClient(resolved), Sink())
+    (request,) = fake.chat_requests
+    sent = {k.lower(): v for k, v in request.headers.items()}
+    assert "sk-openai-must-not-leak" not in str(sent)
+    assert sent["authorization"] == "Bearer not-needed"
