@@ -13,7 +13,7 @@ from services.tools.domain import ToolOutput
 from services.tools.editing import replace_exact, unified_diff
 from services.tools.errors import ToolError
 from services.tools.filestate import FileStateTracker, snapshot_of
-from services.tools.paths import display_path, resolve_path
+from services.tools.paths import check_not_protected, display_path, resolve_path
 
 
 def _existing_file(path: Path, shown: str) -> None:
@@ -94,6 +94,7 @@ def _atomic_write(path: Path, content: str) -> None:
 def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker) -> ToolOutput:
     """Create or replace a file (replacing needs a fresh read in this session)."""
     path = resolve_path(args["path"], roots)
+    check_not_protected(path, roots)
     shown = display_path(path, roots)
     content: str = args["content"]
     before = ""
@@ -118,6 +119,7 @@ def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
 def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker) -> ToolOutput:
     """Exact string replacement with the stale-read guard; returns a unified diff."""
     path = resolve_path(args["path"], roots)
+    check_not_protected(path, roots)
     shown = display_path(path, roots)
     _existing_file(path, shown)
     tracker.check_writable(path, shown)

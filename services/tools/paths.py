@@ -63,3 +63,13 @@ def display_path(path: Path, roots: Sequence[Path]) -> str:
         if path.is_relative_to(root):
             return str(path.relative_to(root))
     return str(path)
+
+
+def check_not_protected(path: Path, roots: Sequence[Path]) -> None:
+    """Refuse writes to ``.git/hooks`` and ``.git/config`` of a root: git runs what they name, outside any
+    sandbox (bash sees them read-only for the same reason)."""
+    for root in roots:
+        git = root / ".git"
+        if path == git / "config" or path == git / "hooks" or path.is_relative_to(git / "hooks"):
+            raise ToolError("protected_path", f"{display_path(path, roots)} is protected: git would run what it says",
+                            "Change git hooks or git config yourself, outside the agent.")
