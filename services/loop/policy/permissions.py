@@ -8,7 +8,9 @@
 
 "Allow always" grants (per tool, or ``bash:<program>``) turn WARN into ALLOW
 for the rest of the session, except commands matching ``bash_policy.confirm``,
-which always ask. Mode ``auto`` allows every WARN; ``readonly`` denies writes
+which always ask. ``declared`` is the level the owning service reports: its
+"deny" always wins; its "allow" counts only for ``mcp_call`` (an auto_approve
+MCP server, a user-layer setting); a tool cannot declare itself out of WARN. Mode ``auto`` allows every WARN; ``readonly`` denies writes
 (including bash that writes files). A call whose parameters were rewritten (by
 a hook or guard) must pass the gate again: use :func:`regate`. Any exception
 inside the gate is a DENY (fail closed).
@@ -107,12 +109,14 @@ def decide_permission(
 def _decide(
     tool: str, args: Mapping[str, Any], grants: Collection[str], mode: str, policy: CompiledBashPolicy, declared: str
 ) -> Verdict:
+    if declared == "deny":
+        return Verdict(Level.DENY, "denied by the tool's own policy")
     if tool == "bash":
         return _bash_verdict(str(args.get("command", "")), grants, mode, policy)
     if tool in ALLOW_TOOLS:
         return Verdict(Level.ALLOW, "read-only or session tool")
-    if declared == "deny":
-        return Verdict(Level.DENY, "the tool declares itself denied")
+    if tool == "mcp_call" and declared == "allow":
+        return Verdict(Level.ALLOW, "the MCP server is auto_approve")
     if mode == "readonly" and tool in WRITE_TOOLS:
         return Verdict(Level.DENY, "read-only mode: writes are refused")
     if tool in grants:

@@ -97,3 +97,16 @@ def test_rewritten_parameters_pass_the_gate_again() -> None:
 def test_strictest_picks_the_stricter_verdict() -> None:
     a, w, d = Verdict(Level.ALLOW, "a"), Verdict(Level.WARN, "w"), Verdict(Level.DENY, "d")
     assert strictest(a, w) is w and strictest(d, w) is d and strictest(w, a) is w
+
+
+def test_a_declared_deny_always_wins() -> None:
+    assert decide_permission("read", {"path": "a"}, declared="deny").level is Level.DENY
+    assert decide_permission("mcp_call", {}, {"mcp_call"}, "auto", declared="deny").level is Level.DENY
+
+
+def test_only_an_auto_approve_mcp_server_can_declare_allow() -> None:
+    assert decide_permission("mcp_call", {"server": "fs"}, declared="allow").level is Level.ALLOW
+    assert decide_permission("mcp_call", {"server": "fs"}, declared="warn").level is Level.WARN
+    assert decide_permission("write", {"path": "a"}, declared="allow").level is Level.WARN
+    assert decide_permission("bash", {"command": "ls"}, declared="allow").level is Level.WARN
+    assert decide_permission("mystery", {}, declared="allow").level is Level.WARN
