@@ -197,23 +197,28 @@ def _grep_rg(rg: str, pattern: str, root: Path, start: Path, glob: str, ignore_c
     cmd += ["-e", pattern]
     if start != root:
         cmd += ["--", str(start.relative_to(root))]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, timeout=limits.FILE_TOOL_TIMEOUT, check=False)
-    if proc.returncode == 2 and not proc.stdout:
-        message = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        raise ToolError("invalid_arguments", f"field `pattern` is not a valid regex: {message[-1] if message else ''}",
-                        "Fix the regular expression (escape special characters such as `(`).")
     hits: list[str] = []
-    for raw in proc.stdout.split(b"\n"):
-        if not raw:
-            continue
-        name, _, rest = raw.partition(b"\0")
-        number, _, text = rest.partition(b":")
-        path = name.decode("utf-8", errors="replace")
-        if name_glob is not None and not name_glob.match(path if "/" in glob else path.rsplit("/", 1)[-1]):
-            continue
-        if len(hits) >= cap:
-            return hits, True
-        hits.append(format_hit(path, int(number), text.decode("utf-8", errors="replace")))
+    # Stream ripgrep's output and stop it at the cap: a pattern like "." must not buffer a whole repo.
+    with subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        for raw in proc.stdout:
+            name, _, rest = raw.rstrip(b"\n").partition(b"\0")
+            number, _, text = rest.partition(b":")
+            path = name.decode("utf-8", errors="replace")
+            if not number.isdigit():
+                continue
+            if name_glob is not None and not name_glob.match(path if "/" in glob else path.rsplit("/", 1)[-1]):
+                continue
+            if len(hits) >= cap:
+                proc.kill()
+                return hits, True
+            hits.append(format_hit(path, int(number), text.decode("utf-8", errors="replace")))
+        errors = proc.stderr.read().decode("utf-8", errors="replace").strip().splitlines()
+        proc.wait()
+    if proc.returncode == 2 and not hits and errors:
+        detail = next((e for e in errors if e.startswith("error:")), errors[-1]).removeprefix("error:").strip()
+        raise ToolError("invalid_arguments", f"field `pattern` is not a valid regex for ripgrep: {detail}",
+                        "Fix the regular expression (escape special characters such as `(`).")
     return hits, False
 
 

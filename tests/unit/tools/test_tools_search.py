@@ -75,3 +75,12 @@ def test_ripgrep_and_the_python_fallback_print_the_same_hits(tree: Path, args: d
     fallback = grep_files(dict(args), [tree], None)
     assert with_rg.output == fallback.output and with_rg.limit_hit == fallback.limit_hit
     assert with_rg.data["engine"] == "ripgrep" and fallback.data["engine"] == "python"
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed")
+def test_a_pattern_ripgrep_rejects_is_an_invalid_arguments_error_naming_why(tree: Path) -> None:
+    from services.tools.errors import ToolError
+
+    with pytest.raises(ToolError) as info:
+        grep_files({"pattern": "(?=TODO)"}, [tree], shutil.which("rg"))
+    assert info.value.code == "invalid_arguments" and "look-around" in info.value.message
