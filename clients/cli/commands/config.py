@@ -48,10 +48,11 @@ def show(
 ) -> None:
     """Print every effective value with the layer it came from (secrets masked)."""
     from services.kernel.config import effective_config_report, load_config
+    from services.loop.policy.settings import LoopSettings
 
     with cli_errors("config show"):
         config = load_config(Path(workspace))
-        rows = effective_config_report(config)
+        rows = effective_config_report(config, {"ai": LoopSettings})
     if as_json:
         print(json.dumps([list(r) for r in rows], default=str))
         return
