@@ -37,3 +37,6 @@ class ToolsConfig:
     extra_workspace_roots: list[str] = field(default_factory=list)
     """Directories besides the workspace that file tools and commands may use (read-write).
     Only honoured from the user's own config."""
+    idle_session_seconds: float = 6 * 3600.0
+    """A session with no call and no running job for this long is forgotten (its file state too),
+    so a loop that never calls CloseSession does not grow the service forever. Default 6 hours."""

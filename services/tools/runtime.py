@@ -98,6 +98,13 @@ class Session:
     secret_names: list[str]
     tracker: FileStateTracker = field(default_factory=FileStateTracker)
     jobs: JobTable = field(default_factory=JobTable)
+    last_used: float = field(default_factory=time.monotonic)
+    calls_in_flight: int = 0
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since the last call ended (0 while a call or a job runs)."""
+        busy = self.calls_in_flight or any(job.status == "running" for job in self.jobs.jobs.values())
+        return 0.0 if busy else now - self.last_used
 
 
 Handler = Callable[[Session, dict[str, Any], float, Emit], Awaitable[ToolOutput]]
@@ -141,6 +148,7 @@ class ToolRuntime:
                 await self.probe.ensure()
             except ToolError as exc:
                 warnings.append(f"{exc.message}. {exc.hint}")
+        self._forget_idle()
         old = self.sessions.get(request.session_id)
         if old is not None and old.roots[0] != root:
             await old.jobs.stop_all()
@@ -150,6 +158,13 @@ class ToolRuntime:
             session.tracker, session.jobs = old.tracker, old.jobs
         self.sessions[request.session_id] = session
         return OpenedSession(str(root), warnings, policy, [str(p) for p in extra])
+
+    def _forget_idle(self) -> None:
+        now = time.monotonic()
+        for session_id, session in list(self.sessions.items()):
+            if session.idle_for(now) > self.config.idle_session_seconds:
+                log.info("forgetting idle session %s", session_id)
+                del self.sessions[session_id]
 
     async def close_session(self, session_id: str) -> int:
         """Stop the session's jobs and forget it; how many jobs were still running."""
@@ -174,6 +189,7 @@ class ToolRuntime:
             raise UnknownSession(f"session {session_id!r} is not open in the tool service",
                                  hint="Call OpenSession first (the tool service may have restarted).")
         started = time.monotonic()
+        session.calls_in_flight += 1
         try:
             spec = SPECS_BY_NAME.get(tool)
             if spec is None:
@@ -187,6 +203,9 @@ class ToolRuntime:
             out = ToolOutput("", ok=False, error_code="io_error", error_message=f"{exc.strerror or exc}"
                              + (f": {exc.filename}" if exc.filename else ""),
                              error_hint="Check the path and its permissions.")
+        finally:
+            session.calls_in_flight -= 1
+            session.last_used = time.monotonic()
         duration = (time.monotonic() - started) * 1000
         output = out.output if out.ok else "\n".join(p for p in (out.output, f"Error: {out.error_message}",
                                                                   out.error_hint) if p)

@@ -49,3 +49,27 @@ def test_a_request_for_no_sandbox_is_ignored_when_the_config_says_bwrap(
     assert opened.sandbox.mode == "bwrap" and not opened.sandbox.network
     _, result = svc.call("s1", "bash", json.dumps({"command": "ls /proc | grep -c '^[0-9]'"}))
     assert int(result.output.split()[0]) <= 5  # bwrap's pid namespace: only the sandbox's own processes
+
+
+def test_an_idle_session_is_forgotten_but_one_with_a_running_job_is_kept(
+        make_service: Callable[..., ThreadedToolService], workspace: Path) -> None:
+    import time
+
+    import grpc
+
+    svc = make_service({"idle_session_seconds": 0.2})
+    svc.open("idle", str(workspace))
+    svc.open("busy", str(workspace))
+    assert svc.call("busy", "job_start", json.dumps({"command": "sleep 600"}))[1].ok
+    deadline = time.monotonic() + 20
+    while "idle" in svc.runtime().sessions:
+        assert time.monotonic() < deadline, "the idle session was never forgotten"
+        time.sleep(0.1)
+        svc.open("sweeper", str(workspace))  # opening a session sweeps idle ones
+    try:
+        svc.call("idle", "job_list", "{}")
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.NOT_FOUND
+    else:
+        raise AssertionError("a call to a forgotten session must fail with NOT_FOUND")
+    assert svc.call("busy", "job_list", "{}")[1].ok
