@@ -69,7 +69,7 @@ class ServerSupervisor:
         if self._task is None and not self.settings.disabled:
             self._task = asyncio.create_task(self._own(), name=f"mcp-owner-{self.settings.name}")
 
-    async def aclose(self, grace: float = 3.0) -> None:
+    async def aclose(self, grace: float = 0.5) -> None:
         """Close the session and stop the owner (its child process exits with it). Idempotent."""
         self._closing = True
         self._drop.set()

@@ -49,8 +49,9 @@ def alive(pid: int) -> bool:
 def test_sigterm_to_the_gateway_process_leaves_no_orphan_server_process(isolated_home: Path,
                                                                         short_dir: Path) -> None:
     config = isolated_home / "cfg.yaml"
+    # "mute" never answers its handshake: it is still connecting (and ignores stdin) at SIGTERM.
     config.write_text(yaml.safe_dump({"mcp": {"servers": [everything_server(), demo_server("demo"),
-                                                          demo_server("demo2")]}}))
+                                                          demo_server("demo2"), demo_server("mute", "mute")]}}))
     env = {**os.environ, "AI_CODING_CONFIG": str(config)}
     proc = subprocess.Popen([AI_CODING, "serve", "mcp_gateway"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -72,7 +73,7 @@ def test_sigterm_to_the_gateway_process_leaves_no_orphan_server_process(isolated
                     continue
                 connected = {s.name for s in resp.servers if s.state == pb.SERVER_STATE_CONNECTED}
         children = descendants(proc.pid)
-        assert len(children) >= 3, f"expected three server processes under the gateway, saw {children}"
+        assert len(children) >= 4, f"expected four server processes under the gateway, saw {children}"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         deadline = time.monotonic() + 10
