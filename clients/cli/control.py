@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,10 +94,13 @@ def status_report(setup: Setup) -> dict[str, Any]:
 def _spawn_supervisor(setup: Setup) -> subprocess.Popen[bytes]:
     logfile = setup.rdir / "logs" / "supervisor.log"
     with open(logfile, "ab") as out:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "clients.cli.main", "up", "--foreground"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
+    # A long-lived client (demo, REPL) that started the supervisor reaps it when it exits.
+    threading.Thread(target=proc.wait, name="reap-supervisor", daemon=True).start()
+    return proc
 
 
 def _last_log_line(rdir: Path, name: str) -> str:

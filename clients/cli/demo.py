@@ -93,7 +93,7 @@ def run_demo(keep: bool = False) -> int:
         config_file.write_text(demo_config(server.url, sandbox), encoding="utf-8")
         os.environ["AI_CODING_CONFIG"] = str(config_file)
         os.environ["AI_CODING_RUNTIME_DIR"] = str(base / "run")
-        console.print(f"demo workspace: {workspace} (a small project whose test fails)")
+        console.print(f"demo workspace: {workspace} (a small project whose test fails)", soft_wrap=True)
         if not sandbox:
             console.print("[yellow]bubblewrap is missing or cannot start here: the demo runs commands "
                           "without the sandbox (install it: apt-get install bubblewrap)[/yellow]")
@@ -105,7 +105,7 @@ def run_demo(keep: bool = False) -> int:
             console.print(f"[red]the scripted model saw an unexpected request: {server.errors[0]}[/red]")
             return exit_codes.FAILED
         console.print()
-        console.print(REAL_MODEL_HINT, markup=False)
+        console.print(REAL_MODEL_HINT, markup=False, soft_wrap=True)
         return outcome
     finally:
         if setup is not None:
@@ -152,7 +152,7 @@ def _one_turn(setup: Setup, workspace: Path, console: Console) -> int:
     prompt = demo_prompt()
     renderer = EventRenderer(console)
     console.print()
-    console.print(f"> {prompt}", markup=False)
+    console.print(f"> {prompt}", markup=False, soft_wrap=True)
     try:
         outcome = drive_turn(endpoint, opened.session_id, prompt, renderer.handle, AutoApprover())
     finally:

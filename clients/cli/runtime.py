@@ -136,13 +136,18 @@ def read_pid(rdir: Path) -> int | None:
 
 
 def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
 
 
 def group_alive(pgid: int) -> bool:
