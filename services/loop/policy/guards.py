@@ -3,8 +3,9 @@
 - ``DuplicateCallGuard``: the same tool with the same canonical arguments is
   refused on the (threshold + 1)-th call, naming the earlier call id.
 - ``StrategyGate``: a streak of steps whose calls all failed earns one
-  ``[strategy-gate]`` nudge; zero successes for ``stall_iterations`` steps
-  means the turn should finish early. ``cancelled_by_user`` is not a failure.
+  ``[strategy-gate]`` nudge; ``stall_iterations`` steps that tried tools with
+  not one success in the turn mean it should finish early. ``cancelled_by_user``
+  is not a failure.
 - ``check_bash_policy``: operator deny / confirm patterns from config.
 - ``path_escapes``: absolute paths outside the workspace named by a bash
   command (recorded by default, refused with ``strict_paths``).
@@ -94,7 +95,8 @@ class StrategyGate:
     max_nudges: int = 3
     stall_iterations: int = 3
     failed_streak: int = 0
-    zero_success_steps: int = 0
+    attempted_steps: int = 0
+    successes: int = 0
     nudges: int = 0
 
     def observe_step(self, outcomes: Iterable[tuple[bool, str]]) -> str | None:
@@ -102,12 +104,12 @@ class StrategyGate:
         counted = [ok for ok, code in outcomes if code != CANCELLED]
         if not counted:
             return None  # text-only steps and fully cancelled batches say nothing about strategy
+        self.attempted_steps += 1
         if any(counted):
             self.failed_streak = 0
-            self.zero_success_steps = 0
+            self.successes += sum(counted)
             return None
         self.failed_streak += 1
-        self.zero_success_steps += 1
         if self.failed_streak >= self.failed_streak_threshold > 0 and self.nudges < self.max_nudges:
             streak, self.failed_streak = self.failed_streak, 0
             self.nudges += 1
@@ -116,8 +118,12 @@ class StrategyGate:
 
     @property
     def stalled(self) -> bool:
-        """True when ``stall_iterations`` steps in a row tried tools and none succeeded."""
-        return self.stall_iterations > 0 and self.zero_success_steps >= self.stall_iterations
+        """True when ``stall_iterations`` steps tried tools and not one call of the turn succeeded.
+
+        Zero progress, not a bad patch: a turn that got somewhere and then hits a
+        failure streak gets `[strategy-gate]` nudges instead of an early finish.
+        """
+        return self.stall_iterations > 0 and self.attempted_steps >= self.stall_iterations and self.successes == 0
 
 
 # ------------------------------------------------------------------ bash

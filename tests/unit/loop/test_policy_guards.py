@@ -88,6 +88,14 @@ def test_strategy_nudges_are_capped_per_turn() -> None:
     assert sum(n is not None for n in nudges) == 2
 
 
+def test_a_turn_that_made_progress_is_not_stalled_by_a_later_failure_streak() -> None:
+    gate = StrategyGate(failed_streak_threshold=2, stall_iterations=3)
+    gate.observe_step([(True, "")])
+    for _ in range(5):
+        gate.observe_step([(False, "e")])
+    assert not gate.stalled
+
+
 def test_steps_with_attempts_and_zero_successes_stall_the_turn() -> None:
     gate = StrategyGate(failed_streak_threshold=2, stall_iterations=3)
     for _ in range(2):
