@@ -2,6 +2,9 @@
 
 Kept current on every write and rebuilt from SQLite when a store opens, so a
 query touches only the posting lists of its own terms, never every note.
+Recall scores posting lists as numpy arrays (cached per term, dropped when the
+term's postings change): a pure-Python loop over the postings of common words
+measured 13 ms p50 / 165 ms p95 at 10,000 notes (bench/memory.py).
 """
 
 from __future__ import annotations
@@ -10,8 +13,14 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+import numpy as np
+import numpy.typing as npt
+
 K1 = 1.2
 B = 0.75
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
 class InvertedIndex:
@@ -22,6 +31,29 @@ class InvertedIndex:
         self.doc_terms: dict[int, Counter[str]] = {}
         self.doc_len: dict[int, int] = {}
         self.total_len = 0
+        self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
+        self._dense_len: FloatArray = np.zeros(1024)
+        self.prior_stamp: FloatArray = np.zeros(1024)
+        """Per doc: the newest of created / updated / last_used (for recency)."""
+        self.prior_static: FloatArray = np.zeros(1024)
+        """Per doc: the importance and kind-weight part of the mixed score."""
+
+    def _grow(self, doc: int) -> None:
+        size = len(self._dense_len)
+        if doc < size:
+            return
+        new = max(size * 2, doc + 1)
+        for name in ("_dense_len", "prior_stamp", "prior_static"):
+            old = getattr(self, name)
+            grown = np.zeros(new)
+            grown[: len(old)] = old
+            setattr(self, name, grown)
+
+    def set_prior(self, doc: int, stamp: float, static: float) -> None:
+        """Record the note-level parts of ``doc``'s mixed score."""
+        self._grow(doc)
+        self.prior_stamp[doc] = stamp
+        self.prior_static[doc] = static
 
     def __len__(self) -> int:
         return len(self.doc_terms)
@@ -34,9 +66,12 @@ class InvertedIndex:
         self.doc_terms[doc] = counts
         length = sum(counts.values())
         self.doc_len[doc] = length
+        self._grow(doc)
+        self._dense_len[doc] = length
         self.total_len += length
         for term, tf in counts.items():
             self.postings.setdefault(term, {})[doc] = tf
+            self._arrays.pop(term, None)
 
     def remove(self, doc: int) -> None:
         """Drop ``doc`` from the index (no-op when absent)."""
@@ -45,6 +80,7 @@ class InvertedIndex:
             return
         self.total_len -= self.doc_len.pop(doc, 0)
         for term in counts:
+            self._arrays.pop(term, None)
             plist = self.postings.get(term)
             if plist is not None:
                 plist.pop(doc, None)
@@ -89,3 +125,36 @@ class InvertedIndex:
                 scores[doc] = scores.get(doc, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
                 matched.setdefault(doc, []).append(term)
         return scores, matched
+
+    def _posting_arrays(self, term: str) -> tuple[IntArray, FloatArray]:
+        cached = self._arrays.get(term)
+        if cached is None:
+            plist = self.postings[term]
+            cached = (
+                np.fromiter(plist.keys(), dtype=np.int64, count=len(plist)),
+                np.fromiter(plist.values(), dtype=np.float64, count=len(plist)),
+            )
+            self._arrays[term] = cached
+        return cached
+
+    def score_arrays(self, terms: list[str]) -> tuple[IntArray, FloatArray, FloatArray]:
+        """(docs, bm25, idf sum of matched terms) for every doc holding one of ``terms`` (known terms only)."""
+        known = [t for t in dict.fromkeys(terms) if t in self.postings]
+        if not known or not self.doc_terms:
+            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        avgdl = (self.total_len / len(self.doc_terms)) or 1.0
+        docs_parts: list[IntArray] = []
+        score_parts: list[FloatArray] = []
+        idf_parts: list[FloatArray] = []
+        for term in known:
+            docs, tf = self._posting_arrays(term)
+            idf = self.idf(term)
+            norm = K1 * (1 - B + B * self._dense_len[docs] / avgdl)
+            docs_parts.append(docs)
+            score_parts.append(idf * tf * (K1 + 1) / (tf + norm))
+            idf_parts.append(np.full(len(docs), idf))
+        all_docs = np.concatenate(docs_parts)
+        unique, inverse = np.unique(all_docs, return_inverse=True)
+        bm25 = np.bincount(inverse, weights=np.concatenate(score_parts), minlength=len(unique)).astype(np.float64)
+        idf_sum = np.bincount(inverse, weights=np.concatenate(idf_parts), minlength=len(unique)).astype(np.float64)
+        return unique, bm25, idf_sum

@@ -8,9 +8,12 @@ gate is idf-weighted coverage of the known query terms.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
-from services.memory.index import InvertedIndex
+import numpy as np
+
+from services.memory.index import FloatArray, InvertedIndex
 from services.memory.model import Note, RecallQuery
 from services.memory.scenes import fold_scene
 from services.memory.settings import MemorySettings
@@ -132,6 +135,36 @@ def rank_terms(
     return {d: 0.5 * lex[d] + 0.5 * sem[d] for d in lexical}
 
 
+def static_prior(note: Note) -> float:
+    """The importance and kind-weight part of the mixed score (no clock involved)."""
+    importance = min(max(note.importance, 0), 5) / 5.0
+    return W_IMPORTANCE * importance + W_KIND * KIND_WEIGHT.get(note.kind, 0.6)
+
+
+def _rank_arrays(
+    bm25: FloatArray, cosines: FloatArray | None, settings: MemorySettings
+) -> FloatArray:
+    """Vectorized :func:`rank_terms` over aligned candidate arrays."""
+    if cosines is None:
+        best = float(bm25.max()) if len(bm25) else 0.0
+        return bm25 / best if best > 0 else np.zeros(len(bm25))
+    if settings.recall_fusion == "rrf":
+        fused = np.zeros(len(bm25))
+        for values in (bm25, cosines):
+            order = np.lexsort((np.arange(len(values)), -values))
+            positions = np.empty(len(values))
+            positions[order] = np.arange(1, len(values) + 1)
+            fused += 1.0 / (settings.rrf_k + positions)
+        best = float(fused.max()) if len(fused) else 0.0
+        return fused / best if best > 0 else fused
+
+    def minmax(v: FloatArray) -> FloatArray:
+        low, high = float(v.min()), float(v.max())
+        return (v - low) / (high - low) if high > low else np.ones(len(v))
+
+    return 0.5 * minmax(bm25) + 0.5 * minmax(cosines)
+
+
 def rank(
     index: InvertedIndex,
     notes: dict[int, Note],
@@ -141,60 +174,57 @@ def rank(
     now: float,
     cosines: dict[int, float] | None = None,
 ) -> Ranking:
-    """Filter, score, gate and cut to k. ``cosines`` (doc -> cosine) is the optional semantic signal."""
+    """Filter, score, gate and cut to k. ``cosines`` (doc -> cosine, filtered notes) is the optional semantic signal.
+
+    Scores are computed as arrays over the candidates; Python objects are built
+    only for the hits and near misses.
+    """
     unique = list(dict.fromkeys(terms))
     known = [t for t in unique if index.df(t) > 0]
     unknown = [t for t in unique if index.df(t) == 0]
+    docs, bm25, idf_sum = index.score_arrays(known)
+    if any((query.kind, query.evidence, query.scope, query.scene, query.since_days > 0)) and len(docs):
+        keep = np.fromiter((failing_filter(notes[int(d)], query, now) == "" for d in docs), dtype=bool, count=len(docs))
+        docs, bm25, idf_sum = docs[keep], bm25[keep], idf_sum[keep]
+    cos: FloatArray | None = None
+    if cosines is not None:
+        extra = np.array(sorted(set(cosines) - set(docs.tolist())), dtype=np.int64)
+        docs = np.concatenate([docs, extra])
+        bm25 = np.concatenate([bm25, np.zeros(len(extra))])
+        idf_sum = np.concatenate([idf_sum, np.zeros(len(extra))])
+        cos = np.array([cosines.get(int(d), 0.0) for d in docs])
+    denominator = sum(index.idf(t) for t in known)
+    relevance = idf_sum / denominator if denominator > 0 else np.zeros(len(docs))
+    stamps = index.prior_stamp[docs]
+    recency_v = 0.5 ** (np.maximum(0.0, now - stamps) / SECONDS_PER_DAY / RECENCY_HALF_LIFE_DAYS)
+    score = W_RANK * _rank_arrays(bm25, cos, settings) + W_RECENCY * recency_v + index.prior_static[docs]
+    relevant = relevance >= settings.min_relevance
+    if cos is not None:
+        relevant |= cos >= settings.embeddings.min_cosine
+    top = float(score[relevant].max()) if relevant.any() else 0.0
+    in_band = relevant & (score >= settings.relative_band * top)
+    order = np.lexsort((docs, -score))
+    hit_idx = [int(i) for i in order if in_band[i]][: query.k]
+    miss_pool = np.flatnonzero(~in_band)
+    miss_order = miss_pool[np.lexsort((docs[miss_pool], -score[miss_pool], -relevance[miss_pool]))][:NEAR_MISS_LIMIT]
 
-    def keep(doc: int) -> bool:
-        return failing_filter(notes[doc], query, now) == ""
-
-    bm25, matched = index.score(unique, keep)
-    ranks = rank_terms(bm25, cosines, settings)
-    scored: list[Ranked] = []
-    for doc, rank_term in ranks.items():
-        note = notes[doc]
-        got = matched.get(doc, [])
-        scored.append(
-            Ranked(
-                doc=doc,
-                note=note,
-                bm25=bm25.get(doc, 0.0),
-                relevance=coverage(index, got, known),
-                score=mixed_score(rank_term, note, now),
-                matched=got,
-                cosine=None if cosines is None else cosines.get(doc, 0.0),
-            )
+    def build(i: int, why: str = "") -> Ranked:
+        doc = int(docs[i])
+        held: Counter[str] = index.doc_terms.get(doc, Counter())
+        return Ranked(
+            doc=doc, note=notes[doc], bm25=float(bm25[i]), relevance=float(relevance[i]), score=float(score[i]),
+            matched=[t for t in known if t in held], cosine=None if cos is None else float(cos[i]), why=why,
         )
-    scored.sort(key=lambda r: (-r.score, r.note.id))
-    min_cosine = settings.embeddings.min_cosine
 
-    def relevant(r: Ranked) -> bool:
-        if r.relevance >= settings.min_relevance:
-            return True
-        return r.cosine is not None and r.cosine >= min_cosine
-
-    passing = [r for r in scored if relevant(r)]
-    top = passing[0].score if passing else 0.0
-    hits: list[Ranked] = []
-    misses: list[Ranked] = []
-    for r in scored:
-        if not relevant(r):
-            r.why = "below_min_relevance"
-            misses.append(r)
-        elif r.score < settings.relative_band * top:
-            r.why = "below_relative_band"
-            misses.append(r)
-        elif len(hits) < query.k:
-            hits.append(r)
-    misses.sort(key=lambda r: (-r.relevance, -r.score, r.note.id))
     return Ranking(
-        hits=hits,
-        near_misses=misses[:NEAR_MISS_LIMIT],
+        hits=[build(i) for i in hit_idx],
+        near_misses=[
+            build(int(i), "below_min_relevance" if not relevant[i] else "below_relative_band") for i in miss_order
+        ],
         terms_known=known,
         terms_unknown=unknown,
-        candidates=len(scored),
-        passed_relevance=len(passing),
+        candidates=len(docs),
+        passed_relevance=int(relevant.sum()),
     )
 
 

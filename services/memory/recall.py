@@ -8,30 +8,31 @@ store is said to be empty instead of suggesting a rephrase.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from services.memory.model import Hit, Note
 from services.memory.ranking import Ranked, Ranking
-from services.memory.scenes import top_scenes
 
 PREVIEW_NOTES = 3
 PREVIEW_CHARS = 60
+TOP_SCENES = 5
 
 
-def index_summary(notes: list[Note]) -> dict[str, Any]:
-    """Counts by kind, three previews, and scene maps when any note has a scene."""
-    by_kind = Counter(n.kind for n in notes)
-    recent = sorted(notes, key=lambda n: (-n.updated, n.id))[:PREVIEW_NOTES]
+def index_summary(
+    count: int, kinds: Mapping[str, int], scenes: Mapping[str, int], heat: Mapping[str, int], newest: list[Note]
+) -> dict[str, Any]:
+    """Counts by kind, three previews, and scene maps when any note has a scene (bounded; no scan)."""
     summary: dict[str, Any] = {
-        "count": len(notes),
-        "by_kind": dict(sorted(by_kind.items())),
-        "preview": [{"id": n.id, "kind": n.kind, "text": n.text[:PREVIEW_CHARS]} for n in recent],
+        "count": count,
+        "by_kind": {k: v for k, v in sorted(kinds.items()) if v > 0},
+        "preview": [{"id": n.id, "kind": n.kind, "text": n.text[:PREVIEW_CHARS]} for n in newest[:PREVIEW_NOTES]],
     }
-    scenes = Counter(n.scene for n in notes if n.scene)
-    if scenes:
-        summary["by_scene"] = dict(sorted(scenes.items()))
-        summary["top_scenes"] = [list(t) for t in top_scenes((n.scene, n.hits) for n in notes)]
+    live = {s: c for s, c in scenes.items() if c > 0}
+    if live:
+        summary["by_scene"] = dict(sorted(live.items()))
+        ranked = sorted(live, key=lambda s: (-heat.get(s, 0), -live[s], s))[:TOP_SCENES]
+        summary["top_scenes"] = [[s, live[s], heat.get(s, 0)] for s in ranked]
     return summary
 
 

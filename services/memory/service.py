@@ -149,7 +149,9 @@ class MemoryEngine:
                 filtered = ranking.filtered_out(store.index, store.notes, terms, q, self.settings, stamp)
             elapsed = time.monotonic() - started
             if not ranked.hits:
-                summary = index_summary(list(store.notes.values()))
+                summary = index_summary(
+                    len(store.notes), store.kind_counts, store.scene_counts, store.scene_heat, store.newest(3)
+                )
         timed_out = budget > 0 and elapsed > budget
         hits = [Hit(r.note, round(r.score, 6), round(r.relevance, 6), r.matched) for r in ranked.hits]
         if hits and not timed_out:

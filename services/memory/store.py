@@ -11,11 +11,13 @@ always sees every committed note.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -26,6 +28,7 @@ from services.memory.errors import StoreUnavailable
 from services.memory.index import InvertedIndex
 from services.memory.migrations import migrate
 from services.memory.model import ArchivedMessage, Note
+from services.memory.ranking import static_prior
 from services.memory.scenes import fold_scene
 from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
@@ -114,6 +117,9 @@ class MemoryStore:
         self.notes: dict[int, Note] = {}
         self._doc_of: dict[str, int] = {}
         self._doc_of_key: dict[str, int] = {}
+        self.kind_counts: Counter[str] = Counter()
+        self.scene_counts: Counter[str] = Counter()
+        self.scene_heat: Counter[str] = Counter()
         self._rev = 0
         self._data_version = -1
         with self._lock:
@@ -155,6 +161,9 @@ class MemoryStore:
             self.index.add(doc, tokenize(note.text))
         if old is not None:
             self._doc_of_key.pop(dedupe_key(old.text), None)
+            self._count(old, -1)
+        self._count(note, +1)
+        self.index.set_prior(doc, max(note.created, note.updated, note.last_used), static_prior(note))
         self.notes[doc] = note
         self._doc_of[note.id] = doc
         self._doc_of_key[dedupe_key(note.text)] = doc
@@ -164,9 +173,20 @@ class MemoryStore:
         if note is None:
             return
         self.index.remove(doc)
+        self._count(note, -1)
         self._doc_of.pop(note.id, None)
         if self._doc_of_key.get(dedupe_key(note.text)) == doc:
             del self._doc_of_key[dedupe_key(note.text)]
+
+    def _count(self, note: Note, sign: int) -> None:
+        self.kind_counts[note.kind] += sign
+        if note.scene:
+            self.scene_counts[note.scene] += sign
+            self.scene_heat[note.scene] += sign * note.hits
+
+    def newest(self, n: int) -> list[Note]:
+        """The ``n`` most recently inserted notes, newest first (no scan)."""
+        return list(itertools.islice((self.notes[d] for d in reversed(self.notes)), n))
 
     def refresh(self) -> None:
         """Catch up with writes other connections committed (cheap when there are none)."""
