@@ -36,6 +36,8 @@ LOGIN_WAIT_S = 600.0
 
 _PAGE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
          b"ai-coding: signed in. You can close this tab.\n")
+_REFUSED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+            b"ai-coding: the sign-in was refused. Run `ai-coding mcp login` to try again.\n")
 _NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n"
 
 
@@ -113,9 +115,10 @@ class LoginFlow:
                 return
             if query.get("error"):
                 self.code.set_exception(NeedsAuth(f"the authorization server refused: {query['error']}"))
-            else:
-                self.code.set_result(AuthorizationCodeResult(code=query["code"], state=query.get("state"),
-                                                             iss=query.get("iss")))
+                writer.write(_REFUSED)
+                return
+            self.code.set_result(AuthorizationCodeResult(code=query["code"], state=query.get("state"),
+                                                         iss=query.get("iss")))
             writer.write(_PAGE)
         except (TimeoutError, OSError, UnicodeError):
             return
