@@ -75,7 +75,7 @@ def make_queries(notes: list[Note], count: int, rng: random.Random) -> list[str]
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))]
 
 
 def bench_size(n: int, query_count: int) -> dict[str, float]:
