@@ -37,7 +37,8 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
         text, shown = self._gateway.catalog()
         sups = self._gateway.supervisors
         entries = [convert.entry_to_proto(e, sups[e.server].settings if e.server in sups else None) for e in shown]
-        return mcp_gateway_pb2.GetCatalogResponse(text=text, entries=entries)
+        servers = [convert.status_to_proto(v) for v in self._gateway.servers()]
+        return mcp_gateway_pb2.GetCatalogResponse(text=text, entries=entries, servers=servers)
 
     async def CallTool(self, request: mcp_gateway_pb2.McpCallToolRequest,
                        context: grpc.aio.ServicerContext) -> AsyncIterator[mcp_gateway_pb2.McpCallToolResponse]:

@@ -194,18 +194,27 @@ class GetCatalogResponse(_message.Message):
 
     TEXT_FIELD_NUMBER: _builtins.int
     ENTRIES_FIELD_NUMBER: _builtins.int
+    SERVERS_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     @_builtins.property
     def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___CatalogEntry]: ...
+    @_builtins.property
+    def servers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServerStatus]:
+        """Every server's state, so the loop that fetches the catalog each step can
+        emit one Degraded event per server (see ServerStatus.degraded) without a
+        second call.
+        """
+
     def __init__(
         self,
         *,
         text: _builtins.str = ...,
         entries: _abc.Iterable[Global___CatalogEntry] | None = ...,
+        servers: _abc.Iterable[Global___ServerStatus] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "servers", b"servers", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -125,6 +125,9 @@ def test_a_command_that_does_not_exist_is_degraded_and_the_others_work(gateway: 
             assert "command not found" in ghost.reason and "no-such-mcp-server-xyz" in ghost.reason
             assert ghost.degraded and ghost.next_retry_in_s > 0
             await gw.wait_state("demo", CONNECTED)
+            catalog = await gw.stub.GetCatalog(pb.GetCatalogRequest(), timeout=10)
+            assert {s.name: s.degraded for s in catalog.servers} == {"ghost": True, "demo": False}
+            assert all(e.server == "demo" for e in catalog.entries)
             _, result = await gw.call("ghost", "anything")
             assert not result.ok and result.error.code == "mcp_server_unavailable"
             _, ok = await gw.call("demo", "add", '{"a": 1234, "b": 5678}')
