@@ -79,14 +79,17 @@ def servers() -> Iterator[dict[str, str]]:
         s.server_close()
 
 
-def run(settings: MemorySettings) -> tuple[list[tuple[object, ...]], list[str], list[str]]:
+Hits = tuple[tuple[str, float, float, tuple[str, ...]], ...]
+
+
+def run(settings: MemorySettings) -> tuple[list[Hits], list[str], list[str]]:
     """All queries on a fresh workspace with fixed notes; (hits, rendered texts, semantic statuses)."""
     with tempfile.TemporaryDirectory() as ws:
         engine = MemoryEngine(settings)
         engine.store(ws).insert_many(
             Note(id=i, text=t, kind=k, created=NOW - 86_400, updated=NOW - 86_400) for i, t, k in NOTES
         )
-        hits: list[tuple[object, ...]] = []
+        hits: list[Hits] = []
         rendered, statuses = [], []
         for q in QUERIES:
             r = engine.recall(ws, RecallQuery(query=q), now=NOW)
