@@ -18,9 +18,11 @@ only.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +41,19 @@ from services.loop.model.settings import ModelSettings
 from services.loop.model.stream import SseDecoder, StreamAssembler, completion_as_chunk
 from services.loop.model.usage import normalize_usage, prefix_ratio, step_cost
 from services.loop.ports import Message, ModelError, StepResult
+
+MAX_REMEMBERED_CONVERSATIONS = 32
+
+
+def conversation_key(messages: list[Message]) -> str:
+    """A stable key for one conversation: a digest of its first message and its first user message.
+
+    Both stay the same as the conversation grows (the system prompt alone is
+    shared by every session, so the first user message tells them apart).
+    """
+    first_user = next((m for m in messages if m.get("role") == "user"), None)
+    head = json.dumps([messages[:1], first_user], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(head.encode(), digest_size=12).hexdigest()
 
 
 class _AttemptFailed(Exception):
@@ -91,8 +106,10 @@ class OpenAIModelClient:
             max_retries=0,
             timeout=settings.step_timeout_seconds,
         )
-        self._last_request: bytes | None = None
-        self.attempts = 0  # attempts of the last step (observability)
+        # One client serves every session using this model, so the previous
+        # request is remembered per conversation (keyed by its opening messages).
+        self._previous: OrderedDict[str, bytes] = OrderedDict()
+        self.attempts = 0  # attempts of the most recently finished step (observability)
 
     async def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -211,8 +228,11 @@ class OpenAIModelClient:
             # The fallback measure, paid only when the endpoint reports no cache figure.
             # Tools first: endpoints render the tool schemas ahead of the history.
             body = json.dumps([request.get("tools"), request["messages"]], ensure_ascii=False).encode()
-            usage.prefix_ratio = prefix_ratio(self._last_request, body)
-            self._last_request = body
+            key = conversation_key(request["messages"])
+            usage.prefix_ratio = prefix_ratio(self._previous.pop(key, None), body)
+            self._previous[key] = body
+            while len(self._previous) > MAX_REMEMBERED_CONVERSATIONS:
+                self._previous.popitem(last=False)
         return StepResult(
             text=asm.text,
             reasoning=asm.reasoning,
@@ -239,26 +259,28 @@ class OpenAIModelClient:
         deadline = started + limit
         request = self._request(messages, tools)
         waited = 0.0
-        self.attempts = 0
+        attempts = 0
         try:
             async with asyncio.timeout_at(asyncio.get_running_loop().time() + limit):
                 while True:
                     asm = StreamAssembler()
-                    self.attempts += 1
+                    attempts += 1
                     try:
                         await self._attempt(request, asm, on_text, on_reasoning, max(deadline - time.monotonic(), 0.1))
+                        self.attempts = attempts
                         return self._result(asm, request, started)
                     except _AttemptFailed as failed:
                         wait = next_wait(
                             failed.failure,
-                            self.attempts - 1,
+                            attempts - 1,
                             max_retries=s.max_retries,
                             waited=waited,
                             budget=s.retry_budget_seconds,
                             time_left=deadline - time.monotonic(),
                         )
                         if wait is None or (asm.streamed_anything and on_reset is None):
-                            raise self._error(failed.failure, failed.detail, self.attempts) from None
+                            self.attempts = attempts
+                            raise self._error(failed.failure, failed.detail, attempts) from None
                         if asm.streamed_anything and on_reset is not None:
                             on_reset()
                         waited += wait

@@ -245,3 +245,24 @@ def test_a_keyless_local_endpoint_never_receives_the_openai_key_from_the_environ
     sent = {k.lower(): v for k, v in request.headers.items()}
     assert "sk-openai-must-not-leak" not in str(sent)
     assert sent["authorization"] == "Bearer not-needed"
+
+
+def test_interleaved_conversations_on_one_client_each_compare_with_their_own_previous_request(
+    fake: FakeModelServer,
+) -> None:
+    fake.load_script([{"text": "x", "usage_shape": "bare", "repeat": "forever"}])
+    client = OpenAIModelClient(settings(fake.url))
+    a1 = [{"role": "user", "content": "conversation A " * 20}]
+    b1 = [{"role": "user", "content": "conversation B is different " * 20}]
+    a2 = [*a1, {"role": "assistant", "content": "x"}, {"role": "user", "content": "next"}]
+
+    async def go() -> list[StepResult]:
+        def noop(_: str) -> None:
+            return None
+        out = [await client.step(m, [], on_text=noop, on_reasoning=noop, timeout_seconds=30) for m in (a1, b1, a2)]
+        await client.close()
+        return out
+
+    _, b_first, a_second = asyncio.run(go())
+    assert b_first.usage.prefix_ratio is None, "B's first request has no previous request of its own"
+    assert a_second.usage.prefix_ratio is not None and a_second.usage.prefix_ratio > 0.8
