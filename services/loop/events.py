@@ -84,14 +84,22 @@ class EventLog:
     async def follow(self, after_seq: int, done: Callable[[], bool]) -> AsyncIterator[Event]:
         """Every event after ``after_seq``, then live ones, until ``done()`` holds
         with nothing left to deliver."""
+        async for batch in self.follow_batches(after_seq, done, max_batch=1):
+            for event in batch:
+                yield event
+
+    async def follow_batches(self, after_seq: int, done: Callable[[], bool], max_batch: int = 512
+                             ) -> AsyncIterator[list[Event]]:
+        """Like :meth:`follow`, but yields every ready event at once (at most ``max_batch``)."""
         cursor = after_seq
         while True:
             changed = self._changed
-            batch = self.since(cursor)
-            for event in batch:
-                cursor = event.seq
-                yield event
-            if batch:
+            ready = self.since(cursor)
+            for start in range(0, len(ready), max_batch):
+                batch = ready[start : start + max_batch]
+                cursor = batch[-1].seq
+                yield batch
+            if ready:
                 continue
             if done():
                 return

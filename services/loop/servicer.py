@@ -14,6 +14,7 @@ from services.kernel.errors import AiCodingError, abort
 from services.loop import convert, inbound
 from services.loop.commands import run_command
 from services.loop.errors import BadRequest, SessionNotFound
+from services.loop.events import Event
 from services.loop.runtime import LoopRuntime, SessionOptions, SessionRuntime
 
 log = logging.getLogger("ai_coding.loop")
@@ -96,6 +97,19 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
 
     async def Converse(self, request_iterator: AsyncIterator[loop_pb2.ClientMessage],
                        context: grpc.aio.ServicerContext) -> AsyncIterator[loop_pb2.TurnEvent]:
+        async for batch in self._stream(request_iterator, context, max_batch=1):
+            yield convert.event_to_proto(batch[0])
+
+    async def ConverseBatched(self, request_iterator: AsyncIterator[loop_pb2.ClientMessage],
+                              context: grpc.aio.ServicerContext) -> AsyncIterator[loop_pb2.TurnEventBatch]:
+        async for batch in self._stream(request_iterator, context, max_batch=512):
+            yield loop_pb2.TurnEventBatch(events=[convert.event_to_proto(e) for e in batch])
+
+    async def _stream(self, request_iterator: AsyncIterator[loop_pb2.ClientMessage],
+                      context: grpc.aio.ServicerContext, max_batch: int) -> AsyncIterator[list[Event]]:
+        """Start or attach, then follow the session's events until it is idle and all were sent;
+        client messages arriving meanwhile are handled by a reader task. Disconnecting ends only
+        this stream, never the turn."""
         messages = request_iterator.__aiter__()
         try:
             first = convert.inbound_from_proto(await messages.__anext__())
@@ -107,8 +121,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             return
         reader = asyncio.create_task(self._read(messages, rt))
         try:
-            async for event in rt.events.follow(after, lambda: rt.idle):
-                yield convert.event_to_proto(event)
+            async for batch in rt.events.follow_batches(after, lambda: rt.idle, max_batch):
+                yield batch
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

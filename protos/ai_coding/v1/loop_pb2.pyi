@@ -1221,3 +1221,25 @@ class TurnEvent(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___TurnEvent: _TypeAlias = TurnEvent  # noqa: Y015
+
+@_typing.final
+class TurnEventBatch(_message.Message):
+    """Events of one session in seq order (ConverseBatched)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___TurnEvent]: ...
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___TurnEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnEventBatch: _TypeAlias = TurnEventBatch  # noqa: Y015

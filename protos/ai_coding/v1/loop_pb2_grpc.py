@@ -54,6 +54,11 @@ class AgentLoopStub:
                 request_serializer=ai__coding_dot_v1_dot_loop__pb2.ClientMessage.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_loop__pb2.TurnEvent.FromString,
                 _registered_method=True)
+        self.ConverseBatched = channel.stream_stream(
+                '/ai_coding.v1.AgentLoop/ConverseBatched',
+                request_serializer=ai__coding_dot_v1_dot_loop__pb2.ClientMessage.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_loop__pb2.TurnEventBatch.FromString,
+                _registered_method=True)
         self.RunCommand = channel.unary_unary(
                 '/ai_coding.v1.AgentLoop/RunCommand',
                 request_serializer=ai__coding_dot_v1_dot_loop__pb2.RunCommandRequest.SerializeToString,
@@ -92,6 +97,16 @@ class AgentLoopServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConverseBatched(self, request_iterator, context):
+        """The same turn stream, but each response carries every event that is ready
+        at that moment (in order, still numbered one by one): one message per
+        batch instead of per event, for clients that must keep up with fast
+        streams (gRPC costs ~0.1-0.3 ms per message in Python).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RunCommand(self, request, context):
         """A slash command handled by the loop (/config, /trace, /budget, /status,
         /model, /todo, /compact, /permissions ...); returns text to print.
@@ -122,6 +137,11 @@ def add_AgentLoopServicer_to_server(servicer, server):
                     servicer.Converse,
                     request_deserializer=ai__coding_dot_v1_dot_loop__pb2.ClientMessage.FromString,
                     response_serializer=ai__coding_dot_v1_dot_loop__pb2.TurnEvent.SerializeToString,
+            ),
+            'ConverseBatched': grpc.stream_stream_rpc_method_handler(
+                    servicer.ConverseBatched,
+                    request_deserializer=ai__coding_dot_v1_dot_loop__pb2.ClientMessage.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_loop__pb2.TurnEventBatch.SerializeToString,
             ),
             'RunCommand': grpc.unary_unary_rpc_method_handler(
                     servicer.RunCommand,
@@ -237,6 +257,33 @@ class AgentLoop:
             '/ai_coding.v1.AgentLoop/Converse',
             ai__coding_dot_v1_dot_loop__pb2.ClientMessage.SerializeToString,
             ai__coding_dot_v1_dot_loop__pb2.TurnEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConverseBatched(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/ai_coding.v1.AgentLoop/ConverseBatched',
+            ai__coding_dot_v1_dot_loop__pb2.ClientMessage.SerializeToString,
+            ai__coding_dot_v1_dot_loop__pb2.TurnEventBatch.FromString,
             options,
             channel_credentials,
             insecure,
