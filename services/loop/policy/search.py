@@ -77,7 +77,7 @@ def evidence_keys(
     """(keys, empty) for one successful search result; None when the tool's output is neutral."""
     if tool in NEUTRAL_EVIDENCE or tool not in SEARCH_TOOLS:
         return None
-    target = str(arguments.get("path") or arguments.get("url") or arguments.get("id") or ".")
+    target = str(arguments.get("path") or arguments.get("url") or arguments.get("job_id") or arguments.get("id") or ".")
     if tool == "grep":
         hits = sorted({f"{m.group(1)}:{m.group(2)}" for m in _GREP_HIT.finditer(output)})
         if not hits:

@@ -163,3 +163,8 @@ def test_l2_message_carries_the_static_check_output_or_the_command_to_run() -> N
     assert "E501 line too long" in search_gate_message(signal, static_check="x.py:1: E501 line too long")
     assert "ruff check ." in search_gate_message(signal, commands=("ruff check .",))
     assert search_gate_message(signal).startswith("[search-gate]")
+
+
+def test_empty_job_output_is_keyed_by_its_job() -> None:
+    assert evidence_keys("job_output", {"job_id": "j7"}, "") == (["job_output:empty@j7"], True)
+    assert evidence_keys("webfetch", {"url": "https://x"}, " ") == (["webfetch:empty@https://x"], True)
