@@ -147,14 +147,18 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
 
 
 def secret_env_names(config: Config) -> list[str]:
-    """Every environment variable name the models section consumes (sorted).
+    """Every environment variable name holding a secret the configuration consumes (sorted).
 
     The tool sandbox unsets these so a command the model runs cannot read a key.
     Computed from the unexpanded config so ``${VAR}`` names are still known;
-    every provider's conventional variable is included whether used or not.
+    every provider's conventional variable is included whether used or not, plus
+    the deployment token and the embeddings key variable.
     """
-    names = {"AI_CODING_API_KEY"} | {p.key_env for p in PROVIDERS.values() if p.key_env}
+    names = {"AI_CODING_API_KEY", "AI_CODING_TOKEN"} | {p.key_env for p in PROVIDERS.values() if p.key_env}
     for entry in _models_section(config).values():
         if isinstance(entry, Mapping):
             names |= referenced_vars(dict(entry))
+    embed_var = config.get("memory.embeddings.api_key_env")
+    if isinstance(embed_var, str) and embed_var:
+        names.add(embed_var)
     return sorted(names)

@@ -96,3 +96,8 @@ def test_secret_env_names_lists_references_and_conventional_variables(tmp_path: 
     names = secret_env_names(c)
     assert {"TEAM_KEY", "GATEWAY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "DASHSCOPE_API_KEY", "AI_CODING_API_KEY"} <= set(names)
     assert names == sorted(names)
+
+
+def test_secret_env_names_include_the_deployment_token_and_the_embeddings_key(tmp_path: Path) -> None:
+    c = cfg(tmp_path, "memory:\n  embeddings:\n    api_key_env: EMBED_KEY\n")
+    assert {"AI_CODING_TOKEN", "EMBED_KEY"} <= set(secret_env_names(c))
