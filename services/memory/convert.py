@@ -82,7 +82,7 @@ def recall_query(msg: pb.RecallRequest) -> RecallQuery:
     return RecallQuery(
         query=msg.query, k=msg.k, kind=msg.kind, evidence=msg.evidence, scope=msg.scope, scene=msg.scene,
         since_days=msg.since_days, include_near_misses=msg.include_near_misses,
-        timeout_seconds=msg.timeout_seconds,
+        timeout_seconds=msg.timeout_seconds, skip_hit_count=msg.skip_hit_count,
     )
 
 

@@ -76,6 +76,7 @@ class RecallQuery:
     since_days: float = 0.0
     include_near_misses: bool = False
     timeout_seconds: float = 0.0
+    skip_hit_count: bool = False
 
 
 @dataclass

@@ -154,7 +154,7 @@ class MemoryEngine:
                 )
         timed_out = budget > 0 and elapsed > budget
         hits = [Hit(r.note, round(r.score, 6), round(r.relevance, 6), r.matched) for r in ranked.hits]
-        if hits and not timed_out:
+        if hits and not timed_out and not q.skip_hit_count:
             store.touch([h.note.id for h in hits], stamp)
         status = self._semantic.status if self.settings.embeddings.enabled else "off"
         diag = diagnostics(

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61i_coding/v1/memory.proto\x12\x0c\x61i_coding.v1\"\xe1\x01\n\x04Note\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x12\n\nimportance\x18\x04 \x01(\x05\x12\x0e\n\x06pinned\x18\x05 \x01(\x08\x12\r\n\x05scene\x18\x06 \x01(\t\x12\x10\n\x08\x65vidence\x18\x07 \x01(\t\x12\r\n\x05scope\x18\x08 \x01(\t\x12\x1a\n\x12source_message_ids\x18\t \x03(\t\x12\x0c\n\x04hits\x18\n \x01(\x05\x12\x11\n\tlast_used\x18\x0b \x01(\x01\x12\x0f\n\x07\x63reated\x18\x0c \x01(\x01\x12\x0f\n\x07updated\x18\r \x01(\x01\"\xdd\x01\n\rNoteCandidate\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x12\n\nimportance\x18\x03 \x01(\x05\x12-\n\x06\x61\x63tion\x18\x04 \x01(\x0e\x32\x1d.ai_coding.v1.ReconcileAction\x12\x11\n\ttarget_id\x18\x05 \x01(\t\x12\r\n\x05scene\x18\x06 \x01(\t\x12\x10\n\x08\x65vidence\x18\x07 \x01(\t\x12\x1a\n\x12source_message_ids\x18\x08 \x03(\t\x12\x0e\n\x06pinned\x18\t \x01(\x08\x12\r\n\x05scope\x18\n \x01(\t\"c\n\x10WriteNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12)\n\x04note\x18\x02 \x01(\x0b\x32\x1b.ai_coding.v1.NoteCandidate\x12\x11\n\textractor\x18\x03 \x01(\t\"}\n\x11WriteNoteResponse\x12-\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1d.ai_coding.v1.ReconcileAction\x12 \n\x04note\x18\x02 \x01(\x0b\x32\x12.ai_coding.v1.Note\x12\x17\n\x0frejected_reason\x18\x03 \x01(\t\"i\n\x10ReconcileRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.ai_coding.v1.NoteCandidate\x12\x11\n\textractor\x18\x03 \x01(\t\"k\n\x10ReconcileOutcome\x12-\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1d.ai_coding.v1.ReconcileAction\x12\x0f\n\x07note_id\x18\x02 \x01(\t\x12\x17\n\x0frejected_reason\x18\x03 \x01(\t\"E\n\x11ReconcileResponse\x12\x30\n\x08outcomes\x18\x01 \x03(\x0b\x32\x1e.ai_coding.v1.ReconcileOutcome\"\xc4\x01\n\rRecallRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x10\n\x08\x65vidence\x18\x05 \x01(\t\x12\r\n\x05scope\x18\x06 \x01(\t\x12\r\n\x05scene\x18\x07 \x01(\t\x12\x12\n\nsince_days\x18\x08 \x01(\x01\x12\x1b\n\x13include_near_misses\x18\t \x01(\x08\x12\x17\n\x0ftimeout_seconds\x18\n \x01(\x01\"f\n\tRecallHit\x12 \n\x04note\x18\x01 \x01(\x0b\x32\x12.ai_coding.v1.Note\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x11\n\trelevance\x18\x03 \x01(\x01\x12\x15\n\rmatched_terms\x18\x04 \x03(\t\"c\n\x0eRecallResponse\x12%\n\x04hits\x18\x01 \x03(\x0b\x32\x17.ai_coding.v1.RecallHit\x12\x18\n\x10\x64iagnostics_json\x18\x02 \x01(\t\x12\x10\n\x08rendered\x18\x03 \x01(\t\"=\n\x15GetConstraintsRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x11\n\tmax_chars\x18\x02 \x01(\x05\"\'\n\x16GetConstraintsResponse\x12\r\n\x05\x62lock\x18\x01 \x01(\t\"B\n\x10ListNotesRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"6\n\x11ListNotesResponse\x12!\n\x05notes\x18\x01 \x03(\x0b\x32\x12.ai_coding.v1.Note\"/\n\x0eGetNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"3\n\x0fGetNoteResponse\x12 \n\x04note\x18\x01 \x01(\x0b\x32\x12.ai_coding.v1.Note\"?\n\x0ePinNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0e\n\x06pinned\x18\x03 \x01(\x08\"3\n\x0fPinNoteResponse\x12 \n\x04note\x18\x01 \x01(\x0b\x32\x12.ai_coding.v1.Note\"2\n\x11\x46orgetNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"%\n\x12\x46orgetNoteResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"\'\n\x12\x43onsolidateRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\"Y\n\x13\x43onsolidateResponse\x12\x0e\n\x06merged\x18\x01 \x01(\x05\x12\x10\n\x08promoted\x18\x02 \x01(\x05\x12\x0f\n\x07\x65xpired\x18\x03 \x01(\x05\x12\x0f\n\x07\x65victed\x18\x04 \x01(\x05\"P\n\x0f\x41rchivedMessage\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x05\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\"\\\n\x16\x41rchiveMessagesRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12/\n\x08messages\x18\x02 \x03(\x0b\x32\x1d.ai_coding.v1.ArchivedMessage\"+\n\x17\x41rchiveMessagesResponse\x12\x10\n\x08\x61rchived\x18\x01 \x01(\x05\"W\n\x14SearchHistoryRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\t\n\x01k\x18\x04 \x01(\x05\"H\n\x15SearchHistoryResponse\x12/\n\x08messages\x18\x01 \x03(\x0b\x32\x1d.ai_coding.v1.ArchivedMessage*\xa5\x01\n\x0fReconcileAction\x12 \n\x1cRECONCILE_ACTION_UNSPECIFIED\x10\x00\x12\x18\n\x14RECONCILE_ACTION_ADD\x10\x01\x12\x1b\n\x17RECONCILE_ACTION_UPDATE\x10\x02\x12\x1e\n\x1aRECONCILE_ACTION_SUPERSEDE\x10\x03\x12\x19\n\x15RECONCILE_ACTION_NOOP\x10\x04\x32\x83\x07\n\x06Memory\x12L\n\tWriteNote\x12\x1e.ai_coding.v1.WriteNoteRequest\x1a\x1f.ai_coding.v1.WriteNoteResponse\x12L\n\tReconcile\x12\x1e.ai_coding.v1.ReconcileRequest\x1a\x1f.ai_coding.v1.ReconcileResponse\x12\x43\n\x06Recall\x12\x1b.ai_coding.v1.RecallRequest\x1a\x1c.ai_coding.v1.RecallResponse\x12[\n\x0eGetConstraints\x12#.ai_coding.v1.GetConstraintsRequest\x1a$.ai_coding.v1.GetConstraintsResponse\x12L\n\tListNotes\x12\x1e.ai_coding.v1.ListNotesRequest\x1a\x1f.ai_coding.v1.ListNotesResponse\x12\x46\n\x07GetNote\x12\x1c.ai_coding.v1.GetNoteRequest\x1a\x1d.ai_coding.v1.GetNoteResponse\x12\x46\n\x07PinNote\x12\x1c.ai_coding.v1.PinNoteRequest\x1a\x1d.ai_coding.v1.PinNoteResponse\x12O\n\nForgetNote\x12\x1f.ai_coding.v1.ForgetNoteRequest\x1a .ai_coding.v1.ForgetNoteResponse\x12R\n\x0b\x43onsolidate\x12 .ai_coding.v1.ConsolidateRequest\x1a!.ai_coding.v1.ConsolidateResponse\x12^\n\x0f\x41rchiveMessages\x12$.ai_coding.v1.ArchiveMessagesRequest\x1a%.ai_coding.v1.ArchiveMessagesResponse\x12X\n\rSearchHistory\x12\".ai_coding.v1.SearchHistoryRequest\x1a#.ai_coding.v1.SearchHistoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61i_coding/v1/memory.proto\x12\x0c\x61i_coding.v1\"\xe1\x01\n\x04Note\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x12\n\nimportance\x18\x04 \x01(\x05\x12\x0e\n\x06pinned\x18\x05 \x01(\x08\x12\r\n\x05scene\x18\x06 \x01(\t\x12\x10\n\x08\x65vidence\x18\x07 \x01(\t\x12\r\n\x05scope\x18\x08 \x01(\t\x12\x1a\n\x12source_message_ids\x18\t \x03(\t\x12\x0c\n\x04hits\x18\n \x01(\x05\x12\x11\n\tlast_used\x18\x0b \x01(\x01\x12\x0f\n\x07\x63reated\x18\x0c \x01(\x01\x12\x0f\n\x07updated\x18\r \x01(\x01\"\xdd\x01\n\rNoteCandidate\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x12\n\nimportance\x18\x03 \x01(\x05\x12-\n\x06\x61\x63tion\x18\x04 \x01(\x0e\x32\x1d.ai_coding.v1.ReconcileAction\x12\x11\n\ttarget_id\x18\x05 \x01(\t\x12\r\n\x05scene\x18\x06 \x01(\t\x12\x10\n\x08\x65vidence\x18\x07 \x01(\t\x12\x1a\n\x12source_message_ids\x18\x08 \x03(\t\x12\x0e\n\x06pinned\x18\t \x01(\x08\x12\r\n\x05scope\x18\n \x01(\t\"c\n\x10WriteNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12)\n\x04note\x18\x02 \x01(\x0b\x32\x1b.ai_coding.v1.NoteCandidate\x12\x11\n\textractor\x18\x03 \x01(\t\"}\n\x11WriteNoteResponse\x12-\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1d.ai_coding.v1.ReconcileAction\x12 \n\x04note\x18\x02 \x01(\x0b\x32\x12.ai_coding.v1.Note\x12\x17\n\x0frejected_reason\x18\x03 \x01(\t\"i\n\x10ReconcileRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.ai_coding.v1.NoteCandidate\x12\x11\n\textractor\x18\x03 \x01(\t\"k\n\x10ReconcileOutcome\x12-\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1d.ai_coding.v1.ReconcileAction\x12\x0f\n\x07note_id\x18\x02 \x01(\t\x12\x17\n\x0frejected_reason\x18\x03 \x01(\t\"E\n\x11ReconcileResponse\x12\x30\n\x08outcomes\x18\x01 \x03(\x0b\x32\x1e.ai_coding.v1.ReconcileOutcome\"\xdc\x01\n\rRecallRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x10\n\x08\x65vidence\x18\x05 \x01(\t\x12\r\n\x05scope\x18\x06 \x01(\t\x12\r\n\x05scene\x18\x07 \x01(\t\x12\x12\n\nsince_days\x18\x08 \x01(\x01\x12\x1b\n\x13include_near_misses\x18\t \x01(\x08\x12\x17\n\x0ftimeout_seconds\x18\n \x01(\x01\x12\x16\n\x0eskip_hit_count\x18\x0b \x01(\x08\"f\n\tRecallHit\x12 \n\x04note\x18\x01 \x01(\x0b\x32\x12.ai_coding.v1.Note\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x11\n\trelevance\x18\x03 \x01(\x01\x12\x15\n\rmatched_terms\x18\x04 \x03(\t\"c\n\x0eRecallResponse\x12%\n\x04hits\x18\x01 \x03(\x0b\x32\x17.ai_coding.v1.RecallHit\x12\x18\n\x10\x64iagnostics_json\x18\x02 \x01(\t\x12\x10\n\x08rendered\x18\x03 \x01(\t\"=\n\x15GetConstraintsRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x11\n\tmax_chars\x18\x02 \x01(\x05\"\'\n\x16GetConstraintsResponse\x12\r\n\x05\x62lock\x18\x01 \x01(\t\"B\n\x10ListNotesRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"6\n\x11ListNotesResponse\x12!\n\x05notes\x18\x01 \x03(\x0b\x32\x12.ai_coding.v1.Note\"/\n\x0eGetNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"3\n\x0fGetNoteResponse\x12 \n\x04note\x18\x01 \x01(\x0b\x32\x12.ai_coding.v1.Note\"?\n\x0ePinNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0e\n\x06pinned\x18\x03 \x01(\x08\"3\n\x0fPinNoteResponse\x12 \n\x04note\x18\x01 \x01(\x0b\x32\x12.ai_coding.v1.Note\"2\n\x11\x46orgetNoteRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"%\n\x12\x46orgetNoteResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"\'\n\x12\x43onsolidateRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\"Y\n\x13\x43onsolidateResponse\x12\x0e\n\x06merged\x18\x01 \x01(\x05\x12\x10\n\x08promoted\x18\x02 \x01(\x05\x12\x0f\n\x07\x65xpired\x18\x03 \x01(\x05\x12\x0f\n\x07\x65victed\x18\x04 \x01(\x05\"P\n\x0f\x41rchivedMessage\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x05\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\"\\\n\x16\x41rchiveMessagesRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12/\n\x08messages\x18\x02 \x03(\x0b\x32\x1d.ai_coding.v1.ArchivedMessage\"+\n\x17\x41rchiveMessagesResponse\x12\x10\n\x08\x61rchived\x18\x01 \x01(\x05\"W\n\x14SearchHistoryRequest\x12\x11\n\tworkspace\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\t\n\x01k\x18\x04 \x01(\x05\"H\n\x15SearchHistoryResponse\x12/\n\x08messages\x18\x01 \x03(\x0b\x32\x1d.ai_coding.v1.ArchivedMessage*\xa5\x01\n\x0fReconcileAction\x12 \n\x1cRECONCILE_ACTION_UNSPECIFIED\x10\x00\x12\x18\n\x14RECONCILE_ACTION_ADD\x10\x01\x12\x1b\n\x17RECONCILE_ACTION_UPDATE\x10\x02\x12\x1e\n\x1aRECONCILE_ACTION_SUPERSEDE\x10\x03\x12\x19\n\x15RECONCILE_ACTION_NOOP\x10\x04\x32\x83\x07\n\x06Memory\x12L\n\tWriteNote\x12\x1e.ai_coding.v1.WriteNoteRequest\x1a\x1f.ai_coding.v1.WriteNoteResponse\x12L\n\tReconcile\x12\x1e.ai_coding.v1.ReconcileRequest\x1a\x1f.ai_coding.v1.ReconcileResponse\x12\x43\n\x06Recall\x12\x1b.ai_coding.v1.RecallRequest\x1a\x1c.ai_coding.v1.RecallResponse\x12[\n\x0eGetConstraints\x12#.ai_coding.v1.GetConstraintsRequest\x1a$.ai_coding.v1.GetConstraintsResponse\x12L\n\tListNotes\x12\x1e.ai_coding.v1.ListNotesRequest\x1a\x1f.ai_coding.v1.ListNotesResponse\x12\x46\n\x07GetNote\x12\x1c.ai_coding.v1.GetNoteRequest\x1a\x1d.ai_coding.v1.GetNoteResponse\x12\x46\n\x07PinNote\x12\x1c.ai_coding.v1.PinNoteRequest\x1a\x1d.ai_coding.v1.PinNoteResponse\x12O\n\nForgetNote\x12\x1f.ai_coding.v1.ForgetNoteRequest\x1a .ai_coding.v1.ForgetNoteResponse\x12R\n\x0b\x43onsolidate\x12 .ai_coding.v1.ConsolidateRequest\x1a!.ai_coding.v1.ConsolidateResponse\x12^\n\x0f\x41rchiveMessages\x12$.ai_coding.v1.ArchiveMessagesRequest\x1a%.ai_coding.v1.ArchiveMessagesResponse\x12X\n\rSearchHistory\x12\".ai_coding.v1.SearchHistoryRequest\x1a#.ai_coding.v1.SearchHistoryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ai_coding.v1.memory_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RECONCILEACTION']._serialized_start=2470
-  _globals['_RECONCILEACTION']._serialized_end=2635
+  _globals['_RECONCILEACTION']._serialized_start=2494
+  _globals['_RECONCILEACTION']._serialized_end=2659
   _globals['_NOTE']._serialized_start=44
   _globals['_NOTE']._serialized_end=269
   _globals['_NOTECANDIDATE']._serialized_start=272
@@ -48,45 +48,45 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RECONCILERESPONSE']._serialized_start=939
   _globals['_RECONCILERESPONSE']._serialized_end=1008
   _globals['_RECALLREQUEST']._serialized_start=1011
-  _globals['_RECALLREQUEST']._serialized_end=1207
-  _globals['_RECALLHIT']._serialized_start=1209
-  _globals['_RECALLHIT']._serialized_end=1311
-  _globals['_RECALLRESPONSE']._serialized_start=1313
-  _globals['_RECALLRESPONSE']._serialized_end=1412
-  _globals['_GETCONSTRAINTSREQUEST']._serialized_start=1414
-  _globals['_GETCONSTRAINTSREQUEST']._serialized_end=1475
-  _globals['_GETCONSTRAINTSRESPONSE']._serialized_start=1477
-  _globals['_GETCONSTRAINTSRESPONSE']._serialized_end=1516
-  _globals['_LISTNOTESREQUEST']._serialized_start=1518
-  _globals['_LISTNOTESREQUEST']._serialized_end=1584
-  _globals['_LISTNOTESRESPONSE']._serialized_start=1586
-  _globals['_LISTNOTESRESPONSE']._serialized_end=1640
-  _globals['_GETNOTEREQUEST']._serialized_start=1642
-  _globals['_GETNOTEREQUEST']._serialized_end=1689
-  _globals['_GETNOTERESPONSE']._serialized_start=1691
-  _globals['_GETNOTERESPONSE']._serialized_end=1742
-  _globals['_PINNOTEREQUEST']._serialized_start=1744
-  _globals['_PINNOTEREQUEST']._serialized_end=1807
-  _globals['_PINNOTERESPONSE']._serialized_start=1809
-  _globals['_PINNOTERESPONSE']._serialized_end=1860
-  _globals['_FORGETNOTEREQUEST']._serialized_start=1862
-  _globals['_FORGETNOTEREQUEST']._serialized_end=1912
-  _globals['_FORGETNOTERESPONSE']._serialized_start=1914
-  _globals['_FORGETNOTERESPONSE']._serialized_end=1951
-  _globals['_CONSOLIDATEREQUEST']._serialized_start=1953
-  _globals['_CONSOLIDATEREQUEST']._serialized_end=1992
-  _globals['_CONSOLIDATERESPONSE']._serialized_start=1994
-  _globals['_CONSOLIDATERESPONSE']._serialized_end=2083
-  _globals['_ARCHIVEDMESSAGE']._serialized_start=2085
-  _globals['_ARCHIVEDMESSAGE']._serialized_end=2165
-  _globals['_ARCHIVEMESSAGESREQUEST']._serialized_start=2167
-  _globals['_ARCHIVEMESSAGESREQUEST']._serialized_end=2259
-  _globals['_ARCHIVEMESSAGESRESPONSE']._serialized_start=2261
-  _globals['_ARCHIVEMESSAGESRESPONSE']._serialized_end=2304
-  _globals['_SEARCHHISTORYREQUEST']._serialized_start=2306
-  _globals['_SEARCHHISTORYREQUEST']._serialized_end=2393
-  _globals['_SEARCHHISTORYRESPONSE']._serialized_start=2395
-  _globals['_SEARCHHISTORYRESPONSE']._serialized_end=2467
-  _globals['_MEMORY']._serialized_start=2638
-  _globals['_MEMORY']._serialized_end=3537
+  _globals['_RECALLREQUEST']._serialized_end=1231
+  _globals['_RECALLHIT']._serialized_start=1233
+  _globals['_RECALLHIT']._serialized_end=1335
+  _globals['_RECALLRESPONSE']._serialized_start=1337
+  _globals['_RECALLRESPONSE']._serialized_end=1436
+  _globals['_GETCONSTRAINTSREQUEST']._serialized_start=1438
+  _globals['_GETCONSTRAINTSREQUEST']._serialized_end=1499
+  _globals['_GETCONSTRAINTSRESPONSE']._serialized_start=1501
+  _globals['_GETCONSTRAINTSRESPONSE']._serialized_end=1540
+  _globals['_LISTNOTESREQUEST']._serialized_start=1542
+  _globals['_LISTNOTESREQUEST']._serialized_end=1608
+  _globals['_LISTNOTESRESPONSE']._serialized_start=1610
+  _globals['_LISTNOTESRESPONSE']._serialized_end=1664
+  _globals['_GETNOTEREQUEST']._serialized_start=1666
+  _globals['_GETNOTEREQUEST']._serialized_end=1713
+  _globals['_GETNOTERESPONSE']._serialized_start=1715
+  _globals['_GETNOTERESPONSE']._serialized_end=1766
+  _globals['_PINNOTEREQUEST']._serialized_start=1768
+  _globals['_PINNOTEREQUEST']._serialized_end=1831
+  _globals['_PINNOTERESPONSE']._serialized_start=1833
+  _globals['_PINNOTERESPONSE']._serialized_end=1884
+  _globals['_FORGETNOTEREQUEST']._serialized_start=1886
+  _globals['_FORGETNOTEREQUEST']._serialized_end=1936
+  _globals['_FORGETNOTERESPONSE']._serialized_start=1938
+  _globals['_FORGETNOTERESPONSE']._serialized_end=1975
+  _globals['_CONSOLIDATEREQUEST']._serialized_start=1977
+  _globals['_CONSOLIDATEREQUEST']._serialized_end=2016
+  _globals['_CONSOLIDATERESPONSE']._serialized_start=2018
+  _globals['_CONSOLIDATERESPONSE']._serialized_end=2107
+  _globals['_ARCHIVEDMESSAGE']._serialized_start=2109
+  _globals['_ARCHIVEDMESSAGE']._serialized_end=2189
+  _globals['_ARCHIVEMESSAGESREQUEST']._serialized_start=2191
+  _globals['_ARCHIVEMESSAGESREQUEST']._serialized_end=2283
+  _globals['_ARCHIVEMESSAGESRESPONSE']._serialized_start=2285
+  _globals['_ARCHIVEMESSAGESRESPONSE']._serialized_end=2328
+  _globals['_SEARCHHISTORYREQUEST']._serialized_start=2330
+  _globals['_SEARCHHISTORYREQUEST']._serialized_end=2417
+  _globals['_SEARCHHISTORYRESPONSE']._serialized_start=2419
+  _globals['_SEARCHHISTORYRESPONSE']._serialized_end=2491
+  _globals['_MEMORY']._serialized_start=2662
+  _globals['_MEMORY']._serialized_end=3561
 # @@protoc_insertion_point(module_scope)

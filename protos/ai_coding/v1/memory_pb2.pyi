@@ -290,6 +290,7 @@ class RecallRequest(_message.Message):
     SINCE_DAYS_FIELD_NUMBER: _builtins.int
     INCLUDE_NEAR_MISSES_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    SKIP_HIT_COUNT_FIELD_NUMBER: _builtins.int
     workspace: _builtins.str
     query: _builtins.str
     k: _builtins.int
@@ -301,6 +302,8 @@ class RecallRequest(_message.Message):
     include_near_misses: _builtins.bool
     timeout_seconds: _builtins.float
     """Wall-clock budget in seconds; 0 = the configured default."""
+    skip_hit_count: _builtins.bool
+    """Do not count the hits as a use (a person searching from the CLI is not the model seeing them)."""
     def __init__(
         self,
         *,
@@ -314,10 +317,11 @@ class RecallRequest(_message.Message):
         since_days: _builtins.float = ...,
         include_near_misses: _builtins.bool = ...,
         timeout_seconds: _builtins.float = ...,
+        skip_hit_count: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["evidence", b"evidence", "include_near_misses", b"include_near_misses", "k", b"k", "kind", b"kind", "query", b"query", "scene", b"scene", "scope", b"scope", "since_days", b"since_days", "timeout_seconds", b"timeout_seconds", "workspace", b"workspace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["evidence", b"evidence", "include_near_misses", b"include_near_misses", "k", b"k", "kind", b"kind", "query", b"query", "scene", b"scene", "scope", b"scope", "since_days", b"since_days", "skip_hit_count", b"skip_hit_count", "timeout_seconds", b"timeout_seconds", "workspace", b"workspace"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
