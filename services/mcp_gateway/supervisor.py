@@ -176,8 +176,10 @@ class ServerSupervisor:
         # its deadline is lifted once the server is ready (a fail_after around the enter
         # alone would exit before the session's task group does).
         phase = "startup"
-        await self._limiter.acquire()
-        holding = True
+        # A sign-in waits on a person, not on a cold start: it does not take one of the slots.
+        holding = not self.login_pending
+        if holding:
+            await self._limiter.acquire()
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + startup) as scope:
                 async with self._opener(self.settings) as session:
@@ -185,8 +187,9 @@ class ServerSupervisor:
                     scope.deadline = anyio.current_time() + timeouts.catalog / 1000.0
                     tools = await session.list_tools()
                     scope.deadline = math.inf
-                    self._limiter.release()
-                    holding = False
+                    if holding:
+                        self._limiter.release()
+                        holding = False
                     await self._park(session, tools)
             if scope.cancelled_caught:
                 if phase == "startup":
