@@ -84,11 +84,16 @@ class Term:
                                    env=stack.env, cwd=str(workspace), encoding="utf-8", dimensions=(40, 120),
                                    timeout=TIMEOUT, codec_errors="replace")
         self.seen = ""
+        self.child.delaybeforesend = None
         self.expect("/help for commands")
 
     def expect(self, pattern: str) -> str:
         """Wait for ``pattern`` (plain text, not a regex) and return everything read up to it."""
-        self.child.expect_exact(pattern)
+        try:
+            self.child.expect_exact(pattern)
+        except (pexpect.EOF, pexpect.TIMEOUT) as err:
+            raise AssertionError(f"{type(err).__name__} waiting for {pattern!r}; the terminal showed:\n"
+                                 f"{plain(self.seen + str(self.child.before))[-3000:]}") from None
         chunk = str(self.child.before) + str(self.child.after)
         self.seen += chunk
         return chunk

@@ -11,7 +11,9 @@ and a turn stream at once renders each event exactly once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import json
 import os
 import shutil
 import sys
@@ -27,7 +29,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.patch_stdout import patch_stdout
+from prompt_toolkit.patch_stdout import StdoutProxy
 from rich.console import Console
 from rich.text import Text
 
@@ -42,6 +44,35 @@ REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` 
 _PARTIAL_SHOWN = 2000
 # How often an attached client re-opens its follow stream once the session went idle.
 FOLLOW_POLL_SECONDS = 0.3
+
+
+class _Timings:
+    """Opt-in (``AI_CODING_CLIENT_TIMINGS=FILE``): the client's own milliseconds per turn, for bench/client.py.
+
+    One JSON line per turn: ``key_to_send`` (Enter handled until the Start is sent) and
+    ``event_to_draw`` (first text delta received until the prompt area is redrawn with it).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.marks: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        if self.path and name not in self.marks:
+            self.marks[name] = time.perf_counter()
+
+    def drawn(self) -> None:
+        marks = self.marks
+        if not self.path or "event" not in marks or "drawn" in marks:
+            return
+        marks["drawn"] = time.perf_counter()
+        row = {"key_to_send": (marks.get("send", 0) - marks.get("key", 0)) * 1000,
+               "event_to_draw": (marks["drawn"] - marks["event"]) * 1000}
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+    def reset(self) -> None:
+        self.marks = {}
 
 
 class _SlashCompleter(Completer):
@@ -85,6 +116,8 @@ class Repl:
         self._turn_stream: TurnStream | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._picker: list[resume.SessionRow] | None = None
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._timings = _Timings(os.environ.get("AI_CODING_CLIENT_TIMINGS", ""))
         self._last_ctrl_c: float | None = None
         self._shown_queued: list[str] = []
         # True while the next TurnStarted is for a line the prompt already shows.
@@ -98,7 +131,7 @@ class Repl:
 
     async def run(self, session_id: str) -> int:
         """Open (or resume) the session and read lines until the user exits; returns the exit code."""
-        with patch_stdout(raw=True):
+        with _stdout_above_prompt():
             self.console = Console(file=sys.stdout, force_terminal=True, highlight=False)
             self.renderer.console = self.console
             self._sync_width()
@@ -115,16 +148,26 @@ class Repl:
         return 0
 
     async def _read_lines(self) -> None:
+        """One prompt application for the whole session; Enter hands lines over without leaving it.
+
+        (Leaving and re-entering prompt_async on every Enter cost 10-35 ms per line, measured
+        with bench/client.py's pty driver; a key binding that queues the line costs 2-12 ms.)
+        """
+        app_task = asyncio.ensure_future(self.prompt.prompt_async())
+        app_task.add_done_callback(lambda _: self._lines.put_nowait(None))
         while True:
-            try:
-                line = await self.prompt.prompt_async()
-            except (EOFError, KeyboardInterrupt):
-                return
+            line = await self._lines.get()
+            if line is None:
+                break
             try:
                 if await self._submit(line) == "quit":
-                    return
+                    break
             except ClientError as err:
                 self._error(str(err))
+        if not app_task.done():
+            self.prompt.app.exit()
+        with contextlib.suppress(EOFError, KeyboardInterrupt, asyncio.CancelledError):
+            await app_task
 
     async def _shutdown(self) -> None:
         if self.turn_running:
@@ -158,11 +201,14 @@ class Repl:
             self._answer_question(question_answer(line, list(self.renderer.pending_question.options)))
             return ""
         if self._picker is not None:
+            self._echo(line)
             await self._pick(line)
             return ""
         text = line.strip()
         if not text:
             return ""
+        if text.startswith("/"):
+            self._echo(line)
         if text == "/":
             self._print(literal(help_text()))
             return ""
@@ -187,8 +233,10 @@ class Repl:
         self.turn_running = True
         self._echoed_input = True
         stream = self.client.start(self.session_id, text)
+        self._timings.mark("send")
         self._turn_stream = stream
         self._spawn(self._follow_turn(stream))
+        self._echo(text)  # after the start: the turn should not wait for the echo's redraw
 
     async def _command(self, cmd: SlashCommand) -> str:
         name, args = cmd.name, cmd.args
@@ -406,6 +454,8 @@ class Repl:
         elif kind == "input_queued" and event.input_queued.input in self._shown_queued:
             self._shown_queued.remove(event.input_queued.input)
             return
+        if kind == "text_delta":
+            self._timings.mark("event")
         self._sync_width()
         self.renderer.handle(event)
         self._invalidate()
@@ -446,6 +496,21 @@ class Repl:
         options = Condition(lambda: self.renderer.pending_question is not None
                             and bool(self.renderer.pending_question.options)) & line_empty
 
+        @kb.add("enter")
+        def _enter(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            if buffer.complete_state is not None and buffer.complete_state.current_completion is not None:
+                buffer.apply_completion(buffer.complete_state.current_completion)
+                return
+            line = buffer.text
+            self._timings.reset()
+            self._timings.mark("key")
+            if line.strip():
+                buffer.append_to_history()
+            buffer.reset()
+            self._lines.put_nowait(line)
+
+        # Registered after the plain Enter: for the same key the binding added last wins.
         for key in ("y", "a", "n", "s", "enter"):
             @kb.add(key, filter=approving)
             def _approve(event: KeyPressEvent, key: str = key) -> None:
@@ -506,6 +571,7 @@ class Repl:
         parts: list[tuple[str, str]] = []
         partial = self.renderer.partial_text
         if partial:
+            self._timings.drawn()
             parts.append(("", visible_controls(partial[-_PARTIAL_SHOWN:]) + "\n"))
         if self.renderer.pending_approval is not None:
             parts.append(("fg:ansimagenta bold", "approve? [y/a/n/s] "))
@@ -527,6 +593,9 @@ class Repl:
     def _sync_width(self) -> None:
         self.console.width = shutil.get_terminal_size((100, 30)).columns
 
+    def _echo(self, line: str) -> None:
+        self._print(literal(f"› {line}", "bold"))
+
     def _print(self, text: Text) -> None:
         self.renderer.print(text)
 
@@ -535,6 +604,23 @@ class Repl:
 
     def _error(self, text: str) -> None:
         self.renderer.print(literal(f"error: {text}", "red"))
+
+
+# prompt_toolkit's default (0.2 s) batches output above the prompt so coarsely that it alone
+# took ~110 ms of Enter-to-first-token in bench/client.py; 10 ms keeps redraws cheap and output prompt.
+_WRITE_BATCH_SECONDS = 0.01
+
+
+@contextlib.contextmanager
+def _stdout_above_prompt() -> Iterator[None]:
+    """Like ``patch_stdout(raw=True)``, with a shorter write batch so streamed lines appear at once."""
+    with StdoutProxy(raw=True, sleep_between_writes=_WRITE_BATCH_SECONDS) as proxy:
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = proxy
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
 
 
 def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEvent]:
