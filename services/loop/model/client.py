@@ -160,9 +160,9 @@ class OpenAIModelClient:
         except httpx2.TimeoutException:
             raise _AttemptFailed(Failure("timeout", True), "the endpoint stopped sending") from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
-            raise _AttemptFailed(Failure("connection", True), f"the stream was cut: {exc or type(exc).__name__}") from None
+            raise _AttemptFailed(Failure("stream_dropped", True), str(exc) or type(exc).__name__) from None
         if not asm.finish_reason:
-            raise _AttemptFailed(Failure("connection", True), "the stream ended before the model finished")
+            raise _AttemptFailed(Failure("stream_dropped", True), "it ended before the model finished")
 
     @staticmethod
     def _feed(
@@ -205,6 +205,8 @@ class OpenAIModelClient:
             )
         if failure.reason == "connection":
             return ModelError("connection", f"cannot reach {where}{tries}: {detail}")
+        if failure.reason == "stream_dropped":
+            return ModelError("connection", f"the stream from {where} broke off{tries}: {detail}")
         if failure.reason == "context_length":
             return ModelError("context_length", f"the request exceeds the context of `{s.model}`: {detail}")
         if failure.reason == "rate_limited":

@@ -167,6 +167,7 @@ def test_a_dropped_stream_after_text_is_not_retried_without_a_reset_callback(fak
     with pytest.raises(ModelError) as err:
         run_step(OpenAIModelClient(settings(fake.url)), sink)
     assert err.value.reason == "connection"
+    assert str(err.value).startswith(f"the stream from {fake.url} broke off")
     assert sink.text, "the partial text did reach the caller"
     assert len(fake.chat_requests) == 1
 
