@@ -63,6 +63,7 @@ class Turn:
             st.stale_streak_l2, st.stale_streak_l3, st.repeated_nonempty_l3))
         self.round_iterations = 0
         self.batch_task: asyncio.Task[None] | None = None
+        self.aux_tail: dict[str, str] = {}
         self._step = _StepState()
         self._started = time.monotonic()
         self._deadline = self._started + rt.settings.turn_timeout_seconds if rt.settings.turn_timeout_seconds > 0 else 0.0
@@ -78,6 +79,7 @@ class Turn:
         self.emit("turn_started", turn=self.number, input=self.text, model=self.rt.model.model_name)
         self._append({"role": "user", "content": self.text})
         self._save()
+        self.aux_tail = await self.rt.auxiliary_tail(self.emit)
         status, reason = await self._guarded()
         self._end(status, reason)
 
@@ -128,8 +130,8 @@ class Turn:
         self._step = _StepState()
         history, _ = repair_pairing(rt.session.messages)
         tools = visible_tools(rt.catalog, rt.loaded)
-        tail = tail_blocks({**rt.tail_parts(), "environment": environment_block(rt.session.workspace,
-                                                                                   rt.model.model_name)})
+        tail = tail_blocks({**self.aux_tail, **rt.tail_parts(),
+                            "environment": environment_block(rt.session.workspace, rt.model.model_name)})
         messages, stats = assemble(rt.instructions, history, tail, tools)
         self.emit("context_assembled", instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
                   history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,

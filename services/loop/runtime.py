@@ -18,7 +18,7 @@ from services.loop.approvals import Decision, Resolution
 from services.loop.dispatch import DispatchContext
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import EventLog
-from services.loop.local_tools import McpClient, MemoryClient, local_tools
+from services.loop.local_tools import AuxiliaryError, McpClient, MemoryClient, local_tools
 from services.loop.pipeline import Turn
 from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
 from services.loop.policy.permissions import Verdict, decide_permission
@@ -30,6 +30,9 @@ from services.loop.tasks import TaskState, render_task_state, todo_write
 from services.loop.traces import TraceWriter
 
 log = logging.getLogger("ai_coding.loop")
+
+# Memory constraints and the MCP catalog are auxiliary: past this the turn goes on without them.
+AUXILIARY_TIMEOUT_S = 1.5
 
 
 @dataclass
@@ -213,6 +216,26 @@ class SessionRuntime:
             parts["task-state"] = block.removeprefix("<task-state>\n").removesuffix("\n</task-state>")
         return parts
 
+    async def auxiliary_tail(self, emit: Callable[..., None]) -> dict[str, str]:
+        """Memory constraints and the MCP catalog for this turn's tail; a failing service
+        degrades (a Degraded event) instead of failing the turn."""
+        parts: dict[str, str] = {}
+        budget = AUXILIARY_TIMEOUT_S
+        if self.deps.memory is not None:
+            try:
+                block = await asyncio.wait_for(
+                    self.deps.memory.constraints(self.session.workspace, 2000, budget), budget + 0.5)
+                parts["memory-constraints"] = _untag(block, "memory-constraints")
+            except (AuxiliaryError, TimeoutError) as err:
+                emit("degraded", component="memory_constraints", reason=_why(err))
+        if self.deps.mcp is not None:
+            try:
+                parts["mcp-catalog"] = _untag(await asyncio.wait_for(self.deps.mcp.catalog(budget), budget + 0.5),
+                                              "mcp-catalog")
+            except (AuxiliaryError, TimeoutError) as err:
+                emit("degraded", component="mcp_catalog", reason=_why(err))
+        return parts
+
     def open_tasks(self) -> list[str]:
         return [item.content for item in self.tasks().open_items()]
 
@@ -230,6 +253,14 @@ class SessionRuntime:
         self.store.maybe_compact(self.session)
         if self.trace is not None:
             self.trace.end_turn()
+
+
+def _untag(block: str, tag: str) -> str:
+    return block.strip().removeprefix(f"<{tag}>").removesuffix(f"</{tag}>").strip()
+
+
+def _why(err: Exception) -> str:
+    return err.reason if isinstance(err, AuxiliaryError) else "timed out"
 
 
 class LoopRuntime:

@@ -110,7 +110,7 @@ class LoopStack:
     """The loop service (+ optional tools service) and a blocking client."""
 
     def __init__(self, short_dir: Path, workspace: Path, fake: FakeModelServer, config: dict[str, Any],
-                 with_tools: bool) -> None:
+                 with_tools: bool, memory: str = "") -> None:
         from services.loop.main import build
 
         self.dir = short_dir
@@ -127,6 +127,14 @@ class LoopStack:
             data["endpoints"] = {"tools": tools_addr}
         else:
             data["endpoints"] = {"tools": f"unix:{short_dir}/no-tools.sock"}
+        if memory:  # "service": a real memory service; "down": configured but nothing listens
+            data["loop"] = {**data.get("loop", {}), "memory": True}
+            memory_addr = f"unix:{short_dir}/memory.sock"
+            if memory == "service":
+                from services.memory.main import build as build_memory
+
+                self.memory = self.services.serve(memory_addr, build_memory(Config(data={})))
+            data["endpoints"]["memory"] = memory_addr
         self.config = Config(data=data)
         self.service_def = build(self.config)
         self.loop_server = self.services.serve(f"unix:{short_dir}/loop.sock", self.service_def)
@@ -198,10 +206,11 @@ def make_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated
                ) -> Iterator[Callable[..., LoopStack]]:
     stacks: list[LoopStack] = []
 
-    def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool = False, **ai: Any) -> LoopStack:
+    def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool = False, memory: str = "",
+             **ai: Any) -> LoopStack:
         if script is not None:
             fake.load_script(script)
-        stack = LoopStack(short_dir, workspace, fake, model_config(fake.url, **ai), with_tools)
+        stack = LoopStack(short_dir, workspace, fake, model_config(fake.url, **ai), with_tools, memory)
         stacks.append(stack)
         return stack
 
