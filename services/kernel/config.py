@@ -9,8 +9,8 @@ Layers, lowest first:
    ``AI_CODING_API_KEY`` (fill the default model entry).
 
 Keys are matched ignoring case and camelCase (``maxToolIterations`` ==
-``max_tool_iterations``), except below ``environment`` and ``headers`` where
-keys are passed through as written. Mappings merge per key; other values
+``max_tool_iterations``), except the names directly below ``environment``,
+``headers`` and ``models``, which are passed through as written. Mappings merge per key; other values
 replace.
 
 Execution keys (``EXECUTION_KEYS``) may only come from the user layer unless
@@ -42,7 +42,9 @@ from services.kernel.errors import ConfigError
 
 TRUST_ENV = "AI_CODING_TRUST_PROJECT"
 PROJECT_FILES = ("config.yaml", "config.local.yaml")
-CASE_SENSITIVE_PARENTS = frozenset({"environment", "headers"})
+# Children of these keys are names the user chose (variables, headers, model
+# entries), kept as written; keys below them are normalized again.
+CASE_SENSITIVE_PARENTS = frozenset({"environment", "headers", "models"})
 
 # Dotted paths (``*`` = any key) that only the user layer may set: each one
 # runs a program, adds a root, loosens the sandbox, moves where data is written,

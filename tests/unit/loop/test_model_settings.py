@@ -101,3 +101,11 @@ def test_secret_env_names_lists_references_and_conventional_variables(tmp_path: 
 def test_secret_env_names_include_the_deployment_token_and_the_embeddings_key(tmp_path: Path) -> None:
     c = cfg(tmp_path, "memory:\n  embeddings:\n    api_key_env: EMBED_KEY\n")
     assert {"AI_CODING_TOKEN", "EMBED_KEY"} <= set(secret_env_names(c))
+
+
+def test_model_entry_names_keep_their_case_while_their_keys_are_normalized(tmp_path: Path) -> None:
+    c = cfg(tmp_path, "defaultModel: GPT4o\nmodels:\n  GPT4o:\n    apiKey: k\n    maxTokens: 5\n  deepseekChat:\n"
+                      "    provider: deepseek\n    api_key: k2\n")
+    s = resolve_model(c, env={})
+    assert (s.name, s.model, s.max_tokens, s.api_key) == ("GPT4o", "GPT4o", 5, "k")
+    assert resolve_model(c, "deepseekChat", env={}).provider == "deepseek"
