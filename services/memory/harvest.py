@@ -30,6 +30,9 @@ Answer with a JSON array only (no prose), each element:
  "importance": 1-5, "action": "ADD|UPDATE|SUPERSEDE|NOOP", "target_id": "<id of the note it
  updates or supersedes, else empty>", "scene": "<optional short topic label, at most 12 characters>"}
 
+Scene labels already in use (reuse one when it fits instead of inventing a new spelling):
+{known_scenes}
+
 Existing notes that may be updated or superseded (id: text):
 {existing_notes}
 """
@@ -95,6 +98,11 @@ def render_existing(notes: list[tuple[str, str]], limit: int = 40) -> str:
     return "\n".join(lines) if lines else "(none)"
 
 
-def extractor_prompt(existing: list[tuple[str, str]]) -> str:
-    """EXTRACTOR_PROMPT with the existing notes filled in."""
-    return EXTRACTOR_PROMPT.replace("{existing_notes}", render_existing(existing))
+def extractor_prompt(existing: list[tuple[str, str]], scenes: list[str] | None = None) -> str:
+    """EXTRACTOR_PROMPT with the existing notes and the governed scene labels filled in.
+
+    Pass ``sorted(governed_scenes(...))`` as ``scenes``: offering the labels that
+    already group notes keeps the extractor from spelling one topic three ways.
+    """
+    known = ", ".join(scenes) if scenes else "(none)"
+    return EXTRACTOR_PROMPT.replace("{known_scenes}", known).replace("{existing_notes}", render_existing(existing))

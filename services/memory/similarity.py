@@ -10,8 +10,9 @@ NEAR_DUPLICATE = 0.80
 
 _LEAD = re.compile(
     r"^\s*(?:(?:note|fact|decision|preference|remember|fyi|important)\s*[:：-]\s*|"
-    r"the user (?:prefers|wants|said|asked)(?: that| to)?\s+|user (?:prefers|wants)(?: that| to)?\s+|"
-    r"we (?:decided|agreed)(?: that| to)?\s+|it was decided(?: that)?\s+|the project (?:uses|has)\s+|"
+    r"(?:the )?user (?:prefers|wants|said|asked)(?: that| to)?\s*[:：,，]?\s+|"
+    r"we (?:decided|agreed)(?: that| to)?\s*[:：,，]?\s+|it was decided(?: that)?\s*[:：,，]?\s+|"
+    r"the project (?:uses|has)\s+|"
     r"(?:用户|我们)?(?:偏好|希望|决定|约定|要求|喜欢|记住)[:：,，]?\s*|注意[:：,，]?\s*|决策[:：]\s*|事实[:：]\s*|"
     r"项目(?:里|中)?(?:使用|用)\s*)",
     re.IGNORECASE,

@@ -61,3 +61,23 @@ MEMORY_WRITE_SCHEMA: dict[str, Any] = {
         },
     },
 }
+
+HISTORY_SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "history_search",
+        "description": (
+            "Search earlier messages of the conversation that were compacted out of the context. Returns "
+            "message references (session, index, role) with their text, best match first."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words the earlier message would contain."},
+                "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Max messages (default 5)."},
+                "all_sessions": {"type": "boolean", "description": "Search every session, not only this one."},
+            },
+            "required": ["query"],
+        },
+    },
+}

@@ -181,3 +181,33 @@ def test_the_spec_json_memory_file_is_imported_once_through_the_gates_and_kept(s
     assert [(n.text, n.importance, n.scene) for n in notes] == [("The API uses FastAPI", 4, "构建")]
     assert (Path(ws) / ".ai-coding" / "memory-legacy.json.bak").read_text() == json.dumps(legacy)
     assert (Path(ws) / ".memory").exists()
+
+
+def test_a_recall_over_its_budget_still_returns_hits_but_counts_no_use(service: ServiceProcess, ws: str) -> None:
+    write(service, ws, "Coverage must stay above 85 percent")
+    resp, diag = recall(service, ws, "coverage percent", timeout_seconds=1e-9)
+    assert [h.note.text for h in resp.hits] == ["Coverage must stay above 85 percent"]
+    assert diag["timed_out"] is True
+    [note] = service.stub.ListNotes(pb.ListNotesRequest(workspace=ws), timeout=10).notes
+    assert note.hits == 0
+
+
+def test_a_near_duplicate_write_updates_the_existing_note(service: ServiceProcess, ws: str) -> None:
+    first = write(service, ws, "The user prefers answers in Chinese", kind="preference")
+    second = write(service, ws, "User prefers: answers in Chinese.", kind="preference", importance=5)
+    assert second.action == pb.RECONCILE_ACTION_UPDATE and second.note.id == first.note.id
+    assert second.note.importance == 5
+    other_kind = write(service, ws, "User prefers: answers in Chinese!", kind="fact")
+    assert other_kind.action == pb.RECONCILE_ACTION_NOOP  # identical text folds whatever the kind
+
+
+def test_a_corrupt_database_is_reported_as_unavailable_with_a_hint(service: ServiceProcess, ws: str) -> None:
+    db = db_path(Path(ws))
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not a sqlite database" * 100)
+    with pytest.raises(grpc.RpcError) as err:
+        service.stub.ListNotes(pb.ListNotesRequest(workspace=ws), timeout=10)
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert reason_of(err.value) == "memory_store_unavailable"
+    assert "move a corrupt memory.db aside" in (err.value.details() or "")
+    assert db.read_bytes().startswith(b"this is not a sqlite database")  # nothing overwritten

@@ -6,7 +6,7 @@ import json
 
 from services.memory.harvest import EXTRACTOR_PROMPT, extractor_prompt, parse_candidates
 from services.memory.model import Action
-from services.memory.tools_schema import MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA
+from services.memory.tools_schema import HISTORY_SEARCH_SCHEMA, MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA
 
 
 def test_a_fenced_array_with_prose_around_it_parses() -> None:
@@ -31,6 +31,7 @@ def test_the_prompt_lists_existing_notes_for_updates() -> None:
     assert "{existing_notes}" in EXTRACTOR_PROMPT
     assert "n1: Build with uv" in extractor_prompt([("n1", "Build with uv")])
     assert "(none)" in extractor_prompt([])
+    assert "reuse one when it fits" in extractor_prompt([], ["构建", "发布"]) and "构建, 发布" in extractor_prompt([], ["构建", "发布"])
 
 
 def test_tool_schemas_are_openai_functions_with_the_spec_parameters() -> None:
@@ -40,4 +41,5 @@ def test_tool_schemas_are_openai_functions_with_the_spec_parameters() -> None:
         "query", "k", "kind", "evidence", "scope", "scene", "since_days", "include_near_misses"
     }
     assert MEMORY_WRITE_SCHEMA["function"]["parameters"]["required"] == ["text"]
-    json.dumps([MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA])
+    assert HISTORY_SEARCH_SCHEMA["function"]["name"] == "history_search"
+    json.dumps([MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA, HISTORY_SEARCH_SCHEMA])
