@@ -13,7 +13,13 @@ from services.tools.domain import ToolOutput
 from services.tools.editing import replace_exact, unified_diff
 from services.tools.errors import ToolError
 from services.tools.filestate import FileStateTracker, snapshot_of
-from services.tools.paths import check_not_protected, display_path, resolve_path
+from services.tools.paths import (
+    check_not_protected,
+    display_path,
+    read_inside,
+    resolve_path,
+    verify_fd_inside,
+)
 
 
 def _existing_file(path: Path, shown: str) -> None:
@@ -54,7 +60,7 @@ def read_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
     if size > limits.READ_MAX_BYTES:
         raise ToolError("file_too_large", f"{shown} is {size:,} bytes; read stops at {limits.READ_MAX_BYTES:,}",
                         "Search it with grep, or look at parts with bash (`head`, `sed -n 'A,Bp'`).")
-    data = path.read_bytes()
+    data = read_inside(path, shown, roots)
     text = decode_text(data, shown)
     tracker.record(path, snapshot_of(path, data))
     lines = text.splitlines()
@@ -75,11 +81,17 @@ def read_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
     return ToolOutput(output, data_out)
 
 
-def _atomic_write(path: Path, content: str) -> None:
-    """Write through a temp file and rename, keeping the file's mode."""
+def _atomic_write(path: Path, content: str, shown: str, roots: Sequence[Path]) -> None:
+    """Write through a temp file and rename, keeping the file's mode. The temp file is checked to be
+    inside the roots once created, so a parent directory swapped for a symlink is caught."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        verify_fd_inside(fd, shown, roots)
+    except ToolError:
+        os.unlink(tmp)
+        raise
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(content)
@@ -103,8 +115,8 @@ def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
         if not path.is_file():
             raise ToolError("not_a_file", f"{shown} exists and is not a regular file", "Pick another path.")
         tracker.check_writable(path, shown)
-        before = decode_text(path.read_bytes(), shown)
-    _atomic_write(path, content)
+        before = decode_text(read_inside(path, shown, roots), shown)
+    _atomic_write(path, content, shown, roots)
     tracker.record(path, snapshot_of(path))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     if existed:
@@ -123,10 +135,10 @@ def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
     shown = display_path(path, roots)
     _existing_file(path, shown)
     tracker.check_writable(path, shown)
-    before = decode_text(path.read_bytes(), shown)
+    before = decode_text(read_inside(path, shown, roots), shown)
     after, count = replace_exact(before, args["old_string"], args["new_string"],
                                  bool(args.get("replace_all", False)), shown)
-    _atomic_write(path, after)
+    _atomic_write(path, after, shown, roots)
     tracker.record(path, snapshot_of(path))
     diff = unified_diff(before, after, shown)
     return ToolOutput(f"Edited {shown}: {count} replacement{'s' if count != 1 else ''}.\n{diff}",

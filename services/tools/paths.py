@@ -73,3 +73,27 @@ def check_not_protected(path: Path, roots: Sequence[Path]) -> None:
         if path == git / "config" or path == git / "hooks" or path.is_relative_to(git / "hooks"):
             raise ToolError("protected_path", f"{display_path(path, roots)} is protected: git would run what it says",
                             "Change git hooks or git config yourself, outside the agent.")
+
+
+def _escape_error(shown: str, real: str, roots: Sequence[Path]) -> ToolError:
+    return ToolError("path_outside_workspace",
+                     f"{shown} changed into a link to {real}, which is outside the workspace "
+                     f"({', '.join(str(r) for r in roots)})",
+                     "Use a path inside the workspace; symlinks that leave it are refused.")
+
+
+def verify_fd_inside(fd: int, shown: str, roots: Sequence[Path]) -> None:
+    """Check what an open descriptor really points at: a symlink swapped in after
+    :func:`resolve_path` (by a background job, say) is caught here."""
+    real = os.readlink(f"/proc/self/fd/{fd}")
+    if not is_inside(Path(real), roots):
+        os.close(fd)
+        raise _escape_error(shown, real, roots)
+
+
+def read_inside(path: Path, shown: str, roots: Sequence[Path]) -> bytes:
+    """The bytes of ``path``, opened without following a final symlink and verified after opening."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    verify_fd_inside(fd, shown, roots)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
