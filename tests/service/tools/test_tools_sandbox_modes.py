@@ -73,3 +73,22 @@ def test_an_idle_session_is_forgotten_but_one_with_a_running_job_is_kept(
     else:
         raise AssertionError("a call to a forgotten session must fail with NOT_FOUND")
     assert svc.call("busy", "job_list", "{}")[1].ok
+
+
+def test_extra_roots_come_from_the_service_config_and_requests_cannot_add_more(
+        make_service: Callable[..., ThreadedToolService], workspace: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "lib.txt").write_text("from the extra root\n")
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    svc = make_service({"extra_workspace_roots": [str(extra)]})
+    opened = svc.open("s1", str(workspace), extra_roots=[str(extra), str(stranger)])
+    assert list(opened.extra_roots) == [str(extra.resolve())]
+    assert any("stranger" in w for w in opened.warnings)
+    assert "from the extra root" in svc.call("s1", "read", json.dumps({"path": str(extra / "lib.txt")}))[1].output
+    refused = svc.call("s1", "write", json.dumps({"path": str(stranger / "x.txt"), "content": "x"}))[1]
+    assert refused.error.code == "path_outside_workspace"
+    _, result = svc.call("s1", "bash", json.dumps(
+        {"command": f"echo made > {extra}/made.txt; echo tried > {stranger}/tried.txt 2>&1; echo done"}))
+    assert "done" in result.output and (extra / "made.txt").exists() and not (stranger / "tried.txt").exists()
