@@ -61,6 +61,7 @@ class ServerSupervisor:
         self.login_pending = False
         """True while a user login runs: the next attempt may open a browser flow."""
         self._hold_for_auth = False
+        self._parked = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -158,10 +159,11 @@ class ServerSupervisor:
             self._wake.clear()
             self.auth_required = False
             self.attempts += 1
+            login_attempt = self.login_pending
             try:
                 await self._connect_and_park()
             except Exception as exc:
-                await self._after_failure(exc)
+                await self._after_failure(exc, login_attempt)
                 continue
             if not self._closing and not self._hold_for_auth:
                 # The session was dropped (transport failure or a retry request): reconnect now.
@@ -176,6 +178,7 @@ class ServerSupervisor:
         # its deadline is lifted once the server is ready (a fail_after around the enter
         # alone would exit before the session's task group does).
         phase = "startup"
+        self._parked = False
         # A sign-in waits on a person, not on a cold start: it does not take one of the slots.
         holding = not self.login_pending
         if holding:
@@ -191,15 +194,23 @@ class ServerSupervisor:
                         self._limiter.release()
                         holding = False
                     await self._park(session, tools)
-            if scope.cancelled_caught:
-                if phase == "startup":
-                    raise TimeoutError(f"did not become ready within {startup:g}s")
-                raise TimeoutError(f"tools/list did not answer within {timeouts.catalog / 1000.0:g}s")
+        except Exception:
+            if not self._parked:
+                raise
+            # Leaving a dropped session can raise (the server died under it): that is the
+            # drop already being handled, so reconnect at once instead of backing off.
+            log.info("closing the old session of %s raised; reconnecting", self.settings.name, exc_info=True)
+            return
         finally:
             if holding:
                 self._limiter.release()
+        if scope.cancelled_caught:
+            if phase == "startup":
+                raise TimeoutError(f"did not become ready within {startup:g}s")
+            raise TimeoutError(f"tools/list did not answer within {timeouts.catalog / 1000.0:g}s")
 
     async def _park(self, session: McpSession, tools: list[ToolEntry]) -> None:
+        self._parked = True
         self.tools = self._visible(tools)
         self._session = session
         self._failures = 0
@@ -216,13 +227,15 @@ class ServerSupervisor:
         allowed = self.settings.tools
         return [t for t in tools if t.tool in allowed] if allowed else tools
 
-    async def _after_failure(self, exc: BaseException) -> None:
+    async def _after_failure(self, exc: BaseException, login_attempt: bool) -> None:
         self._session = None
         self.tools = []
         reason = describe_error(exc)
         if self.auth_required or isinstance(exc, NeedsAuth):
-            self.login_pending = False
-            self._hold_for_auth = True
+            if login_attempt or not self.login_pending:
+                # A login that started while this attempt ran gets its own attempt next.
+                self.login_pending = False
+                self._hold_for_auth = True
             await self._set(State.NEEDS_AUTH, self._sign_in_reason())
             return
         if self._closing:
