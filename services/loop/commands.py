@@ -44,9 +44,12 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
             ", ".join(allowed) or "none")
         return text, json.dumps({"auto_approve": rt.options.auto_approve, "allowed_always": allowed})
     if name == "config":
-        limits = rt.settings
-        data = {"ai": {k: getattr(limits, k) for k in limits.__dataclass_fields__ if k != "bash_policy"}}
-        return "\n".join(f"ai.{k}: {v}" for k, v in data["ai"].items()), json.dumps(data)
+        settings = rt.settings
+        values = {f"ai.{k}": getattr(settings, k) for k in settings.__dataclass_fields__ if k != "bash_policy"}
+        values["ai.bash_policy"] = {"deny": settings.bash_policy.deny, "confirm": settings.bash_policy.confirm}
+        sources = {key: rt.deps.source_of(key) for key in values}
+        lines = [f"{key}: {value}  ({sources[key]})" for key, value in values.items()]
+        return "\n".join(lines), json.dumps({"values": values, "sources": sources})
     if name in LATER:
         return LATER[name], "{}"
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})

@@ -71,6 +71,7 @@ def build_deps(config: Config) -> LoopDeps:
         secret_env_names=secret_env_names(config),
         fsync=config.section(SessionsConfig, "sessions").fsync,
         traces=loop.traces,
+        source_of=config.source_of,
     )
 
 

@@ -55,6 +55,8 @@ class LoopDeps:
     secret_env_names: list[str] = field(default_factory=list)
     fsync: bool = False
     traces: bool = True
+    source_of: Callable[[str], str] = lambda dotted: "default"
+    """Which config layer set a dotted key (for /config)."""
 
 
 class SessionRuntime:

@@ -63,6 +63,9 @@ def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopS
     assert "write code" in todo.text and json.loads(todo.data_json)["items"][0]["content"] == "write code"
     status = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="status"), timeout=10)
     assert json.loads(status.data_json)["turns"] == 1
+    config = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="config"), timeout=10)
+    assert "ai.turn_timeout_seconds: 600.0  (default)" in config.text
+    assert json.loads(config.data_json)["values"]["ai.max_tool_iterations"] == 10
     later = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="compact"), timeout=10)
     assert "not available yet" in later.text
 
