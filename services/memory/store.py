@@ -108,6 +108,7 @@ class MemoryStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             migrate(self._db)
+            file_mode_private(path)
         except (sqlite3.Error, OSError, RuntimeError) as exc:
             raise StoreUnavailable(
                 f"cannot open the memory store {path}: {exc}",
@@ -191,6 +192,8 @@ class MemoryStore:
     def refresh(self) -> None:
         """Catch up with writes other connections committed (cheap when there are none)."""
         with self._lock:
+            if self._db.in_transaction:
+                return  # inside write(): already caught up under the write lock
             version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
             if version != self._data_version:
                 self._read_txn(self._catch_up)
@@ -236,13 +239,15 @@ class MemoryStore:
 
     def all_notes(self) -> list[Note]:
         """Every note, oldest first (a copy of the list; notes are shared)."""
-        self.refresh()
-        return [self.notes[d] for d in sorted(self.notes)]
+        with self._lock:
+            self.refresh()
+            return [self.notes[d] for d in sorted(self.notes)]
 
     def count(self) -> int:
         """How many notes the store holds."""
-        self.refresh()
-        return len(self.notes)
+        with self._lock:
+            self.refresh()
+            return len(self.notes)
 
     # ------------------------------------------------------------ writes
 

@@ -211,3 +211,8 @@ def test_a_corrupt_database_is_reported_as_unavailable_with_a_hint(service: Serv
     assert reason_of(err.value) == "memory_store_unavailable"
     assert "move a corrupt memory.db aside" in (err.value.details() or "")
     assert db.read_bytes().startswith(b"this is not a sqlite database")  # nothing overwritten
+
+
+def test_the_store_files_are_private_to_the_owner(service: ServiceProcess, ws: str) -> None:
+    write(service, ws, "Builds use uv")
+    assert db_path(Path(ws)).stat().st_mode & 0o077 == 0

@@ -154,3 +154,16 @@ def test_the_constraints_block_holds_pins_then_decisions_within_budget_and_is_em
     )
     assert block.startswith("<memory-constraints>\n- (fact) Never push to main\n- (decision) Use uv\n")
     assert block.endswith("</memory-constraints>") and len(block) <= 600
+
+
+def test_each_filter_names_itself_when_it_excludes_a_note() -> None:
+    n = note("a", "x", kind="fact", evidence="tool", scope="workspace", scene="构建", updated=NOW - 10 * DAY)
+    from services.memory.ranking import failing_filter
+
+    assert failing_filter(n, RecallQuery(query="", kind="decision"), NOW) == "kind"
+    assert failing_filter(n, RecallQuery(query="", evidence="model"), NOW) == "evidence"
+    assert failing_filter(n, RecallQuery(query="", scope="session"), NOW) == "scope"
+    assert failing_filter(n, RecallQuery(query="", scene="发布"), NOW) == "scene"
+    assert failing_filter(n, RecallQuery(query="", scene="build"), NOW) == ""  # folded on both sides
+    assert failing_filter(n, RecallQuery(query="", since_days=5), NOW) == "since_days"
+    assert failing_filter(n, RecallQuery(query="", since_days=0), NOW) == ""
