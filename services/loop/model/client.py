@@ -282,7 +282,11 @@ class OpenAIModelClient:
                         )
                         if wait is None or (asm.streamed_anything and on_reset is None):
                             self.attempts = attempts
-                            raise self._error(failed.failure, failed.detail, attempts) from None
+                            detail = failed.detail
+                            after = failed.failure.retry_after
+                            if wait is None and after is not None and attempts <= s.max_retries:
+                                detail += f" (asked to wait {after:g}s, beyond this step's retry budget)"
+                            raise self._error(failed.failure, detail, attempts) from None
                         if asm.streamed_anything and on_reset is not None:
                             on_reset()
                         waited += wait

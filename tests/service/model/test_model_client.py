@@ -267,3 +267,12 @@ def test_interleaved_conversations_on_one_client_each_compare_with_their_own_pre
     _, b_first, a_second = asyncio.run(go())
     assert b_first.usage.prefix_ratio is None, "B's first request has no previous request of its own"
     assert a_second.usage.prefix_ratio is not None and a_second.usage.prefix_ratio > 0.8
+
+
+def test_a_retry_after_beyond_the_budget_fails_at_once_and_says_why(fake: FakeModelServer) -> None:
+    fake.load_script([{"fault": {"kind": "rate_limit", "retry_after": 120}, "repeat": "forever"}])
+    with pytest.raises(ModelError) as err:
+        run_step(OpenAIModelClient(settings(fake.url, retry_budget_seconds=5)), Sink())
+    assert err.value.reason == "rate_limited"
+    assert "asked to wait 120s" in str(err.value)
+    assert len(fake.chat_requests) == 1
