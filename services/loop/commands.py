@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,12 +45,10 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
             ", ".join(allowed) or "none")
         return text, json.dumps({"auto_approve": rt.options.auto_approve, "allowed_always": allowed})
     if name == "config":
-        settings = rt.settings
-        values = {f"ai.{k}": getattr(settings, k) for k in settings.__dataclass_fields__ if k != "bash_policy"}
-        values["ai.bash_policy"] = {"deny": settings.bash_policy.deny, "confirm": settings.bash_policy.confirm}
+        values = {f"ai.{k}": v for k, v in asdict(rt.settings).items()}
         sources = {key: rt.deps.source_of(key) for key in values}
         lines = [f"{key}: {value}  ({sources[key]})" for key, value in values.items()]
-        return "\n".join(lines), json.dumps({"values": values, "sources": sources})
+        return "\n".join(lines), json.dumps({"values": values, "sources": sources}, default=str)
     if name in LATER:
         return LATER[name], "{}"
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})

@@ -92,7 +92,11 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         except SessionNotFound as err:
             await _fail(context, err)
             raise
-        text, data_json = run_command(rt, request.command, request.args)
+        try:
+            text, data_json = run_command(rt, request.command, request.args)
+        except Exception as exc:  # a broken command answers one line, never a traceback
+            log.exception("/%s failed", request.command)
+            text, data_json = f"/{request.command} failed: {type(exc).__name__}", "{}"
         return loop_pb2.RunCommandResponse(text=text, data_json=data_json)
 
     async def Converse(self, request_iterator: AsyncIterator[loop_pb2.ClientMessage],
