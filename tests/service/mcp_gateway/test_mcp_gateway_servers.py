@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -226,5 +228,20 @@ def test_env_references_expand_at_connect_and_a_missing_one_fails_only_that_serv
             assert "DEMO_NOT_SET_ANYWHERE is not set" in unset.reason
             nowhere = await gw.wait_state("nowhere", FAILED)
             assert "does not exist" in nowhere.reason
+
+    asyncio.run(scenario())
+
+
+def test_a_server_killed_while_idle_is_noticed_at_the_next_call_and_replaced(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([demo_server("demo")]) as gw:
+            await gw.wait_state("demo", CONNECTED)
+            _, who = await gw.call("demo", "whoami")
+            pid = int(who.output.split()[0].removeprefix("pid="))
+            os.kill(pid, signal.SIGKILL)
+            _, broken = await gw.call("demo", "echo", '{"text": "a"}')
+            assert not broken.ok and broken.error.code == "mcp_transport_failed"
+            _, fixed = await gw.call("demo", "echo", '{"text": "b"}')
+            assert fixed.ok and fixed.output == "echo: b"
 
     asyncio.run(scenario())
