@@ -6,7 +6,10 @@ One pure function over recorded facts. Precedence, highest first:
 2. the user answered STOP to an approval -> ``approval_stop``;
 3. the engine failed (model error after retries, service down) -> ``failed``;
 4. the model answered without tool calls -> ``completed`` (it finished, even
-   if the clock or budget ran out during that last step);
+   if the clock or budget ran out during that last step), unless the answer
+   was cut at the output token limit and continuations, clock and budget
+   remain: then a ``[continue]`` nudge asks for the rest (counted as a
+   continuation);
 5. the turn clock expired -> ``timeout``;
 6. the token budget is spent -> ``budget``; terminal, so it wins over
    auto-continuation (a nudge that cannot be acted on only burns tokens);
@@ -80,6 +83,8 @@ class Facts:
     """``stall_iterations`` steps tried tools and none succeeded (see guards.StrategyGate)."""
     search_unconverged: bool = False
     """The search ladder reached L3 (see search.SearchLadder)."""
+    truncated: bool = False
+    """The last step stopped at the output token limit (finish_reason "length")."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,12 @@ class Decision:
     def finished(self) -> bool:
         """True when the turn ends."""
         return self.action is Action.FINISH
+
+
+TRUNCATED_NUDGE = (
+    "[continue] Your last answer was cut off at the output token limit. Continue exactly where it stopped, "
+    "without repeating what you already wrote."
+)
 
 
 def continue_nudge(open_items: list[str]) -> str:
@@ -122,11 +133,15 @@ def decide(f: Facts) -> Decision:
         return _finish(Status.APPROVAL_STOP, "stopped at an approval request")
     if f.engine_error:
         return _finish(Status.FAILED, f.engine_error)
+    out_of_time = f.clock_expired or (f.turn_timeout_seconds > 0 and f.elapsed_seconds >= f.turn_timeout_seconds)
+    out_of_tokens = f.turn_token_budget > 0 and f.tokens_used >= f.turn_token_budget
     if not f.made_tool_calls:
+        if f.truncated and not out_of_time and not out_of_tokens and f.continuations_used < f.max_auto_continuations:
+            return Decision(Action.NUDGE, reason="answer cut at the output token limit", nudge=TRUNCATED_NUDGE)
         return _finish(Status.COMPLETED, "the model finished")
-    if f.clock_expired or (f.turn_timeout_seconds > 0 and f.elapsed_seconds >= f.turn_timeout_seconds):
+    if out_of_time:
         return _finish(Status.TIMEOUT, f"turn clock of {f.turn_timeout_seconds:g}s expired")
-    if f.turn_token_budget > 0 and f.tokens_used >= f.turn_token_budget:
+    if out_of_tokens:
         return _finish(Status.BUDGET, f"token budget of {f.turn_token_budget} used ({f.tokens_used})")
     if f.search_unconverged:
         return _finish(Status.MAX_ITERATIONS, "search unconverged", final_summary_step=True)

@@ -89,3 +89,16 @@ def test_a_handoff_is_needed_only_for_early_ends_without_model_text() -> None:
     assert not handoff_needed(Status.MAX_ITERATIONS, "here is where I got to")
     assert not handoff_needed(Status.COMPLETED, "")
     assert not handoff_needed(Status.INTERRUPTED, "")
+
+
+def test_an_answer_cut_at_the_token_limit_gets_one_continue_nudge() -> None:
+    d = decide(facts(made_tool_calls=False, truncated=True))
+    assert d.action is Action.NUDGE and not d.rearm
+    assert d.nudge.startswith("[continue]") and "cut off" in d.nudge
+
+
+def test_a_cut_answer_completes_when_continuations_clock_or_budget_are_spent() -> None:
+    assert decide(facts(made_tool_calls=False, truncated=True, continuations_used=3)).status is Status.COMPLETED
+    assert decide(facts(made_tool_calls=False, truncated=True, clock_expired=True)).status is Status.COMPLETED
+    assert decide(facts(made_tool_calls=False, truncated=True, tokens_used=9, turn_token_budget=9)).status is (
+        Status.COMPLETED)
