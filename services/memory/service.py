@@ -8,6 +8,7 @@ the store lock, then counts a use only for the notes it returned.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
 import time
@@ -20,7 +21,7 @@ from services.kernel.ids import new_id
 from services.memory import consolidate as consolidation
 from services.memory import ranking
 from services.memory.embeddings import Embedder, SemanticLayer
-from services.memory.errors import InvalidRequest, NoteNotFound
+from services.memory.errors import InvalidRequest, NoteNotFound, StoreUnavailable
 from services.memory.gates import clean_query_for_recall, write_rejection
 from services.memory.model import (
     Action,
@@ -40,6 +41,8 @@ from services.memory.settings import MemorySettings, is_extraction_allowed, writ
 from services.memory.similarity import dedupe_key
 from services.memory.store import Changes, MemoryStore, db_path
 from services.memory.tokenizer import tokenize
+
+log = logging.getLogger("ai_coding.memory")
 
 LEGACY_FILE = ".memory"
 LEGACY_BACKUP = "memory-legacy.json.bak"
@@ -154,13 +157,21 @@ class MemoryEngine:
                 )
         timed_out = budget > 0 and elapsed > budget
         hits = [Hit(r.note, round(r.score, 6), round(r.relevance, 6), r.matched) for r in ranked.hits]
+        count_failed = False
         if hits and not timed_out and not q.skip_hit_count:
-            store.touch([h.note.id for h in hits], stamp)
+            try:
+                store.touch([h.note.id for h in hits], stamp)
+            except StoreUnavailable:
+                # Hits are still returned: a lost use count must not starve the model of its notes.
+                log.warning("recall could not count hits in %s", store.path)
+                count_failed = True
         status = self._semantic.status if self.settings.embeddings.enabled else "off"
         diag = diagnostics(
             ranked, summary=summary, filtered=filtered, semantic_status=status, timed_out=timed_out,
             elapsed_ms=elapsed * 1000.0, include_near_misses=q.include_near_misses,
         )
+        if count_failed:
+            diag["hit_count_failed"] = True
         return RecallResult(hits, diag, render(cleaned or q.query, hits, diag))
 
     def constraints(self, workspace: str, max_chars: int = 0) -> str:
