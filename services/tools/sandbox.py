@@ -12,9 +12,11 @@ workspace read-write except ``.git/hooks`` and ``.git/config``, a private
 from __future__ import annotations
 
 import asyncio
+import glob
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -30,6 +32,9 @@ FIXED_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "SH
 SANDBOX_HOME = "/tmp"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE)
 ALWAYS_HIDDEN = ("/home", "/root", "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/mnt", "/media")
+# Readable by the service's own uid (root in CI) even without capabilities: shown as empty files.
+HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
+HIDDEN_FILE_GLOBS = ("/etc/ssh/ssh_host_*_key",)
 
 FIX_HINT = ("Install bubblewrap (`apt-get install bubblewrap`), or opt out of the sandbox by setting "
             "`tools.sandbox.mode: none` in ~/.config/ai-coding/config.yaml.")
@@ -63,6 +68,30 @@ def protected_git_paths(root: Path) -> list[Path]:
     return [p for p in (git, hooks, git / "config") if p.exists() and os.path.realpath(p) == str(p)]
 
 
+_EMPTY: list[str] = []
+
+
+def empty_file() -> str:
+    """A read-only empty regular file to mount over hidden files (a /dev/null bind would be a device
+    node, which a user-namespace mount refuses to open: the command would see "Permission denied")."""
+    if not _EMPTY or not os.path.isfile(_EMPTY[0]):
+        directory = tempfile.mkdtemp(prefix="ai-coding-sandbox-")
+        path = os.path.join(directory, "empty")
+        with open(path, "wb"):
+            pass
+        os.chmod(path, 0o444)
+        _EMPTY[:] = [path]
+    return _EMPTY[0]
+
+
+def hidden_files() -> list[str]:
+    """Host files with credentials that exist here and get /dev/null mounted over them."""
+    found = [path for path in HIDDEN_FILES if os.path.isfile(path)]
+    for pattern in HIDDEN_FILE_GLOBS:
+        found += sorted(glob.glob(pattern))
+    return found
+
+
 def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> list[str]:
     """Existing directories to cover with an empty tmpfs: deduplicated, none inside a root, and none
     below another one already covered."""
@@ -84,6 +113,11 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
     argv += SYSTEM_MOUNTS
     for real in hidden_mounts([*ALWAYS_HIDDEN, *hidden], roots):
         argv += ["--tmpfs", real]
+    files = hidden_files()
+    if files:
+        empty = empty_file()
+        for secret_file in files:
+            argv += ["--ro-bind", empty, secret_file]
     for root in roots:
         argv += ["--bind", str(root), str(root)]
     for root in roots:

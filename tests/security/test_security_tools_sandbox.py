@@ -114,6 +114,15 @@ def test_files_outside_the_workspace_cannot_be_written(service: ThreadedToolServ
     assert outside.read_text() == "original\n" and "pwned" not in Path("/etc/hosts").read_text()
 
 
+def test_password_hashes_are_hidden_even_from_a_root_service(service: ThreadedToolService) -> None:
+    shadow = Path("/etc/shadow")
+    if not shadow.exists():
+        pytest.skip("no /etc/shadow on this host")
+    result = bash(service, "cat /etc/shadow /etc/gshadow 2>&1; wc -c < /etc/shadow; echo finished")
+    assert "finished" in result.output and "root:" not in result.output
+    assert result.output.split()[-2] == "0"
+
+
 def test_the_users_home_is_hidden(service: ThreadedToolService) -> None:
     home = Path.home()
     visible = sorted(p.name for p in home.iterdir())
