@@ -13,6 +13,10 @@ is called before the new attempt and means "discard what this step streamed
 so far". A caller that passes no ``on_reset`` gets a ``ModelError`` instead,
 so it never shows text twice. ``StepResult`` always holds the final attempt
 only.
+
+The response is read through the openai package's streaming-response API
+(HTTP, auth and error statuses stay the package's) but its SSE lines are
+decoded here into plain dicts for the pure ``StreamAssembler``.
 """
 
 from __future__ import annotations

@@ -133,3 +133,29 @@ def test_a_non_streamed_completion_is_read_as_one_chunk() -> None:
     asm.feed(completion_as_chunk(body))
     assert (asm.text, asm.reasoning, asm.finish_reason, asm.usage) == ("ok", "hm", "tool_calls", {"prompt_tokens": 3})
     assert [(c.id, c.name, c.arguments()) for c in asm.tool_calls()] == [("c1", "read", {"path": "a"}), ("c2", "glob", {})]
+
+
+def test_any_split_of_interleaved_tool_call_deltas_reassembles_the_same_calls() -> None:
+    import itertools
+    import json
+    import random
+
+    rng = random.Random(1234)
+    wanted = [{"path": "src/ü.py", "text": 'a "quoted" \\ value', "n": [1, 2, {"k": None}]}, {"command": "ls -la"}]
+    for _ in range(200):
+        queues: list[list[str]] = []
+        for args in wanted:
+            raw = json.dumps(args)
+            cuts = sorted(rng.sample(range(1, len(raw)), k=5))
+            queues.append([raw[a:b] for a, b in itertools.pairwise([0, *cuts, len(raw)])])
+        asm = StreamAssembler()
+        started: set[int] = set()
+        while any(queues):
+            index = rng.choice([n for n, q in enumerate(queues) if q])
+            first = index not in started
+            started.add(index)
+            asm.feed(chunk(call(index, id=f"c{index}" if first else "", name=("read", "bash")[index] if first else "",
+                                args=queues[index].pop(0))))
+        calls = asm.tool_calls()
+        assert [c.arguments() for c in calls] == wanted
+        assert [(c.id, c.name, c.parse_error) for c in calls] == [("c0", "read", ""), ("c1", "bash", "")]
