@@ -173,6 +173,8 @@ def _grep_python(regex: re.Pattern[str], root: Path, start: Path, glob: str, cap
         if full.is_symlink():
             continue  # ripgrep does not follow symlinks either
         try:
+            if full.stat().st_size > limits.READ_MAX_BYTES:
+                continue  # same as ripgrep's --max-filesize below
             data = full.read_bytes()
         except OSError:
             continue
@@ -189,7 +191,8 @@ def _grep_python(regex: re.Pattern[str], root: Path, start: Path, glob: str, cap
 def _grep_rg(rg: str, pattern: str, root: Path, start: Path, glob: str, ignore_case: bool,
              cap: int) -> tuple[list[str], bool]:
     cmd = [rg, "--line-number", "--no-heading", "--null", "--color=never", "--no-messages", "--sort=path",
-           "--no-require-git", "--no-ignore-dot", "--no-ignore-parent", "--no-config", "--with-filename"]
+           "--no-require-git", "--no-ignore-dot", "--no-ignore-parent", "--no-config", "--with-filename",
+           f"--max-filesize={limits.READ_MAX_BYTES}"]
     if ignore_case:
         cmd.append("--ignore-case")
     # ripgrep's --glob overrides .gitignore; filtering names here keeps the fallback's semantics.

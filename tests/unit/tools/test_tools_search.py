@@ -36,6 +36,7 @@ def tree(tmp_path: Path) -> Path:
     (root / ".hidden" / "h.py").write_text("TODO hidden\n")
     (root / "blob.bin").write_bytes(b"TODO\0binary")
     (root / "a-b.txt").write_text("TODO dash\n")
+    (root / "huge.txt").write_bytes(b"TODO huge\n" * 1_100_000)  # over 10 MB: skipped by both engines
     outside = tmp_path / "outside.py"
     outside.write_text("TODO outside\n")
     (root / "src" / "escape.py").symlink_to(outside)
@@ -61,7 +62,7 @@ def test_grep_prints_path_line_text_and_cuts_long_lines(tree: Path) -> None:
 
 def test_grep_skips_hidden_binary_ignored_and_symlinked_files(tree: Path) -> None:
     text = grep_files({"pattern": "TODO"}, [tree], None).output
-    for absent in ("generated", "build", "log", "hidden", "binary", "outside"):
+    for absent in ("generated", "build", "log", "hidden", "binary", "outside", "huge"):
         assert absent not in text, absent
 
 
