@@ -167,6 +167,7 @@ class EventRenderer:
         self.verbose = verbose
         self.line_buffered = line_buffered
         self.partial_text = ""
+        self._in_code = False
         self.last_tool: LastTool | None = None
         self.last_reasoning = ""
         self.pending_approval: loop_pb2.ApprovalRequested | None = None
@@ -196,8 +197,10 @@ class EventRenderer:
 
     def _end_text(self) -> None:
         if self.partial_text:
-            self.console.print(literal(self.partial_text), soft_wrap=True, highlight=False)
+            styled, _ = markdown_line(self.partial_text, self._in_code)
+            self.console.print(styled, soft_wrap=True, highlight=False)
             self.partial_text = ""
+        self._in_code = False
         if self._mid_line:
             self.console.print(highlight=False)
             self._mid_line = False
@@ -247,7 +250,8 @@ class EventRenderer:
         if self.line_buffered:
             *complete, self.partial_text = (self.partial_text + ev.text).split("\n")
             for line in complete:
-                self.console.print(literal(line), soft_wrap=True, highlight=False)
+                styled, self._in_code = markdown_line(line, self._in_code)
+                self.console.print(styled, soft_wrap=True, highlight=False)
             return
         self.console.print(literal(ev.text), end="", soft_wrap=True, highlight=False)
         self._mid_line = not ev.text.endswith("\n")
@@ -412,3 +416,27 @@ def last_tool_text(last: LastTool) -> str:
     except json.JSONDecodeError:
         args = last.arguments_json
     return f"{last.title}\narguments:\n{args}\noutput:\n{last.output}"
+
+
+_INLINE = re.compile(r"(`[^`\n]+`)|(\*\*[^*\n]+\*\*)")
+
+
+def markdown_line(line: str, in_code: bool) -> tuple[Text, bool]:
+    """One finished line of assistant Markdown as styled ``Text`` (never parsed as rich markup).
+
+    Returns the line and whether a fenced code block is open after it. Headings are bold,
+    fences and code blocks cyan, ``inline code`` cyan, ``**strong**`` bold; the characters
+    themselves are kept as the model wrote them.
+    """
+    stripped = line.lstrip()
+    if stripped.startswith("```"):
+        return literal(line, "dim cyan"), not in_code
+    if in_code:
+        return literal(line, "cyan"), True
+    if stripped.startswith("#"):
+        return literal(line, "bold"), False
+    text = literal(line)
+    plain = text.plain
+    for match in _INLINE.finditer(plain):
+        text.stylize("cyan" if match.group(1) else "bold", match.start(), match.end())
+    return text, False

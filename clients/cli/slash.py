@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("", "trace summary of the last turn"),
     "budget": ("", "token ledger of this session"),
     "last": ("", "full arguments and output of the last tool call (Ctrl-Y copies them)"),
+    "thinking": ("", "expand the last turn's folded reasoning"),
     "mcp": ("", "MCP servers and their state"),
     "clear": ("", "start a new session (the old one stays resumable)"),
     "quit": ("", "exit"),

@@ -7,6 +7,7 @@ workspace) and loads its own model script.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -86,6 +87,7 @@ class Term:
         self.seen = ""
         self.child.delaybeforesend = None
         self.expect("/help for commands")
+        self.expect("›")  # the prompt owns the terminal from here on
 
     def expect(self, pattern: str) -> str:
         """Wait for ``pattern`` (plain text, not a regex) and return everything read up to it."""
@@ -127,8 +129,11 @@ def term(stack: Stack, workspace: Path) -> Iterator[Term]:
 
 
 def plain(text: str) -> str:
-    """Terminal output without SGR colour codes (other escapes stay, so they can be checked)."""
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+    """Terminal output without our own CSI sequences (colours, cursor moves) and backspaces.
+
+    Escapes from external text are shown as the four characters ``\\x1b``, so they survive this.
+    """
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x08", "", text)
 
 
 def script(stack: Stack, steps: list[dict[str, Any]]) -> None:
@@ -348,3 +353,78 @@ def _session_id(seen: str) -> str:
     match = re.search(r"session ([0-9a-f]{6,})", plain(seen))
     assert match, seen
     return match.group(1)
+
+
+def test_ctrl_y_copies_the_last_tool_call_with_osc52(stack: Stack, term: Term) -> None:
+    script(stack, [
+        {"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"text": "Read it."},
+    ])
+    term.line("read the notes")
+    term.expect("● completed")
+    term.child.sendcontrol("y")
+    out = term.expect_re(r"\x1b\]52;c;([A-Za-z0-9+/=]+)\x07")
+    payload = re.search(r"\x1b\]52;c;([A-Za-z0-9+/=]+)\x07", out)
+    assert payload is not None
+    copied = base64.b64decode(payload.group(1)).decode()
+    assert '"path": "notes.txt"' in copied and "alpha" in copied and "beta" in copied
+    term.expect("copied the last tool call")
+
+
+def test_the_task_list_shows_as_dim_lines_when_it_changes(stack: Stack, term: Term) -> None:
+    script(stack, [
+        {"tool_calls": [{"name": "todo_write", "arguments": {
+            "goal": "tidy the notes", "add": [{"id": "1", "content": "read notes"},
+                                              {"id": "2", "content": "sort notes"}]}}]},
+        {"tool_calls": [{"name": "todo_write", "arguments": {"update": [{"id": "1", "status": "completed"}]}}]},
+        {"text": "Planned."},
+    ])
+    term.line("plan the tidy-up")
+    out = plain(term.expect("● completed"))
+    assert "tasks 0/2 · tidy the notes" in out
+    assert "tasks 1/2 · tidy the notes" in out
+    assert "☑ read notes" in out and "☐ sort notes" in out
+
+
+def test_ctrl_d_exits_and_ctrl_c_twice_on_an_empty_prompt_exits(stack: Stack, workspace: Path) -> None:
+    first = Term(stack, workspace)
+    first.child.sendcontrol("d")
+    first.child.expect(pexpect.EOF)
+    first.child.close()
+    assert first.child.exitstatus == 0
+    second = Term(stack, workspace)
+    second.child.sendcontrol("c")
+    second.expect("press Ctrl-C again to exit")
+    assert second.child.isalive()
+    second.child.sendcontrol("c")
+    second.child.expect(pexpect.EOF)
+    second.child.close()
+    assert second.child.exitstatus == 0
+
+
+def test_at_60_columns_a_long_status_line_is_cut_not_wrapped(stack: Stack, workspace: Path) -> None:
+    script(stack, [{"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+                   {"text": "ok", "usage": {"prompt_tokens": 123456789, "completion_tokens": 98765,
+                                            "cached_tokens": 1234}}])
+    narrow = Term(stack, workspace)
+    narrow.child.setwinsize(40, 60)
+    try:
+        time.sleep(0.3)
+        narrow.line("read the notes at sixty columns")
+        out = plain(narrow.expect("● completed"))
+        status = plain(narrow.expect("\n"))
+        tool_lines = [line for line in out.splitlines() if "Reading · notes.txt" in line]
+        assert tool_lines and all(len(line.strip("\r")) <= 60 for line in tool_lines)
+        line = ("● completed" + status).strip("\r\n")
+        assert len(line) <= 60 and line.endswith("…"), line
+    finally:
+        narrow.close()
+
+
+def test_a_missing_workspace_is_one_readable_line(stack: Stack) -> None:
+    done = subprocess.run([sys.executable, "-m", "clients.cli.repl", "-w", "/nonexistent/ws"], env=stack.env,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr + done.stdout
+    assert done.stderr.strip() == ("ai-coding: workspace /nonexistent/ws is not a directory; "
+                                   "pass an existing one with -w")

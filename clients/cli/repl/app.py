@@ -38,6 +38,7 @@ from clients.cli.repl import resume
 from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
 from clients.cli.repl.state import approval_decision, ctrl_c, osc52, question_answer
 from clients.cli.slash import SlashCommand, SlashReply, completions, help_text, parse_slash
+from services.kernel.endpoints import Endpoint
 
 REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
                  "point out bugs, risky changes and missing tests, most important first.")
@@ -101,8 +102,10 @@ class _SlashCompleter(Completer):
 class Repl:
     """One interactive client on one session (``attach`` follows a session another client drives)."""
 
-    def __init__(self, client: LoopClient, workspace: str, attach: bool = False) -> None:
+    def __init__(self, client: LoopClient, workspace: str, attach: bool = False,
+                 log_path: Path | None = None) -> None:
         self.client = client
+        self.log_path = log_path
         self.workspace = workspace
         self.attach_mode = attach
         self.session_id = ""
@@ -164,6 +167,8 @@ class Repl:
                     break
             except ClientError as err:
                 self._error(str(err))
+            except Exception as err:  # keep the session usable; the traceback goes to the log
+                self._report_crash(err)
         if not app_task.done():
             self.prompt.app.exit()
         with contextlib.suppress(EOFError, KeyboardInterrupt, asyncio.CancelledError):
@@ -247,6 +252,9 @@ class Repl:
         elif name == "last":
             last = self.renderer.last_tool
             self._print(literal(last_tool_text(last)) if last else literal("no tool call yet", "dim"))
+        elif name == "thinking":
+            reasoning = self.renderer.last_reasoning
+            self._print(literal(reasoning, "dim italic") if reasoning else literal("no reasoning yet", "dim"))
         elif name == "clear":
             await self._switch_to(await self.client.open_session(self.workspace, ""), redraw=False)
         elif name == "resume":
@@ -351,7 +359,23 @@ class Repl:
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        err = task.exception()
+        assert err is not None
+        self._report_crash(err)
+
+    def _report_crash(self, err: BaseException) -> None:
+        if self.log_path is not None:
+            _log_crash(self.log_path, err)
+        where = f" (details in {self.log_path})" if self.log_path else ""
+        self._error(f"{type(err).__name__}: {err}{where}")
+        self.turn_running = False
+        self._invalidate()
 
     def _control_stream(self) -> TurnStream | None:
         """Where approvals, answers, interrupts and queued input go."""
@@ -591,7 +615,12 @@ class Repl:
             app.invalidate()
 
     def _sync_width(self) -> None:
-        self.console.width = shutil.get_terminal_size((100, 30)).columns
+        """Follow the real terminal's width (ioctl on the tty; $COLUMNS may be stale after a resize)."""
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+        except OSError:
+            columns = 0
+        self.console.width = columns or shutil.get_terminal_size((100, 30)).columns
 
     def _echo(self, line: str) -> None:
         self._print(literal(f"› {line}", "bold"))
@@ -635,35 +664,51 @@ def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEven
     return backlog[start:] if start is not None else []
 
 
-def _loop_endpoint(workspace: Path, quiet: bool = False) -> object:
-    """Start the services when they are not running and return the loop's endpoint."""
+def _loop_endpoint(workspace: Path, quiet: bool = False) -> tuple[Endpoint, Path]:
+    """Start the services when they are not running; the loop's endpoint and the client's log file."""
     from clients.cli import control
 
     setup = control.resolve(workspace)
     names: list[str] = [name for name in ("loop", "tools") if name in setup.supervisor.services] or ["loop"]
     control.ensure_running(setup, names, quiet=quiet)
-    return setup.endpoints["loop"]
+    return setup.endpoints["loop"], setup.rdir / "logs" / "client.log"
+
+
+def _log_crash(log_path: Path, err: BaseException) -> None:
+    import traceback
+
+    with contextlib.suppress(OSError), open(log_path, "a", encoding="utf-8") as fh:
+        fh.write(f"--- {dt.datetime.now().isoformat()} ---\n")
+        fh.write("".join(traceback.format_exception(err)))
 
 
 def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
     """Open the interactive client on ``workspace`` (default: the current dir); returns the exit code."""
-    from services.kernel.endpoints import Endpoint
     from services.kernel.errors import AiCodingError
 
     root = Path(workspace or os.getcwd()).resolve()
+    if not root.is_dir():
+        print(f"ai-coding: workspace {root} is not a directory; pass an existing one with -w", file=sys.stderr)
+        return 2
     try:
-        endpoint = _loop_endpoint(root)
+        endpoint, log_path = _loop_endpoint(root)
     except AiCodingError as err:
         print(f"ai-coding: {err}", file=sys.stderr)
         return 3
-    assert isinstance(endpoint, Endpoint)
 
     async def main() -> int:
-        repl = Repl(LoopClient(endpoint), str(root), attach=attach)
+        repl = Repl(LoopClient(endpoint), str(root), attach=attach, log_path=log_path)
         return await repl.run(session_id or "")
 
     try:
         return asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C before the prompt took over the terminal
+        return 130
     except AiCodingError as err:
         print(f"ai-coding: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # the process boundary: one line for the user, the traceback in the log
+        _log_crash(log_path, err)
+        print(f"ai-coding: the client stopped on an unexpected error: {type(err).__name__}: {err} "
+              f"(details in {log_path})", file=sys.stderr)
         return 1

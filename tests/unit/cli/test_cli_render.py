@@ -206,3 +206,16 @@ def test_line_buffered_mode_prints_whole_lines_and_keeps_the_rest_pending() -> N
     renderer.handle(finished())
     assert out.getvalue().splitlines()[:2] == ["first line", "second"]
     assert renderer.partial_text == ""
+
+
+def test_streamed_markdown_is_styled_by_line_but_keeps_every_character() -> None:
+    out = io.StringIO()
+    renderer = EventRenderer(Console(file=out, width=80, force_terminal=True, color_system="standard"),
+                             line_buffered=True)
+    text = "# Title\nUse `x[0]` and **[bold]care[/bold]**\n```\nprint('[red]')\n```\nplain [i]\n"
+    renderer.handle(ev(text_delta=loop_pb2.TextDelta(text=text)))
+    raw = out.getvalue()
+    assert _strip_sgr(raw) == text
+    assert "\x1b[1m# Title" in raw
+    assert "\x1b[36m`x[0]`" in raw
+    assert "\x1b[36mprint('[red]')" in raw
