@@ -20,8 +20,9 @@ def test_glob_patterns_follow_shell_rules(pattern: str, path: str, hit: bool) ->
     assert bool(glob_to_regex(pattern).match(path)) is hit
 
 
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp_path = tmp_path_factory.mktemp("search")
     root = tmp_path / "ws"
     (root / "src" / "pkg").mkdir(parents=True)
     (root / "build").mkdir()
