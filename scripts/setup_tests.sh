@@ -28,6 +28,10 @@ fi
 .venv/bin/python -m pip install -q -e '.[test]'
 
 if [ -f tests/node/package.json ]; then
+  # Trust the system CA store too (a site proxy's CA lives there); node otherwise uses only its own.
+  if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+    export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+  fi
   if [ -f tests/node/package-lock.json ]; then
     npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
   else
