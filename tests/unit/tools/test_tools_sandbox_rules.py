@@ -80,3 +80,14 @@ def test_the_home_directory_itself_is_not_a_workspace(tmp_path: Path) -> None:
     with pytest.raises(WorkspaceError, match="too broad"):
         check_workspace_root(str(tmp_path), tmp_path)
     assert check_workspace_root(str(tmp_path), tmp_path / "elsewhere") == tmp_path.resolve()
+
+
+def test_an_unknown_sandbox_mode_in_the_config_is_an_error_naming_the_key() -> None:
+    from services.kernel.config import Config
+    from services.kernel.errors import ConfigError
+    from services.tools.main import load_tools_config
+
+    with pytest.raises(ConfigError, match=r"tools\.sandbox\.mode"):
+        load_tools_config(Config(data={"tools": {"sandbox": {"mode": "off"}}}))
+    with pytest.raises(ConfigError, match=r"tools\.sandbox\.network"):
+        load_tools_config(Config(data={"tools": {"sandbox": {"network": "yes"}}}))
