@@ -20,7 +20,7 @@ from services.loop.local_tools import visible_tools
 from services.loop.pairing import repair_pairing
 from services.loop.policy.guards import DuplicateCallGuard, StrategyGate
 from services.loop.policy.handoff import HandoffFacts, handoff_report
-from services.loop.policy.search import LadderLimits, SearchLadder
+from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
 from services.loop.ports import ModelError, StepResult, ToolCall, ToolOutcome, Usage
 from services.loop.prompt import assemble, environment_block, tail_blocks
@@ -115,6 +115,8 @@ class Turn:
                 nudges = await self._batch(step.tool_calls)
             self._save()
             decision = decide(self._facts(step))
+            if decision.final_summary_step:
+                await self._closing_answer(decision.reason)
             if decision.finished and decision.status is not None:
                 return decision.status, decision.reason
             if decision.action is Action.NUDGE:
@@ -125,11 +127,19 @@ class Turn:
             for nudge in nudges:
                 self._append({"role": "user", "content": nudge})
 
-    async def _model_step(self) -> StepResult:
+    async def _closing_answer(self, reason: str) -> None:
+        """One last step without tools so the model writes its answer (search unconverged)."""
+        self._append({"role": "user", "content": f"[search-gate] {reason}. Searching is over: write your final "
+                      "answer now from the evidence you have, including what is still unknown."})
+        step = await self._model_step(with_tools=False)
+        step.tool_calls = []  # none were offered; a stray call is dropped rather than left unpaired
+        self._append_assistant(step)
+
+    async def _model_step(self, with_tools: bool = True) -> StepResult:
         rt = self.rt
         self._step = _StepState()
         history, _ = repair_pairing(rt.session.messages)
-        tools = visible_tools(rt.catalog, rt.loaded)
+        tools = visible_tools(rt.catalog, rt.loaded) if with_tools else []
         tail = tail_blocks({**self.aux_tail, **rt.tail_parts(),
                             "environment": environment_block(rt.session.workspace, rt.model.model_name)})
         messages, stats = assemble(rt.instructions, history, tail, tools)
@@ -201,8 +211,8 @@ class Turn:
             self.emit("search_stalled", iteration=stalled.iteration, level=stalled.level, streak=stalled.streak,
                       stale_streak=stalled.stale_streak, novel=stalled.novel, reason=stalled.reason)
             if not stalled.unconverged:
-                nudges.append(f"[search-gate] {stalled.reason}: stop searching and act on what you found, "
-                              "or tell the user what is missing.")
+                commands = tuple(self.rt.settings.static_check.commands)
+                nudges.append(search_gate_message(stalled, commands=commands))
         return nudges
 
     def _record_results(self, ctx: DispatchContext, calls: list[ToolCall]) -> None:

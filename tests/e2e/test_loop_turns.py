@@ -170,3 +170,25 @@ def test_a_500_storm_ends_in_a_clean_failed_status_with_the_session_intact(
     assert "server_error" in end.reason and "Handoff" in end.handoff
     reopened = stack.open(sid)
     assert reopened.message_count == 3  # user, assistant, user: nothing lost, nothing invented
+
+
+def test_searches_that_find_nothing_new_climb_the_ladder_and_end_with_a_closing_answer(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("alpha beta\n")
+    greps = [{"tool_calls": [{"name": "grep", "arguments": {"pattern": f"alpha|nothing{i}"}}]} for i in range(5)]
+    stack = make_stack([*greps, {"match": "Searching is over", "text": "alpha is on line 1; nothing else found."}],
+                       with_tools=True, max_tool_iterations=20, search_streak_threshold=2, search_streak_l2=3,
+                       stale_streak_l1=2, stale_streak_l2=3, stale_streak_l3=4, repeated_nonempty_l3=2)
+    _, events = stack.turn("where is alpha used?")
+    end = finished(events)
+    assert status_name(end) == "max_iterations" and end.reason == "search unconverged"
+    assert end.text == "alpha is on line 1; nothing else found."
+    levels = [e.search_stalled.level for e in events if e.WhichOneof("event") == "search_stalled"]
+    assert levels[0] == 1 and levels[-1] == 3
+    assert stack.runtime.get(finished_session(events)).session.messages[-1]["content"] == end.text
+    nudged = json.dumps([r.body["messages"] for r in stack.fake.chat_requests])
+    assert "[search-gate]" in nudged and "ruff check ." in nudged  # L2 names the static check to run
+
+
+def finished_session(events: list[loop_pb2.TurnEvent]) -> str:
+    return events[-1].session_id
