@@ -176,7 +176,8 @@ class Turn:
             self.final_text = step.text
         self._step.partial_text = ""
         self._append(message)
-        self._save()
+        if not step.tool_calls:  # with calls, the save waits for their results: saves are always paired
+            self._save()
 
     async def _batch(self, calls: list[ToolCall]) -> list[str]:
         """Run one batch; returns the nudges its results earned (strategy gate, search ladder)."""

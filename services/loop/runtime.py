@@ -87,6 +87,15 @@ class SessionRuntime:
 
     # -- lifecycle --
 
+    def set_options(self, options: SessionOptions) -> None:
+        """A client re-opened the session: take its approval mode and whether someone can answer."""
+        if options.interactive != self.options.interactive:
+            names = {t["function"]["name"] for t in local_tools(True, True, True)}
+            remote = [t for t in self.catalog if t["function"]["name"] not in names]
+            self.catalog = [*remote, *local_tools(options.interactive, self.deps.memory is not None,
+                                                  self.deps.mcp is not None)]
+        self.options = options
+
     async def attach_tools(self) -> None:
         """Register with the tools service and fetch its catalog (degrades to a warning)."""
         try:
@@ -287,7 +296,7 @@ class LoopRuntime:
             sid = store.resolve(session_id)
             live = self.sessions.get(sid)
             if live is not None:
-                live.options = options
+                live.set_options(options)
                 return live, []
             session, warnings = store.load(sid)
         else:
