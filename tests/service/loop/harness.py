@@ -110,7 +110,7 @@ class LoopStack:
     """The loop service (+ optional tools service) and a blocking client."""
 
     def __init__(self, short_dir: Path, workspace: Path, fake: FakeModelServer, config: dict[str, Any],
-                 with_tools: bool, memory: str = "") -> None:
+                 with_tools: bool, memory: str = "", mcp_servers: list[dict[str, Any]] | None = None) -> None:
         from services.loop.main import build
 
         self.dir = short_dir
@@ -135,6 +135,14 @@ class LoopStack:
 
                 self.memory = self.services.serve(memory_addr, build_memory(Config(data={})))
             data["endpoints"]["memory"] = memory_addr
+        if mcp_servers is not None:
+            from services.mcp_gateway.main import build as build_gateway
+
+            data["loop"] = {**data.get("loop", {}), "mcp": True}
+            gateway_addr = f"unix:{short_dir}/mcp.sock"
+            self.gateway = self.services.serve(gateway_addr, build_gateway(Config(data={"mcp": {
+                "servers": mcp_servers}})))
+            data["endpoints"]["mcp_gateway"] = gateway_addr
         self.config = Config(data=data)
         self.service_def = build(self.config)
         self.loop_server = self.services.serve(f"unix:{short_dir}/loop.sock", self.service_def)
@@ -207,10 +215,10 @@ def make_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated
     stacks: list[LoopStack] = []
 
     def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool = False, memory: str = "",
-             **ai: Any) -> LoopStack:
+             mcp_servers: list[dict[str, Any]] | None = None, **ai: Any) -> LoopStack:
         if script is not None:
             fake.load_script(script)
-        stack = LoopStack(short_dir, workspace, fake, model_config(fake.url, **ai), with_tools, memory)
+        stack = LoopStack(short_dir, workspace, fake, model_config(fake.url, **ai), with_tools, memory, mcp_servers)
         stacks.append(stack)
         return stack
 
