@@ -314,9 +314,8 @@ class EventRenderer:
     def _on_approval_requested(self, ev: loop_pb2.ApprovalRequested) -> None:
         self.pending_approval = ev
         self._line(literal(f"? approve {ev.tool}" + (f" ({ev.reason})" if ev.reason else ""), "bold magenta"))
-        preview = ev.preview or ev.arguments_json
         self._end_text()
-        self.console.print(literal(preview), highlight=False)
+        self.console.print(preview_text(ev.preview or ev.arguments_json), highlight=False)
         self._line(Text("  y once · a always (this session) · n deny · s stop the turn · Enter = deny",
                         style="magenta"))
 
@@ -416,6 +415,22 @@ def last_tool_text(last: LastTool) -> str:
     except json.JSONDecodeError:
         args = last.arguments_json
     return f"{last.title}\narguments:\n{args}\noutput:\n{last.output}"
+
+
+def preview_text(preview: str) -> Text:
+    """An approval preview, literal; a unified diff gets its +/-/@@ lines coloured."""
+    text = literal(preview)
+    if "\n@@" not in "\n" + preview:
+        return text
+    offset = 0
+    for line in text.plain.split("\n"):
+        style = ("green" if line.startswith("+") and not line.startswith("+++") else
+                 "red" if line.startswith("-") and not line.startswith("---") else
+                 "cyan" if line.startswith("@@") else "")
+        if style:
+            text.stylize(style, offset, offset + len(line))
+        offset += len(line) + 1
+    return text
 
 
 _INLINE = re.compile(r"(`[^`\n]+`)|(\*\*[^*\n]+\*\*)")

@@ -81,7 +81,8 @@ class Term:
     """A REPL in a pseudo-terminal, with helpers that wait for what a user would see."""
 
     def __init__(self, stack: Stack, workspace: Path, *args: str) -> None:
-        self.child = pexpect.spawn(sys.executable, ["-m", "clients.cli.repl", "-w", str(workspace), *args],
+        # The user's entry points: `ai-coding -w WS [--session ID]` and `ai-coding attach ID -w WS`.
+        self.child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", *args, "-w", str(workspace)],
                                    env=stack.env, cwd=str(workspace), encoding="utf-8", dimensions=(40, 120),
                                    timeout=TIMEOUT, codec_errors="replace")
         self.seen = ""
@@ -182,20 +183,29 @@ def test_approvals_answered_y_n_and_enter_alone(stack: Stack, term: Term, worksp
     assert text.count("→ denied") == 2
 
 
-def test_ask_user_is_answered_with_a_digit(stack: Stack, term: Term) -> None:
+def test_ask_user_is_answered_with_a_digit_then_with_the_arrow_keys(stack: Stack, term: Term) -> None:
+    question = {"question": "Which colour?", "options": ["red", "green", "blue"]}
     script(stack, [
-        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which colour?",
-                                                             "options": ["red", "green"]}}]},
-        {"text": "Green it is."},
+        {"tool_calls": [{"name": "ask_user", "arguments": question}]},
+        {"tool_calls": [{"name": "ask_user", "arguments": question}]},
+        {"text": "Noted both."},
     ])
-    term.line("pick a colour with me")
-    term.expect("2. green")
+    term.line("pick colours with me")
+    term.expect("3. blue")
     term.expect("answer›")
     term.key("2")
     term.expect("→ green")
+    term.expect("3. blue")
+    term.expect("answer›")
+    term.key(ESC + "[B")  # Down: the first option
+    term.key(ESC + "[B")  # Down: the second
+    term.key(ESC + "[B")  # Down: the third
+    term.expect("blue")
+    term.key("\r")
+    term.expect("→ blue")
     term.expect("● completed")
-    tool_messages = [m for m in stack.model.chat_requests[-1].messages if m.get("role") == "tool"]
-    assert "green" in str(tool_messages[-1].get("content"))
+    tool_results = [str(m.get("content")) for m in stack.model.chat_requests[-1].messages if m.get("role") == "tool"]
+    assert "green" in tool_results[-2] and "blue" in tool_results[-1]
 
 
 def test_a_line_typed_during_a_turn_is_queued_and_runs_after_it(stack: Stack, term: Term) -> None:
@@ -336,7 +346,7 @@ def test_a_second_terminal_attaches_and_answers_the_approval(stack: Stack, term:
     term.line("run something needing approval")
     term.expect("approve? [y/a/n/s]")
     session_id = _session_id(term.seen)
-    other = Term(stack, workspace, "--attach", "--session", session_id)
+    other = Term(stack, workspace, "attach", session_id)
     try:
         other.expect("? approve bash")
         other.expect("approve? [y/a/n/s]")
@@ -422,9 +432,21 @@ def test_at_60_columns_a_long_status_line_is_cut_not_wrapped(stack: Stack, works
 
 
 def test_a_missing_workspace_is_one_readable_line(stack: Stack) -> None:
-    done = subprocess.run([sys.executable, "-m", "clients.cli.repl", "-w", "/nonexistent/ws"], env=stack.env,
+    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "-w", "/nonexistent/ws"], env=stack.env,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr + done.stdout
     assert done.stderr.strip() == ("ai-coding: workspace /nonexistent/ws is not a directory; "
                                    "pass an existing one with -w")
+
+
+def test_sessions_list_prints_the_workspace_sessions_as_json(stack: Stack, workspace: Path) -> None:
+    session_id = _session_with_a_tool_call(stack, workspace)
+    done = _cli(stack.env, "sessions", "list", "--json", "-w", str(workspace))
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    row = next(r for r in rows if r["id"].startswith(session_id))
+    assert row["preview"] == "read my notes please"
+    assert row["messages"] >= 4
+    table = _cli(stack.env, "sessions", "list", "-w", str(workspace))
+    assert "Today" in table.stdout and "read my notes please" in table.stdout

@@ -547,6 +547,21 @@ class Repl:
                 if pending is not None and int(digit) <= len(pending.options):
                     self._answer_question(pending.options[int(digit) - 1])
 
+        any_options = Condition(lambda: self.renderer.pending_question is not None
+                                and bool(self.renderer.pending_question.options))
+
+        @kb.add("up", filter=any_options)
+        @kb.add("down", filter=any_options)
+        def _cycle(event: KeyPressEvent) -> None:
+            pending = self.renderer.pending_question
+            if pending is None:
+                return
+            options = list(pending.options)
+            text = event.current_buffer.text
+            step = -1 if event.key_sequence[0].key == "up" else 1
+            index = (options.index(text) + step) % len(options) if text in options else (0 if step > 0 else -1)
+            event.current_buffer.set_document(Document(options[index]), bypass_readonly=True)
+
         @kb.add("escape", eager=True)
         def _escape(event: KeyPressEvent) -> None:
             if self.renderer.pending_question is not None:

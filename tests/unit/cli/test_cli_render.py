@@ -219,3 +219,14 @@ def test_streamed_markdown_is_styled_by_line_but_keeps_every_character() -> None
     assert "\x1b[1m# Title" in raw
     assert "\x1b[36m`x[0]`" in raw
     assert "\x1b[36mprint('[red]')" in raw
+
+
+def test_a_diff_preview_is_coloured_by_line_and_kept_literal() -> None:
+    from clients.cli.render import preview_text
+
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-old [b]\n+new [/b]\n"
+    text = preview_text(diff)
+    assert text.plain == diff
+    styles = {text.plain[span.start:span.end]: str(span.style) for span in text.spans}
+    assert styles == {"@@ -1 +1 @@": "cyan", "-old [b]": "red", "+new [/b]": "green"}
+    assert preview_text("rm -rf build").spans == []
