@@ -45,21 +45,25 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
-async def interleaved(url: str, steps: int) -> tuple[list[float], list[float]]:
+LONG_HISTORY = [MESSAGES[0]] + [{"role": ("assistant", "user")[n % 2], "content": "some content line " * 30}
+                                for n in range(400)]
+
+
+async def interleaved(url: str, steps: int, messages: list[dict[str, Any]] = MESSAGES) -> tuple[list[float], list[float]]:
     """Alternate one bare step and one step of ours so machine load hits both alike."""
     ours = OpenAIModelClient(ModelSettings(name="fake", model="fake-model", provider="generic", base_url=url,
                                            api_key="k"))
     bare = openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0)
 
     async def bare_step() -> None:
-        request: dict[str, Any] = {"model": "fake-model", "messages": MESSAGES, "tools": TOOLS, "stream": True,
+        request: dict[str, Any] = {"model": "fake-model", "messages": messages, "tools": TOOLS, "stream": True,
                                    "stream_options": {"include_usage": True}}
         stream: Any = await bare.chat.completions.create(**request)
         async for _chunk in stream:
             pass
 
     async def our_step() -> None:
-        await ours.step(MESSAGES, TOOLS, on_text=lambda _t: None, on_reasoning=lambda _t: None, timeout_seconds=30)
+        await ours.step(messages, TOOLS, on_text=lambda _t: None, on_reasoning=lambda _t: None, timeout_seconds=30)
 
     times: tuple[list[float], list[float]] = ([], [])
     for n in range(steps * 2):
@@ -71,24 +75,28 @@ async def interleaved(url: str, steps: int) -> tuple[list[float], list[float]]:
     return times
 
 
+def compare(title: str, steps: int, messages: list[dict[str, Any]]) -> None:
+    with FakeModelServer([STEP]) as server:
+        asyncio.run(interleaved(server.url, 3, messages))  # warm-up
+        server.reset()
+        bare_wall, our_wall = asyncio.run(interleaved(server.url, steps, messages))
+        served = [r.handling_ms for r in server.chat_requests]
+    bare_side = [w - s for w, s in zip(bare_wall, served[0::2], strict=True)]
+    our_side = [w - s for w, s in zip(our_wall, served[1::2], strict=True)]
+    print(f"{title}: {steps} steps each, interleaved (ms)")
+    for name, wall, side in (("bare openai", bare_wall, bare_side), ("OpenAIModelClient", our_wall, our_side)):
+        print(f"  {name:<18} wall p50 {pct(wall, .5):7.2f}  p95 {pct(wall, .95):7.2f}   "
+              f"client-side p50 {pct(side, .5):7.2f}  p95 {pct(side, .95):7.2f}")
+    ratio = statistics.median(our_side) / statistics.median(bare_side)
+    print(f"  client-side ratio ours/bare (p50): {ratio:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=200)
     steps = parser.parse_args().steps
-    with FakeModelServer([STEP]) as server:
-        asyncio.run(interleaved(server.url, 10))  # warm-up
-        server.reset()
-        bare_wall, our_wall = asyncio.run(interleaved(server.url, steps))
-        served = [r.handling_ms for r in server.chat_requests]
-    bare_side = [w - s for w, s in zip(bare_wall, served[0::2], strict=True)]
-    our_side = [w - s for w, s in zip(our_wall, served[1::2], strict=True)]
-    print(f"model step over the fake model, {steps} steps each, interleaved (ms)")
-    for name, wall, side in (("bare openai", bare_wall, bare_side), ("OpenAIModelClient", our_wall, our_side)):
-        print(f"{name:<18} wall p50 {pct(wall, .5):6.2f}  p95 {pct(wall, .95):6.2f}   "
-              f"client-side p50 {pct(side, .5):6.2f}  p95 {pct(side, .95):6.2f}")
-    ratio = statistics.median(our_side) / statistics.median(bare_side)
-    print(f"client-side ratio ours/bare (p50): {ratio:.2f}x; "
-          f"our extra cost p50: {statistics.median(our_side) - statistics.median(bare_side):+.2f} ms")
+    compare("2-message request", steps, MESSAGES)
+    compare("401-message history (~220 KB)", max(steps // 10, 10), LONG_HISTORY)
     for size in (1_000_000, 10_000_000):
         prev = os.urandom(size)
         this = prev + b"x" * 2000

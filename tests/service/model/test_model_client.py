@@ -276,3 +276,20 @@ def test_a_retry_after_beyond_the_budget_fails_at_once_and_says_why(fake: FakeMo
     assert err.value.reason == "rate_limited"
     assert "asked to wait 120s" in str(err.value)
     assert len(fake.chat_requests) == 1
+
+
+def test_the_history_reaches_the_endpoint_exactly_as_given(fake: FakeModelServer) -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "rules"},
+        {"role": "user", "content": "fix it ✓"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "a.py"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "print('x')\n"},
+    ]
+    fake.load_script([{"text": "done"}])
+    client = OpenAIModelClient(settings(fake.url, max_tokens=64, temperature=0.2))
+    run_step(client, Sink(), messages=history)
+    body = fake.chat_requests[-1].body
+    assert body["messages"] == history
+    assert body["tools"] == TOOLS
+    assert (body["model"], body["max_tokens"], body["temperature"]) == ("fake-model", 64, 0.2)
