@@ -327,8 +327,10 @@ def test_markup_and_escape_sequences_from_the_model_and_tools_render_literally(
         {"tool_calls": [{"name": "read", "arguments": {"path": "hostile.txt"}}]},
         {"text": "Model says [bold]loud[/bold] [/x] and \x1b[5mblink\x1b[0m."},
     ])
-    term.line("show the hostile file")
+    user_text = "show [bold]the[/bold] hostile [path=/tmp/x] file [/x]"
+    term.line(user_text)
     out = term.expect("● completed")
+    assert f"› {user_text}" in plain(out)
     assert "[bold]loud[/bold] [/x]" in out
     assert "\\x1b[5mblink\\x1b[0m" in out
     assert "\x1b[5m" not in out and "\x1b]0;" not in out and "\x07" not in out
@@ -336,6 +338,8 @@ def test_markup_and_escape_sequences_from_the_model_and_tools_render_literally(
     last = term.expect("\\x1b]0;pwned\\x07 end")
     assert "[bold]B[/bold] [path=/tmp/x] \\x1b[31mRED\\x1b[0m" in last
     assert "\x1b[31mRED" not in last
+    table = _cli(stack.env, "sessions", "list", "-w", str(workspace))
+    assert user_text in table.stdout  # the session preview, printed as typed
 
 
 def test_a_second_terminal_attaches_and_answers_the_approval(stack: Stack, term: Term, workspace: Path) -> None:
@@ -450,3 +454,23 @@ def test_sessions_list_prints_the_workspace_sessions_as_json(stack: Stack, works
     assert row["messages"] >= 4
     table = _cli(stack.env, "sessions", "list", "-w", str(workspace))
     assert "Today" in table.stdout and "read my notes please" in table.stdout
+
+
+def test_the_repl_starts_the_services_when_none_are_running(stack: Stack) -> None:
+    base = Path(tempfile.mkdtemp(prefix="aic-cold-", dir="/tmp"))
+    os.chmod(base, 0o700)
+    env = {**stack.env, "AI_CODING_RUNTIME_DIR": str(base / "run")}
+    workspace = base / "ws"
+    workspace.mkdir()
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "-w", str(workspace)], env=env,
+                          cwd=str(workspace), encoding="utf-8", dimensions=(40, 120), timeout=90)
+    try:
+        child.expect_exact("/help for commands")
+        status = _cli(env, "status")
+        assert "SERVING" in status.stdout
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    finally:
+        child.terminate(force=True)
+        _cli(env, "down", timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
