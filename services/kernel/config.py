@@ -408,8 +408,12 @@ def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
 
 
 def is_secret_key(dotted: str) -> bool:
-    """True when the last part of ``dotted`` names a credential (api_key, token, ...)."""
-    last = dotted.rsplit(".", 1)[-1].lower().replace("-", "_")
+    """True when ``dotted`` names a credential: an api_key / token / secret / password key, or any
+    value under ``environment`` or ``headers`` (those carry keys under arbitrary names)."""
+    parts = dotted.lower().replace("-", "_").split(".")
+    if any(p in CASE_SENSITIVE_PARENTS - {"models"} for p in parts[:-1]):
+        return True
+    last = parts[-1]
     if last.endswith("_env"):
         return False  # the name of a variable, not its value
     return last.endswith("api_key") or last.split("_")[-1] in SECRET_KEY_WORDS
@@ -428,6 +432,9 @@ def _flatten(node: Any, prefix: str, out: dict[str, Any]) -> None:
     if isinstance(node, Mapping) and node:
         for k, v in node.items():
             _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(node, list) and any(isinstance(v, Mapping) for v in node):
+        for n, v in enumerate(node):
+            _flatten(v, f"{prefix}.{n}", out)
     else:
         out[prefix] = node
 

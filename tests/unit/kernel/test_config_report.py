@@ -72,3 +72,19 @@ def test_secret_key_detection_and_masking() -> None:
     assert is_secret_key("headers.X-Api-Key") and is_secret_key("ai.websearch_api_key")
     assert not is_secret_key("models.x.max_tokens") and not is_secret_key("ai.turn_token_budget")
     assert mask_secret("") == "" and mask_secret(None) is None
+
+
+def test_secrets_inside_lists_and_environment_or_headers_are_masked(tmp_path: Path) -> None:
+    user = tmp_path / "u.yaml"
+    user.write_text(
+        "mcp:\n  servers:\n    - name: gh\n      command: [gh-mcp]\n"
+        "      environment: {GITHUB_PAT: ghp_abcdefghijklmnopqrstuvwxyz, DATABASE_URL: 'postgres://u:pw@h/db'}\n"
+        "      headers: {X-Custom: opaque-credential-value-123}\n"
+    )
+    rows = {k: v for k, v, _ in effective_config_report(load_config(None, env={}, user_path=user))}
+    assert rows["mcp.servers.0.name"] == "gh"
+    assert rows["mcp.servers.0.command"] == ["gh-mcp"]
+    assert rows["mcp.servers.0.environment.GITHUB_PAT"] == "****wxyz"
+    assert rows["mcp.servers.0.environment.DATABASE_URL"] == "****h/db"
+    assert rows["mcp.servers.0.headers.X-Custom"] == "****-123"
+    assert "pw@" not in str(rows) and "ghp_abc" not in str(rows)
