@@ -154,7 +154,8 @@ class InvertedIndex:
             score_parts.append(idf * tf * (K1 + 1) / (tf + norm))
             idf_parts.append(np.full(len(docs), idf))
         all_docs = np.concatenate(docs_parts)
-        unique, inverse = np.unique(all_docs, return_inverse=True)
-        bm25 = np.bincount(inverse, weights=np.concatenate(score_parts), minlength=len(unique)).astype(np.float64)
-        idf_sum = np.bincount(inverse, weights=np.concatenate(idf_parts), minlength=len(unique)).astype(np.float64)
-        return unique, bm25, idf_sum
+        # Accumulate over the dense doc-number space: a bincount is linear, np.unique would sort.
+        idf_dense = np.bincount(all_docs, weights=np.concatenate(idf_parts))
+        unique = np.flatnonzero(idf_dense).astype(np.int64)
+        bm25 = np.bincount(all_docs, weights=np.concatenate(score_parts))[unique].astype(np.float64)
+        return unique, bm25, idf_dense[unique].astype(np.float64)

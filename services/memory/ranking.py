@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from services.memory.index import FloatArray, InvertedIndex
+from services.memory.index import FloatArray, IntArray, InvertedIndex
 from services.memory.model import Note, RecallQuery
 from services.memory.scenes import fold_scene
 from services.memory.settings import MemorySettings
@@ -165,6 +165,26 @@ def _rank_arrays(
     return 0.5 * minmax(bm25) + 0.5 * minmax(cosines)
 
 
+def _top(
+    pool: IntArray, k: int, docs: IntArray, score: FloatArray, first: FloatArray | None = None
+) -> list[int]:
+    """The best ``k`` positions of ``pool``: by ``first`` (if given) then score, descending; doc breaks ties.
+
+    Only the entries that can make the cut are sorted, so a query matching most
+    of 100,000 notes does not sort them all.
+    """
+    if k <= 0 or len(pool) == 0:
+        return []
+    key = score[pool] if first is None else first[pool]
+    if len(pool) > 4 * k:
+        cutoff = np.partition(key, len(key) - k)[len(key) - k]
+        pool = pool[key >= cutoff]
+    keys: list[FloatArray | IntArray] = [docs[pool], -score[pool]]
+    if first is not None:
+        keys.append(-first[pool])
+    return [int(i) for i in pool[np.lexsort(tuple(keys))][:k]]
+
+
 def rank(
     index: InvertedIndex,
     notes: dict[int, Note],
@@ -203,10 +223,8 @@ def rank(
         relevant |= cos >= settings.embeddings.min_cosine
     top = float(score[relevant].max()) if relevant.any() else 0.0
     in_band = relevant & (score >= settings.relative_band * top)
-    order = np.lexsort((docs, -score))
-    hit_idx = [int(i) for i in order if in_band[i]][: query.k]
-    miss_pool = np.flatnonzero(~in_band)
-    miss_order = miss_pool[np.lexsort((docs[miss_pool], -score[miss_pool], -relevance[miss_pool]))][:NEAR_MISS_LIMIT]
+    hit_idx = _top(np.flatnonzero(in_band), query.k, docs, score)
+    miss_order = _top(np.flatnonzero(~in_band), NEAR_MISS_LIMIT, docs, score, relevance)
 
     def build(i: int, why: str = "") -> Ranked:
         doc = int(docs[i])
