@@ -82,9 +82,10 @@ def hit_line(hit: Hit) -> str:
     n = hit.note
     scene = f", scene {n.scene}" if n.scene else ""
     terms = ", ".join(hit.matched_terms) or "-"
+    refs = f"; refs: {','.join(n.source_message_ids)}" if n.source_message_ids else ""
     return (
         f"- [{n.id}] ({n.kind}{scene}; score {hit.score:.2f}, relevance {hit.relevance:.2f}; "
-        f"matched: {terms}) {n.text}"
+        f"matched: {terms}{refs}) {n.text}"
     )
 
 

@@ -88,7 +88,12 @@ class MemoryEngine:
     # ------------------------------------------------------------ writes
 
     def write_note(self, workspace: str, candidate: Candidate, extractor: str = "memory_write") -> Outcome:
-        """Write one note through reconcile (gates, dedupe, near-duplicate folding)."""
+        """Write one note through reconcile (gates, dedupe, near-duplicate folding).
+
+        A note the model writes itself with memory_write carries evidence "model" unless the caller says otherwise.
+        """
+        if extractor == "memory_write" and not candidate.evidence:
+            candidate = replace(candidate, evidence="model")
         return self.reconcile(workspace, [candidate], extractor)[0]
 
     def reconcile(self, workspace: str, candidates: list[Candidate], extractor: str = "harvest") -> list[Outcome]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +93,12 @@ def list_notes(
         print(f"{group} ({len(members)})")
         for n in members:
             print(_line(n))
+    scenes = Counter(n.scene for n in notes if n.scene)
+    if scenes:
+        print("scenes: " + ", ".join(f"{s}={c}" for s, c in sorted(scenes.items())))
+    evidence = Counter(n.evidence or "none" for n in notes)
+    if notes:
+        print("evidence: " + " ".join(f"{e}={evidence[e]}" for e in ("tool", "model", "none") if evidence[e]))
 
 
 @app.command("search")

@@ -38,6 +38,7 @@ def test_list_search_show_pin_and_forget_from_the_command_line(service: ServiceP
         assert listed.returncode == 0, listed.stderr
         assert listed.stdout.index("decision (1)") < listed.stdout.index(ids[0])
         assert "fact (1)" in listed.stdout
+        assert "evidence: model=2" in listed.stdout  # memory_write notes carry evidence "model"
 
         found = cli(service, "search", "how are dependencies managed", "-w", ws, "--json")
         data = json.loads(found.stdout)

@@ -51,6 +51,15 @@ def test_a_written_note_is_recalled_with_scores_matched_terms_and_rendered_text(
     assert resp.hits[0].matched_terms == ["构建"] and resp.hits[0].relevance > 0.25
     assert diag["no_match"] is False and diag["semantic_status"] == "off" and diag["timed_out"] is False
     assert "构建使用 uv 管理依赖" in resp.rendered and resp.hits[0].note.id in resp.rendered
+    assert resp.hits[0].note.evidence == "model"
+
+
+def test_source_message_refs_travel_with_a_note_into_the_rendered_hit(service: ServiceProcess, ws: str) -> None:
+    write(service, ws, "Deploys need a change ticket", kind="convention", source_message_ids=["m13", "m14"],
+          evidence="tool")
+    resp, _ = recall(service, ws, "deploys change ticket")
+    assert list(resp.hits[0].note.source_message_ids) == ["m13", "m14"] and resp.hits[0].note.evidence == "tool"
+    assert "refs: m13,m14" in resp.rendered
 
 
 def test_junk_and_task_state_are_refused_with_a_reason_and_not_stored(service: ServiceProcess, ws: str) -> None:
