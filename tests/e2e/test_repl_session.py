@@ -346,6 +346,7 @@ def test_a_second_terminal_attaches_and_answers_the_approval(stack: Stack, term:
     script(stack, [
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo from-attached"}}]},
         {"text": "Attached client approved it."},
+        {"text": "Reply to the second terminal."},
     ])
     term.line("run something needing approval")
     term.expect("approve? [y/a/n/s]")
@@ -358,6 +359,11 @@ def test_a_second_terminal_attaches_and_answers_the_approval(stack: Stack, term:
         for t in (other, term):
             t.expect("→ allowed once")
             t.expect("Attached client approved it.")
+            t.expect("● completed")
+        other.line("typed in the second terminal")
+        for t in (other, term):
+            t.expect("typed in the second terminal")
+            t.expect("Reply to the second terminal.")
             t.expect("● completed")
     finally:
         other.close()

@@ -116,6 +116,7 @@ class Repl:
         self.console = Console()
         self.renderer = EventRenderer(self.console, line_buffered=True)
         self._follower: TurnStream | None = None
+        self._follower_task: asyncio.Task[None] | None = None
         self._turn_stream: TurnStream | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._picker: list[resume.SessionRow] | None = None
@@ -143,9 +144,7 @@ class Repl:
             except ClientError as err:
                 self._error(str(err))
                 return 1
-            await self._switch_to(opened, redraw=bool(session_id))
-            if self.attach_mode:
-                self._follow_session(opened.last_seq)
+            await self._switch_to(opened, redraw=bool(session_id), replay_in_flight=self.attach_mode)
             await self._read_lines()
             await self._shutdown()
         return 0
@@ -184,7 +183,8 @@ class Repl:
             task.cancel()
         await self.client.close()
 
-    async def _switch_to(self, opened: loop_pb2.OpenSessionLoopResponse, redraw: bool) -> None:
+    async def _switch_to(self, opened: loop_pb2.OpenSessionLoopResponse, redraw: bool,
+                         replay_in_flight: bool = False) -> None:
         self.session_id = opened.session_id
         self.last_seq = opened.last_seq
         self.renderer.last_seq = opened.last_seq
@@ -195,6 +195,7 @@ class Repl:
         if redraw and opened.message_count:
             got = await self.client.get_session(self.workspace, opened.session_id)
             self._redraw(resume.history_items(got.messages_json))
+        self._follow_session(opened.last_seq, replay_in_flight)
 
     # ---- submitted lines ----
 
@@ -398,7 +399,7 @@ class Repl:
             stream.close()
             if self._turn_stream is stream:
                 self._turn_stream = None
-        if self.queued and self._follower is None:
+        if self.queued:
             await self._pick_up_queue()
         self._invalidate()
 
@@ -423,43 +424,55 @@ class Repl:
         text = self.queued.pop(0)
         self._send_input(text)
 
-    def _follow_session(self, after_seq: int) -> None:
-        """Attach mode: follow every event of the session, showing the turn in flight from its start.
+    def _follow_session(self, after_seq: int, replay_in_flight: bool) -> None:
+        """Follow every event of the session, whoever started the turn (this client or another).
 
+        ``replay_in_flight`` (attach): first show the turn that is running, from its start.
         The loop ends a follow stream once the session is idle, so the follower re-attaches
-        from its last event number until the REPL exits.
+        from its last event number until the REPL exits or switches sessions.
         """
-        self.last_seq = 0
+        if self._follower_task is not None:
+            self._follower_task.cancel()
+        session_id = self.session_id
+        replaying = replay_in_flight and after_seq > 0
+        self.last_seq = 0 if replaying else after_seq
+        backlog: list[loop_pb2.TurnEvent] = []
+
+        def end_replay() -> None:
+            nonlocal replaying
+            replaying = False
+            for old in _turn_in_flight(backlog):
+                self._deliver(old)
+            self.last_seq = max(self.last_seq, after_seq)
+            backlog.clear()
 
         async def follow() -> None:
-            backlog: list[loop_pb2.TurnEvent] = []
-            replaying = after_seq > 0
+            failing = False
             while True:
-                stream = self.client.attach(self.session_id, self.last_seq)
+                stream = self.client.attach(session_id, self.last_seq)
                 self._follower = stream
                 try:
                     async for event in stream.events():
+                        failing = False
                         if not replaying:
                             self._deliver(event)
                             continue
                         backlog.append(event)
                         if event.seq >= after_seq:
-                            replaying = False
-                            for old in _turn_in_flight(backlog):
-                                self._deliver(old)
-                            self.last_seq = max(self.last_seq, after_seq)
-                            backlog.clear()
+                            end_replay()
                 except ClientError as err:
-                    self._error(str(err))
-                    return
+                    if not failing:
+                        self._error(f"{err} (retrying)")
+                    failing = True
+                finally:
+                    stream.close()
                 if replaying:
-                    replaying = False
-                    for old in _turn_in_flight(backlog):
-                        self._deliver(old)
-                    self.last_seq = max(self.last_seq, after_seq)
-                await asyncio.sleep(FOLLOW_POLL_SECONDS)
+                    end_replay()
+                await asyncio.sleep(1.0 if failing else FOLLOW_POLL_SECONDS)
 
-        self._spawn(follow())
+        self._follower_task = asyncio.ensure_future(follow())
+        self._tasks.add(self._follower_task)
+        self._follower_task.add_done_callback(self._task_done)
 
     def _deliver(self, event: loop_pb2.TurnEvent) -> None:
         if event.seq and event.seq <= self.last_seq:
