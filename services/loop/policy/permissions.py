@@ -6,8 +6,9 @@
 - DENY: bash commands on the hard list (``command_policy.denied_reason``) or
   matching an operator ``bash_policy.deny`` pattern.
 
-"Allow always" grants (per tool, or ``bash:<program>``) turn WARN into ALLOW
-for the rest of the session, except commands matching ``bash_policy.confirm``,
+"Allow always" grants (per tool, or ``bash:<program>`` for a simple command;
+a compound command passes when each of its programs is granted) turn WARN into
+ALLOW for the rest of the session, except commands matching ``bash_policy.confirm``,
 which always ask. ``declared`` is the level the owning service reports: its
 "deny" always wins; its "allow" counts only for ``mcp_call`` (an auto_approve
 MCP server, a user-layer setting); a tool cannot declare itself out of WARN. Mode ``auto`` allows every WARN; ``readonly`` denies writes
@@ -55,16 +56,15 @@ class Verdict:
     """What "allow always" would remember for this call ("" = cannot be granted)."""
 
 
-def _program(command: str) -> str:
+def _programs(command: str) -> list[str]:
+    """The program of each simple command in ``command`` ([] when it cannot be parsed)."""
     try:
         from services.kernel.command_policy import command_parts
 
         parts = command_parts(command)
     except Exception:
-        return ""
-    if len(parts) != 1 or not parts[0].argv:
-        return ""  # compound commands are granted per call only
-    return posixpath.basename(parts[0].argv[0])
+        return []
+    return [posixpath.basename(p.argv[0]) if p.argv else "" for p in parts]
 
 
 def _bash_verdict(command: str, grants: Collection[str], mode: str, policy: CompiledBashPolicy) -> Verdict:
@@ -81,13 +81,16 @@ def _bash_verdict(command: str, grants: Collection[str], mode: str, policy: Comp
         return Verdict(Level.DENY, "read-only mode: this command writes files")
     if kind == "confirm":
         return Verdict(Level.WARN, f"bash_policy.confirm ({pattern}) always asks")
-    program = _program(command)
-    key = f"bash:{program}" if program else ""
-    if "bash" in grants or (key and key in grants):
-        return Verdict(Level.ALLOW, "allowed always this session", key or "bash")
+    programs = _programs(command)
+    keys = [f"bash:{p}" for p in programs if p]
+    if "bash" in grants or (keys and len(keys) == len(programs) and all(k in grants for k in keys)):
+        return Verdict(Level.ALLOW, "allowed always this session")
     if mode == "auto":
         return Verdict(Level.ALLOW, "auto mode")
-    return Verdict(Level.WARN, "writes files (treated as an edit)" if writes else "runs a command", key or "bash")
+    # "Always" is offered per program for a simple command; a compound one is
+    # allowed only once its every program has been granted on its own.
+    key = keys[0] if len(keys) == 1 and len(programs) == 1 else ""
+    return Verdict(Level.WARN, "writes files (treated as an edit)" if writes else "runs a command", key)
 
 
 def decide_permission(

