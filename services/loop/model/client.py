@@ -273,9 +273,15 @@ class OpenAIModelClient:
         timeout_seconds: float,
         on_reset: Callable[[], None] | None = None,
     ) -> StepResult:
-        """Run one streamed step; raises ``ModelError`` with a stable reason on failure."""
+        """Run one streamed step within ``timeout_seconds`` (capped by ``step_timeout_seconds``).
+
+        Raises ``ModelError`` with a stable reason on failure; a non-positive
+        ``timeout_seconds`` means the caller's clock has run out (reason ``timeout``).
+        """
         s = self.settings
-        limit = min(timeout_seconds, s.step_timeout_seconds) if timeout_seconds > 0 else s.step_timeout_seconds
+        limit = min(timeout_seconds, s.step_timeout_seconds)
+        if limit <= 0:  # the caller's clock already ran out: do not start a request
+            raise ModelError("timeout", "no time was left for a model step")
         started = time.monotonic()
         deadline = started + limit
         request = self._request(messages, tools)

@@ -293,3 +293,11 @@ def test_the_history_reaches_the_endpoint_exactly_as_given(fake: FakeModelServer
     assert body["messages"] == history
     assert body["tools"] == TOOLS
     assert (body["model"], body["max_tokens"], body["temperature"]) == ("fake-model", 64, 0.2)
+
+
+def test_no_request_is_sent_when_the_callers_clock_has_run_out(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "too late"}])
+    with pytest.raises(ModelError) as err:
+        run_step(OpenAIModelClient(settings(fake.url)), Sink(), timeout=-0.5)
+    assert err.value.reason == "timeout"
+    assert fake.chat_requests == []
