@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from services.kernel.errors import AiCodingError
+
 if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
 
@@ -27,6 +29,15 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
                 f"{rt.session.turns} turns · {'running' if not rt.idle else 'idle'}")
         return text, json.dumps(data)
     if name == "model":
+        wanted = args.strip()
+        if wanted and rt.idle:
+            try:
+                rt.model = rt.deps.model_for(wanted)
+            except AiCodingError as err:
+                return f"cannot switch model: {err}", json.dumps({"error": err.reason})
+            rt.session.model = rt.model.model_name
+        elif wanted:
+            return "cannot switch model while a turn runs; try again when it ends", json.dumps({"error": "busy"})
         return f"model: {rt.model.model_name}", json.dumps({"model": rt.model.model_name})
     if name == "todo":
         items = rt.session.task_state.get("items") or []

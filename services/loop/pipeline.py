@@ -79,7 +79,7 @@ class Turn:
         self.emit("turn_started", turn=self.number, input=self.text, model=self.rt.model.model_name)
         self._append({"role": "user", "content": self.text})
         self._save()
-        self.aux_tail = await self.rt.auxiliary_tail(self.emit)
+        self.aux_tail = await self.rt.turn_preflight(self.emit)
         status, reason = await self._guarded()
         self._end(status, reason)
 

@@ -79,6 +79,8 @@ class SessionRuntime:
         self.turn: Turn | None = None
         self.task: asyncio.Task[None] | None = None
         self.warnings: list[str] = []
+        self.tools_attached = False
+        self.tool_warnings: list[tuple[str, str]] = []
         notes_name, notes = read_project_notes(session.workspace)
         self.instructions = build_instructions(BASE_INSTRUCTIONS, notes_name, notes, "")
         self.trace = TraceWriter(session.workspace, session.id) if deps.traces else None
@@ -97,16 +99,30 @@ class SessionRuntime:
         self.options = options
 
     async def attach_tools(self) -> None:
-        """Register with the tools service and fetch its catalog (degrades to a warning)."""
+        """Register with the tools service and fetch its catalog (degrades to a warning; the next
+        turn tries again)."""
         try:
-            self.warnings += await self.deps.tools.open_session(self.session.id, self.session.workspace,
-                                                                self.deps.secret_env_names)
+            warnings = await self.deps.tools.open_session(self.session.id, self.session.workspace,
+                                                          self.deps.secret_env_names)
             remote = await self.deps.tools.list_tools(self.session.id)
         except Exception as exc:  # the adapter raises one readable line
-            self.warnings.append(f"tools unavailable: {exc}")
+            self.tool_warnings = [("tools", f"tools unavailable: {exc}")]
+            self.warnings.append(self.tool_warnings[0][1])
             return
+        self.tools_attached = True
+        self.tool_warnings = [("sandbox", w) for w in warnings]
+        self.warnings += warnings
         names = {t["function"]["name"] for t in remote}
         self.catalog = [*remote, *(t for t in self.catalog if t["function"]["name"] not in names)]
+
+    async def turn_preflight(self, emit: Callable[..., None]) -> dict[str, str]:
+        """Before a turn's first step: re-attach tools if needed, report degraded parts, and
+        gather the auxiliary tail blocks."""
+        if not self.tools_attached:
+            await self.attach_tools()
+        for component, warning in self.tool_warnings:
+            emit("degraded", component=component, reason=warning)
+        return await self.auxiliary_tail(emit)
 
     @property
     def idle(self) -> bool:

@@ -195,3 +195,18 @@ def test_a_client_that_reattaches_gets_every_later_event_exactly_once(make_stack
     assert status_name(finished(rest)) == "completed"
     text = "".join(e.text_delta.text for e in [*seen, *rest] if e.WhichOneof("event") == "text_delta")
     assert text == "abcdefghijklmnopqrstuvwxyz" * 4 + "finished now"
+
+
+def test_auto_approve_allows_warn_but_a_hard_denied_command_is_still_refused(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack([
+        {"match": "wipe", "tool_calls": [{"name": "bash", "arguments": {"command": "sudo rm -rf /"}},
+                                         {"name": "bash", "arguments": {"command": "echo fine > ok.txt"}}]},
+        {"match": "fine", "text": "Refused the dangerous one."},
+    ], with_tools=True)
+    sid = stack.open(auto_approve=True).session_id
+    events = stack.start(sid, "wipe the disk").drain()
+    assert "approval_requested" not in kinds(events)
+    codes = [r.result.error.code for r in results(events)]
+    assert codes == ["permission_denied", ""]
+    assert (workspace / "ok.txt").read_text() == "fine\n"

@@ -32,4 +32,4 @@ def test_a_memory_service_that_is_down_degrades_and_the_turn_completes(make_stac
     _, events = stack.turn("hello")
     assert status_name(finished(events)) == "completed"
     degraded = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
-    assert [d.component for d in degraded] == ["memory_constraints"]
+    assert "memory_constraints" in [d.component for d in degraded]

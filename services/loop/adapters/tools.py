@@ -7,10 +7,11 @@ sees it and the turn goes on.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -27,6 +28,7 @@ CONTROL_DEADLINE_S = 10.0
 # The service applies the tool's own limit; this margin lets its structured
 # timeout result arrive before our own deadline fires.
 CALL_DEADLINE_MARGIN_S = 5.0
+OLD_CHANNEL_GRACE_S = 120.0
 UNAVAILABLE_HINT = "The tool service is down or restarting; retry the call shortly or continue without it."
 
 
@@ -95,7 +97,7 @@ class GrpcToolRunner:
     def _stub(self) -> tools_pb2_grpc.ToolRuntimeStub:
         # Created on first use: an aio channel belongs to the event loop that is running then.
         if self._client is None:
-            self._channel = aio_channel(self._endpoint)
+            self._channel = _channel(self._endpoint)
             self._client = tools_pb2_grpc.ToolRuntimeStub(self._channel)
         return self._client
 
@@ -108,10 +110,31 @@ class GrpcToolRunner:
             session_id=session_id, workspace_root=workspace, secret_env_names=secret_env_names
         )
         try:
-            response = await self._stub.OpenSession(request, timeout=CONTROL_DEADLINE_S, metadata=call_metadata())
+            response = await self._control(lambda: self._stub.OpenSession(
+                request, timeout=CONTROL_DEADLINE_S, metadata=call_metadata()))
         except grpc.RpcError as err:
             raise ToolServiceError(f"tools service: {_describe(err)}") from None
         return list(response.warnings)
+
+    async def _control(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """Run a control call; when the service is unavailable, retry once on a fresh channel.
+
+        A channel that failed to connect waits out a reconnect backoff (1 s and growing) during
+        which calls fail at once; a fresh channel connects now, so a restarted service is found
+        by the next call and a missing one still fails fast."""
+        try:
+            return await call()
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+        await self._reset()
+        return await call()
+
+    async def _reset(self) -> None:
+        channel, self._channel, self._client = self._channel, None, None
+        if channel is not None:
+            # Other sessions may still stream on the old channel: close it only after a grace period.
+            asyncio.get_running_loop().call_later(OLD_CHANNEL_GRACE_S, lambda: asyncio.ensure_future(channel.close()))
 
     async def close_session(self, session_id: str) -> None:
         # Closing is best effort; the service drops idle sessions itself.
@@ -122,10 +145,10 @@ class GrpcToolRunner:
 
     async def list_tools(self, session_id: str) -> list[dict[str, Any]]:
         try:
-            response = await self._stub.ListTools(
+            response = await self._control(lambda: self._stub.ListTools(
                 tools_pb2.ListToolsRequest(session_id=session_id), timeout=CONTROL_DEADLINE_S,
                 metadata=call_metadata(),
-            )
+            ))
         except grpc.RpcError as err:
             raise ToolServiceError(f"tools service: {_describe(err)}") from None
         return [tool_spec_to_dict(spec) for spec in response.tools]
@@ -148,11 +171,26 @@ class GrpcToolRunner:
                     yield result_to_outcome(item.result)
                     return
         except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.UNAVAILABLE:
+                await self._reset()  # the next call connects afresh instead of waiting out a backoff
             yield _rpc_failure(err, call_id, tool, started)
             return
         finally:
             stream.cancel()
         yield unavailable(call_id, tool, "the call ended without a result", started)
+
+
+def _channel(endpoint: Endpoint) -> grpc.aio.Channel:
+    """A channel with its own subchannel pool: gRPC shares subchannels (and their reconnect
+    backoff) between channels to one target, so a fresh channel would otherwise still wait out
+    the old one's backoff after the tools service comes back."""
+    if endpoint.scheme != "unix":
+        return aio_channel(endpoint)  # TLS + token; see the report: kernel should take options
+    return grpc.aio.insecure_channel(endpoint.grpc_target, options=[
+        ("grpc.use_local_subchannel_pool", 1),
+        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+        ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ])
 
 
 def _rpc_failure(err: grpc.RpcError, call_id: str, tool: str, started: float) -> ToolOutcome:

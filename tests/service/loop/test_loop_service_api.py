@@ -116,3 +116,30 @@ def test_ask_user_waits_for_the_answer_and_a_non_interactive_session_gets_no_use
     # A non-interactive session is not offered ask_user at all (the tool list is the first harness).
     _, events = stack.turn("pick one", auto_approve=True, interactive=False)
     assert finished(events).text == "Nobody to ask; I chose."
+
+
+def test_model_switches_by_name_and_an_unknown_name_answers_one_line(make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([])
+    sid = stack.open().session_id
+    bad = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="model", args="gpt-9"), timeout=10)
+    assert bad.text.startswith("cannot switch model") and "fake" in bad.text
+    good = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="model", args="fake"), timeout=10)
+    assert good.text == "model: fake"
+
+
+def test_a_tools_service_that_comes_up_after_the_session_opened_is_attached_at_the_next_turn(
+        make_stack: Callable[..., LoopStack], short_dir: Path) -> None:
+    from services.kernel.config import Config
+    from services.tools.main import build as build_tools
+
+    stack = make_stack([
+        {"match": "first", "text": "no tools yet"},
+        {"match": "second", "tool_calls": [{"name": "bash", "arguments": {"command": "echo attached"}}]},
+        {"match": "attached", "text": "tools work now"},
+    ])
+    sid = stack.open().session_id
+    _, events = stack.turn("first", session_id=sid)
+    assert "tools" in [e.degraded.component for e in events if e.WhichOneof("event") == "degraded"]
+    stack.services.serve(f"unix:{short_dir}/no-tools.sock", build_tools(Config(data={})))
+    _, events = stack.turn("second", session_id=sid)
+    assert finished(events).text == "tools work now", [e.degraded.reason for e in events if e.WhichOneof("event") == "degraded"]
