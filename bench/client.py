@@ -145,16 +145,20 @@ class ReplTurns:
         self.child.expect_exact("/help for commands")
         time.sleep(0.5)
         self.count = 0
+        self.sent_wall: dict[str, float] = {}
+        self.seen_wall: dict[str, float] = {}
 
     def turn(self) -> float:
         self.count += 1
         self.child.send(f"question {self.count}")
         self.child.expect_exact(f"question {self.count}")
         time.sleep(0.05)
+        self.sent_wall[f"question {self.count}"] = time.time()
         start = time.perf_counter()
         self.child.send("\r")
         self.child.expect_exact(TOKEN)
         took = time.perf_counter() - start
+        self.seen_wall[f"question {self.count}"] = time.time()
         self.child.expect_exact("● ")
         return took
 
@@ -217,7 +221,8 @@ def main() -> None:
             repl_t.append(repl.turn())
             time.sleep(0.1)
         repl.close()
-        own = [json.loads(line) for line in timings.read_text().splitlines()[1:]]  # first: warm-up
+        repl_sent, repl_seen = repl.sent_wall, repl.seen_wall
+        own = [row for row in map(json.loads, timings.read_text().splitlines()) if row["line"] != "question 1"]
         per_delta_us = bench_renderer()
     finally:
         subprocess.run([*cli, "down"], env=env, capture_output=True, timeout=60)
@@ -236,12 +241,18 @@ def main() -> None:
     print(f"  loop share   (loop - model)   {lp - m:7.1f} ms")
     print(f"  client share (repl - loop)    {r - lp:7.1f} ms")
     print(f"  client + loop (repl - model)  {r - m:7.1f} ms   target < 50 ms: {'met' if r - m < 50 else 'MISSED'}")
+    pty_in = [row["key_wall"] - repl_sent[row["line"]] for row in own]
+    pty_out = [repl_seen[row["line"]] - row["drawn_wall"] for row in own]
     key_send = [row["key_to_send"] / 1000 for row in own]
     event_draw = [row["event_to_draw"] / 1000 for row in own]
     print("  the client's own work, timed inside the REPL (AI_CODING_CLIENT_TIMINGS):")
     row("Enter handled -> Start sent", key_send)
     row("first text_delta -> redrawn", event_draw)
     row("sum", [a + b for a, b in zip(key_send, event_draw, strict=True)])
+    row("(Start sent -> first text_delta in)", [r["send_to_event"] / 1000 for r in own])
+    print("  the terminal around it (wall clock, same machine):")
+    row("pty write of Enter -> key handler", pty_in)
+    row("redraw -> token read from the pty", pty_out)
     print(f"  renderer cost per text delta  {per_delta_us:7.1f} us (in-process, line-buffered)")
 
 

@@ -50,17 +50,21 @@ FOLLOW_POLL_SECONDS = 0.3
 class _Timings:
     """Opt-in (``AI_CODING_CLIENT_TIMINGS=FILE``): the client's own milliseconds per turn, for bench/client.py.
 
-    One JSON line per turn: ``key_to_send`` (Enter handled until the Start is sent) and
-    ``event_to_draw`` (first text delta received until the prompt area is redrawn with it).
+    One JSON line per turn: ``key_to_send`` (Enter handled until the Start is sent),
+    ``event_to_draw`` (first text delta received until the prompt area is redrawn with it),
+    and the wall-clock times of the Enter key and of that redraw (to time the pty around them).
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.marks: dict[str, float] = {}
+        self.line = ""
 
     def mark(self, name: str) -> None:
         if self.path and name not in self.marks:
             self.marks[name] = time.perf_counter()
+            if name == "key":
+                self.marks["key_wall"] = time.time()
 
     def drawn(self) -> None:
         marks = self.marks
@@ -68,12 +72,15 @@ class _Timings:
             return
         marks["drawn"] = time.perf_counter()
         row = {"key_to_send": (marks.get("send", 0) - marks.get("key", 0)) * 1000,
-               "event_to_draw": (marks["drawn"] - marks["event"]) * 1000}
+               "event_to_draw": (marks["drawn"] - marks["event"]) * 1000,
+               "send_to_event": (marks["event"] - marks.get("send", marks["event"])) * 1000,
+               "key_wall": marks.get("key_wall", 0.0), "drawn_wall": time.time(), "line": self.line}
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
 
-    def reset(self) -> None:
+    def reset(self, line: str) -> None:
         self.marks = {}
+        self.line = line
 
 
 class _SlashCompleter(Completer):
@@ -540,7 +547,7 @@ class Repl:
                 buffer.apply_completion(buffer.complete_state.current_completion)
                 return
             line = buffer.text
-            self._timings.reset()
+            self._timings.reset(line)
             self._timings.mark("key")
             if line.strip():
                 buffer.append_to_history()
