@@ -7,9 +7,10 @@ metadata carries a stable machine reason under ``REASON_KEY``.
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import grpc
+if TYPE_CHECKING:  # grpc is imported lazily: CLI commands that never call a service stay fast
+    import grpc
 
 REASON_KEY = "ai-coding-reason"
 

@@ -98,8 +98,14 @@ class ModelClient(Protocol):
         on_text: Callable[[str], None],
         on_reasoning: Callable[[str], None],
         timeout_seconds: float,
+        on_reset: Callable[[], None] | None = None,
     ) -> StepResult:
-        """Raises ModelError when the step cannot complete."""
+        """Raises ModelError when the step cannot complete.
+
+        ``on_reset`` (optional): called when a stream dropped after deltas were
+        delivered and the step is being retried; the caller discards the partial
+        text it showed. Without it such a drop fails the step instead.
+        """
         ...
 
 
