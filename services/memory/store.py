@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from services.memory.errors import StoreUnavailable
+from services.memory.gates import shape_rejection
 from services.memory.index import InvertedIndex
 from services.memory.migrations import migrate
 from services.memory.model import ArchivedMessage, Note
@@ -34,6 +36,7 @@ from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
 
 T = TypeVar("T")
+log = logging.getLogger("ai_coding.memory")
 
 # A note at >= 0.80 similarity shares most of its rarest terms, so probing with the rarest few keeps
 # a write's near-duplicate search off the long posting lists of common words.
@@ -81,6 +84,19 @@ def _row_to_note(row: tuple[object, ...]) -> Note:
         created=float(row[11]),  # type: ignore[arg-type]
         updated=float(row[12]),  # type: ignore[arg-type]
     )
+
+
+def _healthy_note(row: tuple[object, ...]) -> Note | None:
+    """The note of a row, or None for a malformed row or one that fails the shape gate (skipped, kept on disk)."""
+    try:
+        note = _row_to_note(row)
+    except (ValueError, TypeError):
+        log.warning("memory: skipped a malformed note row %r", row[0])
+        return None
+    if shape_rejection(note.text):
+        log.warning("memory: skipped note %s that is not note-shaped", note.id)
+        return None
+    return note
 
 
 def _note_params(note: Note) -> tuple[object, ...]:
@@ -150,7 +166,11 @@ class MemoryStore:
                 f"SELECT doc, {_COLUMNS} FROM notes WHERE rev > ?", (self._rev,)
             ).fetchall()
             for row_ in rows:
-                self._apply_row(int(row_[0]), _row_to_note(row_[1:]))
+                note = _healthy_note(row_[1:])
+                if note is None:
+                    self._forget_doc(int(row_[0]))  # a row edited into junk leaves the index
+                else:
+                    self._apply_row(int(row_[0]), note)
             for (doc,) in self._db.execute("SELECT doc FROM tombstones WHERE rev > ?", (self._rev,)):
                 self._forget_doc(int(doc))
             self._rev = latest

@@ -13,7 +13,7 @@ MEMORY_SEARCH_SCHEMA: dict[str, Any] = {
             "Returns id, kind, score, relevance and matched_terms per note. On a miss the result says which "
             "query words the index knows, near misses and what the memory holds; rephrase with the memory's "
             "own words. Filters (kind, evidence, scope, scene, since_days) narrow candidates before ranking. "
-            "terms_known covers the whole index on a miss and only the filtered candidates on a hit."
+            "terms_known / terms_unknown are measured against the whole index, not only the filtered notes."
         ),
         "parameters": {
             "type": "object",
