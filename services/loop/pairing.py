@@ -29,7 +29,7 @@ def repair_pairing(messages: list[Message]) -> tuple[list[Message], int]:
     orphan or duplicate tool messages are dropped. Already-paired input comes
     back as the same list object with 0 fixes (cheap on long sessions).
     """
-    if _is_paired(messages):
+    if is_paired(messages):
         return messages, 0
     out: list[Message] = []
     fixes = 0
@@ -62,7 +62,8 @@ def repair_pairing(messages: list[Message]) -> tuple[list[Message], int]:
     return out, fixes
 
 
-def _is_paired(messages: list[Message]) -> bool:
+def is_paired(messages: list[Message]) -> bool:
+    """True when every tool call is answered right after its assistant message, in order."""
     expected: list[str] = []
     for message in messages:
         if message.get("role") == "tool":

@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any
 from services.loop.approvals import Pending
 from services.loop.dispatch import ApprovalStop, DispatchContext, fill_cancelled, run_batch, tool_message
 from services.loop.local_tools import visible_tools
-from services.loop.pairing import repair_pairing
 from services.loop.policy.guards import DuplicateCallGuard, StrategyGate
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
 from services.loop.ports import ModelError, StepResult, ToolCall, ToolOutcome, Usage
-from services.loop.prompt import assemble, environment_block, tail_blocks
+from services.loop.prompt import assemble_view, environment_block, tail_blocks
 
 if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
@@ -138,11 +137,11 @@ class Turn:
     async def _model_step(self, with_tools: bool = True) -> StepResult:
         rt = self.rt
         self._step = _StepState()
-        history, _ = repair_pairing(rt.session.messages)
+        history, history_bytes = rt.history_view.update(rt.session.messages)
         tools = visible_tools(rt.catalog, rt.loaded) if with_tools else []
         tail = tail_blocks({**self.aux_tail, **rt.tail_parts(),
                             "environment": environment_block(rt.session.workspace, rt.model.model_name)})
-        messages, stats = assemble(rt.instructions, history, tail, tools)
+        messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
         self.emit("context_assembled", instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
                   history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
                   estimated_tokens=stats.estimated_tokens, tail_parts_json=_json(stats.tail_parts))

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.loop.pairing import is_paired, repair_pairing
+
 Message = dict[str, Any]
 
 BASE_INSTRUCTIONS = """\
@@ -120,12 +122,22 @@ def assemble(
     history: list[Message],
     tail: list[tuple[str, str]],
     tools: list[dict[str, Any]],
-    *,
-    measure_history: bool = True,
 ) -> tuple[list[Message], RequestStats]:
-    """The request's messages and their byte attribution."""
-    messages: list[Message] = [{"role": "system", "content": instructions}]
-    messages.extend(for_request(m) for m in history)
+    """The request's messages and their byte attribution (builds the history view from scratch)."""
+    view = HistoryView()
+    clean, history_bytes = view.update(history)
+    return assemble_view(instructions, clean, history_bytes, tail, tools)
+
+
+def assemble_view(
+    instructions: str,
+    clean_history: list[Message],
+    history_bytes: int,
+    tail: list[tuple[str, str]],
+    tools: list[dict[str, Any]],
+) -> tuple[list[Message], RequestStats]:
+    """Like :func:`assemble` over an already request-ready history (see :class:`HistoryView`)."""
+    messages: list[Message] = [{"role": "system", "content": instructions}, *clean_history]
     tail_text = "\n".join(text for _, text in tail)
     if tail_text:
         last = messages[-1]
@@ -133,7 +145,6 @@ def assemble(
             messages[-1] = {**last, "content": f"{last['content']}\n\n{tail_text}"}
         else:
             messages.append({"role": "user", "content": tail_text})
-    history_bytes = sum(approx_bytes(m) for m in history) if measure_history else 0
     stats = RequestStats(
         instructions_bytes=len(instructions.encode()),
         tools_bytes=len(json.dumps(tools).encode()),
@@ -142,3 +153,39 @@ def assemble(
         tail_parts={name: len(text.encode()) for name, text in tail},
     )
     return messages, stats
+
+
+class HistoryView:
+    """The request-ready, pairing-checked form of a session's history, kept up to date
+    incrementally: a step costs what it appended, not the length of the session.
+
+    Valid while the history only grows; when it was rewritten (shorter, or the last seen
+    message is no longer in place) the view is rebuilt from scratch.
+    """
+
+    def __init__(self) -> None:
+        self._clean: list[Message] = []
+        self._bytes = 0
+        self._last: Message | None = None
+        self.repairs = 0
+
+    def _reset(self) -> None:
+        self._clean, self._bytes, self._last = [], 0, None
+
+    def update(self, history: list[Message]) -> tuple[list[Message], int]:
+        """``(messages as sent, approximate bytes)`` for ``history``; repairs pairing if needed."""
+        seen = len(self._clean)
+        if len(history) < seen or (seen and history[seen - 1] is not self._last):
+            self._reset()
+            seen = 0
+        new = history[seen:]
+        if new and not is_paired(new):
+            repaired, fixes = repair_pairing(history)
+            self.repairs += fixes
+            history[:] = repaired
+            self._reset()
+            seen, new = 0, history
+        self._clean.extend(for_request(m) for m in new)
+        self._bytes += sum(approx_bytes(m) for m in new)
+        self._last = history[-1] if history else None
+        return self._clean, self._bytes

@@ -24,7 +24,7 @@ from services.loop.policy.guards import Refusal, check_path_escape, compile_bash
 from services.loop.policy.permissions import Verdict, decide_permission
 from services.loop.policy.settings import LoopSettings
 from services.loop.ports import ModelClient, ToolCall, ToolOutcome, ToolRunner, Usage
-from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions, read_project_notes
+from services.loop.prompt import BASE_INSTRUCTIONS, HistoryView, build_instructions, read_project_notes
 from services.loop.sessions import Session, SessionStore
 from services.loop.tasks import TaskState, render_task_state, todo_write
 from services.loop.traces import TraceWriter
@@ -75,6 +75,7 @@ class SessionRuntime:
         self.catalog: list[dict[str, Any]] = local_tools(options.interactive, deps.memory is not None,
                                                          deps.mcp is not None)
         self.loaded: set[str] = set()
+        self.history_view = HistoryView()
         self.queue: deque[str] = deque()
         self.turn: Turn | None = None
         self.task: asyncio.Task[None] | None = None

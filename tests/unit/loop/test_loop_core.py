@@ -99,3 +99,22 @@ def test_an_answer_to_an_unknown_or_settled_request_changes_nothing() -> None:
     changed, first, cleared, decision = asyncio.run(scenario())
     assert not changed and first and decision == Decision.DENY
     assert cleared == ["t3-q2"]
+
+
+def test_the_history_view_appends_only_new_messages_and_rebuilds_after_a_rewrite() -> None:
+    from services.loop.prompt import HistoryView
+
+    view = HistoryView()
+    history: list[dict[str, Any]] = [{"role": "user", "content": "a", "_ts": 1.0}]
+    first, size = view.update(history)
+    assert first == [{"role": "user", "content": "a"}] and size > 0
+    history += [_call("c1"), {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    grown, _ = view.update(history)
+    assert grown is first and len(grown) == 3  # extended in place, not rebuilt
+    history[:] = [{"role": "user", "content": "summary"}]  # a rewrite (e.g. compaction)
+    rebuilt, _ = view.update(history)
+    assert rebuilt == [{"role": "user", "content": "summary"}]
+    history.append(_call("c2"))  # a step whose results never came
+    history.append({"role": "user", "content": "next"})
+    repaired, _ = view.update(history)
+    assert [m["role"] for m in repaired] == ["user", "assistant", "tool", "user"] and view.repairs == 1
