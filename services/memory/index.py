@@ -21,6 +21,8 @@ B = 0.75
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FILTER_ATTRS: tuple[str, ...] = ("kind", "evidence", "scope", "scene")
 
 
 class InvertedIndex:
@@ -37,23 +39,40 @@ class InvertedIndex:
         """Per doc: the newest of created / updated / last_used (for recency)."""
         self.prior_static: FloatArray = np.zeros(1024)
         """Per doc: the importance and kind-weight part of the mixed score."""
+        self.since_stamp: FloatArray = np.zeros(1024)
+        """Per doc: updated (or created) time, for the since_days filter."""
+        self.attr: dict[str, IntArray] = {a: np.full(1024, -1, dtype=np.int64) for a in FILTER_ATTRS}
+        """Per doc and filter attribute: a code for the value (see :meth:`code`)."""
+        self._codes: dict[str, dict[str, int]] = {a: {} for a in FILTER_ATTRS}
 
     def _grow(self, doc: int) -> None:
         size = len(self._dense_len)
         if doc < size:
             return
         new = max(size * 2, doc + 1)
-        for name in ("_dense_len", "prior_stamp", "prior_static"):
+        for name in ("_dense_len", "prior_stamp", "prior_static", "since_stamp"):
             old = getattr(self, name)
             grown = np.zeros(new)
             grown[: len(old)] = old
             setattr(self, name, grown)
+        for key, old_codes in self.attr.items():
+            grown_codes = np.full(new, -1, dtype=np.int64)
+            grown_codes[: len(old_codes)] = old_codes
+            self.attr[key] = grown_codes
 
-    def set_prior(self, doc: int, stamp: float, static: float) -> None:
-        """Record the note-level parts of ``doc``'s mixed score."""
+    def code(self, attr: str, value: str) -> int:
+        """The code of ``value`` for ``attr`` (-2 when no document ever had it)."""
+        return self._codes[attr].get(value, -2)
+
+    def set_attrs(self, doc: int, stamp: float, static: float, since: float, values: dict[str, str]) -> None:
+        """Record the note-level parts of ``doc``'s mixed score and its filter attributes."""
         self._grow(doc)
         self.prior_stamp[doc] = stamp
         self.prior_static[doc] = static
+        self.since_stamp[doc] = since
+        for attr in FILTER_ATTRS:
+            codes = self._codes[attr]
+            self.attr[attr][doc] = codes.setdefault(values[attr], len(codes))
 
     def __len__(self) -> int:
         return len(self.doc_terms)

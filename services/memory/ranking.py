@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from services.memory.index import FloatArray, IntArray, InvertedIndex
+from services.memory.index import BoolArray, FloatArray, IntArray, InvertedIndex
 from services.memory.model import Note, RecallQuery
 from services.memory.scenes import fold_scene
 from services.memory.settings import MemorySettings
@@ -141,6 +141,14 @@ def static_prior(note: Note) -> float:
     return W_IMPORTANCE * importance + W_KIND * KIND_WEIGHT.get(note.kind, 0.6)
 
 
+def set_note_attrs(index: InvertedIndex, doc: int, note: Note) -> None:
+    """Record what ranking and filtering need to know about ``note`` besides its terms."""
+    index.set_attrs(
+        doc, max(note.created, note.updated, note.last_used), static_prior(note), note.updated or note.created,
+        {"kind": note.kind, "evidence": note.evidence, "scope": note.scope, "scene": fold_scene(note.scene)},
+    )
+
+
 def _rank_arrays(
     bm25: FloatArray, cosines: FloatArray | None, settings: MemorySettings
 ) -> FloatArray:
@@ -203,8 +211,9 @@ def rank(
     known = [t for t in unique if index.df(t) > 0]
     unknown = [t for t in unique if index.df(t) == 0]
     docs, bm25, idf_sum = index.score_arrays(known)
-    if any((query.kind, query.evidence, query.scope, query.scene, query.since_days > 0)) and len(docs):
-        keep = np.fromiter((failing_filter(notes[int(d)], query, now) == "" for d in docs), dtype=bool, count=len(docs))
+    masks = filter_masks(index, docs, query, now)
+    if masks:
+        keep = np.logical_and.reduce(list(masks.values()))
         docs, bm25, idf_sum = docs[keep], bm25[keep], idf_sum[keep]
     cos: FloatArray | None = None
     if cosines is not None:
@@ -246,17 +255,31 @@ def rank(
     )
 
 
-def filtered_out(
-    index: InvertedIndex, notes: dict[int, Note], terms: list[str], query: RecallQuery,
-    settings: MemorySettings, now: float,
-) -> dict[str, int]:
-    """How many notes passed the relevance gate but were excluded by each filter parameter."""
-    unique = list(dict.fromkeys(terms))
-    known = [t for t in unique if index.df(t) > 0]
-    _, matched = index.score(unique)
+def filter_masks(index: InvertedIndex, docs: IntArray, query: RecallQuery, now: float) -> dict[str, BoolArray]:
+    """Per active filter parameter, which of ``docs`` pass it (same rules as :func:`failing_filter`)."""
+    masks: dict[str, BoolArray] = {}
+    wanted = {"kind": query.kind, "evidence": query.evidence, "scope": query.scope, "scene": fold_scene(query.scene)}
+    for attr, value in wanted.items():
+        if value:
+            masks[attr] = index.attr[attr][docs] == index.code(attr, value)
+    if query.since_days > 0:
+        masks["since_days"] = now - index.since_stamp[docs] <= query.since_days * SECONDS_PER_DAY
+    return masks
+
+
+def filtered_out(index: InvertedIndex, terms: list[str], query: RecallQuery, settings: MemorySettings,
+                 now: float) -> dict[str, int]:
+    """How many notes passed the relevance gate but were excluded, counted under the first filter that excluded each."""
+    known = [t for t in dict.fromkeys(terms) if index.df(t) > 0]
+    docs, _, idf_sum = index.score_arrays(known)
+    denominator = sum(index.idf(t) for t in known)
+    if not len(docs) or denominator <= 0:
+        return {}
+    undecided = idf_sum / denominator >= settings.min_relevance
     counts: dict[str, int] = {}
-    for doc, got in matched.items():
-        reason = failing_filter(notes[doc], query, now)
-        if reason and coverage(index, got, known) >= settings.min_relevance:
-            counts[reason] = counts.get(reason, 0) + 1
+    for param, passing in filter_masks(index, docs, query, now).items():
+        excluded = undecided & ~passing
+        if excluded.any():
+            counts[param] = int(excluded.sum())
+        undecided &= passing
     return counts

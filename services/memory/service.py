@@ -154,7 +154,7 @@ class MemoryEngine:
             filtered: dict[str, int] = {}
             summary = None
             if not ranked.hits and any((q.kind, q.evidence, q.scope, q.scene, q.since_days > 0)):
-                filtered = ranking.filtered_out(store.index, store.notes, terms, q, self.settings, stamp)
+                filtered = ranking.filtered_out(store.index, terms, q, self.settings, stamp)
             elapsed = time.monotonic() - started
             if not ranked.hits:
                 summary = index_summary(

@@ -30,7 +30,7 @@ from services.memory.gates import shape_rejection
 from services.memory.index import InvertedIndex
 from services.memory.migrations import migrate
 from services.memory.model import ArchivedMessage, Note
-from services.memory.ranking import static_prior
+from services.memory.ranking import set_note_attrs
 from services.memory.scenes import fold_scene
 from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
@@ -184,7 +184,7 @@ class MemoryStore:
             self._doc_of_key.pop(dedupe_key(old.text), None)
             self._count(old, -1)
         self._count(note, +1)
-        self.index.set_prior(doc, max(note.created, note.updated, note.last_used), static_prior(note))
+        set_note_attrs(self.index, doc, note)
         self.notes[doc] = note
         self._doc_of[note.id] = doc
         self._doc_of_key[dedupe_key(note.text)] = doc

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from services.memory.consolidate import plan
 from services.memory.index import InvertedIndex
 from services.memory.model import Action, Candidate, Note, RecallQuery
-from services.memory.ranking import rank
+from services.memory.ranking import rank, set_note_attrs
 from services.memory.reconcile import Clock, decide
 from services.memory.service import constraints_block
 from services.memory.settings import MemorySettings, is_extraction_allowed, writes_allowed
@@ -122,6 +124,7 @@ def _index(notes: list[Note]) -> tuple[InvertedIndex, dict[int, Note]]:
     by_doc = {}
     for doc, n in enumerate(notes):
         index.add(doc, tokenize(n.text))
+        set_note_attrs(index, doc, n)
         by_doc[doc] = n
     return index, by_doc
 
@@ -167,3 +170,24 @@ def test_each_filter_names_itself_when_it_excludes_a_note() -> None:
     assert failing_filter(n, RecallQuery(query="", scene="build"), NOW) == ""  # folded on both sides
     assert failing_filter(n, RecallQuery(query="", since_days=5), NOW) == "since_days"
     assert failing_filter(n, RecallQuery(query="", since_days=0), NOW) == ""
+
+
+def test_the_vectorized_filters_agree_with_the_per_note_rule() -> None:
+    import random
+
+    from services.memory.ranking import failing_filter, filter_masks
+
+    rng = random.Random(7)
+    notes = [
+        note(f"n{i}", f"text {i}", kind=rng.choice(["fact", "decision"]), evidence=rng.choice(["", "tool", "model"]),
+             scope=rng.choice(["workspace", "session"]), scene=rng.choice(["", "构建", "build", "发布"]),
+             updated=NOW - rng.uniform(0, 20) * DAY)
+        for i in range(200)
+    ]
+    index, by_doc = _index(notes)
+    docs = np.arange(len(notes), dtype=np.int64)
+    for q in (RecallQuery(query="", kind="decision", scene="build"), RecallQuery(query="", evidence="tool", since_days=7),
+              RecallQuery(query="", scope="session", kind="fact"), RecallQuery(query="", scene="nowhere")):
+        masks = filter_masks(index, docs, q, NOW)
+        vector = np.logical_and.reduce(list(masks.values()))
+        assert [bool(v) for v in vector] == [failing_filter(by_doc[d], q, NOW) == "" for d in range(len(notes))]
