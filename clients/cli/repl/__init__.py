@@ -7,7 +7,7 @@ from pathlib import Path
 
 def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
     """Open the REPL on ``workspace`` (default: the current dir), optionally on ``session_id``; the exit code."""
-    from clients.cli.repl.app import run_repl as _run
+    from clients.cli.repl.launch import run_repl as _run
 
     return _run(workspace, session_id, attach)
 

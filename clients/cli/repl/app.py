@@ -13,97 +13,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import os
-import shutil
 import sys
-import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from ai_coding.v1 import loop_pb2
 from prompt_toolkit import PromptSession
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion, ThreadedCompleter
-from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.completion import ThreadedCompleter
 from prompt_toolkit.formatted_text import FormattedText
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.patch_stdout import StdoutProxy
 from rich.console import Console
 from rich.text import Text
 
 from clients.cli.render import EventRenderer, last_tool_text, literal, visible_controls
 from clients.cli.repl import resume
 from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
-from clients.cli.repl.state import approval_decision, ctrl_c, osc52, question_answer
-from clients.cli.slash import SlashCommand, SlashReply, completions, help_text, parse_slash
-from services.kernel.endpoints import Endpoint
+from clients.cli.repl.keys import build_bindings
+from clients.cli.repl.state import approval_decision, question_answer
+from clients.cli.repl.terminal import SlashCompleter, Timings, log_crash, stdout_above_prompt, terminal_width
+from clients.cli.slash import SlashCommand, SlashReply, help_text, parse_slash
 
 REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
                  "point out bugs, risky changes and missing tests, most important first.")
 _PARTIAL_SHOWN = 2000
 # How often an attached client re-opens its follow stream once the session went idle.
 FOLLOW_POLL_SECONDS = 0.3
-
-
-class _Timings:
-    """Opt-in (``AI_CODING_CLIENT_TIMINGS=FILE``): the client's own milliseconds per turn, for bench/client.py.
-
-    One JSON line per turn: ``key_to_send`` (Enter handled until the Start is sent),
-    ``event_to_draw`` (first text delta received until the prompt area is redrawn with it),
-    and the wall-clock times of the Enter key and of that redraw (to time the pty around them).
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.marks: dict[str, float] = {}
-        self.line = ""
-
-    def mark(self, name: str) -> None:
-        if self.path and name not in self.marks:
-            self.marks[name] = time.perf_counter()
-            if name == "key":
-                self.marks["key_wall"] = time.time()
-
-    def drawn(self) -> None:
-        marks = self.marks
-        if not self.path or "event" not in marks or "drawn" in marks:
-            return
-        marks["drawn"] = time.perf_counter()
-        row = {"key_to_send": (marks.get("send", 0) - marks.get("key", 0)) * 1000,
-               "event_to_draw": (marks["drawn"] - marks["event"]) * 1000,
-               "send_to_event": (marks["event"] - marks.get("send", marks["event"])) * 1000,
-               "key_wall": marks.get("key_wall", 0.0), "drawn_wall": time.time(), "line": self.line}
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row) + "\n")
-
-    def reset(self, line: str) -> None:
-        self.marks = {}
-        self.line = line
-
-
-class _SlashCompleter(Completer):
-    """Completion as soon as ``/`` is typed; ``/resume `` completes saved sessions."""
-
-    def __init__(self, repl: Repl) -> None:
-        self._repl = repl
-
-    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
-        text = document.text_before_cursor
-        if not text.startswith("/"):
-            return
-        if text.startswith("/resume "):
-            query = text[len("/resume "):]
-            for row in resume.filter_rows(self._repl.session_rows, query)[:20]:
-                yield Completion(row.session_id, start_position=-len(query),
-                                 display=visible_controls(resume.row_line(row)))
-            return
-        if " " in text:
-            return
-        for shown, doc in completions(text[1:]):
-            yield Completion("/" + shown[1:].split(" ")[0], start_position=-len(text), display=shown,
-                             display_meta=doc)
 
 
 class Repl:
@@ -128,21 +63,21 @@ class Repl:
         self._tasks: set[asyncio.Task[None]] = set()
         self._picker: list[resume.SessionRow] | None = None
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
-        self._timings = _Timings(os.environ.get("AI_CODING_CLIENT_TIMINGS", ""))
-        self._last_ctrl_c: float | None = None
+        self._timings = Timings(os.environ.get("AI_CODING_CLIENT_TIMINGS", ""))
+        self.last_ctrl_c: float | None = None
         self._shown_queued: list[str] = []
         # True while the next TurnStarted is for a line the prompt already shows.
         self._echoed_input = False
         self.prompt: PromptSession[str] = PromptSession(
-            message=self._message, key_bindings=self._bindings(),
-            completer=ThreadedCompleter(_SlashCompleter(self)), complete_while_typing=True,
+            message=self._message, key_bindings=build_bindings(self),
+            completer=ThreadedCompleter(SlashCompleter(self)), complete_while_typing=True,
             reserve_space_for_menu=4)
 
     # ---- lifecycle ----
 
     async def run(self, session_id: str) -> int:
         """Open (or resume) the session and read lines until the user exits; returns the exit code."""
-        with _stdout_above_prompt():
+        with stdout_above_prompt():
             self.console = Console(file=sys.stdout, force_terminal=True, highlight=False)
             self.renderer.console = self.console
             self._sync_width()
@@ -182,7 +117,7 @@ class Repl:
 
     async def _shutdown(self) -> None:
         if self.turn_running:
-            self._note(f"the turn goes on in the loop; `ai-coding attach {self.session_id[:12]}` follows it")
+            self.note(f"the turn goes on in the loop; `ai-coding attach {self.session_id[:12]}` follows it")
         for stream in (self._turn_stream, self._follower):
             if stream is not None:
                 stream.close()
@@ -208,10 +143,10 @@ class Repl:
 
     async def _submit(self, line: str) -> str:
         if self.renderer.pending_approval is not None:
-            self._answer_approval(approval_decision(line))
+            self.answer_approval(approval_decision(line))
             return ""
         if self.renderer.pending_question is not None:
-            self._answer_question(question_answer(line, list(self.renderer.pending_question.options)))
+            self.answer_question(question_answer(line, list(self.renderer.pending_question.options)))
             return ""
         if self._picker is not None:
             self._echo(line)
@@ -379,7 +314,7 @@ class Repl:
 
     def _report_crash(self, err: BaseException) -> None:
         if self.log_path is not None:
-            _log_crash(self.log_path, err)
+            log_crash(self.log_path, err)
         where = f" (details in {self.log_path})" if self.log_path else ""
         self._error(f"{type(err).__name__}: {err}{where}")
         self.turn_running = False
@@ -506,7 +441,7 @@ class Repl:
 
     # ---- answers, interrupts, keys ----
 
-    def _answer_approval(self, decision: int) -> None:
+    def answer_approval(self, decision: int) -> None:
         pending = self.renderer.pending_approval
         stream = self._control_stream()
         if pending is None or stream is None:
@@ -516,7 +451,7 @@ class Repl:
                                                                            decision=decision)))  # type: ignore[arg-type]
         self._invalidate()
 
-    def _answer_question(self, answer: str) -> None:
+    def answer_question(self, answer: str) -> None:
         pending = self.renderer.pending_question
         stream = self._control_stream()
         if pending is None or stream is None:
@@ -526,103 +461,12 @@ class Repl:
                                                                           answer=answer)))
         self._invalidate()
 
-    def _interrupt(self, scope: int, note: str) -> None:
+    def interrupt(self, scope: int, note: str) -> None:
         stream = self._control_stream()
         if stream is None:
             return
         stream.send(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(scope=scope)))  # type: ignore[arg-type]
-        self._note(note)
-
-    def _bindings(self) -> KeyBindings:
-        kb = KeyBindings()
-        line_empty = Condition(lambda: not self.prompt.default_buffer.text)
-        approving = Condition(lambda: self.renderer.pending_approval is not None) & line_empty
-        options = Condition(lambda: self.renderer.pending_question is not None
-                            and bool(self.renderer.pending_question.options)) & line_empty
-
-        @kb.add("enter")
-        def _enter(event: KeyPressEvent) -> None:
-            buffer = event.current_buffer
-            if buffer.complete_state is not None and buffer.complete_state.current_completion is not None:
-                buffer.apply_completion(buffer.complete_state.current_completion)
-                return
-            line = buffer.text
-            self._timings.reset(line)
-            self._timings.mark("key")
-            if line.strip():
-                buffer.append_to_history()
-            buffer.reset()
-            self._lines.put_nowait(line)
-
-        # Registered after the plain Enter: for the same key the binding added last wins.
-        for key in ("y", "a", "n", "s", "enter"):
-            @kb.add(key, filter=approving)
-            def _approve(event: KeyPressEvent, key: str = key) -> None:
-                self._answer_approval(approval_decision("" if key == "enter" else key))
-
-        for digit in "123456789":
-            @kb.add(digit, filter=options)
-            def _option(event: KeyPressEvent, digit: str = digit) -> None:
-                pending = self.renderer.pending_question
-                if pending is not None and int(digit) <= len(pending.options):
-                    self._answer_question(pending.options[int(digit) - 1])
-
-        any_options = Condition(lambda: self.renderer.pending_question is not None
-                                and bool(self.renderer.pending_question.options))
-
-        @kb.add("up", filter=any_options)
-        @kb.add("down", filter=any_options)
-        def _cycle(event: KeyPressEvent) -> None:
-            pending = self.renderer.pending_question
-            if pending is None:
-                return
-            options = list(pending.options)
-            text = event.current_buffer.text
-            step = -1 if event.key_sequence[0].key == "up" else 1
-            index = (options.index(text) + step) % len(options) if text in options else (0 if step > 0 else -1)
-            event.current_buffer.set_document(Document(options[index]), bypass_readonly=True)
-
-        @kb.add("escape", eager=True)
-        def _escape(event: KeyPressEvent) -> None:
-            if self.renderer.pending_question is not None:
-                self._answer_question("")
-            elif self.turn_running:
-                self._interrupt(loop_pb2.INTERRUPT_SCOPE_BATCH, "cancelling the running tools…")
-            else:
-                event.current_buffer.reset()
-
-        @kb.add("c-c")
-        def _ctrl_c(event: KeyPressEvent) -> None:
-            now = time.monotonic()
-            action = ctrl_c(turn_running=self.turn_running, line_empty=not event.current_buffer.text,
-                            now=now, last_press=self._last_ctrl_c).action
-            self._last_ctrl_c = now
-            if action == "abort_turn":
-                self.queued.clear()
-                self._interrupt(loop_pb2.INTERRUPT_SCOPE_TURN, "aborting the turn…")
-            elif action == "clear_line":
-                event.current_buffer.reset()
-            elif action == "warn":
-                self._note("press Ctrl-C again to exit (or Ctrl-D)")
-            else:
-                event.app.exit(exception=EOFError())
-
-        @kb.add("c-d", filter=line_empty)
-        def _ctrl_d(event: KeyPressEvent) -> None:
-            event.app.exit(exception=EOFError())
-
-        @kb.add("c-y")
-        def _ctrl_y(event: KeyPressEvent) -> None:
-            last = self.renderer.last_tool
-            if last is None:
-                self._note("nothing to copy yet: no tool call has finished")
-                return
-            text = last_tool_text(last)
-            event.app.output.write_raw(osc52(text))
-            event.app.output.flush()
-            self._note(f"copied the last tool call ({len(text)} chars) to the clipboard")
-
-        return kb
+        self.note(note)
 
     # ---- output ----
 
@@ -650,12 +494,13 @@ class Repl:
             app.invalidate()
 
     def _sync_width(self) -> None:
-        """Follow the real terminal's width (ioctl on the tty; $COLUMNS may be stale after a resize)."""
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
-        except OSError:
-            columns = 0
-        self.console.width = columns or shutil.get_terminal_size((100, 30)).columns
+        self.console.width = terminal_width()
+
+    def submit_line(self, line: str) -> None:
+        """Hand a line typed at the prompt to the REPL (Enter's binding calls this)."""
+        self._timings.reset(line)
+        self._timings.mark("key")
+        self._lines.put_nowait(line)
 
     def _echo(self, line: str) -> None:
         self._print(literal(f"› {line}", "bold"))
@@ -663,28 +508,11 @@ class Repl:
     def _print(self, text: Text) -> None:
         self.renderer.print(text)
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
         self.renderer.print(literal(f"  {text}", "dim"), wrap=False)
 
     def _error(self, text: str) -> None:
         self.renderer.print(literal(f"error: {text}", "red"))
-
-
-# prompt_toolkit's default (0.2 s) batches output above the prompt so coarsely that it alone
-# took ~110 ms of Enter-to-first-token in bench/client.py; 10 ms keeps redraws cheap and output prompt.
-_WRITE_BATCH_SECONDS = 0.01
-
-
-@contextlib.contextmanager
-def _stdout_above_prompt() -> Iterator[None]:
-    """Like ``patch_stdout(raw=True)``, with a shorter write batch so streamed lines appear at once."""
-    with StdoutProxy(raw=True, sleep_between_writes=_WRITE_BATCH_SECONDS) as proxy:
-        saved = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = proxy
-        try:
-            yield
-        finally:
-            sys.stdout, sys.stderr = saved
 
 
 def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEvent]:
@@ -699,51 +527,3 @@ def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEven
     return backlog[start:] if start is not None else []
 
 
-def _loop_endpoint(workspace: Path, quiet: bool = False) -> tuple[Endpoint, Path]:
-    """Start the services when they are not running; the loop's endpoint and the client's log file."""
-    from clients.cli import control
-
-    setup = control.resolve(workspace)
-    names: list[str] = [name for name in ("loop", "tools") if name in setup.supervisor.services] or ["loop"]
-    control.ensure_running(setup, names, quiet=quiet)
-    return setup.endpoints["loop"], setup.rdir / "logs" / "client.log"
-
-
-def _log_crash(log_path: Path, err: BaseException) -> None:
-    import traceback
-
-    with contextlib.suppress(OSError), open(log_path, "a", encoding="utf-8") as fh:
-        fh.write(f"--- {dt.datetime.now().isoformat()} ---\n")
-        fh.write("".join(traceback.format_exception(err)))
-
-
-def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
-    """Open the interactive client on ``workspace`` (default: the current dir); returns the exit code."""
-    from services.kernel.errors import AiCodingError
-
-    root = Path(workspace or os.getcwd()).resolve()
-    if not root.is_dir():
-        print(f"ai-coding: workspace {root} is not a directory; pass an existing one with -w", file=sys.stderr)
-        return 2
-    try:
-        endpoint, log_path = _loop_endpoint(root)
-    except AiCodingError as err:
-        print(f"ai-coding: {err}", file=sys.stderr)
-        return 3
-
-    async def main() -> int:
-        repl = Repl(LoopClient(endpoint), str(root), attach=attach, log_path=log_path)
-        return await repl.run(session_id or "")
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:  # Ctrl-C before the prompt took over the terminal
-        return 130
-    except AiCodingError as err:
-        print(f"ai-coding: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # the process boundary: one line for the user, the traceback in the log
-        _log_crash(log_path, err)
-        print(f"ai-coding: the client stopped on an unexpected error: {type(err).__name__}: {err} "
-              f"(details in {log_path})", file=sys.stderr)
-        return 1

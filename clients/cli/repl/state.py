@@ -56,3 +56,10 @@ def ctrl_c(*, turn_running: bool, line_empty: bool, now: float, last_press: floa
 def osc52(text: str) -> str:
     """The OSC 52 sequence that puts ``text`` on the system clipboard of the terminal."""
     return "\x1b]52;c;" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "\x07"
+
+
+def cycle_option(options: list[str], current: str, step: int) -> str:
+    """The option after (``step`` 1) or before (-1) ``current``; from nothing, the first or the last."""
+    if current in options:
+        return options[(options.index(current) + step) % len(options)]
+    return options[0] if step > 0 else options[-1]

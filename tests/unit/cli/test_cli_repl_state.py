@@ -93,3 +93,15 @@ def test_a_row_line_cuts_the_preview_to_80_chars() -> None:
     line = resume.row_line(row)
     assert line.startswith("14:00  ") and "(12 messages)  abcdef012345" in line
     assert len(line.split("  ")[1]) == 80
+
+
+def test_arrow_keys_cycle_through_the_options_and_wrap() -> None:
+    from clients.cli.repl.state import cycle_option
+
+    options = ["red", "green", "blue"]
+    assert cycle_option(options, "", 1) == "red"
+    assert cycle_option(options, "", -1) == "blue"
+    assert cycle_option(options, "red", 1) == "green"
+    assert cycle_option(options, "blue", 1) == "red"
+    assert cycle_option(options, "red", -1) == "blue"
+    assert cycle_option(options, "typed text", 1) == "red"

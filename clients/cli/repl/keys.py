@@ -1,0 +1,110 @@
+"""The REPL's keys: Enter hands lines over, y/a/n/s answer approvals, digits and arrows pick options,
+Esc cancels the tool batch (or answers a question empty), Ctrl-C aborts or exits, Ctrl-D exits,
+Ctrl-Y copies the last tool call."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ai_coding.v1 import loop_pb2
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+from clients.cli.render import last_tool_text
+from clients.cli.repl.state import approval_decision, ctrl_c, osc52
+
+if TYPE_CHECKING:
+    from clients.cli.repl.app import Repl
+
+
+def build_bindings(repl: Repl) -> KeyBindings:
+    """Key bindings over ``repl``'s state (filters read it on every key press)."""
+    kb = KeyBindings()
+    line_empty = Condition(lambda: not repl.prompt.default_buffer.text)
+    approving = Condition(lambda: repl.renderer.pending_approval is not None) & line_empty
+    options = Condition(lambda: repl.renderer.pending_question is not None
+                        and bool(repl.renderer.pending_question.options)) & line_empty
+
+    @kb.add("enter")
+    def _enter(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if buffer.complete_state is not None and buffer.complete_state.current_completion is not None:
+            buffer.apply_completion(buffer.complete_state.current_completion)
+            return
+        line = buffer.text
+        if line.strip():
+            buffer.append_to_history()
+        buffer.reset()
+        repl.submit_line(line)
+
+    # Registered after the plain Enter: for the same key the binding added last wins.
+    for key in ("y", "a", "n", "s", "enter"):
+        @kb.add(key, filter=approving)
+        def _approve(event: KeyPressEvent, key: str = key) -> None:
+            repl.answer_approval(approval_decision("" if key == "enter" else key))
+
+    for digit in "123456789":
+        @kb.add(digit, filter=options)
+        def _option(event: KeyPressEvent, digit: str = digit) -> None:
+            pending = repl.renderer.pending_question
+            if pending is not None and int(digit) <= len(pending.options):
+                repl.answer_question(pending.options[int(digit) - 1])
+
+    any_options = Condition(lambda: repl.renderer.pending_question is not None
+                            and bool(repl.renderer.pending_question.options))
+
+    @kb.add("up", filter=any_options)
+    @kb.add("down", filter=any_options)
+    def _cycle(event: KeyPressEvent) -> None:
+        pending = repl.renderer.pending_question
+        if pending is None:
+            return
+        options = list(pending.options)
+        text = event.current_buffer.text
+        step = -1 if event.key_sequence[0].key == "up" else 1
+        index = (options.index(text) + step) % len(options) if text in options else (0 if step > 0 else -1)
+        event.current_buffer.set_document(Document(options[index]), bypass_readonly=True)
+
+    @kb.add("escape", eager=True)
+    def _escape(event: KeyPressEvent) -> None:
+        if repl.renderer.pending_question is not None:
+            repl.answer_question("")
+        elif repl.turn_running:
+            repl.interrupt(loop_pb2.INTERRUPT_SCOPE_BATCH, "cancelling the running tools…")
+        else:
+            event.current_buffer.reset()
+
+    @kb.add("c-c")
+    def _ctrl_c(event: KeyPressEvent) -> None:
+        now = time.monotonic()
+        action = ctrl_c(turn_running=repl.turn_running, line_empty=not event.current_buffer.text,
+                        now=now, last_press=repl.last_ctrl_c).action
+        repl.last_ctrl_c = now
+        if action == "abort_turn":
+            repl.queued.clear()
+            repl.interrupt(loop_pb2.INTERRUPT_SCOPE_TURN, "aborting the turn…")
+        elif action == "clear_line":
+            event.current_buffer.reset()
+        elif action == "warn":
+            repl.note("press Ctrl-C again to exit (or Ctrl-D)")
+        else:
+            event.app.exit(exception=EOFError())
+
+    @kb.add("c-d", filter=line_empty)
+    def _ctrl_d(event: KeyPressEvent) -> None:
+        event.app.exit(exception=EOFError())
+
+    @kb.add("c-y")
+    def _ctrl_y(event: KeyPressEvent) -> None:
+        last = repl.renderer.last_tool
+        if last is None:
+            repl.note("nothing to copy yet: no tool call has finished")
+            return
+        text = last_tool_text(last)
+        event.app.output.write_raw(osc52(text))
+        event.app.output.flush()
+        repl.note(f"copied the last tool call ({len(text)} chars) to the clipboard")
+
+    return kb

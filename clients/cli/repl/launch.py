@@ -1,0 +1,55 @@
+"""Starting the REPL: services up, the loop's endpoint, and the process boundary (no traceback for users)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from clients.cli.repl.app import Repl
+from clients.cli.repl.connection import LoopClient
+from clients.cli.repl.terminal import log_crash
+from services.kernel.endpoints import Endpoint
+
+
+def _loop_endpoint(workspace: Path, quiet: bool = False) -> tuple[Endpoint, Path]:
+    """Start the services when they are not running; the loop's endpoint and the client's log file."""
+    from clients.cli import control
+
+    setup = control.resolve(workspace)
+    names: list[str] = [name for name in ("loop", "tools") if name in setup.supervisor.services] or ["loop"]
+    control.ensure_running(setup, names, quiet=quiet)
+    return setup.endpoints["loop"], setup.rdir / "logs" / "client.log"
+
+
+def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
+    """Open the interactive client on ``workspace`` (default: the current dir); returns the exit code."""
+    from services.kernel.errors import AiCodingError
+
+    root = Path(workspace or os.getcwd()).resolve()
+    if not root.is_dir():
+        print(f"ai-coding: workspace {root} is not a directory; pass an existing one with -w", file=sys.stderr)
+        return 2
+    try:
+        endpoint, log_path = _loop_endpoint(root)
+    except AiCodingError as err:
+        print(f"ai-coding: {err}", file=sys.stderr)
+        return 3
+
+    async def main() -> int:
+        repl = Repl(LoopClient(endpoint), str(root), attach=attach, log_path=log_path)
+        return await repl.run(session_id or "")
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C before the prompt took over the terminal
+        return 130
+    except AiCodingError as err:
+        print(f"ai-coding: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # the process boundary: one line for the user, the traceback in the log
+        log_crash(log_path, err)
+        print(f"ai-coding: the client stopped on an unexpected error: {type(err).__name__}: {err} "
+              f"(details in {log_path})", file=sys.stderr)
+        return 1
