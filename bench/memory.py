@@ -4,7 +4,7 @@ Each query is timed REPEAT times and its median kept (the machine is shared:
 one preemption would otherwise be a p95); p50/p95 are over those medians.
 
 Prints p50/p95 of (a) ranking (query cleaning, tokenizing, filters, BM25, gates:
-the part the recall budget covers), (b) a whole MemoryEngine.recall including
+the part the recall budget covers), without and with a kind filter, (b) a whole MemoryEngine.recall including
 the hit-count write, and (c) the ``bm25s`` library ranking the same tokens in
 the same run, beside the spec's measured table (its ranking scanned every note).
 
@@ -108,6 +108,16 @@ def bench_size(n: int, query_count: int) -> dict[str, float]:
                     rank(store.index, store.notes, terms, query, settings, now)
                 runs.append((time.perf_counter() - t) * 1000)
             ranking_ms.append(statistics.median(runs))
+        filtered_ms: list[float] = []
+        for q in queries:
+            runs = []
+            for _ in range(REPEAT):
+                t = time.perf_counter()
+                query = RecallQuery(query=q, k=5, kind="decision")
+                with store.reading():
+                    rank(store.index, store.notes, tokenize(clean_query_for_recall(q)), query, settings, now)
+                runs.append((time.perf_counter() - t) * 1000)
+            filtered_ms.append(statistics.median(runs))
         for q in queries:
             runs = []
             for _ in range(REPEAT):
@@ -135,6 +145,7 @@ def bench_size(n: int, query_count: int) -> dict[str, float]:
         bm25s_ms.append(statistics.median(runs))
     return {
         "rank50": statistics.median(ranking_ms), "rank95": pct(ranking_ms, 0.95),
+        "filt50": statistics.median(filtered_ms), "filt95": pct(filtered_ms, 0.95),
         "recall50": statistics.median(recall_ms), "recall95": pct(recall_ms, 0.95),
         "bm50": statistics.median(bm25s_ms), "bm95": pct(bm25s_ms, 0.95),
         "build_ours": build_ours, "build_bm25s": build_bm25s, "db_mb": size_mb,
@@ -146,15 +157,16 @@ def main() -> None:
     parser.add_argument("--sizes", default="200,1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    print("notes    | ours rank p50/p95 ms | ours recall p50/p95 ms | bm25s p50/p95 ms | spec p50/p95 ms "
-          "| spec/ours p50 | bm25s/ours p50 | build ours/bm25s s")
+    print("notes    | ours rank p50/p95 ms | kind-filtered p50/p95 | ours recall p50/p95 ms | bm25s p50/p95 ms "
+          "| spec p50/p95 ms | spec/ours p50 | bm25s/ours p50 | build ours/bm25s s")
     for n in [int(s) for s in args.sizes.split(",")]:
         r = bench_size(n, args.queries if n < 100_000 else max(50, args.queries // 2))
         spec = SPEC_MS.get(n)
         spec_txt = f"{spec[0]:7.1f} / {spec[1]:6.1f}" if spec else "      - /      -"
         ratio = f"{spec[0] / r['rank50']:9.0f}x" if spec else "        -"
         print(
-            f"{n:>8,} | {r['rank50']:8.3f} / {r['rank95']:7.3f} | {r['recall50']:9.3f} / {r['recall95']:8.3f} "
+            f"{n:>8,} | {r['rank50']:8.3f} / {r['rank95']:7.3f} | {r['filt50']:8.3f} / {r['filt95']:7.3f} "
+            f"| {r['recall50']:9.3f} / {r['recall95']:8.3f} "
             f"| {r['bm50']:7.3f} / {r['bm95']:6.3f} | {spec_txt} | {ratio}    | {r['bm50'] / r['rank50']:10.2f}x "
             f"   | {r['build_ours']:.2f} / {r['build_bm25s']:.2f}",
             flush=True,
