@@ -94,47 +94,6 @@ def mixed_score(rank_term: float, note: Note, now: float) -> float:
     return W_RANK * rank_term + W_RECENCY * recency(note, now) + W_IMPORTANCE * importance + W_KIND * kind
 
 
-def coverage(index: InvertedIndex, matched: list[str], known: list[str]) -> float:
-    """idf-weighted share of the known query terms that a note contains."""
-    denominator = sum(index.idf(t) for t in known)
-    if denominator <= 0:
-        return 0.0
-    return sum(index.idf(t) for t in matched) / denominator
-
-
-def _minmax(values: dict[int, float]) -> dict[int, float]:
-    if not values:
-        return {}
-    low, high = min(values.values()), max(values.values())
-    span = high - low
-    return {d: (v - low) / span if span > 0 else 1.0 for d, v in values.items()}
-
-
-def _rrf(lexical: dict[int, float], semantic: dict[int, float], k: int) -> dict[int, float]:
-    fused: dict[int, float] = {}
-    for ranking in (lexical, semantic):
-        order = sorted(ranking, key=lambda d: (-ranking[d], d))
-        for position, doc in enumerate(order, start=1):
-            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + position)
-    best = max(fused.values(), default=0.0)
-    return {d: v / best for d, v in fused.items()} if best > 0 else fused
-
-
-def rank_terms(
-    bm25: dict[int, float], cosines: dict[int, float] | None, settings: MemorySettings
-) -> dict[int, float]:
-    """The rank part of the mixed score; without a semantic signal it is BM25 over the best BM25."""
-    if cosines is None:
-        best = max(bm25.values(), default=0.0)
-        return {d: s / best if best > 0 else 0.0 for d, s in bm25.items()}
-    lexical = {d: bm25.get(d, 0.0) for d in set(bm25) | set(cosines)}
-    semantic = {d: cosines.get(d, 0.0) for d in lexical}
-    if settings.recall_fusion == "rrf":
-        return _rrf(lexical, semantic, settings.rrf_k)
-    lex, sem = _minmax(lexical), _minmax(semantic)
-    return {d: 0.5 * lex[d] + 0.5 * sem[d] for d in lexical}
-
-
 def static_prior(note: Note) -> float:
     """The importance and kind-weight part of the mixed score (no clock involved)."""
     importance = min(max(note.importance, 0), 5) / 5.0
@@ -152,7 +111,12 @@ def set_note_attrs(index: InvertedIndex, doc: int, note: Note) -> None:
 def _rank_arrays(
     bm25: FloatArray, cosines: FloatArray | None, settings: MemorySettings
 ) -> FloatArray:
-    """Vectorized :func:`rank_terms` over aligned candidate arrays."""
+    """The rank part of the mixed score over aligned candidate arrays.
+
+    Without a semantic signal it is BM25 over the best BM25 (RRF needs two
+    rankings to fuse, so it falls back to this too); with one, "blend" averages
+    the min-max normalized BM25 and cosine, "rrf" sums 1 / (rrf_k + position).
+    """
     if cosines is None:
         best = float(bm25.max()) if len(bm25) else 0.0
         return bm25 / best if best > 0 else np.zeros(len(bm25))

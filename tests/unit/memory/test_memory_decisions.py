@@ -191,3 +191,16 @@ def test_the_vectorized_filters_agree_with_the_per_note_rule() -> None:
         masks = filter_masks(index, docs, q, NOW)
         vector = np.logical_and.reduce(list(masks.values()))
         assert [bool(v) for v in vector] == [failing_filter(by_doc[d], q, NOW) == "" for d in range(len(notes))]
+
+
+def test_the_ranked_score_is_the_documented_mixed_score() -> None:
+    from services.memory.ranking import mixed_score
+
+    notes = [note("a", "alembic migrations", importance=4, kind="decision", updated=NOW - 40 * DAY),
+             note("b", "alembic only", importance=2, updated=NOW - 3 * DAY)]
+    index, by_doc = _index(notes)
+    q = RecallQuery(query="alembic migrations")
+    got = rank(index, by_doc, tokenize(q.query), q, MemorySettings(relative_band=0.0, min_relevance=0.0), NOW)
+    best = max(r.bm25 for r in got.hits)
+    for r in got.hits:
+        assert abs(r.score - mixed_score(r.bm25 / best, r.note, NOW)) < 1e-9
