@@ -102,7 +102,7 @@ def events_per_second(base: Path, count: int) -> tuple[float, float, float]:
         stack = LoopStack(sock_dir, work / "ws", fake, model_config(fake.url), with_tools=False)
         try:
             sid = stack.open().session_id
-            rt = stack.runtime.get(sid)
+            rt = stack.runtime.sessions[sid]
 
             async def emit_all() -> float:
                 start = time.perf_counter()

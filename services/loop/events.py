@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # A turn of a busy session emits a few thousand events (mostly text deltas);
-# the window keeps several turns so a late re-attach is still served.
-DEFAULT_WINDOW = 50_000
+# the window keeps several turns so a late re-attach is still served, while 50
+# open sessions stay within ~200 MB even with full windows (~200 B per event).
+DEFAULT_WINDOW = 20_000
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,10 @@ from services.loop.traces import TraceWriter
 
 log = logging.getLogger("ai_coding.loop")
 
+# Idle sessions kept in memory beyond this are dropped (least recently used first);
+# they stay on disk and are loaded again by the next OpenSession.
+MAX_IDLE_SESSIONS = 100
+
 # Memory constraints and the MCP catalog are auxiliary: past this the turn goes on without them.
 AUXILIARY_TIMEOUT_S = 1.5
 
@@ -298,6 +302,7 @@ class LoopRuntime:
         self.deps = deps
         self.sessions: dict[str, SessionRuntime] = {}
         self._stores: dict[str, SessionStore] = {}
+        self._evicted: dict[str, tuple[str, SessionOptions]] = {}
 
     def store(self, workspace: str) -> SessionStore:
         if workspace not in self._stores:
@@ -323,10 +328,23 @@ class LoopRuntime:
         rt = SessionRuntime(session, store, self.deps, client, options)
         await rt.attach_tools()
         self.sessions[session.id] = rt
+        await self._evict_idle(keep=session.id)
         return rt, [*warnings, *rt.warnings]
 
-    def get(self, session_id: str) -> SessionRuntime:
+    async def _evict_idle(self, keep: str) -> None:
+        idle = [rt for sid, rt in self.sessions.items() if rt.idle and sid != keep]
+        for rt in sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]:
+            rt.store.compact(rt.session)
+            await self.deps.tools.close_session(rt.session.id)
+            del self.sessions[rt.session.id]
+            self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
+
+    async def get(self, session_id: str) -> SessionRuntime:
+        """An open session; one evicted from memory for being idle is loaded again."""
         rt = self.sessions.get(session_id)
+        if rt is None and session_id in self._evicted:
+            workspace, options = self._evicted.pop(session_id)
+            rt, _ = await self.open(workspace, session_id, "", options)
         if rt is None:
             raise SessionNotFound(f"session {session_id!r} is not open in this loop service",
                                   hint="Call OpenSession with its workspace first.")

@@ -88,7 +88,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
     async def RunCommand(self, request: loop_pb2.RunCommandRequest, context: grpc.aio.ServicerContext
                          ) -> loop_pb2.RunCommandResponse:
         try:
-            rt = self.runtime.get(request.session_id)
+            rt = await self.runtime.get(request.session_id)
         except SessionNotFound as err:
             await _fail(context, err)
             raise
@@ -117,7 +117,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         messages = request_iterator.__aiter__()
         try:
             first = convert.inbound_from_proto(await messages.__anext__())
-            rt, after = self._begin(first)
+            rt, after = await self._begin(first)
         except StopAsyncIteration:
             return
         except AiCodingError as err:
@@ -132,14 +132,14 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
 
-    def _begin(self, first: inbound.Inbound) -> tuple[SessionRuntime, int]:
+    async def _begin(self, first: inbound.Inbound) -> tuple[SessionRuntime, int]:
         if isinstance(first, inbound.Start):
-            rt = self.runtime.get(first.session_id)
+            rt = await self.runtime.get(first.session_id)
             after = rt.events.last_seq
             rt.submit(first.input)
             return rt, after
         if isinstance(first, inbound.Attach):
-            rt = self.runtime.get(first.session_id)
+            rt = await self.runtime.get(first.session_id)
             return rt, int(first.after_seq)
         raise BadRequest("the first message of Converse must be start or attach",
                          hint="Send ClientMessage.start (new input) or .attach (re-attach after a seq).")

@@ -78,7 +78,7 @@ def test_stop_at_an_approval_ends_the_turn_with_approval_stop(make_stack: Callab
     assert status_name(end) == "approval_stop"
     codes = [r.result.error.code for r in results(events)]
     assert codes == ["stopped_by_user", "cancelled"]
-    messages = stack.runtime.get(sid).session.messages
+    messages = stack.runtime.sessions[sid].session.messages
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool"]
 
 
@@ -150,7 +150,7 @@ def test_interrupting_the_turn_stops_it_and_keeps_the_partial_text(make_stack: C
     end = finished(events)
     assert status_name(end) == "interrupted"
     assert end.text and "I am saying something long".startswith(end.text)
-    assert stack.runtime.get(sid).session.messages[-1] == {**stack.runtime.get(sid).session.messages[-1],
+    assert stack.runtime.sessions[sid].session.messages[-1] == {**stack.runtime.sessions[sid].session.messages[-1],
                                                           "role": "assistant", "content": end.text}
 
 

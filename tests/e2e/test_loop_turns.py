@@ -141,7 +141,7 @@ def test_the_turn_clock_ends_a_stalled_step_with_timeout_keeping_streamed_text(
     assert status_name(end) == "timeout"
     streamed = "".join(e.text_delta.text for e in events if e.WhichOneof("event") == "text_delta")
     assert streamed and end.text == streamed
-    rt = stack.runtime.get(sid)
+    rt = stack.runtime.sessions[sid]
     assert rt.session.messages[-1]["content"] == streamed
 
 
@@ -185,7 +185,7 @@ def test_searches_that_find_nothing_new_climb_the_ladder_and_end_with_a_closing_
     assert end.text == "alpha is on line 1; nothing else found."
     levels = [e.search_stalled.level for e in events if e.WhichOneof("event") == "search_stalled"]
     assert levels[0] == 1 and levels[-1] == 3
-    assert stack.runtime.get(finished_session(events)).session.messages[-1]["content"] == end.text
+    assert stack.runtime.sessions[finished_session(events)].session.messages[-1]["content"] == end.text
     nudged = json.dumps([r.body["messages"] for r in stack.fake.chat_requests])
     assert "[search-gate]" in nudged and "ruff check ." in nudged  # L2 names the static check to run
 

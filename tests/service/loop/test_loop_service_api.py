@@ -143,3 +143,18 @@ def test_a_tools_service_that_comes_up_after_the_session_opened_is_attached_at_t
     stack.services.serve(f"unix:{short_dir}/no-tools.sock", build_tools(Config(data={})))
     _, events = stack.turn("second", session_id=sid)
     assert finished(events).text == "tools work now", [e.degraded.reason for e in events if e.WhichOneof("event") == "degraded"]
+
+
+def test_an_idle_session_dropped_from_memory_is_loaded_again_by_the_next_turn(
+        make_stack: Callable[..., LoopStack]) -> None:
+    from services.loop import runtime as runtime_module
+
+    stack = make_stack([{"text": "ok", "repeat": "forever"}])
+    first, _ = stack.turn("the first session")
+    limit = runtime_module.MAX_IDLE_SESSIONS
+    for _ in range(limit + 1):
+        stack.open()
+    assert first not in stack.runtime.sessions
+    _, events = stack.turn("still there?", session_id=first)
+    assert status_name(finished(events)) == "completed"
+    assert len(stack.runtime.sessions[first].session.messages) == 4
