@@ -289,6 +289,13 @@ def test_resume_by_id_prefix_redraws_a_session_with_tool_calls(stack: Stack, wor
         assert _session_id(second.seen.split("/resume")[-1]) == session_id[:12]
     finally:
         second.close()
+    listed = json.loads(_cli(stack.env, "sessions", "list", "--json", "-w", str(workspace)).stdout)
+    full_id = next(row["id"] for row in listed if row["id"].startswith(session_id))
+    third = Term(stack, workspace, "--session", full_id)  # `ai-coding --session ID`
+    try:
+        _assert_redrawn(third.seen + third.expect("── end of history ──"))
+    finally:
+        third.close()
 
 
 def test_the_resume_picker_lists_the_session_by_day_and_resumes_by_number(stack: Stack, workspace: Path) -> None:
@@ -480,3 +487,15 @@ def test_the_repl_starts_the_services_when_none_are_running(stack: Stack) -> Non
         child.terminate(force=True)
         _cli(env, "down", timeout=60)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_attaching_to_an_unknown_session_is_one_readable_line(stack: Stack, workspace: Path) -> None:
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "attach", "feedbeef", "-w", str(workspace)],
+                          env=stack.env, cwd=str(workspace), encoding="utf-8", dimensions=(40, 120), timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    out = plain(str(child.before))
+    assert child.exitstatus == 1
+    assert "Traceback" not in out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: cannot open the session:"), out
