@@ -146,7 +146,7 @@ class Turn:
                   history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
                   estimated_tokens=stats.estimated_tokens, tail_parts_json=_json(stats.tail_parts))
         step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
-                                   timeout_seconds=self.remaining())
+                                   timeout_seconds=self.remaining(), on_reset=self._on_reset)
         self.iterations += 1
         self.round_iterations += 1
         self.usage = self.usage.add(step.usage)
@@ -158,6 +158,11 @@ class Turn:
     def _on_text(self, text: str) -> None:
         self._step.partial_text += text
         self.emit("text_delta", text=text)
+
+    def _on_reset(self) -> None:
+        self._step.partial_text = ""
+        self.emit("notice", level="warning",
+                  text="the model's stream broke off; retrying the step (its partial text above is discarded)")
 
     def _on_reasoning(self, text: str) -> None:
         self.emit("reasoning_delta", text=text)

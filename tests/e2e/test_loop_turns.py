@@ -192,3 +192,18 @@ def test_searches_that_find_nothing_new_climb_the_ladder_and_end_with_a_closing_
 
 def finished_session(events: list[loop_pb2.TurnEvent]) -> str:
     return events[-1].session_id
+
+
+def test_a_stream_that_breaks_off_is_retried_and_only_the_full_answer_is_kept(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "explain", "text": "A partial answer that will be cut", "chunk_chars": 4,
+         "fault": {"kind": "drop", "after_chunks": 3}},
+        {"match": "explain", "text": "The complete answer."},
+    ])
+    sid, events = stack.turn("explain it")
+    end = finished(events)
+    assert status_name(end) == "completed" and end.text == "The complete answer."
+    notices = [e.notice.text for e in events if e.WhichOneof("event") == "notice"]
+    assert any("retrying" in n for n in notices)
+    assert stack.runtime.sessions[sid].session.messages[-1]["content"] == "The complete answer."
