@@ -83,8 +83,6 @@ def status_report(setup: Setup) -> dict[str, Any]:
             "restarts": svc.restarts,
             "uptime_s": round(now - svc.started_at, 1) if svc.pid and svc.started_at else None,
         }
-        if state and name not in state.services:
-            services[name]["managed"] = False
     return {
         "supervisor": {"pid": state.pid if state else None, "running": running, "runtime_dir": str(setup.rdir)},
         "services": services,

@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -184,17 +185,31 @@ def stop_group(pgid: int, grace: float) -> None:
         signal_group(pgid, signal.SIGKILL)
 
 
+def _refuses_connections(sock: Path) -> bool:
+    """True when nothing listens on ``sock`` (stale). A listener that is slow to accept
+    (a full backlog makes connect time out) is still a listener: keep its socket."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(0.5)
+    try:
+        probe.connect(str(sock))
+    except (ConnectionRefusedError, FileNotFoundError):
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return False
+
+
 def remove_stale_files(rdir: Path, services: list[str]) -> list[str]:
     """Remove sockets nobody serves and the old pid/state files; returns what was removed.
 
     Only call this while holding the supervisor lock (or after checking no supervisor runs).
     """
-    from services.kernel.endpoints import socket_in_use
-
     removed: list[str] = []
     for name in services:
         sock = rdir / f"{name}.sock"
-        if (sock.exists() or sock.is_symlink()) and not socket_in_use(str(sock)):
+        if (sock.exists() or sock.is_symlink()) and _refuses_connections(sock):
             sock.unlink()
             removed.append(sock.name)
     for fname in (PID_FILE, STATE_FILE):

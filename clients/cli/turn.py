@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -112,21 +113,15 @@ def drive_turn(
     channel = sync_channel(endpoint)
     stub = loop_pb2_grpc.AgentLoopStub(channel)
     call = stub.Converse(_requests(outbox), timeout=timeout)
+    # The stream is read on its own thread: a Ctrl-C must never land inside grpc's receive
+    # (the call cannot be resumed after that), only in this thread's queue wait.
+    inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None] = queue.Queue()
+    threading.Thread(target=_read, args=(call, inbox), name="turn-events", daemon=True).start()
     interrupted = False
     try:
         while True:
             try:
-                for event in call:
-                    sink(event)
-                    kind = event.WhichOneof("event")
-                    if kind == "approval_requested":
-                        decision = approver.decide(event.approval_requested)
-                        outbox.put(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
-                            request_id=event.approval_requested.request_id, decision=decision)))  # type: ignore[arg-type]
-                    elif kind == "turn_finished":
-                        name = loop_pb2.TurnStatus.Name(event.turn_finished.status)
-                        return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, event.turn_finished)
-                return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
+                item = inbox.get()
             except KeyboardInterrupt:
                 if interrupted:
                     call.cancel()
@@ -135,11 +130,34 @@ def drive_turn(
                 print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
                 outbox.put(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
                     scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
-    except grpc.RpcError as err:
-        return _rpc_failure(err, endpoint, session_id)
+                continue
+            if item is None:
+                return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
+            if isinstance(item, grpc.RpcError):
+                return _rpc_failure(item, endpoint, session_id)
+            sink(item)
+            kind = item.WhichOneof("event")
+            if kind == "approval_requested":
+                decision = approver.decide(item.approval_requested)
+                outbox.put(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
+                    request_id=item.approval_requested.request_id, decision=decision)))  # type: ignore[arg-type]
+            elif kind == "turn_finished":
+                name = loop_pb2.TurnStatus.Name(item.turn_finished.status)
+                return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, item.turn_finished)
     finally:
         outbox.put(None)
+        call.cancel()
         channel.close()
+
+
+def _read(call: Iterator[loop_pb2.TurnEvent],
+          inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None]) -> None:
+    try:
+        for event in call:
+            inbox.put(event)
+        inbox.put(None)
+    except grpc.RpcError as err:
+        inbox.put(err)
 
 
 def _rpc_failure(err: grpc.RpcError, endpoint: Endpoint, session_id: str) -> TurnOutcome:

@@ -23,7 +23,7 @@ def test_the_demo_fixes_the_bug_says_it_was_a_replay_and_leaves_the_users_servic
     assert cli("up").returncode == 0
     try:
         before = json.loads(cli("status", "--json").stdout)
-        sup_pid = before["supervisor"]["pid"]
+        sup_pid = int((Path(os.environ["AI_CODING_RUNTIME_DIR"]) / "supervisor.pid").read_text())
         processes_before = set(descendants(sup_pid))
 
         demo = cli("demo")

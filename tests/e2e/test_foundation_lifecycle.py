@@ -101,8 +101,9 @@ def test_up_status_run_json_down_leaves_no_process(env: dict[str, Any], model: F
     status = cli("status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert set(report["services"]) == set(SERVICES)
+    assert list(report) == ["services"] and set(report["services"]) == set(SERVICES)
     for name, svc in report["services"].items():
+        assert set(svc) == {"pid", "endpoint", "health", "restarts", "uptime_s"}
         assert svc["health"] == "SERVING" and pid_alive(svc["pid"]) and svc["restarts"] == 0
         assert isinstance(svc["uptime_s"], float)
         # Each service answers a grpc.health.v1 Check itself, on the endpoint status printed.
@@ -194,3 +195,64 @@ def test_a_model_endpoint_that_refuses_the_key_fails_the_turn_naming_the_key(env
     assert finished["status"] == "TURN_STATUS_FAILED"
     assert "key" in finished["reason"].lower()
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def _pty_run(*args: str) -> Any:
+    import pexpect
+
+    return pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "run", *args], env=dict(os.environ),
+                         encoding="utf-8", timeout=90, dimensions=(40, 160))
+
+
+def test_on_a_terminal_a_warn_tool_asks_and_y_runs_it(env: dict[str, Any]) -> None:
+    assert cli("up").returncode == 0
+    child = _pty_run("-w", str(env["workspace"]), "what does the sandbox say?")
+    child.expect_exact("allow bash? [y/a/n/s]")
+    child.sendline("y")
+    child.expect_exact("The command printed 42.")
+    child.expect_exact("completed")
+    child.expect(pexpect_eof())
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_ctrl_c_interrupts_the_turn_and_exits_with_the_interrupted_code(env: dict[str, Any],
+                                                                         model: FakeModelServer) -> None:
+    model.load_script([{"name": "slow", "text": "Thinking about it at length", "chunk_chars": 4,
+                        "fault": {"kind": "stall", "after_chunks": 4}}])
+    assert cli("up").returncode == 0
+    child = _pty_run("-w", str(env["workspace"]), "take your time")
+    child.expect_exact("Thinking")
+    child.sendintr()
+    child.expect_exact("interrupting the turn")
+    child.expect(pexpect_eof())
+    child.close()
+    assert child.exitstatus == 5, child.before
+
+
+def test_a_turn_that_outlives_timeout_exits_with_the_timeout_code(env: dict[str, Any],
+                                                                  model: FakeModelServer) -> None:
+    model.load_script([{"name": "slow", "text": "Thinking", "fault": {"kind": "stall", "after_chunks": 1}}])
+    run = cli("run", "--json", "--timeout", "3", "-w", str(env["workspace"]), "take your time")
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "did not finish within --timeout" in run.stderr
+
+
+def test_up_names_a_socket_another_process_holds(env: dict[str, Any]) -> None:
+    rdir: Path = env["rdir"]
+    rdir.mkdir(mode=0o700, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as squatter:
+        squatter.bind(str(rdir / "tools.sock"))
+        squatter.listen(16)
+        up = cli("up")
+    assert up.returncode == 3
+    lines = [line for line in up.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in up.stdout + up.stderr
+    assert f"socket {rdir}/tools.sock is already in use by another process" in lines[0]
+    assert "ai-coding down" in lines[0]
+
+
+def pexpect_eof() -> Any:
+    import pexpect
+
+    return pexpect.EOF

@@ -59,8 +59,8 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON ob
 
     with cli_errors("status"):
         report = control.status_report(control.resolve())
-    if as_json:
-        print(json.dumps(report, indent=2))
+    if as_json:  # exactly the shape issue 2 gives: {"services": {name: {pid, endpoint, health, restarts, uptime_s}}}
+        print(json.dumps({"services": report["services"]}, indent=2))
     else:
         sup = report["supervisor"]
         print(f"supervisor: {'running, pid ' + str(sup['pid']) if sup['running'] else 'not running'}"

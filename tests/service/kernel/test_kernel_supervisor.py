@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,30 @@ def test_a_socket_in_use_by_another_process_is_named_in_the_service_log(isolated
         proc.wait(timeout=30)
         squatter.close()
 
+
+
+def test_logs_prints_the_tail_and_follow_shows_new_lines(supervised) -> None:
+    setup, _ = supervised
+    cmd = [sys.executable, "-m", "clients.cli.main", "logs", "memory"]
+    done = subprocess.run([*cmd, "-n", "3"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "memory serving on" in done.stdout
+    assert len(done.stdout.splitlines()) <= 3
+    follower = subprocess.Popen([*cmd, "-f", "-n", "0"], stdout=subprocess.PIPE, text=True)
+    marker = "a line written while following"
+    stop = threading.Event()
+
+    def append() -> None:  # keep appending: the follower starts reading at the end it first sees
+        while not stop.wait(0.1):
+            with open(setup.rdir / "logs" / "memory.log", "a") as fh:
+                fh.write(f"{marker}\n")
+
+    writer = threading.Thread(target=append, daemon=True)
+    writer.start()
+    try:
+        assert follower.stdout is not None
+        first = follower.stdout.readline()
+        assert first.strip() == marker
+    finally:
+        stop.set()
+        follower.terminate()
+        follower.wait(timeout=10)
