@@ -12,6 +12,7 @@ workspace read-write except ``.git/hooks`` and ``.git/config``, a private
 from __future__ import annotations
 
 import asyncio
+import atexit
 import glob
 import os
 import re
@@ -76,6 +77,7 @@ def empty_file() -> str:
     node, which a user-namespace mount refuses to open: the command would see "Permission denied")."""
     if not _EMPTY or not os.path.isfile(_EMPTY[0]):
         directory = tempfile.mkdtemp(prefix="ai-coding-sandbox-")
+        atexit.register(shutil.rmtree, directory, True)
         path = os.path.join(directory, "empty")
         with open(path, "wb"):
             pass
