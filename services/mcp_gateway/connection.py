@@ -32,6 +32,7 @@ from services.mcp_gateway.catalog import ToolEntry
 from services.mcp_gateway.domain import CallOutcome, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
 from services.mcp_gateway.settings import ServerSettings
+from services.mcp_gateway.stderr_tail import StderrTail
 
 log = logging.getLogger("ai_coding.mcp_gateway.connection")
 
@@ -163,9 +164,8 @@ def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
 async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[SdkSession]:
     """Connect and handshake; leaving the block closes the session (and kills a local server)."""
     if settings.type == "local":
-        transport: Any = stdio_client(stdio_parameters(settings))
-        async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
-            yield SdkSession(settings.name, client)
+        async with _local_session(settings) as session:
+            yield session
         return
     headers = expanded(settings.headers, "headers", settings.name)
     http = create_mcp_http_client(headers=headers or None, auth=auth)
@@ -173,3 +173,28 @@ async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None
         transport = streamable_http_client(settings.url, http_client=http)
         async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
             yield SdkSession(settings.name, client)
+
+
+@asynccontextmanager
+async def _local_session(settings: ServerSettings) -> AsyncIterator[SdkSession]:
+    """A stdio session whose startup failure names the server's last stderr line."""
+    params = stdio_parameters(settings)
+    tail = StderrTail(settings.name)
+    ready = False
+    try:
+        await tail.start()
+        assert tail.writer is not None
+        transport: Any = stdio_client(params, errlog=tail.writer)
+        async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
+            tail.close_writer()
+            ready = True
+            yield SdkSession(settings.name, client)
+    except Exception as exc:
+        if ready:
+            raise
+        last = await tail.last_line()
+        if not last:
+            raise
+        raise McpGatewayError(f"{describe_error(exc)} (stderr: {last[:300]})", reason="mcp_start_failed") from None
+    finally:
+        tail.close()

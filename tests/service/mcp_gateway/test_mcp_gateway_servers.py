@@ -245,3 +245,17 @@ def test_a_server_killed_while_idle_is_noticed_at_the_next_call_and_replaced(gat
             assert fixed.ok and fixed.output == "echo: b"
 
     asyncio.run(scenario())
+
+
+def test_a_server_that_dies_at_startup_is_failed_with_its_last_stderr_line(gateway: Callable[..., Any]) -> None:
+    dying = {"name": "dying", "command": [sys.executable, "-c",
+                                          "import sys; print('loading', file=sys.stderr); "
+                                          "sys.exit('FATAL: DEMO_API_KEY is not set')"]}
+
+    async def scenario() -> None:
+        async with gateway([dying, demo_server("demo")]) as gw:
+            status = await gw.wait_state("dying", FAILED)
+            assert "FATAL: DEMO_API_KEY is not set" in status.reason
+            await gw.wait_state("demo", CONNECTED)
+
+    asyncio.run(scenario())
