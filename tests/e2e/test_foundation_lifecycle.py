@@ -142,7 +142,7 @@ def test_a_sigkilled_service_is_back_within_seconds_with_one_restart(env: dict[s
 
     def back() -> bool:
         svc = _status()["services"]["memory"]
-        return svc["health"] == "SERVING" and svc["pid"] != victim
+        return bool(svc["health"] == "SERVING" and svc["pid"] != victim)
 
     assert wait_until(back, 20, interval=0.2)
     report = _status()

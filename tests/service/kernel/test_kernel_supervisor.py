@@ -19,6 +19,7 @@ from clients.cli.runtime import PID_FILE, STATE_FILE, descendants, pid_alive, re
 from services.kernel.endpoints import ensure_runtime_dir
 
 HERE = Path(__file__).parent
+Supervised = tuple[control.Setup, "subprocess.Popen[str]"]
 SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
 
 
@@ -36,7 +37,7 @@ def _all_serving(setup: control.Setup) -> bool:
 
 
 @pytest.fixture
-def supervised(isolated_home: Path, short_dir: Path) -> Iterator[tuple[control.Setup, subprocess.Popen[str]]]:
+def supervised(isolated_home: Path, short_dir: Path) -> Iterator[Supervised]:
     rdir = ensure_runtime_dir(short_dir / "run")
     proc = _spawn(rdir, {"AIC_TEST_CHILDREN": "1", "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained")})
     setup = control.resolve()
@@ -51,7 +52,7 @@ def supervised(isolated_home: Path, short_dir: Path) -> Iterator[tuple[control.S
                 os.kill(pid, signal.SIGKILL)
 
 
-def test_every_service_is_serving_and_status_shows_pid_endpoint_and_no_restarts(supervised) -> None:
+def test_every_service_is_serving_and_status_shows_pid_endpoint_and_no_restarts(supervised: Supervised) -> None:
     setup, proc = supervised
     report = control.status_report(setup)
     assert report["supervisor"] == {"pid": proc.pid, "running": True, "runtime_dir": str(setup.rdir)}
@@ -64,7 +65,7 @@ def test_every_service_is_serving_and_status_shows_pid_endpoint_and_no_restarts(
     assert json.loads(json.dumps(report)) == report
 
 
-def test_a_killed_service_comes_back_and_its_restart_is_counted(supervised) -> None:
+def test_a_killed_service_comes_back_and_its_restart_is_counted(supervised: Supervised) -> None:
     setup, _ = supervised
     old_pid = control.status_report(setup)["services"]["tools"]["pid"]
     os.kill(old_pid, signal.SIGKILL)
@@ -79,7 +80,7 @@ def test_a_killed_service_comes_back_and_its_restart_is_counted(supervised) -> N
     assert [report["services"][n]["restarts"] for n in ("loop", "memory", "mcp_gateway")] == [0, 0, 0]
 
 
-def test_a_second_supervisor_on_the_same_runtime_dir_is_refused_with_a_clear_message(supervised) -> None:
+def test_a_second_supervisor_on_the_same_runtime_dir_is_refused_with_a_clear_message(supervised: Supervised) -> None:
     setup, proc = supervised
     second = _spawn(setup.rdir)
     _, err = second.communicate(timeout=30)
@@ -89,7 +90,7 @@ def test_a_second_supervisor_on_the_same_runtime_dir_is_refused_with_a_clear_mes
     assert _all_serving(setup)
 
 
-def test_stop_drains_each_service_and_leaves_no_process_or_file_behind(supervised, short_dir: Path) -> None:
+def test_stop_drains_each_service_and_leaves_no_process_or_file_behind(supervised: Supervised, short_dir: Path) -> None:
     setup, proc = supervised
     everything = descendants(proc.pid)
     assert len(everything) >= 4 * 3  # each service plus its two children
@@ -168,7 +169,7 @@ def test_a_socket_in_use_by_another_process_is_named_in_the_service_log(isolated
 
 
 
-def test_logs_prints_the_tail_and_follow_shows_new_lines(supervised) -> None:
+def test_logs_prints_the_tail_and_follow_shows_new_lines(supervised: Supervised) -> None:
     setup, _ = supervised
     cmd = [sys.executable, "-m", "clients.cli.main", "logs", "memory"]
     done = subprocess.run([*cmd, "-n", "3"], capture_output=True, text=True, timeout=60, check=False)
