@@ -1,13 +1,18 @@
-"""Run a real tool service on a Unix socket in a background thread (tests and bench/tools.py).
+"""Drive a real tool service from blocking code (tests and bench/tools.py).
 
-The server is the real one (``create_server`` + ``build``); only its event loop
-lives in a thread so blocking gRPC stubs can call it from the caller's thread.
+:class:`ToolServiceClient` talks to a tool service at a Unix socket (for
+example an ``ai-coding serve tools`` process); :class:`ThreadedToolService`
+also hosts one: the server is the real one (``create_server`` + ``build``),
+only its event loop lives in a thread so blocking stubs can call it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -20,35 +25,35 @@ from services.tools.main import build
 from services.tools.runtime import ToolRuntime
 
 
-class ThreadedToolService:
-    """A tool service bound to ``unix:<socket_path>`` until :meth:`stop`."""
+class ToolServiceClient:
+    """Blocking helpers over a ToolRuntime stub at ``unix:<socket_path>``."""
 
-    def __init__(self, config: Config, socket_path: str) -> None:
-        self.config = config
+    def __init__(self, socket_path: str) -> None:
+        self.socket_path = socket_path
         self.address = f"unix:{socket_path}"
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="tool-service", daemon=True)
-        self._running: RunningServer | None = None
         self._channel: grpc.Channel | None = None
 
-    def start(self) -> ThreadedToolService:
-        self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(create_server(self.address, build(self.config)), self._loop)
-        self._running = future.result(timeout=30)
+    def connect(self, timeout: float = 60.0, alive: Callable[[], bool] = lambda: True) -> None:
+        """Wait for the socket (while ``alive()``), then for the channel to be ready."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.socket_path):
+            if not alive():
+                raise RuntimeError("the tool service exited before listening")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no tool service listened on {self.socket_path} within {timeout:g} s")
+            time.sleep(0.05)
         self._channel = grpc.insecure_channel(self.address)
-        return self
+        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
 
     @property
     def stub(self) -> tools_pb2_grpc.ToolRuntimeStub:
-        assert self._channel is not None, "start() first"
+        assert self._channel is not None, "connect() first"
         return tools_pb2_grpc.ToolRuntimeStub(self._channel)
-
-    def runtime(self) -> ToolRuntime:
-        """The service's runtime object (e.g. to switch grep engines in a bench)."""
-        assert self._running is not None, "start() first"
-        runtime = self._running.service.extra["runtime"]
-        assert isinstance(runtime, ToolRuntime)
-        return runtime
 
     def open(self, session_id: str, root: str, **sandbox: Any) -> tools_pb2.OpenSessionResponse:
         """OpenSession with optional ``mode=``/``network=``/``secret_env_names=``/``extra_roots=``."""
@@ -76,9 +81,34 @@ class ThreadedToolService:
         assert len(results) == 1, f"expected exactly one result, got {len(results)}"
         return chunks, results[0]
 
+
+
+class ThreadedToolService(ToolServiceClient):
+    """A tool service bound to ``unix:<socket_path>`` until :meth:`stop`."""
+
+    def __init__(self, config: Config, socket_path: str) -> None:
+        super().__init__(socket_path)
+        self.config = config
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tool-service", daemon=True)
+        self._running: RunningServer | None = None
+
+    def start(self) -> ThreadedToolService:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(create_server(self.address, build(self.config)), self._loop)
+        self._running = future.result(timeout=30)
+        self._channel = grpc.insecure_channel(self.address)
+        return self
+
+    def runtime(self) -> ToolRuntime:
+        """The service's runtime object (e.g. to switch grep engines in a bench)."""
+        assert self._running is not None, "start() first"
+        runtime = self._running.service.extra["runtime"]
+        assert isinstance(runtime, ToolRuntime)
+        return runtime
+
     def stop(self) -> None:
-        if self._channel is not None:
-            self._channel.close()
+        self.close()
         if self._running is not None:
             asyncio.run_coroutine_threadsafe(shutdown(self._running, grace=2), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)

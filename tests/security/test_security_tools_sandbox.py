@@ -19,12 +19,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 from ai_coding.v1 import common_pb2
 
-from services.kernel.config import Config
-from services.tools.harness import ThreadedToolService
+from services.tools.harness import ThreadedToolService, ToolServiceClient
 
 
 def bash(svc: ThreadedToolService, command: str, session: str = "s1") -> common_pb2.ToolResult:
@@ -173,34 +171,13 @@ PYEOF
 echo finished"""
 
 
-class ExternalToolService(ThreadedToolService):
-    """The harness's client half, pointed at a tool service running in another process."""
-
-    def __init__(self, socket_path: str) -> None:
-        super().__init__(Config(), socket_path)
-        self.socket_path = socket_path
-
-    def wait_ready(self, proc: subprocess.Popen[bytes]) -> None:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(self.socket_path):
-            assert proc.poll() is None, "the tools process exited"
-            assert time.monotonic() < deadline, "the tools process never listened"
-            time.sleep(0.05)
-        self._channel = grpc.insecure_channel(self.address)
-        grpc.channel_ready_future(self._channel).result(timeout=30)
-
-    def stop(self) -> None:
-        if self._channel is not None:
-            self._channel.close()
-
-
 def _take_terminal() -> None:
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 @pytest.fixture
-def served_process(isolated_home: Path, short_dir: Path) -> Iterator[tuple[ExternalToolService, str, int]]:
+def served_process(isolated_home: Path, short_dir: Path) -> Iterator[tuple[ToolServiceClient, str, int]]:
     """`ai-coding serve tools` as its own process, with secrets in its environment and a pty as its
     controlling terminal."""
     secret = f"sk-service-secret-{uuid.uuid4().hex}"
@@ -217,12 +194,12 @@ def served_process(isolated_home: Path, short_dir: Path) -> Iterator[tuple[Exter
         proc = subprocess.Popen([str(exe), "serve", "tools"], stdin=slave, stdout=log, stderr=subprocess.STDOUT,
                                 env=env, preexec_fn=_take_terminal)
         os.close(slave)
-        client = ExternalToolService(str(short_dir / "run" / "tools.sock"))
+        client = ToolServiceClient(str(short_dir / "run" / "tools.sock"))
         try:
-            client.wait_ready(proc)
+            client.connect(alive=lambda: proc.poll() is None)
             yield client, secret, master
         finally:
-            client.stop()
+            client.close()
             proc.terminate()
             try:
                 proc.wait(timeout=15)
@@ -231,7 +208,7 @@ def served_process(isolated_home: Path, short_dir: Path) -> Iterator[tuple[Exter
             os.close(master)
 
 
-def test_the_service_secrets_are_not_visible_from_bash(served_process: tuple[ExternalToolService, str, int],
+def test_the_service_secrets_are_not_visible_from_bash(served_process: tuple[ToolServiceClient, str, int],
                                                        workspace: Path) -> None:
     client, secret, _ = served_process
     client.open("p1", str(workspace), secret_env_names=["SERVICE_NOTE"])
@@ -243,7 +220,7 @@ def test_the_service_secrets_are_not_visible_from_bash(served_process: tuple[Ext
 
 
 def test_tiocsti_cannot_inject_into_the_services_terminal(
-        served_process: tuple[ExternalToolService, str, int], workspace: Path) -> None:
+        served_process: tuple[ToolServiceClient, str, int], workspace: Path) -> None:
     client, _, master = served_process
     client.open("p2", str(workspace))
     result = client.call("p2", "bash", json.dumps({"command": TIOCSTI_ATTEMPT}))[1]
