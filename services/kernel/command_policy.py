@@ -322,7 +322,7 @@ def _is_dangerous_rm_target(target: str) -> bool:
         return True
     if not target.startswith("/"):
         return False
-    normal = posixpath.normpath(target)
+    normal = posixpath.normpath(re.sub("/+", "/", target))
     return normal == "/" or normal.count("/") == 1  # "/" or a top-level directory such as /usr
 
 

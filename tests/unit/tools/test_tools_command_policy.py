@@ -31,7 +31,7 @@ def test_here_document_bodies_are_not_commands() -> None:
 
 
 @pytest.mark.parametrize("command", [
-    "rm -rf /", "rm -fr /*", "rm -r -f ~", "rm -rf $HOME", "rm -rf /usr", "rm --no-preserve-root -rf /",
+    "rm -rf /", "rm -fr /*", "rm -rf //", "rm -rf '/usr/../'", "rm -Rf /etc/", "rm -r -f ~", "rm -rf $HOME", "rm -rf /usr", "rm --no-preserve-root -rf /",
     "sudo ls", "ls && sudo ls", "echo $(sudo id)", "echo `su -c id`", "/usr/bin/sudo id", "doas sh",
     "mkfs.ext4 /dev/sdb1", "dd if=/dev/zero of=out", "echo x > /dev/sda", "cat img | tee /dev/nvme0n1",
     "shutdown -h now", "reboot", "systemctl poweroff", "init 0",
