@@ -207,6 +207,8 @@ class ToolRuntime:
             session.calls_in_flight -= 1
             session.last_used = time.monotonic()
         duration = (time.monotonic() - started) * 1000
+        log.debug("session %s call %s %s: ok=%s code=%s %.1f ms", session_id, call_id, tool, out.ok,
+                  out.error_code, duration)
         output = out.output if out.ok else "\n".join(p for p in (out.output, f"Error: {out.error_message}",
                                                                   out.error_hint) if p)
         return ToolCallResult(call_id, tool, out.ok, output, out.data, out.error_code, out.error_message,
