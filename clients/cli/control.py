@@ -21,6 +21,7 @@ from clients.cli.runtime import (
     LOCK_FILE,
     ServiceState,
     descendants,
+    group_alive,
     pid_alive,
     read_pid,
     read_state,
@@ -179,13 +180,15 @@ def stop(setup: Setup) -> bool:
                 os.kill(left, signal.SIGKILL)
         remove_stale_files(setup.rdir, ALL_SERVICES)
         return True
-    # No supervisor: leftovers of one that was killed outright.
+    # No supervisor: leftovers of one that was killed outright. Its services got SIGTERM when it
+    # died (PDEATHSIG); what they started may still run in their process groups (pgid = service pid).
     if state:
         for svc in state.services.values():
-            if svc.pid and pid_alive(svc.pid) and _is_our_service(svc.pid):
-                signal_group(svc.pid, signal.SIGTERM)
-                wait_until(lambda p=svc.pid: not pid_alive(p), setup.supervisor.grace_seconds)
-                signal_group(svc.pid, signal.SIGKILL)
+            if not svc.pid or (pid_alive(svc.pid) and not _is_our_service(svc.pid)):
+                continue  # the pid now belongs to someone else
+            signal_group(svc.pid, signal.SIGTERM)
+            wait_until(lambda p=svc.pid: not group_alive(p), setup.supervisor.grace_seconds)
+            signal_group(svc.pid, signal.SIGKILL)
     if (setup.rdir / LOCK_FILE).exists():
         remove_stale_files(setup.rdir, ALL_SERVICES)
     return False

@@ -194,3 +194,24 @@ def test_logs_prints_the_tail_and_follow_shows_new_lines(supervised: Supervised)
         stop.set()
         follower.terminate()
         follower.wait(timeout=10)
+
+
+def test_down_after_the_supervisor_was_killed_outright_cleans_up_what_its_services_left(
+    supervised: Supervised,
+) -> None:
+    setup, proc = supervised
+    services = {name: svc.pid for name, svc in (read_state(setup.rdir) or pytest.fail("no state")).services.items()}
+    same_group = [p for p in descendants(proc.pid) if p not in services.values() and os.getpgid(p) in services.values()]
+    assert len(same_group) == 4  # each service's `sleep 300`
+    escaped = [p for p in descendants(proc.pid) if p not in services.values() and p not in same_group]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    # The services notice their parent died (PDEATHSIG) and stop by themselves.
+    assert wait_until(lambda: not any(pid_alive(p) for p in services.values() if p), 20)
+    assert control.stop(setup) is False
+    assert wait_until(lambda: not any(pid_alive(p) for p in same_group), 10)
+    assert not (setup.rdir / STATE_FILE).exists() and not (setup.rdir / PID_FILE).exists()
+    # A process that left its service's session has no link left once the supervisor is gone.
+    for pid in escaped:
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
