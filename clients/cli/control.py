@@ -58,7 +58,25 @@ def resolve(workspace: Path | None = None) -> Setup:
             hint=f"Use some of: {', '.join(ALL_SERVICES)}.", reason="unknown_service",
         )
     endpoints = {name: endpoint_for(name, config) for name in ALL_SERVICES}
+    for endpoint in endpoints.values():
+        check_socket_path(endpoint)
     return Setup(config, rdir, sup, endpoints)
+
+
+# sockaddr_un.sun_path holds 108 bytes including the terminating NUL.
+MAX_SOCKET_PATH_BYTES = 107
+
+
+def check_socket_path(endpoint: Endpoint) -> None:
+    """Refuse a Unix socket path the kernel cannot bind (grpc would only log a cryptic error)."""
+    size = len(endpoint.path.encode())
+    if endpoint.scheme == "unix" and size > MAX_SOCKET_PATH_BYTES:
+        raise EndpointError(
+            f"the {endpoint.service} socket path {endpoint.path} is {size} bytes; Unix sockets allow at most "
+            f"{MAX_SOCKET_PATH_BYTES}",
+            hint="Set AI_CODING_RUNTIME_DIR (or endpoints.runtime_dir) to a shorter directory.",
+            reason="socket_path_too_long",
+        )
 
 
 def health_of(endpoint: Endpoint, name: str, timeout: float = 1.0) -> str:

@@ -100,3 +100,14 @@ def test_logs_before_anything_ran_says_how_to_start(isolated_home: Path) -> None
     done = cli("logs", "loop")
     assert done.returncode == 2
     assert "ai-coding up" in one_error_line(done)
+
+
+def test_a_runtime_dir_too_deep_for_unix_sockets_is_refused_before_anything_starts(
+    isolated_home: Path, short_dir: Path
+) -> None:
+    deep = short_dir / ("d" * 100)
+    done = cli("up", env={"AI_CODING_RUNTIME_DIR": str(deep)})
+    assert done.returncode == 2
+    line = one_error_line(done)
+    assert f"socket path {deep}/loop.sock is" in line and "at most 107" in line
+    assert "AI_CODING_RUNTIME_DIR" in line
