@@ -103,8 +103,10 @@ def _atomic_write(path: Path, content: str, shown: str, roots: Sequence[Path]) -
         raise
 
 
-def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker) -> ToolOutput:
-    """Create or replace a file (replacing needs a fresh read in this session)."""
+def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+               dry_run: bool = False) -> ToolOutput:
+    """Create or replace a file (replacing needs a fresh read in this session); ``dry_run`` runs every
+    check and returns the diff without writing."""
     path = resolve_path(args["path"], roots)
     check_not_protected(path, roots)
     shown = display_path(path, roots)
@@ -116,9 +118,13 @@ def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
             raise ToolError("not_a_file", f"{shown} exists and is not a regular file", "Pick another path.")
         tracker.check_writable(path, shown)
         before = decode_text(read_inside(path, shown, roots), shown)
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    if dry_run:
+        diff = unified_diff(before, content, shown)
+        return ToolOutput(diff or f"{shown} unchanged.",
+                          {"path": shown, "created": not existed, "lines": lines, "diff": diff, "dry_run": True})
     _atomic_write(path, content, shown, roots)
     tracker.record(path, snapshot_of(path))
-    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     if existed:
         diff = unified_diff(before, content, shown)
         output = f"Replaced {shown} ({lines} lines).\n{diff}" if diff else f"{shown} unchanged."
@@ -128,8 +134,10 @@ def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
     return ToolOutput(output, {"path": shown, "created": not existed, "lines": lines, "diff": diff})
 
 
-def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker) -> ToolOutput:
-    """Exact string replacement with the stale-read guard; returns a unified diff."""
+def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+              dry_run: bool = False) -> ToolOutput:
+    """Exact string replacement with the stale-read guard; returns a unified diff (and only that
+    when ``dry_run``)."""
     path = resolve_path(args["path"], roots)
     check_not_protected(path, roots)
     shown = display_path(path, roots)
@@ -138,6 +146,9 @@ def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
     before = decode_text(read_inside(path, shown, roots), shown)
     after, count = replace_exact(before, args["old_string"], args["new_string"],
                                  bool(args.get("replace_all", False)), shown)
+    if dry_run:
+        diff = unified_diff(before, after, shown)
+        return ToolOutput(diff, {"path": shown, "replacements": count, "diff": diff, "dry_run": True})
     _atomic_write(path, after, shown, roots)
     tracker.record(path, snapshot_of(path))
     diff = unified_diff(before, after, shown)

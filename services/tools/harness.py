@@ -66,11 +66,11 @@ class ToolServiceClient:
         return response
 
     def call(self, session_id: str, tool: str, arguments_json: str, *, call_id: str = "c1",
-             timeout: float = 0.0) -> tuple[list[common_pb2.ToolChunk], common_pb2.ToolResult]:
+             timeout: float = 0.0, dry_run: bool = False) -> tuple[list[common_pb2.ToolChunk], common_pb2.ToolResult]:
         """One CallTool: (chunks, result)."""
         stream = self.stub.CallTool(tools_pb2.CallToolRequest(
             session_id=session_id, call_id=call_id, tool=tool, arguments_json=arguments_json,
-            timeout_seconds=timeout), timeout=700)
+            timeout_seconds=timeout, dry_run=dry_run), timeout=700)
         chunks: list[common_pb2.ToolChunk] = []
         results: list[common_pb2.ToolResult] = []
         for item in stream:

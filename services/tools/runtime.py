@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.kernel.command_policy import denied_reason
+from services.kernel.command_policy import denied_reason, writes_files
 from services.tools import limits
 from services.tools.config import SANDBOX_MODES, ToolsConfig
 from services.tools.domain import (
@@ -132,6 +132,11 @@ class ToolRuntime:
             "job_start": self._job_start, "job_output": self._job_output, "job_list": self._job_list,
             "job_stop": self._job_stop,
         }
+        self.previews: dict[str, Handler] = {
+            "write": self._threaded(lambda s, a: write_file(a, s.roots, s.tracker, dry_run=True)),
+            "edit": self._threaded(lambda s, a: edit_file(a, s.roots, s.tracker, dry_run=True)),
+            "bash": self._bash_verdict,
+        }
 
     # ------------------------------------------------------------ sessions
 
@@ -182,8 +187,9 @@ class ToolRuntime:
     # ------------------------------------------------------------ calls
 
     async def call(self, session_id: str, call_id: str, tool: str, arguments_json: str, bound: float,
-                   emit: Emit) -> ToolCallResult:
-        """Run one tool call; failures the model can act on come back as a result with a code."""
+                   emit: Emit, dry_run: bool = False) -> ToolCallResult:
+        """Run one tool call; failures the model can act on come back as a result with a code.
+        ``dry_run`` previews write/edit (the real diff, nothing written) and bash (its policy verdict)."""
         session = self.sessions.get(session_id)
         if session is None:
             raise UnknownSession(f"session {session_id!r} is not open in the tool service",
@@ -196,7 +202,11 @@ class ToolRuntime:
                 raise ToolError("unknown_tool", f"there is no tool named {tool!r}",
                                 f"Use one of: {', '.join(SPECS_BY_NAME)}.")
             args = validate_arguments(spec, parse_arguments(arguments_json))
-            out = await self.handlers[tool](session, args, bound, emit)
+            handlers = self.previews if dry_run else self.handlers
+            if tool not in handlers:
+                raise ToolError("invalid_arguments", f"`{tool}` has no dry run",
+                                f"Dry runs exist for: {', '.join(self.previews)}.")
+            out = await handlers[tool](session, args, bound, emit)
         except ToolError as exc:
             out = ToolOutput("", ok=False, error_code=exc.code, error_message=exc.message, error_hint=exc.hint)
         except OSError as exc:
@@ -248,6 +258,13 @@ class ToolRuntime:
         env = sandbox_env(self.host_env, self.config.sandbox.env_allow, session.secret_names, SANDBOX_HOME)
         argv = bwrap_argv(bwrap, session.roots, root, session.sandbox.network, self.hidden_paths, command)
         return argv, env
+
+    async def _bash_verdict(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+        command: str = args["command"]
+        reason = denied_reason(command)
+        writes = writes_files(command)
+        verdict = f"denied: {reason}" if reason else ("writes files" if writes else "runs without writing files")
+        return ToolOutput(verdict, {"denied": reason, "writes_files": writes, "dry_run": True})
 
     async def _bash(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]

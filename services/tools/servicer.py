@@ -53,7 +53,7 @@ class ToolRuntimeServicer(tools_pb2_grpc.ToolRuntimeServicer):
 
         call = asyncio.create_task(self.runtime.call(
             request.session_id, request.call_id, request.tool, request.arguments_json,
-            max(0.0, request.timeout_seconds), emit))
+            max(0.0, request.timeout_seconds), emit, request.dry_run))
         getter: asyncio.Task[Chunk] | None = None
         try:
             while not call.done():

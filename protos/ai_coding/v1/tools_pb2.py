@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ai_coding.v1 import common_pb2 as ai__coding_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61i_coding/v1/tools.proto\x12\x0c\x61i_coding.v1\x1a\x19\x61i_coding/v1/common.proto\"/\n\x0eSandboxOptions\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x0f\n\x07network\x18\x02 \x01(\x08\"\x9e\x01\n\x12OpenSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0eworkspace_root\x18\x02 \x01(\t\x12\x13\n\x0b\x65xtra_roots\x18\x03 \x03(\t\x12-\n\x07sandbox\x18\x04 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x18\n\x10secret_env_names\x18\x05 \x03(\t\"\x83\x01\n\x13OpenSessionResponse\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x10\n\x08warnings\x18\x02 \x03(\t\x12-\n\x07sandbox\x18\x03 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x13\n\x0b\x65xtra_roots\x18\x04 \x03(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\",\n\x14\x43loseSessionResponse\x12\x14\n\x0cjobs_stopped\x18\x01 \x01(\x05\"&\n\x10ListToolsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x11ListToolsResponse\x12%\n\x05tools\x18\x01 \x03(\x0b\x32\x16.ai_coding.v1.ToolSpec\"u\n\x0f\x43\x61llToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x04 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\"p\n\x10\x43\x61llToolResponse\x12(\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x17.ai_coding.v1.ToolChunkH\x00\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x18.ai_coding.v1.ToolResultH\x00\x42\x06\n\x04item2\xd3\x02\n\x0bToolRuntime\x12R\n\x0bOpenSession\x12 .ai_coding.v1.OpenSessionRequest\x1a!.ai_coding.v1.OpenSessionResponse\x12U\n\x0c\x43loseSession\x12!.ai_coding.v1.CloseSessionRequest\x1a\".ai_coding.v1.CloseSessionResponse\x12L\n\tListTools\x12\x1e.ai_coding.v1.ListToolsRequest\x1a\x1f.ai_coding.v1.ListToolsResponse\x12K\n\x08\x43\x61llTool\x12\x1d.ai_coding.v1.CallToolRequest\x1a\x1e.ai_coding.v1.CallToolResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61i_coding/v1/tools.proto\x12\x0c\x61i_coding.v1\x1a\x19\x61i_coding/v1/common.proto\"/\n\x0eSandboxOptions\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x0f\n\x07network\x18\x02 \x01(\x08\"\x9e\x01\n\x12OpenSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0eworkspace_root\x18\x02 \x01(\t\x12\x13\n\x0b\x65xtra_roots\x18\x03 \x03(\t\x12-\n\x07sandbox\x18\x04 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x18\n\x10secret_env_names\x18\x05 \x03(\t\"\x83\x01\n\x13OpenSessionResponse\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x10\n\x08warnings\x18\x02 \x03(\t\x12-\n\x07sandbox\x18\x03 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x13\n\x0b\x65xtra_roots\x18\x04 \x03(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\",\n\x14\x43loseSessionResponse\x12\x14\n\x0cjobs_stopped\x18\x01 \x01(\x05\"&\n\x10ListToolsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x11ListToolsResponse\x12%\n\x05tools\x18\x01 \x03(\x0b\x32\x16.ai_coding.v1.ToolSpec\"\x86\x01\n\x0f\x43\x61llToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x04 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\x12\x0f\n\x07\x64ry_run\x18\x06 \x01(\x08\"p\n\x10\x43\x61llToolResponse\x12(\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x17.ai_coding.v1.ToolChunkH\x00\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x18.ai_coding.v1.ToolResultH\x00\x42\x06\n\x04item2\xd3\x02\n\x0bToolRuntime\x12R\n\x0bOpenSession\x12 .ai_coding.v1.OpenSessionRequest\x1a!.ai_coding.v1.OpenSessionResponse\x12U\n\x0c\x43loseSession\x12!.ai_coding.v1.CloseSessionRequest\x1a\".ai_coding.v1.CloseSessionResponse\x12L\n\tListTools\x12\x1e.ai_coding.v1.ListToolsRequest\x1a\x1f.ai_coding.v1.ListToolsResponse\x12K\n\x08\x43\x61llTool\x12\x1d.ai_coding.v1.CallToolRequest\x1a\x1e.ai_coding.v1.CallToolResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,10 +46,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTTOOLSREQUEST']._serialized_end=540
   _globals['_LISTTOOLSRESPONSE']._serialized_start=542
   _globals['_LISTTOOLSRESPONSE']._serialized_end=600
-  _globals['_CALLTOOLREQUEST']._serialized_start=602
-  _globals['_CALLTOOLREQUEST']._serialized_end=719
-  _globals['_CALLTOOLRESPONSE']._serialized_start=721
-  _globals['_CALLTOOLRESPONSE']._serialized_end=833
-  _globals['_TOOLRUNTIME']._serialized_start=836
-  _globals['_TOOLRUNTIME']._serialized_end=1175
+  _globals['_CALLTOOLREQUEST']._serialized_start=603
+  _globals['_CALLTOOLREQUEST']._serialized_end=737
+  _globals['_CALLTOOLRESPONSE']._serialized_start=739
+  _globals['_CALLTOOLRESPONSE']._serialized_end=851
+  _globals['_TOOLRUNTIME']._serialized_start=854
+  _globals['_TOOLRUNTIME']._serialized_end=1193
 # @@protoc_insertion_point(module_scope)

@@ -222,6 +222,7 @@ class CallToolRequest(_message.Message):
     TOOL_FIELD_NUMBER: _builtins.int
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     call_id: _builtins.str
     tool: _builtins.str
@@ -231,6 +232,13 @@ class CallToolRequest(_message.Message):
     """Upper bound from the caller (the turn's remaining time); the service
     applies min(this, the tool's own limit). 0 = the tool's own limit.
     """
+    dry_run: _builtins.bool
+    """Preview only (for approval prompts): write and edit run every check and
+    return the real unified diff against the file without writing or
+    recording anything; bash returns its policy verdict (data_json:
+    {"denied": reason-or-null, "writes_files": bool}) without running.
+    Other tools answer invalid_arguments.
+    """
     def __init__(
         self,
         *,
@@ -239,10 +247,11 @@ class CallToolRequest(_message.Message):
         tool: _builtins.str = ...,
         arguments_json: _builtins.str = ...,
         timeout_seconds: _builtins.float = ...,
+        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "call_id", b"call_id", "session_id", b"session_id", "timeout_seconds", b"timeout_seconds", "tool", b"tool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "call_id", b"call_id", "dry_run", b"dry_run", "session_id", b"session_id", "timeout_seconds", b"timeout_seconds", "tool", b"tool"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -114,3 +114,31 @@ def test_list_tools_gives_schemas_and_permissions(service: ThreadedToolService) 
     assert json.loads(specs["bash"].parameters_json)["required"] == ["command"]
     assert specs["bash"].permission == "warn" and specs["read"].permission == "allow"
     assert specs["job_start"].deferred and specs["read"].parallel_safe and not specs["bash"].parallel_safe
+
+
+def test_a_dry_run_edit_returns_the_real_diff_and_writes_nothing(service: ThreadedToolService,
+                                                                 workspace: Path) -> None:
+    (workspace / "m.py").write_text("a = 1\nb = 2\nc = 3\n")
+    call(service, "read", path="m.py")
+    _, preview = service.call("s1", "edit", json.dumps({"path": "m.py", "old_string": "b = 2",
+                                                        "new_string": "b = 20"}), dry_run=True)
+    assert preview.ok and " a = 1\n-b = 2\n+b = 20\n c = 3" in preview.output
+    assert (workspace / "m.py").read_text() == "a = 1\nb = 2\nc = 3\n"
+    assert call(service, "edit", path="m.py", old_string="b = 2", new_string="b = 20").ok  # still fresh
+
+
+def test_a_dry_run_write_applies_the_stale_read_guard(service: ThreadedToolService, workspace: Path) -> None:
+    (workspace / "m.py").write_text("x\n")
+    _, preview = service.call("s1", "write", json.dumps({"path": "m.py", "content": "y\n"}), dry_run=True)
+    assert preview.error.code == "never_read" and (workspace / "m.py").read_text() == "x\n"
+
+
+def test_a_dry_run_bash_gives_the_policy_verdict_without_running(service: ThreadedToolService,
+                                                                 workspace: Path) -> None:
+    _, verdict = service.call("s1", "bash", json.dumps({"command": "echo hi > made.txt"}), dry_run=True)
+    assert json.loads(verdict.data_json) == {"denied": None, "writes_files": True, "dry_run": True}
+    assert not (workspace / "made.txt").exists()
+    _, denied = service.call("s1", "bash", json.dumps({"command": "sudo ls"}), dry_run=True)
+    assert json.loads(denied.data_json)["denied"]
+    _, refused = service.call("s1", "read", json.dumps({"path": "m.py"}), dry_run=True)
+    assert refused.error.code == "invalid_arguments"
