@@ -103,7 +103,7 @@ def test_sigterm_turns_health_not_serving_runs_the_drain_hook_and_exits_cleanly(
     isolated_home: Path, short_dir: Path
 ) -> None:
     rdir = short_dir / "run"
-    env = {**os.environ, "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained"), "AIC_TEST_DRAIN_SECONDS": "2"}
+    env = {**os.environ, "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained"), "AIC_TEST_DRAIN_SECONDS": "4"}
     proc = subprocess.Popen([sys.executable, str(HERE / "minimal_service.py"), "memory"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     endpoint = Endpoint("memory", "unix", path=str(rdir / "memory.sock"))
