@@ -107,6 +107,12 @@ def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
                dry_run: bool = False) -> ToolOutput:
     """Create or replace a file (replacing needs a fresh read in this session); ``dry_run`` runs every
     check and returns the diff without writing."""
+    with tracker.write_lock:
+        return _write_file(args, roots, tracker, dry_run)
+
+
+def _write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+                dry_run: bool) -> ToolOutput:
     path = resolve_path(args["path"], roots)
     check_not_protected(path, roots)
     shown = display_path(path, roots)
@@ -138,6 +144,12 @@ def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
               dry_run: bool = False) -> ToolOutput:
     """Exact string replacement with the stale-read guard; returns a unified diff (and only that
     when ``dry_run``)."""
+    with tracker.write_lock:
+        return _edit_file(args, roots, tracker, dry_run)
+
+
+def _edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+               dry_run: bool) -> ToolOutput:
     path = resolve_path(args["path"], roots)
     check_not_protected(path, roots)
     shown = display_path(path, roots)

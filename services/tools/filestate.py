@@ -38,6 +38,9 @@ class FileStateTracker:
     def __init__(self) -> None:
         self._snapshots: dict[Path, Snapshot] = {}
         self._lock = threading.Lock()
+        self.write_lock = threading.Lock()
+        """Held from the stale check to the new snapshot, so two writes in one session cannot
+        both pass the check and lose one update."""
 
     def record(self, path: Path, snapshot: Snapshot) -> None:
         with self._lock:

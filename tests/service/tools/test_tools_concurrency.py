@@ -57,3 +57,24 @@ def test_twenty_concurrent_sessions_never_mix_outputs_or_snapshots(
     assert problems == []
     for i, root in enumerate(roots):
         assert (root / "own.txt").read_text() == f"edited {i}\n"
+
+
+def test_parallel_edits_in_one_session_never_lose_an_update(
+        make_service: Callable[..., ThreadedToolService], tmp_path: Path) -> None:
+    svc = make_service()
+    root = tmp_path / "ws"
+    root.mkdir()
+    target = root / "many.txt"
+    target.write_text("".join(f"token{i}\n" for i in range(12)))
+    svc.open("s", str(root))
+    svc.call("s", "read", json.dumps({"path": "many.txt"}))
+
+    def edit(i: int) -> str:
+        result = svc.call("s", "edit", json.dumps({"path": "many.txt", "old_string": f"token{i}\n",
+                                                   "new_string": f"done{i}\n"}), call_id=f"e{i}")[1]
+        return result.error.code
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        codes = list(pool.map(edit, range(12)))
+    assert codes == [""] * 12
+    assert target.read_text() == "".join(f"done{i}\n" for i in range(12))
