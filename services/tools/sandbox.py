@@ -32,7 +32,8 @@ SAFE_ENV_NAMES = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES
 FIXED_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "SHELL": "/bin/bash"}
 SANDBOX_HOME = "/tmp"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE)
-ALWAYS_HIDDEN = ("/home", "/root", "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/mnt", "/media")
+ALWAYS_HIDDEN = ("/home", "/root", "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/mnt", "/media",
+                 "/etc/ssl/private")
 # Readable by the service's own uid (root in CI) even without capabilities: shown as empty files.
 HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 HIDDEN_FILE_GLOBS = ("/etc/ssh/ssh_host_*_key",)
