@@ -395,7 +395,11 @@ def denied_reason(command: str) -> str | None:
     """Why ``command`` is on the hard DENY list, or None when it is not."""
     if _FORK_BOMB.search(command):
         return "a fork bomb"
-    for cmd in command_parts(command):
+    try:
+        parts = command_parts(command)
+    except RecursionError:
+        return "nested too deeply to check"
+    for cmd in parts:
         reason = _deny_one(cmd)
         if reason:
             return reason
@@ -451,7 +455,10 @@ def _writes_one(cmd: SimpleCommand) -> bool:
 
 def writes_files(command: str) -> bool:
     """True when ``command`` (any part of it) writes, moves or deletes files."""
-    return any(_writes_one(cmd) for cmd in command_parts(command))
+    try:
+        return any(_writes_one(cmd) for cmd in command_parts(command))
+    except RecursionError:
+        return True  # cannot tell: count it as an edit
 
 
 __all__ = ["Redirect", "SimpleCommand", "command_parts", "denied_reason", "parse_command", "writes_files"]

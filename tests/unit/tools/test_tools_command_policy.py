@@ -70,3 +70,9 @@ def test_commands_that_write_files_count_as_edits(command: str) -> None:
 ])
 def test_read_only_commands_are_not_edits(command: str) -> None:
     assert not writes_files(command), command
+
+
+def test_a_command_nested_too_deeply_to_parse_is_denied_and_counts_as_an_edit() -> None:
+    command = "echo " + "$(" * 600 + "ls" + ")" * 600
+    assert denied_reason(command) == "nested too deeply to check"
+    assert writes_files(command)
