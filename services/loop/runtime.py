@@ -85,6 +85,7 @@ class SessionRuntime:
         self.task: asyncio.Task[None] | None = None
         self.warnings: list[str] = []
         self.tools_attached = False
+        self.attached = 0  # streams currently following this session
         self.tool_warnings: list[tuple[str, str]] = []
         notes_name, notes = read_project_notes(session.workspace)
         self.instructions = build_instructions(BASE_INSTRUCTIONS, notes_name, notes, "")
@@ -131,7 +132,13 @@ class SessionRuntime:
 
     @property
     def idle(self) -> bool:
+        """No turn running and none queued."""
         return self.task is None
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs or a client is following the session's stream (ListSessions' ``open``)."""
+        return not self.idle or self.attached > 0
 
     def submit(self, text: str) -> None:
         """Run ``text`` as a turn now, or queue it behind the running one."""

@@ -62,7 +62,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         for sid in store.ids():
             live = self.runtime.sessions.get(sid)
             if live is not None:
-                summaries.append(convert.summary_to_proto(live.session, True))
+                summaries.append(convert.summary_to_proto(live.session, live.busy))
                 continue
             try:
                 session, _, _ = store.read(sid)
@@ -82,7 +82,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         except AiCodingError as err:
             await _fail(context, err)
             raise
-        return loop_pb2.GetSessionResponse(summary=convert.summary_to_proto(session, live is not None),
+        return loop_pb2.GetSessionResponse(summary=convert.summary_to_proto(session, live is not None and live.busy),
                                            messages_json=convert.messages_json(session))
 
     async def RunCommand(self, request: loop_pb2.RunCommandRequest, context: grpc.aio.ServicerContext
@@ -124,10 +124,12 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             await _fail(context, err)
             return
         reader = asyncio.create_task(self._read(messages, rt))
+        rt.attached += 1
         try:
             async for batch in rt.events.follow_batches(after, lambda: rt.idle, max_batch):
                 yield batch
         finally:
+            rt.attached -= 1
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader

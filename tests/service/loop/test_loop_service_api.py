@@ -53,6 +53,7 @@ def test_sessions_are_listed_newest_first_with_a_preview(make_stack: Callable[..
     listed = stack.stub.ListSessions(loop_pb2.ListSessionsRequest(workspace=str(stack.workspace)), timeout=10)
     assert [s.session_id for s in listed.sessions] == [second, first]
     assert listed.sessions[0].preview == "second session question" and listed.sessions[0].message_count == 2
+    assert not any(s.open for s in listed.sessions)  # loaded but idle with no client attached
 
 
 def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopStack]) -> None:
