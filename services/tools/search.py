@@ -23,6 +23,12 @@ from services.tools.errors import ToolError
 from services.tools.paths import display_path, is_inside, resolve_path
 
 
+def _is_range_dash(members: str, k: int) -> bool:
+    """A "-" between two other members of a [...] class is a range; anywhere else it is literal."""
+    return (members[k] == "-" and 0 < k < len(members) - 1 and members[k - 1] != "-"
+            and members[k + 1] != "-")
+
+
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
     """Translate a glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``) to a regex over '/'-separated paths."""
     out: list[str] = []
@@ -42,13 +48,19 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
             out.append("[^/]*")
         elif ch == "?":
             out.append("[^/]")
+        elif ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 1
         elif ch == "[":
             end = pattern.find("]", i + 2)
             if end < 0:
                 out.append(re.escape(ch))
             else:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+                body = pattern[i + 1 : end]
+                negate = body[:1] in ("!", "^")
+                members = body[1:] if negate else body
+                chars = "".join(c if _is_range_dash(members, k) else re.escape(c) for k, c in enumerate(members))
+                out.append(("[^" if negate else "[") + chars + "]")
                 i = end
         elif ch == "{":
             out.append("(?:")
@@ -61,7 +73,11 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(ch))
         i += 1
-    return re.compile("".join(out) + ")" * depth + r"\Z")
+    try:
+        return re.compile("".join(out) + ")" * depth + r"\Z")
+    except re.error as exc:
+        raise ToolError("invalid_arguments", f"{pattern!r} is not a valid glob ({exc})",
+                        "Check the [...] classes and {a,b} groups in the pattern.") from None
 
 
 @dataclass

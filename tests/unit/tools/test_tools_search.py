@@ -86,3 +86,19 @@ def test_a_pattern_ripgrep_rejects_is_an_invalid_arguments_error_naming_why(tree
     with pytest.raises(ToolError) as info:
         grep_files({"pattern": "(?=TODO)"}, [tree], shutil.which("rg"))
     assert info.value.code == "invalid_arguments" and "look-around" in info.value.message
+
+
+def test_a_glob_with_a_reversed_range_is_an_invalid_arguments_error() -> None:
+    from services.tools.errors import ToolError
+
+    with pytest.raises(ToolError) as info:
+        glob_to_regex("[z-a].py")
+    assert info.value.code == "invalid_arguments"
+
+
+@pytest.mark.parametrize(("pattern", "path", "hit"), [
+    ("[a-c].txt", "b.txt", True), ("[a-c].txt", "-.txt", False), ("[-a].txt", "-.txt", True),
+    ("x\\*.txt", "x*.txt", True), ("x\\*.txt", "xy.txt", False), ("[(].txt", "(.txt", True),
+])
+def test_glob_classes_and_escapes(pattern: str, path: str, hit: bool) -> None:
+    assert bool(glob_to_regex(pattern).match(path)) is hit
