@@ -6,6 +6,7 @@ import json
 
 from ai_coding.v1 import memory_pb2 as pb
 
+from services.memory.errors import InvalidRequest
 from services.memory.model import (
     Action,
     ArchivedMessage,
@@ -37,10 +38,19 @@ def note_from_pb(msg: pb.Note) -> Note:
     )
 
 
+def _action(value: int) -> Action:
+    try:
+        return Action(value)
+    except ValueError:
+        raise InvalidRequest(
+            f"unknown reconcile action {value}", hint="Use ADD, UPDATE, SUPERSEDE, NOOP or leave it unset."
+        ) from None
+
+
 def candidate_from_pb(msg: pb.NoteCandidate) -> Candidate:
     """Wire candidate -> domain candidate."""
     return Candidate(
-        text=msg.text, kind=msg.kind or "fact", importance=msg.importance or 3, action=Action(int(msg.action)),
+        text=msg.text, kind=msg.kind or "fact", importance=msg.importance or 3, action=_action(int(msg.action)),
         target_id=msg.target_id, scene=msg.scene, evidence=msg.evidence,
         source_message_ids=list(msg.source_message_ids), pinned=msg.pinned, scope=msg.scope or "workspace",
     )

@@ -47,15 +47,21 @@ class MemoryServicer(pb_grpc.MemoryServicer):
             await abort(context, grpc.StatusCode.INTERNAL, "memory_internal", "the memory service failed; see its log")
 
     async def WriteNote(self, request: pb.WriteNoteRequest, context: grpc.aio.ServicerContext) -> pb.WriteNoteResponse:
-        candidate = convert.candidate_from_pb(request.note)
         extractor = request.extractor or "memory_write"
-        outcome = await self._run(context, lambda: self.engine.write_note(request.workspace, candidate, extractor))
+        outcome = await self._run(
+            context,
+            lambda: self.engine.write_note(request.workspace, convert.candidate_from_pb(request.note), extractor),
+        )
         return convert.write_response(outcome)
 
     async def Reconcile(self, request: pb.ReconcileRequest, context: grpc.aio.ServicerContext) -> pb.ReconcileResponse:
-        candidates = [convert.candidate_from_pb(c) for c in request.candidates]
         extractor = request.extractor or "harvest"
-        outcomes = await self._run(context, lambda: self.engine.reconcile(request.workspace, candidates, extractor))
+        outcomes = await self._run(
+            context,
+            lambda: self.engine.reconcile(
+                request.workspace, [convert.candidate_from_pb(c) for c in request.candidates], extractor
+            ),
+        )
         return convert.reconcile_response(outcomes)
 
     async def Recall(self, request: pb.RecallRequest, context: grpc.aio.ServicerContext) -> pb.RecallResponse:

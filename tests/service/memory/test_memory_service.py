@@ -225,3 +225,10 @@ def test_a_corrupt_database_is_reported_as_unavailable_with_a_hint(service: Serv
 def test_the_store_files_are_private_to_the_owner(service: ServiceProcess, ws: str) -> None:
     write(service, ws, "Builds use uv")
     assert db_path(Path(ws)).stat().st_mode & 0o077 == 0
+
+
+def test_an_unknown_action_value_is_a_clear_invalid_argument(service: ServiceProcess, ws: str) -> None:
+    with pytest.raises(grpc.RpcError) as err:
+        write(service, ws, "Builds use uv", action=42)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "unknown reconcile action 42" in (err.value.details() or "")
