@@ -63,6 +63,7 @@ class Turn:
         self.round_iterations = 0
         self.batch_task: asyncio.Task[None] | None = None
         self.aux_tail: dict[str, str] = {}
+        self._truncated = False
         self._step = _StepState()
         self._started = time.monotonic()
         self._deadline = self._started + rt.settings.turn_timeout_seconds if rt.settings.turn_timeout_seconds > 0 else 0.0
@@ -78,7 +79,6 @@ class Turn:
         self.emit("turn_started", turn=self.number, input=self.text, model=self.rt.model.model_name)
         self._append({"role": "user", "content": self.text})
         self._save()
-        self.aux_tail = await self.rt.turn_preflight(self.emit)
         status, reason = await self._guarded()
         self._end(status, reason)
 
@@ -106,6 +106,7 @@ class Turn:
                 FAILED, self.stop_reason)
 
     async def _steps(self) -> tuple[Status, str]:
+        self.aux_tail = await self.rt.turn_preflight(self.emit)
         while True:
             step = await self._model_step()
             self._append_assistant(step)
@@ -176,8 +177,9 @@ class Turn:
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
                 for c in step.tool_calls
             ]
-        if step.text:
-            self.final_text = step.text
+        if step.text:  # an answer cut at the output limit and then continued reads as one
+            self.final_text = self.final_text + step.text if self._truncated else step.text
+        self._truncated = step.finish_reason == "length" and not step.tool_calls
         self._step.partial_text = ""
         self._append(message)
         if not step.tool_calls:  # with calls, the save waits for their results: saves are always paired
@@ -239,7 +241,7 @@ class Turn:
             elapsed_seconds=time.monotonic() - self._started, turn_timeout_seconds=st.turn_timeout_seconds,
             tokens_used=self.usage.total_tokens, turn_token_budget=st.turn_token_budget,
             stalled=self.strategy.stalled,
-            search_unconverged=self.ladder.level()[0] == 3,
+            search_unconverged=self.ladder.level()[0] == 3, truncated=step.finish_reason == "length",
         )
 
     def _append(self, message: dict[str, Any]) -> None:

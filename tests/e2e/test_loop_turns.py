@@ -207,3 +207,14 @@ def test_a_stream_that_breaks_off_is_retried_and_only_the_full_answer_is_kept(
     notices = [e.notice.text for e in events if e.WhichOneof("event") == "notice"]
     assert any("retrying" in n for n in notices)
     assert stack.runtime.sessions[sid].session.messages[-1]["content"] == "The complete answer."
+
+
+def test_an_answer_cut_at_the_output_limit_is_continued_once(make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "essay", "text": "The first half of the essay", "finish_reason": "length"},
+        {"match": "cut off", "text": " and its second half."},
+    ])
+    _, events = stack.turn("write an essay")
+    end = finished(events)
+    assert status_name(end) == "completed" and end.text == "The first half of the essay and its second half."
+    assert end.iterations == 2
