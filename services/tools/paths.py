@@ -41,7 +41,7 @@ def resolve_path(raw: str, roots: Sequence[Path]) -> Path:
     """
     if not raw or "\0" in raw:
         raise ToolError("invalid_arguments", "the path is empty or contains a NUL byte", "Pass a file path.")
-    candidate = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
+    candidate = Path(raw).expanduser() if raw == "~" or raw.startswith("~/") else Path(raw)
     if not candidate.is_absolute():
         candidate = roots[0] / candidate
     real = Path(os.path.realpath(candidate))

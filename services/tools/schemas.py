@@ -146,6 +146,11 @@ def parse_arguments(arguments_json: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _invalid(f"the arguments must be a JSON object, not {type(value).__name__}",
                        "Send the arguments as one JSON object.")
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _invalid("the arguments contain invalid Unicode (a lone surrogate escape such as \\ud800)",
+                       "Send valid UTF-8 text.") from None
     return value
 
 

@@ -63,3 +63,8 @@ def test_non_finite_numbers_are_refused() -> None:
     args = parse_arguments('{"command": "true", "timeout_seconds": NaN}')
     with pytest.raises(ToolError, match="finite"):
         validate_arguments(spec, args)
+
+
+def test_a_lone_surrogate_in_the_arguments_is_refused() -> None:
+    with pytest.raises(ToolError, match="invalid Unicode"):
+        parse_arguments('{"path": "\\ud800"}')
