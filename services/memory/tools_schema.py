@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.memory.model import Action, Candidate, RecallQuery
+
 MEMORY_SEARCH_SCHEMA: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -81,3 +83,53 @@ HISTORY_SEARCH_SCHEMA: dict[str, Any] = {
         },
     },
 }
+
+
+class ToolArgumentError(ValueError):
+    """A memory tool call's arguments are unusable; the message says what to send instead."""
+
+
+def _text_arg(args: dict[str, Any], key: str) -> str:
+    value = args.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ToolArgumentError(f"`{key}` must be a string")
+    return value.strip()
+
+
+def parse_search_args(args: dict[str, Any]) -> RecallQuery:
+    """Validated memory_search arguments (k clamped to 1..20, since_days >= 0)."""
+    query = _text_arg(args, "query")
+    if not query:
+        raise ToolArgumentError("`query` is required: the words a note would contain")
+    k, since = args.get("k", 5), args.get("since_days", 0)
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise ToolArgumentError("`k` must be an integer between 1 and 20")
+    if not isinstance(since, (int, float)) or isinstance(since, bool):
+        raise ToolArgumentError("`since_days` must be a number of days (0 = any age)")
+    return RecallQuery(
+        query=query, k=min(max(k, 1), 20), kind=_text_arg(args, "kind"), evidence=_text_arg(args, "evidence"),
+        scope=_text_arg(args, "scope"), scene=_text_arg(args, "scene"), since_days=max(float(since), 0.0),
+        include_near_misses=bool(args.get("include_near_misses", False)),
+    )
+
+
+def parse_write_args(args: dict[str, Any]) -> Candidate:
+    """Validated memory_write arguments as a candidate with evidence "model"."""
+    text = _text_arg(args, "text")
+    if not text:
+        raise ToolArgumentError("`text` is required: one self-contained sentence to remember")
+    importance = args.get("importance", 3)
+    if not isinstance(importance, int) or isinstance(importance, bool):
+        raise ToolArgumentError("`importance` must be an integer from 1 to 5")
+    action_name = _text_arg(args, "action").upper() or "ADD"
+    if action_name not in ("ADD", "UPDATE", "SUPERSEDE"):
+        raise ToolArgumentError("`action` must be ADD, UPDATE or SUPERSEDE")
+    target = _text_arg(args, "target_id")
+    if action_name != "ADD" and not target:
+        raise ToolArgumentError(f"`target_id` is required with action {action_name}: the id of the note it replaces")
+    return Candidate(
+        text=text, kind=_text_arg(args, "kind") or "fact", importance=min(max(importance, 1), 5),
+        action=Action[action_name], target_id=target, scene=_text_arg(args, "scene"), evidence="model",
+    )

@@ -43,3 +43,20 @@ def test_tool_schemas_are_openai_functions_with_the_spec_parameters() -> None:
     assert MEMORY_WRITE_SCHEMA["function"]["parameters"]["required"] == ["text"]
     assert HISTORY_SEARCH_SCHEMA["function"]["name"] == "history_search"
     json.dumps([MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA, HISTORY_SEARCH_SCHEMA])
+
+
+def test_tool_arguments_are_validated_with_a_sentence_saying_what_to_send() -> None:
+    import pytest
+
+    from services.memory.tools_schema import ToolArgumentError, parse_search_args, parse_write_args
+
+    q = parse_search_args({"query": " uv ", "k": 50, "kind": "decision", "since_days": -3, "include_near_misses": True})
+    assert (q.query, q.k, q.kind, q.since_days, q.include_near_misses) == ("uv", 20, "decision", 0.0, True)
+    for bad, words in (({}, "`query` is required"), ({"query": "x", "k": "3"}, "`k` must be an integer"),
+                       ({"query": 3}, "`query` must be a string")):
+        with pytest.raises(ToolArgumentError, match=words):
+            parse_search_args(bad)
+    c = parse_write_args({"text": "Builds use uv", "kind": "decision", "importance": 9})
+    assert (c.kind, c.importance, c.action, c.evidence) == ("decision", 5, Action.ADD, "model")
+    with pytest.raises(ToolArgumentError, match="`target_id` is required with action SUPERSEDE"):
+        parse_write_args({"text": "Builds use pip", "action": "supersede"})
