@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
+from clients.cli.repl.state import DOUBLE_PRESS_SECONDS  # noqa: E402
 from services.fake_model import FakeModelServer  # noqa: E402
 
 ESC = "\x1b"
@@ -420,6 +422,11 @@ def test_ctrl_d_exits_and_ctrl_c_twice_on_an_empty_prompt_exits(stack: Stack, wo
     first.child.close()
     assert first.child.exitstatus == 0
     second = Term(stack, workspace)
+    # A Ctrl-C typed while output is printed arrives as SIGINT (the terminal is briefly cooked).
+    second.child.kill(signal.SIGINT)
+    second.expect("press Ctrl-C again to exit")
+    assert second.child.isalive()
+    time.sleep(DOUBLE_PRESS_SECONDS + 0.5)  # too late to count as the second press
     second.child.sendcontrol("c")
     second.expect("press Ctrl-C again to exit")
     assert second.child.isalive()

@@ -14,7 +14,9 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
+import signal
 import sys
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from clients.cli.render import EventRenderer, last_tool_text, literal, visible_c
 from clients.cli.repl import resume
 from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
 from clients.cli.repl.keys import build_bindings
-from clients.cli.repl.state import approval_decision, question_answer
+from clients.cli.repl.state import approval_decision, ctrl_c, question_answer
 from clients.cli.repl.terminal import SlashCompleter, Timings, log_crash, stdout_above_prompt, terminal_width
 from clients.cli.slash import SlashCommand, SlashReply, help_text, parse_slash
 
@@ -39,6 +41,8 @@ REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` 
 _PARTIAL_SHOWN = 2000
 # How often an attached client re-opens its follow stream once the session went idle.
 FOLLOW_POLL_SECONDS = 0.3
+# ... backing off to this while nothing happens (a turn another client starts shows within it).
+FOLLOW_POLL_MAX_SECONDS = 1.0
 
 
 class Repl:
@@ -87,7 +91,14 @@ class Repl:
                 self._error(str(err))
                 return 1
             await self._switch_to(opened, redraw=bool(session_id), replay_in_flight=self.attach_mode)
-            await self._read_lines()
+            loop = asyncio.get_running_loop()
+            # prompt_toolkit cooks the terminal while it prints above the prompt; a Ctrl-C typed
+            # in that window arrives as SIGINT and must do what the key does, not kill the REPL.
+            loop.add_signal_handler(signal.SIGINT, self.press_ctrl_c)
+            try:
+                await self._read_lines()
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
             await self._shutdown()
         return 0
 
@@ -97,7 +108,7 @@ class Repl:
         (Leaving and re-entering prompt_async on every Enter cost 10-35 ms per line, measured
         with bench/client.py's pty driver; a key binding that queues the line costs 2-12 ms.)
         """
-        app_task = asyncio.ensure_future(self.prompt.prompt_async())
+        app_task = asyncio.ensure_future(self.prompt.prompt_async(handle_sigint=False))
         app_task.add_done_callback(lambda _: self._lines.put_nowait(None))
         while True:
             line = await self._lines.get()
@@ -247,25 +258,14 @@ class Repl:
         self._print(literal("type a number, an id prefix or words to filter; Enter alone cancels", "dim"))
 
     async def _pick(self, line: str) -> None:
-        rows, text = self._picker or [], line.strip()
-        if not text:
-            self._picker = None
-            self._print(literal("resume cancelled", "dim"))
-            return
-        if text.isdigit() and 1 <= int(text) <= len(rows):
-            self._picker = None
-            await self._resume_id(rows[int(text) - 1].session_id)
-            return
-        match, _ = resume.match_prefix(rows, text)
-        filtered = [match] if match else resume.filter_rows(rows, text)
-        if len(filtered) == 1:
-            self._picker = None
-            await self._resume_id(filtered[0].session_id)
-        elif not filtered:
-            self._print(literal(f"nothing matches {text!r}; Enter alone cancels", "yellow"))
-        else:
-            self._picker = filtered
-            self._show_groups(resume.group_sessions(filtered, dt.date.today()))
+        result = resume.pick(self._picker or [], line)
+        self._picker = result.rows
+        if result.message:
+            self._print(literal(result.message, "yellow" if result.rows else "dim"))
+        if result.resume_id:
+            await self._resume_id(result.resume_id)
+        elif result.rows and not result.message:
+            self._show_groups(resume.group_sessions(result.rows, dt.date.today()))
 
     async def _resume_id(self, session_id: str) -> None:
         if self.turn_running:
@@ -274,28 +274,16 @@ class Repl:
         await self._switch_to(await self.client.open_session(self.workspace, session_id), redraw=True)
 
     def _show_groups(self, groups: list[tuple[str, list[resume.SessionRow]]]) -> None:
-        number = 0
-        for label, group in groups:
-            self._print(literal(label, "bold"))
-            for row in group:
-                number += 1
-                self._print(literal(f"  {number:>2}. {resume.row_line(row)}"))
+        for text, style in resume.group_lines(groups):
+            self._print(literal(text, style))
 
     def _show_rows(self, rows: list[resume.SessionRow]) -> None:
         for row in rows:
             self._print(literal(f"  {resume.row_line(row)}"))
 
     def _redraw(self, items: list[resume.HistoryItem]) -> None:
-        self._print(literal(f"── history ({len(items)} items) ──", "dim"))
-        for item in items:
-            if item.kind == "user":
-                self._print(literal(f"› {item.text}", "bold"))
-            elif item.kind == "assistant":
-                self._print(literal(item.text))
-            else:
-                mark, style = ("✓", "green") if item.ok else ("✗", "red")
-                self._print(literal(f"{mark} {item.text}", style))
-        self._print(literal("── end of history ──", "dim"))
+        for text, style in resume.history_lines(items):
+            self._print(literal(text, style))
 
     # ---- streams ----
 
@@ -390,12 +378,15 @@ class Repl:
 
         async def follow() -> None:
             failing = False
+            delay = FOLLOW_POLL_SECONDS
             while True:
                 stream = self.client.attach(session_id, self.last_seq)
                 self._follower = stream
+                delay = min(FOLLOW_POLL_MAX_SECONDS, delay * 1.5)
                 try:
                     async for event in stream.events():
                         failing = False
+                        delay = FOLLOW_POLL_SECONDS
                         if not replaying:
                             self._deliver(event)
                             continue
@@ -410,7 +401,7 @@ class Repl:
                     stream.close()
                 if replaying:
                     end_replay()
-                await asyncio.sleep(1.0 if failing else FOLLOW_POLL_SECONDS)
+                await asyncio.sleep(FOLLOW_POLL_MAX_SECONDS if failing else delay)
 
         self._follower_task = asyncio.ensure_future(follow())
         self._tasks.add(self._follower_task)
@@ -460,6 +451,25 @@ class Repl:
         stream.send(loop_pb2.ClientMessage(answer=loop_pb2.QuestionAnswer(request_id=pending.request_id,
                                                                           answer=answer)))
         self._invalidate()
+
+    def press_ctrl_c(self) -> None:
+        """Ctrl-C, as a key in raw mode or as SIGINT (the terminal is cooked while output is printed)."""
+        now = time.monotonic()
+        buffer = self.prompt.default_buffer
+        action = ctrl_c(turn_running=self.turn_running, line_empty=not buffer.text, now=now,
+                        last_press=self.last_ctrl_c).action
+        self.last_ctrl_c = now
+        if action == "abort_turn":
+            self.queued.clear()
+            self.interrupt(loop_pb2.INTERRUPT_SCOPE_TURN, "aborting the turn…")
+        elif action == "clear_line":
+            buffer.reset()
+        elif action == "warn":
+            self.note("press Ctrl-C again to exit (or Ctrl-D)")
+        elif self.prompt.app.is_running:
+            self.prompt.app.exit(exception=EOFError())
+        else:
+            self._lines.put_nowait(None)
 
     def interrupt(self, scope: int, note: str) -> None:
         stream = self._control_stream()

@@ -4,7 +4,6 @@ Ctrl-Y copies the last tool call."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from ai_coding.v1 import loop_pb2
@@ -13,7 +12,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from clients.cli.render import last_tool_text
-from clients.cli.repl.state import approval_decision, ctrl_c, osc52
+from clients.cli.repl.state import approval_decision, osc52
 
 if TYPE_CHECKING:
     from clients.cli.repl.app import Repl
@@ -78,19 +77,7 @@ def build_bindings(repl: Repl) -> KeyBindings:
 
     @kb.add("c-c")
     def _ctrl_c(event: KeyPressEvent) -> None:
-        now = time.monotonic()
-        action = ctrl_c(turn_running=repl.turn_running, line_empty=not event.current_buffer.text,
-                        now=now, last_press=repl.last_ctrl_c).action
-        repl.last_ctrl_c = now
-        if action == "abort_turn":
-            repl.queued.clear()
-            repl.interrupt(loop_pb2.INTERRUPT_SCOPE_TURN, "aborting the turn…")
-        elif action == "clear_line":
-            event.current_buffer.reset()
-        elif action == "warn":
-            repl.note("press Ctrl-C again to exit (or Ctrl-D)")
-        else:
-            event.app.exit(exception=EOFError())
+        repl.press_ctrl_c()
 
     @kb.add("c-d", filter=line_empty)
     def _ctrl_d(event: KeyPressEvent) -> None:

@@ -117,3 +117,57 @@ def _looks_ok(result: str) -> bool:
             return True
         return not (isinstance(data, dict) and (data.get("ok") is False or data.get("error")))
     return not head.startswith(("error", "[error"))
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What a line typed at the /resume picker does."""
+
+    resume_id: str = ""
+    """Resume this session (the picker closes)."""
+    rows: list[SessionRow] | None = None
+    """Still choosing among these (re-listed); None closes the picker."""
+    message: str = ""
+    """A line to print first (empty: none)."""
+
+
+def pick(rows: list[SessionRow], line: str) -> Pick:
+    """A number picks that row; an id prefix or words that leave one row pick it; Enter alone cancels."""
+    text = line.strip()
+    if not text:
+        return Pick(message="resume cancelled")
+    if text.isdigit() and 1 <= int(text) <= len(rows):
+        return Pick(resume_id=rows[int(text) - 1].session_id)
+    match, _ = match_prefix(rows, text)
+    filtered = [match] if match else filter_rows(rows, text)
+    if len(filtered) == 1:
+        return Pick(resume_id=filtered[0].session_id)
+    if not filtered:
+        return Pick(rows=rows, message=f"nothing matches {text!r}; Enter alone cancels")
+    return Pick(rows=filtered)
+
+
+def group_lines(groups: list[tuple[str, list[SessionRow]]]) -> list[tuple[str, str]]:
+    """The picker listing as (text, style) lines: a bold day label, then numbered rows."""
+    lines: list[tuple[str, str]] = []
+    number = 0
+    for label, group in groups:
+        lines.append((label, "bold"))
+        for row in group:
+            number += 1
+            lines.append((f"  {number:>2}. {row_line(row)}", ""))
+    return lines
+
+
+def history_lines(items: list[HistoryItem]) -> list[tuple[str, str]]:
+    """A redrawn session as (text, style) lines: user text, model text, one ✓/✗ line per tool call."""
+    lines = [(f"── history ({len(items)} items) ──", "dim")]
+    for item in items:
+        if item.kind == "user":
+            lines.append((f"› {item.text}", "bold"))
+        elif item.kind == "assistant":
+            lines.append((item.text, ""))
+        else:
+            lines.append((f"✓ {item.text}", "green") if item.ok else (f"✗ {item.text}", "red"))
+    lines.append(("── end of history ──", "dim"))
+    return lines

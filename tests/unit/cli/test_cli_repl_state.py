@@ -105,3 +105,25 @@ def test_arrow_keys_cycle_through_the_options_and_wrap() -> None:
     assert cycle_option(options, "blue", 1) == "red"
     assert cycle_option(options, "red", -1) == "blue"
     assert cycle_option(options, "typed text", 1) == "red"
+
+
+def test_the_picker_resumes_by_number_prefix_or_unique_words_and_filters_otherwise() -> None:
+    rows = [resume.SessionRow("aaa111", 3, "fix the parser", 4), resume.SessionRow("bbb222", 2, "fix the lexer", 2),
+            resume.SessionRow("ccc333", 1, "write docs", 6)]
+    assert resume.pick(rows, "2").resume_id == "bbb222"
+    assert resume.pick(rows, "ccc").resume_id == "ccc333"
+    assert resume.pick(rows, "docs").resume_id == "ccc333"
+    narrowed = resume.pick(rows, "fix")
+    assert narrowed.resume_id == "" and narrowed.rows == rows[:2]
+    assert resume.pick(rows, "zzz").rows == rows and "nothing matches" in resume.pick(rows, "zzz").message
+    cancelled = resume.pick(rows, "")
+    assert cancelled.rows is None and cancelled.message == "resume cancelled"
+
+
+def test_history_and_group_lines_carry_their_styles() -> None:
+    items = [resume.HistoryItem("user", "hi"), resume.HistoryItem("tool", "Reading · a.py", ok=False)]
+    assert resume.history_lines(items)[1:3] == [("› hi", "bold"), ("✗ Reading · a.py", "red")]
+    today = dt.date(2026, 11, 29)
+    groups = resume.group_sessions([resume.SessionRow("x1", _ts(today, 9), "p", 1)], today)
+    lines = resume.group_lines(groups)
+    assert lines[0] == ("Today", "bold") and lines[1][0].startswith("   1. 09:00  p")
