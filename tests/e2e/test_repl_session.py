@@ -456,12 +456,23 @@ def test_at_60_columns_a_long_status_line_is_cut_not_wrapped(stack: Stack, works
 
 
 def test_a_missing_workspace_is_one_readable_line(stack: Stack) -> None:
-    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "-w", "/nonexistent/ws"], env=stack.env,
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "-w", "/nonexistent/ws"], env=stack.env,
+                          encoding="utf-8", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 2
+    out = str(child.before)
+    assert "Traceback" not in out
+    assert out.strip() == "ai-coding: workspace /nonexistent/ws is not a directory; pass an existing one with -w"
+
+
+def test_without_a_terminal_the_repl_says_to_use_run(stack: Stack, workspace: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "-w", str(workspace)], env=stack.env,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr + done.stdout
-    assert done.stderr.strip() == ("ai-coding: workspace /nonexistent/ws is not a directory; "
-                                   "pass an existing one with -w")
+    assert done.stderr.strip() == ('ai-coding: the interactive client needs a terminal; '
+                                   'for scripts use `ai-coding run "PROMPT"`')
 
 
 def test_sessions_list_prints_the_workspace_sessions_as_json(stack: Stack, workspace: Path) -> None:

@@ -1,6 +1,9 @@
-"""The REPL's keys: Enter hands lines over, y/a/n/s answer approvals, digits and arrows pick options,
-Esc cancels the tool batch (or answers a question empty), Ctrl-C aborts or exits, Ctrl-D exits,
-Ctrl-Y copies the last tool call."""
+"""The REPL's keys.
+
+Enter hands lines over; y/a/n/s answer approvals; digits and arrows pick options; Esc cancels
+the tool batch (denies a pending approval, answers a question empty); Ctrl-C aborts or exits;
+Ctrl-D exits; Ctrl-Y copies the last tool call.
+"""
 
 from __future__ import annotations
 
@@ -70,6 +73,8 @@ def build_bindings(repl: Repl) -> KeyBindings:
     def _escape(event: KeyPressEvent) -> None:
         if repl.renderer.pending_question is not None:
             repl.answer_question("")
+        elif repl.renderer.pending_approval is not None:
+            repl.answer_approval(approval_decision("n"))
         elif repl.turn_running:
             repl.interrupt(loop_pb2.INTERRUPT_SCOPE_BATCH, "cancelling the running tools…")
         else:

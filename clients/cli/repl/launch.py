@@ -27,6 +27,10 @@ def run_repl(workspace: Path | str | None = None, session_id: str | None = None,
     """Open the interactive client on ``workspace`` (default: the current dir); returns the exit code."""
     from services.kernel.errors import AiCodingError
 
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("ai-coding: the interactive client needs a terminal; for scripts use `ai-coding run \"PROMPT\"`",
+              file=sys.stderr)
+        return 2
     root = Path(workspace or os.getcwd()).resolve()
     if not root.is_dir():
         print(f"ai-coding: workspace {root} is not a directory; pass an existing one with -w", file=sys.stderr)
