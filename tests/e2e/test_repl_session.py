@@ -326,6 +326,13 @@ def test_a_near_miss_command_says_did_you_mean_and_is_not_sent(stack: Stack, ter
     term.expect("did you mean /plan?")
     term.line("/help")
     term.expect("/permissions")
+    term.line("/skills")
+    term.expect("/skills is not available yet")
+    term.line("/status")
+    term.expect("messages")
+    term.key("/re")
+    term.expect("/review")  # the completion menu opens as soon as / is typed
+    term.child.sendcontrol("u")
     assert len(stack.model.chat_requests) == requests_before
 
 

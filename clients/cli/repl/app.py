@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import os
 import signal
 import sys
@@ -227,6 +228,9 @@ class Repl:
                 self._print(literal(f"/{name} is not available yet: it lands with a later issue", "dim"))
                 return
             raise
+        if _data_error(response.data_json) == "unknown_command":
+            self._print(literal(f"/{name} is not available yet: it lands with a later issue", "dim"))
+            return
         self._print(literal(response.text.rstrip("\n") or f"/{name}: done"))
 
     # ---- /resume ----
@@ -523,6 +527,15 @@ class Repl:
 
     def _error(self, text: str) -> None:
         self.renderer.print(literal(f"error: {text}", "red"))
+
+
+def _data_error(data_json: str) -> str:
+    """The ``error`` field of a command's JSON answer ("" when none or not JSON)."""
+    try:
+        data = json.loads(data_json or "{}")
+    except json.JSONDecodeError:
+        return ""
+    return str(data.get("error", "")) if isinstance(data, dict) else ""
 
 
 def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEvent]:
