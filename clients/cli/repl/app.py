@@ -1,7 +1,7 @@
 """The interactive REPL: a prompt_toolkit input line that stays usable while a turn streams above it.
 
-Output goes through ``patch_stdout`` so lines printed by the event renderer land
-above the prompt; the unfinished line of assistant text is shown inside the
+Output goes through prompt_toolkit's stdout proxy (``terminal.stdout_above_prompt``)
+so lines printed by the event renderer land above the prompt; the unfinished line of assistant text is shown inside the
 prompt itself (a half line printed above a live prompt would be erased on the
 next redraw). Every event from every stream goes through ``_deliver``, which
 drops duplicates by sequence number, so a session followed by an attach stream
@@ -90,8 +90,10 @@ class Repl:
                 opened = await self.client.open_session(self.workspace, session_id)
             except ClientError as err:
                 self._error(str(err))
+                await self.client.close()
                 return 1
             await self._switch_to(opened, redraw=bool(session_id), replay_in_flight=self.attach_mode)
+            self._spawn(self._refresh_rows_quietly())  # for `/resume <words>` completion
             loop = asyncio.get_running_loop()
             # prompt_toolkit cooks the terminal while it prints above the prompt; a Ctrl-C typed
             # in that window arrives as SIGINT and must do what the key does, not kill the REPL.
@@ -211,7 +213,8 @@ class Repl:
             reasoning = self.renderer.last_reasoning
             self._print(literal(reasoning, "dim italic") if reasoning else literal("no reasoning yet", "dim"))
         elif name == "clear":
-            await self._switch_to(await self.client.open_session(self.workspace, ""), redraw=False)
+            if not self._busy():
+                await self._switch_to(await self.client.open_session(self.workspace, ""), redraw=False)
         elif name == "resume":
             await self._resume(args)
         elif name == "review":
@@ -240,6 +243,10 @@ class Repl:
         self.session_rows = [resume.SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open)
                              for s in summaries]
         return self.session_rows
+
+    async def _refresh_rows_quietly(self) -> None:
+        with contextlib.suppress(ClientError):
+            await self._refresh_rows()
 
     async def _resume(self, args: str) -> None:
         rows = [r for r in await self._refresh_rows() if r.session_id != self.session_id]
@@ -271,9 +278,14 @@ class Repl:
         elif result.rows and not result.message:
             self._show_groups(resume.group_sessions(result.rows, dt.date.today()))
 
-    async def _resume_id(self, session_id: str) -> None:
+    def _busy(self) -> bool:
+        """True (and says so) while a turn runs: switching sessions then would orphan its stream."""
         if self.turn_running:
             self._print(literal("a turn is running: wait for it or press Ctrl-C first", "yellow"))
+        return self.turn_running
+
+    async def _resume_id(self, session_id: str) -> None:
+        if self._busy():
             return
         await self._switch_to(await self.client.open_session(self.workspace, session_id), redraw=True)
 
