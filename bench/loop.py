@@ -31,13 +31,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "protos")]
 
-import grpc  # noqa: E402
 import yaml  # noqa: E402
 from ai_coding.v1 import loop_pb2  # noqa: E402
 
 from services.fake_model import FakeModelServer  # noqa: E402
 from services.loop.sessions import SessionStore  # noqa: E402
 from tests.service.loop.harness import LoopStack, model_config  # noqa: E402
+
+LONG_SESSION_MESSAGES = 4000  # ~4 MB of history
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -62,7 +63,7 @@ def overhead_per_step(base: Path, steps: int) -> tuple[dict[str, list[float]], l
     work = Path(tempfile.mkdtemp(dir=base))
     (work / "ws").mkdir()
     sock_dir = Path(tempfile.mkdtemp(prefix="aicb-", dir="/tmp"))
-    overheads: dict[str, list[float]] = {"total": [], "pipeline": [], "model_client": []}
+    overheads: dict[str, list[float]] = {"total": [], "pipeline": [], "model_client": [], "pipeline_long": []}
     splits: list[dict[str, int]] = []
     with FakeModelServer(script) as fake:
         stack = LoopStack(sock_dir, work / "ws", fake, model_config(fake.url), with_tools=False)
@@ -86,6 +87,21 @@ def overhead_per_step(base: Path, steps: int) -> tuple[dict[str, list[float]], l
                         c = e.context_assembled
                         splits.append({"instructions": c.instructions_bytes, "tools": c.tools_bytes,
                                        "history": c.history_bytes, "tail": c.tail_bytes})
+            # The same turns on a long session: the pipeline's own share must not grow with it.
+            rt = stack.runtime.sessions[sid]
+            for i in range(LONG_SESSION_MESSAGES // 2):
+                cid = f"pad{i}"
+                rt.session.messages += [
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": cid, "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": cid, "content": "x" * 2000}]
+            fake.load_script(script[:9])
+            for turn in range(3):
+                events = stack.start(sid, f"long turn {turn}").drain()
+                latencies = [e.model_step_finished.latency_ms for e in events
+                             if e.WhichOneof("event") == "model_step_finished"]
+                duration = [e.turn_finished.duration_ms for e in events if e.WhichOneof("event") == "turn_finished"]
+                overheads["pipeline_long"].append((duration[0] - sum(latencies)) / max(len(latencies), 1))
         finally:
             stack.close()
             shutil.rmtree(sock_dir, ignore_errors=True)
@@ -169,7 +185,7 @@ FIX_SCRIPT = [
 
 
 def fix_task_wall_time(base: Path) -> tuple[float, int, str, list[dict[str, Any]]]:
-    """Seconds of `ai-coding run` on the fix task with loop + tools already serving; exit code; last line;
+    """Seconds of `ai-coding run` on the fix task with every service already up; exit code; last line;
     and the ContextAssembled byte splits of its steps (read back from the turn's trace)."""
     home = Path(tempfile.mkdtemp(dir=base))
     run_dir = Path(tempfile.mkdtemp(prefix="aicr-", dir="/tmp"))
@@ -182,41 +198,39 @@ def fix_task_wall_time(base: Path) -> tuple[float, int, str, list[dict[str, Any]
     for var in ("AI_CODING_CONFIG", "AI_CODING_MODEL", "AI_CODING_BASE_URL", "AI_CODING_API_KEY"):
         env.pop(var, None)
     exe = str(Path(sys.executable).with_name("ai-coding"))
-    procs: list[subprocess.Popen[bytes]] = []
     with FakeModelServer(FIX_SCRIPT) as fake:
         cfg = model_config(fake.url)
-        cfg["endpoints"] = {"loop": f"unix:{run_dir}/loop.sock", "tools": f"unix:{run_dir}/tools.sock"}
         (home / ".config" / "ai-coding").mkdir(parents=True, mode=0o700)
         (home / ".config" / "ai-coding" / "config.yaml").write_text(yaml.safe_dump(cfg))
         try:
-            for name in ("tools", "loop"):
-                procs.append(subprocess.Popen([exe, "serve", name], env=env, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.DEVNULL))
-            for name in ("tools", "loop"):
-                channel = grpc.insecure_channel(f"unix:{run_dir}/{name}.sock")
-                grpc.channel_ready_future(channel).result(timeout=30)
-                channel.close()
+            up = subprocess.run([exe, "up"], env=env, capture_output=True, timeout=120)
+            if up.returncode != 0:
+                return 0.0, -2, f"ai-coding up failed: {up.stdout.decode()[-200:]} {up.stderr.decode()[-200:]}", []
             start = time.perf_counter()
             done = subprocess.run([exe, "run", "--auto-approve", "-w", str(ws), "fix the failing test"], env=env,
                                   capture_output=True, timeout=120)
             wall = time.perf_counter() - start
+            start = time.perf_counter()
+            subprocess.run([exe, "--version"], env=env, capture_output=True, timeout=60)
+            version_s = time.perf_counter() - start
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                proc.wait(timeout=30)
+            subprocess.run([exe, "down"], env=env, capture_output=True, timeout=120)
             shutil.rmtree(run_dir, ignore_errors=True)
+        print(f"  (baseline: `ai-coding --version` alone took {version_s:.2f} s in the same environment)")
     last = (done.stdout.decode().strip().splitlines() or [done.stderr.decode().strip()])[-1:]
     fixed = "a + b" in (ws / "calc.py").read_text()
     splits = [json.loads(line) for trace in (ws / ".ai-coding" / "traces").glob("*/turn-*.jsonl")
               for line in trace.read_text().splitlines() if '"context_assembled"' in line]
+    for summary in (ws / ".ai-coding" / "traces").glob("*/summary.json"):
+        turn_ms = json.loads(summary.read_text())["turns"][0]["duration_ms"]
+        print(f"  (the turn itself, inside the loop service: {turn_ms / 1000:.2f} s)")
     return wall, done.returncode if fixed else -1, last[0] if last else "", splits
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--events", type=int, default=40_000)
+    parser.add_argument("--events", type=int, default=20_000)
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="bench-loop-"))
     try:
@@ -227,6 +241,8 @@ def main() -> None:
         print(f"  of which pipeline (turn - model steps): p50 {pct(o['pipeline'], 0.5):.2f} ms  "
               f"p95 {pct(o['pipeline'], 0.95):.2f} ms; model client (openai+HTTP - server): "
               f"p50 {pct(o['model_client'], 0.5):.2f} ms  p95 {pct(o['model_client'], 0.95):.2f} ms")
+        print(f"  pipeline at a {LONG_SESSION_MESSAGES}-message (~4 MB) session: p50 "
+              f"{pct(o['pipeline_long'], 0.5):.2f} ms over {len(o['pipeline_long'])} turns")
         print(f"  machine load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         sent, batched, emitted = events_per_second(base, args.events)
         print(f"events delivered to a gRPC client: Converse {sent:,.0f}/s, ConverseBatched {batched:,.0f}/s "
