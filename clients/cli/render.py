@@ -23,6 +23,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 # How many lines of a running command's output show under its tool line.
 CHUNK_LINES_SHOWN = 6
+# In line-buffered mode, at most this many screen rows of an unfinished line stay pending.
+PARTIAL_ROWS_KEPT = 3
 _MAX_RESULT_CHARS = 80
 
 STATUS_NAMES = {
@@ -252,9 +254,23 @@ class EventRenderer:
             for line in complete:
                 styled, self._in_code = markdown_line(line, self._in_code)
                 self.console.print(styled, soft_wrap=True, highlight=False)
+            self._spill_long_partial()
             return
         self.console.print(literal(ev.text), end="", soft_wrap=True, highlight=False)
         self._mid_line = not ev.text.endswith("\n")
+
+    def _spill_long_partial(self) -> None:
+        """A paragraph with no newline yet would grow the prompt area past the screen: print all of
+        it but the last screen row or so, cut at a space, and keep only that tail pending."""
+        width = max(20, self.console.width)
+        if len(self.partial_text) <= PARTIAL_ROWS_KEPT * width:
+            return
+        cut = self.partial_text.rfind(" ", 0, len(self.partial_text) - width)
+        if cut <= 0:
+            cut = len(self.partial_text) - width
+        head, self.partial_text = self.partial_text[:cut], self.partial_text[cut:].lstrip(" ")
+        styled, _ = markdown_line(head, self._in_code)
+        self.console.print(styled, soft_wrap=True, highlight=False)
 
     def _on_reasoning_delta(self, ev: loop_pb2.ReasoningDelta) -> None:
         turn = self._turn

@@ -230,3 +230,15 @@ def test_a_diff_preview_is_coloured_by_line_and_kept_literal() -> None:
     styles = {text.plain[span.start:span.end]: str(span.style) for span in text.spans}
     assert styles == {"@@ -1 +1 @@": "cyan", "-old [b]": "red", "+new [/b]": "green"}
     assert preview_text("rm -rf build").spans == []
+
+
+def test_a_long_unfinished_paragraph_is_printed_except_its_tail() -> None:
+    out = io.StringIO()
+    renderer = EventRenderer(Console(file=out, width=40, color_system=None), line_buffered=True)
+    words = [f"w{i:03d}" for i in range(60)]  # 300 chars, no newline
+    for word in words:
+        renderer.handle(ev(text_delta=loop_pb2.TextDelta(text=word + " ")))
+    assert len(renderer.partial_text) <= 3 * 40 + 5
+    renderer.handle(finished())
+    text = out.getvalue().split("●")[0]
+    assert text.split() == words  # every word, in order, once
