@@ -64,6 +64,7 @@ class Turn:
         self.batch_task: asyncio.Task[None] | None = None
         self.aux_tail: dict[str, str] = {}
         self._truncated = False
+        self.finished = False
         self._step = _StepState()
         self._started = time.monotonic()
         self._deadline = self._started + rt.settings.turn_timeout_seconds if rt.settings.turn_timeout_seconds > 0 else 0.0
@@ -269,6 +270,7 @@ class Turn:
         self.emit("turn_finished", status=status.value, text=self.final_text, handoff=handoff, usage=self.usage,
                   iterations=self.iterations, duration_ms=(time.monotonic() - self._started) * 1000.0,
                   reason="" if status == COMPLETED else reason, cleared_requests=cleared)
+        self.finished = True
         self._save()
         self.rt.end_of_turn()
 

@@ -160,8 +160,12 @@ class SessionRuntime:
                 if self.trace is not None:
                     self.trace.start_turn(self.session.turns)
                 await self.turn.run()
-        except Exception:
+        except Exception as exc:
             log.exception("turn of session %s crashed", self.session.id)
+            if self.turn is not None and not self.turn.finished:  # clients must still see an end
+                self.events.emit("turn_finished", self.turn.number, status="failed",
+                                 reason=f"internal_error: {type(exc).__name__}", usage=self.turn.usage,
+                                 iterations=self.turn.iterations)
         finally:
             self.turn = None
             self.task = None

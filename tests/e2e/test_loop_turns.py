@@ -218,3 +218,18 @@ def test_an_answer_cut_at_the_output_limit_is_continued_once(make_stack: Callabl
     end = finished(events)
     assert status_name(end) == "completed" and end.text == "The first half of the essay and its second half."
     assert end.iterations == 2
+
+
+def test_bash_output_streams_to_the_client_as_tool_chunks_before_the_result(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "count", "tool_calls": [{"name": "bash", "arguments": {
+            "command": "for i in 1 2 3; do echo line$i; sleep 0.4; done"}}]},
+        {"match": "line3", "text": "Counted."},
+    ], with_tools=True)
+    _, events = stack.turn("count slowly")
+    assert status_name(finished(events)) == "completed"
+    order = kinds(events)
+    chunks = [e.tool_chunk for e in events if e.WhichOneof("event") == "tool_chunk"]
+    assert len(chunks) >= 2 and "line1" in chunks[0].text
+    assert order.index("tool_chunk") < order.index("tool_finished")
