@@ -233,8 +233,10 @@ class SessionRuntime:
         """Duplicate-call and path-escape guards (a refusal becomes the call's result)."""
         refusal = turn.duplicates.check(call.name, arguments, call.id)
         if refusal is None and call.name == "bash":
-            _, refusal = check_path_escape(str(arguments.get("command", "")), self.session.workspace,
-                                           self.settings.strict_paths)
+            escaped, refusal = check_path_escape(str(arguments.get("command", "")), self.session.workspace,
+                                                 self.settings.strict_paths)
+            if escaped and refusal is None:  # observe mode: recorded, not refused
+                turn.emit("notice", level="info", text=f"bash names paths outside the workspace: {', '.join(escaped)}")
         return refusal
 
     def todo(self, turn: Turn, arguments: dict[str, Any]) -> ToolOutcome:

@@ -233,3 +233,19 @@ def test_bash_output_streams_to_the_client_as_tool_chunks_before_the_result(
     chunks = [e.tool_chunk for e in events if e.WhichOneof("event") == "tool_chunk"]
     assert len(chunks) >= 2 and "line1" in chunks[0].text
     assert order.index("tool_chunk") < order.index("tool_finished")
+
+
+def test_failing_steps_earn_a_strategy_gate_nudge_repeats_are_refused_and_no_progress_ends_the_turn(
+        make_stack: Callable[..., LoopStack]) -> None:
+    missing = {"name": "read", "arguments": {"path": "missing.txt"}}
+    stack = make_stack([
+        {"match": "read it", "tool_calls": [missing]},
+        {"tool_calls": [missing]},
+        {"match": "[strategy-gate]", "tool_calls": [missing]},
+    ], with_tools=True)
+    _, events = stack.turn("read it")
+    end = finished(events)
+    assert status_name(end) == "max_iterations" and "no progress" in end.reason
+    assert "duplicate_call" in end.handoff  # the last failure is named
+    codes = [e.tool_finished.result.error.code for e in events if e.WhichOneof("event") == "tool_finished"]
+    assert codes[2] == "duplicate_call" and codes[0] == codes[1] != ""
