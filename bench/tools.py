@@ -13,6 +13,7 @@ down a lot on a busy machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -21,13 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent / "protos")]
 
 from services.kernel.config import Config  # noqa: E402
-from services.tools.harness import ThreadedToolService  # noqa: E402
+from services.tools.harness import ThreadedToolService, ToolServiceClient  # noqa: E402
 from services.tools.sandbox import bwrap_argv  # noqa: E402
 
 
@@ -67,7 +68,7 @@ def row(name: str, figures: tuple[float, float], baseline: tuple[float, float] |
     print(f"{name:<48} p50 {figures[0]:8.2f} ms   p95 {figures[1]:8.2f} ms{ratio}")
 
 
-def checked(svc: ThreadedToolService, session: str, tool: str, args: dict[str, object]) -> None:
+def checked(svc: ToolServiceClient, session: str, tool: str, args: dict[str, object]) -> None:
     _, result = svc.call(session, tool, json.dumps(args))
     if not result.ok:
         raise SystemExit(f"{tool} failed in the bench: {result.error.code}: {result.error.message}")
@@ -81,6 +82,26 @@ def build_tree(root: Path, files: int) -> None:
         if i % 500 == 0:
             body += "NEEDLE_MARKER = True\n"
         (directory / f"mod{i:05d}.py").write_text(body)
+
+
+@contextlib.contextmanager
+def served(base: Path, name: str, config_yaml: str) -> Iterator[ToolServiceClient]:
+    """`ai-coding serve tools` as its own process (as deployed: no GIL shared with the client)."""
+    run_dir = base / f"run-{name}"
+    config = base / f"{name}.yaml"
+    config.write_text(config_yaml)
+    env = {**os.environ, "AI_CODING_RUNTIME_DIR": str(run_dir), "AI_CODING_CONFIG": str(config)}
+    exe = Path(sys.executable).parent / "ai-coding"
+    proc = subprocess.Popen([str(exe), "serve", "tools"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    client = ToolServiceClient(str(run_dir / "tools.sock"))
+    try:
+        client.connect(alive=lambda: proc.poll() is None)
+        yield client
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def main() -> None:
@@ -100,21 +121,19 @@ def main() -> None:
         bwrap = shutil.which("bwrap")
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"tool service bench: {runs} runs each, {args.files} files in the grep tree, "
-              f"{os.cpu_count()} cpus, load average {load}")
+              f"{os.cpu_count()} cpus, load average {load}; the service runs as its own process")
 
         def raw_bash() -> None:
             subprocess.run(["/bin/bash", "-c", "true"], check=True)
 
-        with ThreadedToolService(Config(data={"tools": {"sandbox": {"mode": "none"}}}),
-                                 str(base / "none.sock")) as plain:
+        with served(base, "none", "tools:\n  sandbox:\n    mode: none\n") as plain:
             plain.open("b", str(workspace))
             bash_base, plain_figures = measure_pair(
                 raw_bash, lambda: checked(plain, "b", "bash", {"command": "true"}), runs)
             row("baseline: spawn bash -c true (no service)", bash_base)
             row("gRPC bash true, sandbox none", plain_figures, bash_base)
-        with ThreadedToolService(Config(), str(base / "bwrap.sock")) as svc:
+        with served(base, "bwrap", "tools:\n  sandbox:\n    mode: bwrap\n") as svc:
             svc.open("b", str(workspace))
-            svc.open("t", str(tree))
             if bwrap:
                 # The exact command line the service runs, spawned directly: the sandbox's own cost.
                 argv = bwrap_argv(bwrap, [workspace.resolve()], workspace.resolve(), False, [str(Path.home())],
@@ -128,14 +147,17 @@ def main() -> None:
                 print(f"{'':<48} target p50 < 40 ms: {verdict}; service overhead over bwrap itself "
                       f"{sandboxed[0] - bwrap_base[0]:+.1f} ms")
             row("gRPC read of a 1 MB file", measure(lambda: checked(svc, "b", "read", {"path": "big.txt"}), runs))
+        # Switching grep engines needs the runtime object: this part runs the service in-process.
+        with ThreadedToolService(Config(), str(base / "grep.sock")) as local:
+            local.open("t", str(tree))
             grep_args = {"pattern": "NEEDLE_MARKER", "max_results": 2000}
-            runtime = svc.runtime()
+            runtime = local.runtime()
             if runtime.ripgrep:
                 row(f"gRPC grep over {args.files} files (ripgrep)",
-                    measure(lambda: checked(svc, "t", "grep", grep_args), max(5, runs // 5), warmup=1))
+                    measure(lambda: checked(local, "t", "grep", grep_args), max(5, runs // 5), warmup=1))
             runtime.ripgrep = None
             row(f"gRPC grep over {args.files} files (Python fallback)",
-                measure(lambda: checked(svc, "t", "grep", grep_args), max(5, runs // 5), warmup=1))
+                measure(lambda: checked(local, "t", "grep", grep_args), max(5, runs // 5), warmup=1))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

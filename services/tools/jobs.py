@@ -14,7 +14,7 @@ from typing import Any
 from services.tools import limits
 from services.tools.errors import ToolError
 from services.tools.output import RingBuffer, TextDecoder
-from services.tools.process import kill_group, spawn
+from services.tools.process import Spawned, kill_group, spawn
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Job:
     job_id: str
     name: str
     command: str
-    process: asyncio.subprocess.Process
+    process: Spawned
     started: float
     buffer: RingBuffer = field(default_factory=lambda: RingBuffer(limits.JOB_BUFFER_CHARS))
     ended: float | None = None
@@ -45,7 +45,6 @@ class Job:
 
 async def _read(job: Job) -> None:
     stream = job.process.stdout
-    assert stream is not None
     decoder = TextDecoder()
     while data := await stream.read(65536):
         job.buffer.feed(decoder.feed(data))
