@@ -230,32 +230,30 @@ def test_a_line_typed_during_a_turn_is_queued_and_runs_after_it(stack: Stack, te
 
 def test_esc_during_a_long_bash_call_cancels_it_and_the_turn_goes_on(stack: Stack, term: Term) -> None:
     script(stack, [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo started; sleep 30"}}]},
         {"text": "The sleep was cancelled; moving on."},
     ])
     term.line("wait a while")
     term.expect("approve? [y/a/n/s]")
     term.key("y")
-    term.expect("→ allowed once")
-    time.sleep(1.0)  # let the sandboxed command start; Esc before it would only cancel the approval wait
+    term.expect("│ started")  # the command runs (its first chunk arrived): now there is a batch to cancel
     term.key(ESC)
     term.expect("cancelling the running tools")
     out = term.expect("● completed")
     text = plain(out)
-    assert "✗ Running · sleep 30 · cancelled_by_user" in text
+    assert "✗ Running · echo started; sleep 30 · cancelled_by_user" in text
     assert "The sleep was cancelled; moving on." in text
 
 
 def test_ctrl_c_aborts_the_running_turn(stack: Stack, term: Term) -> None:
     script(stack, [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo started; sleep 30"}}]},
         {"text": "never reached"},
     ])
     term.line("wait a long while")
     term.expect("approve? [y/a/n/s]")
     term.key("y")
-    term.expect("→ allowed once")
-    time.sleep(1.0)
+    term.expect("│ started")
     term.child.sendcontrol("c")
     term.expect("aborting the turn")
     out = term.expect("● interrupted")
