@@ -446,9 +446,8 @@ def test_at_60_columns_a_long_status_line_is_cut_not_wrapped(stack: Stack, works
                    {"text": "ok", "usage": {"prompt_tokens": 123456789, "completion_tokens": 98765,
                                             "cached_tokens": 1234}}])
     narrow = Term(stack, workspace)
-    narrow.child.setwinsize(40, 60)
+    narrow.child.setwinsize(40, 60)  # the REPL reads the tty's width on every event
     try:
-        time.sleep(0.3)
         narrow.line("read the notes at sixty columns")
         out = plain(narrow.expect("● completed"))
         status = plain(narrow.expect("\n"))
