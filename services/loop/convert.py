@@ -12,7 +12,7 @@ from services.loop import inbound
 from services.loop.approvals import Decision
 from services.loop.events import Event
 from services.loop.ports import ToolOutcome, Usage
-from services.loop.sessions import Session, message_to_disk
+from services.loop.sessions import Session, SessionSummary, message_to_disk
 
 _STATUS = {
     "completed": loop_pb2.TURN_STATUS_COMPLETED,
@@ -91,10 +91,10 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
     return inbound.Unknown()
 
 
-def summary_to_proto(session: Session, is_open: bool) -> loop_pb2.SessionSummary:
-    return loop_pb2.SessionSummary(session_id=session.id, created=session.created,
-                                   last_activity=session.updated, preview=session.preview(),
-                                   message_count=len(session.messages), open=is_open)
+def summary_to_proto(summary: SessionSummary, is_open: bool) -> loop_pb2.SessionSummary:
+    return loop_pb2.SessionSummary(session_id=summary.id, created=summary.created,
+                                   last_activity=summary.updated, preview=summary.preview,
+                                   message_count=summary.message_count, open=is_open)
 
 
 def messages_json(session: Session) -> str:

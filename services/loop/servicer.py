@@ -62,13 +62,13 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         for sid in store.ids():
             live = self.runtime.sessions.get(sid)
             if live is not None:
-                summaries.append(convert.summary_to_proto(live.session, live.busy))
+                summaries.append(convert.summary_to_proto(live.session.summary(), live.busy))
                 continue
             try:
-                session, _, _ = store.read(sid)
+                summary = store.summary(sid)
             except (OSError, AiCodingError):
                 continue
-            summaries.append(convert.summary_to_proto(session, False))
+            summaries.append(convert.summary_to_proto(summary, False))
         summaries.sort(key=lambda s: s.last_activity, reverse=True)
         return loop_pb2.ListSessionsResponse(sessions=summaries)
 
@@ -82,7 +82,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         except AiCodingError as err:
             await _fail(context, err)
             raise
-        return loop_pb2.GetSessionResponse(summary=convert.summary_to_proto(session, live is not None and live.busy),
+        return loop_pb2.GetSessionResponse(summary=convert.summary_to_proto(session.summary(),
+                                                                            live is not None and live.busy),
                                            messages_json=convert.messages_json(session))
 
     async def RunCommand(self, request: loop_pb2.RunCommandRequest, context: grpc.aio.ServicerContext

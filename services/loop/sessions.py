@@ -40,6 +40,17 @@ COMPACT_JOURNAL_BYTES = 2 * 1024 * 1024
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+@dataclass(frozen=True)
+class SessionSummary:
+    """What a session list shows, without the messages."""
+
+    id: str
+    created: float
+    updated: float
+    preview: str
+    message_count: int
+
+
 @dataclass
 class Session:
     """One conversation: its messages (Chat Completions dicts) and loop state."""
@@ -62,6 +73,10 @@ class Session:
             if message.get("role") == "user":
                 return str(message.get("content") or "")[:80]
         return ""
+
+    def summary(self) -> SessionSummary:
+        """The list view of this session."""
+        return SessionSummary(self.id, self.created, self.updated, self.preview(), len(self.messages))
 
     def meta(self) -> dict[str, Any]:
         """Everything but the messages, in the on-disk (camelCase) shape."""
@@ -165,6 +180,32 @@ class SessionStore:
     def journal_path(self, session_id: str) -> Path:
         return self.dir / f"{session_id}.journal"
 
+    def summary_path(self, session_id: str) -> Path:
+        return self.dir / f"{session_id}.meta.json"
+
+    def write_summary(self, session: Session) -> None:
+        """Write the small list-view file (at turn end and with every snapshot)."""
+        summary = session.summary()
+        doc = {"id": summary.id, "createdAt": summary.created, "updatedAt": summary.updated,
+               "preview": summary.preview, "messageCount": summary.message_count}
+        _atomic_write(self.summary_path(session.id), json.dumps(doc, ensure_ascii=False).encode(), False)
+
+    def summary(self, session_id: str) -> SessionSummary:
+        """A session's list view: from its summary file when that is newer than the data,
+        otherwise by reading the session (never writes)."""
+        meta = self.summary_path(session_id)
+        try:
+            fresh = meta.stat().st_mtime_ns
+            data = [p.stat().st_mtime_ns for p in (self.snapshot_path(session_id), self.journal_path(session_id))
+                    if p.exists()]
+            if all(fresh >= t for t in data):
+                doc = json.loads(meta.read_bytes())
+                return SessionSummary(str(doc["id"]), float(doc["createdAt"]), float(doc["updatedAt"]),
+                                      str(doc["preview"]), int(doc["messageCount"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return self.read(session_id)[0].summary()
+
     def create(self, model: str = "") -> Session:
         """A new empty session, written to disk at once."""
         session = Session(id=new_id(), workspace=self.workspace, model=model)
@@ -175,7 +216,8 @@ class SessionStore:
         """Every session id with a snapshot or a journal."""
         if not self.dir.is_dir():
             return []
-        names = {p.name.split(".")[0] for p in self.dir.iterdir() if p.suffix in (".json", ".journal")}
+        names = {p.name.split(".")[0] for p in self.dir.iterdir()
+                 if p.suffix in (".json", ".journal") and not p.name.endswith(".meta.json")}
         return sorted(n for n in names if _ID_RE.match(n))
 
     def resolve(self, id_or_prefix: str) -> str:
@@ -225,6 +267,8 @@ class SessionStore:
         state = self._state.get(session.id)
         if state is None or state.journal_bytes >= COMPACT_JOURNAL_BYTES:
             self.compact(session)
+        else:
+            self.write_summary(session)
 
     def compact(self, session: Session) -> None:
         """Write the full snapshot atomically and start a fresh journal."""
@@ -239,6 +283,7 @@ class SessionStore:
         _atomic_write(self.journal_path(session.id), header, self.fsync)
         state.saved_count = len(session.messages)
         state.journal_bytes = len(header)
+        self.write_summary(session)
 
     # -- loading --
 

@@ -112,3 +112,32 @@ def test_salvage_stops_at_the_first_broken_message() -> None:
 def test_messages_round_trip_between_memory_and_disk_shapes() -> None:
     message = _call("c1")
     assert message_from_disk(message_to_disk(message))["tool_calls"] == message["tool_calls"]
+
+
+def test_listing_uses_the_small_summary_file_while_it_is_current(tmp_path: Path) -> None:
+    import os
+
+    store = SessionStore(tmp_path)
+    session = store.create("fake")
+    session.messages.append({"role": "user", "content": "what is in the summary"})
+    store.save(session)
+    store.maybe_compact(session)  # turn end: the summary file is rewritten
+    snap = store.snapshot_path(session.id)
+    stat = snap.stat()
+    snap.write_text("not json at all")  # were the snapshot read, this would fail or salvage nothing
+    os.utime(snap, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    summary = store.summary(session.id)
+    assert summary.preview == "what is in the summary" and summary.message_count == 1
+
+
+def test_a_summary_older_than_the_journal_is_not_trusted(tmp_path: Path) -> None:
+    import os
+
+    store = SessionStore(tmp_path)
+    session = store.create("fake")
+    meta = store.summary_path(session.id)
+    old = meta.stat().st_mtime_ns - 10_000_000_000
+    os.utime(meta, ns=(old, old))
+    session.messages.append({"role": "user", "content": "newer than the summary"})
+    store.save(session)  # killed before turn end: only the journal has it
+    assert store.summary(session.id).message_count == 1
