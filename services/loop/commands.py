@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.kernel.errors import AiCodingError
@@ -12,7 +13,6 @@ if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
 
 LATER = {
-    "trace": "/trace is not available yet: traces are written to .ai-coding/traces/<session>/ meanwhile.",
     "compact": "/compact is not available yet (context compaction comes with a later release).",
 }
 
@@ -60,6 +60,23 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         sources = {key: rt.deps.source_of(key) for key in values}
         lines = [f"{key}: {value}  ({sources[key]})" for key, value in values.items()]
         return "\n".join(lines), json.dumps({"values": values, "sources": sources}, default=str)
+    if name == "trace":
+        return _trace(rt)
     if name in LATER:
         return LATER[name], "{}"
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})
+
+
+def _trace(rt: SessionRuntime) -> tuple[str, str]:
+    """Where this session's traces are and one line per finished turn."""
+    trace_dir = Path(rt.session.workspace) / ".ai-coding" / "traces" / rt.session.id
+    try:
+        turns = json.loads((trace_dir / "summary.json").read_text()).get("turns", [])
+    except (OSError, ValueError):
+        turns = []
+    lines = [f"traces: {trace_dir}"]
+    for t in turns[-10:]:
+        usage = t.get("usage") or {}
+        lines.append(f"turn {t.get('turn')}: {t.get('status')} · {t.get('iterations')} steps · "
+                     f"{(t.get('duration_ms') or 0) / 1000:.1f}s · {usage.get('total_tokens', 0)} tokens")
+    return "\n".join(lines), json.dumps({"dir": str(trace_dir), "turns": turns}, default=str)

@@ -132,7 +132,10 @@ async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
     if spec.get("x-deferred") and call.name not in ctx.loaded:
         ctx.loaded.add(call.name)  # the model knew the name; load it rather than bounce
     arguments = _args(call)
-    refusal = ctx.guard(call, arguments)
+    try:
+        refusal = ctx.guard(call, arguments)
+    except Exception as exc:  # a broken guard refuses (fail closed); the call still gets its result
+        refusal = Refusal("guard_failed", f"a safety check failed ({type(exc).__name__}); the call was refused")
     if refusal is not None:
         return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
                            error_code=refusal.code, error_message=refusal.message)

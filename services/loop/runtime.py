@@ -291,11 +291,20 @@ class SessionRuntime:
         total["totalTokens"] = int(total.get("totalTokens", 0)) + usage.total_tokens
 
     def save(self) -> None:
+        """Persist the session; a failing disk degrades (an event) instead of ending the turn."""
         self.session.last_seq = self.events.last_seq
-        self.store.save(self.session)
+        try:
+            self.store.save(self.session)
+        except OSError as err:
+            log.error("saving session %s failed: %s", self.session.id, err)
+            turn = self.turn.number if self.turn else self.session.turns
+            self.events.emit("degraded", turn, component="session_save", reason=f"{err.strerror or err}")
 
     def end_of_turn(self) -> None:
-        self.store.maybe_compact(self.session)
+        try:
+            self.store.maybe_compact(self.session)
+        except OSError as err:
+            log.error("compacting session %s failed: %s", self.session.id, err)
         if self.trace is not None:
             self.trace.end_turn()
 

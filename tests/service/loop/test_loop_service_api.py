@@ -67,6 +67,8 @@ def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopS
     config = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="config"), timeout=10)
     assert "ai.turn_timeout_seconds: 600.0  (default)" in config.text
     assert json.loads(config.data_json)["values"]["ai.max_tool_iterations"] == 10
+    trace = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="trace"), timeout=10)
+    assert "turn 1: completed · 2 steps" in trace.text
     later = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="compact"), timeout=10)
     assert "not available yet" in later.text
 
