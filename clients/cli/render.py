@@ -332,7 +332,7 @@ class EventRenderer:
         self._line(literal(f"? approve {ev.tool}" + (f" ({ev.reason})" if ev.reason else ""), "bold magenta"))
         self._end_text()
         self.console.print(preview_text(ev.preview or ev.arguments_json), highlight=False)
-        self._line(Text("  y once · a always (this session) · n deny · s stop the turn · Enter = deny",
+        self._line(Text("  y once · a always · n deny · s stop turn · Enter = deny",
                         style="magenta"))
 
     def _on_approval_resolved(self, ev: loop_pb2.ApprovalResolved) -> None:
