@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -146,3 +147,61 @@ def test_sigterm_mid_turn_sends_a_final_failed_event_and_saves(
     snapshot = json.loads((workspace / ".ai-coding" / "sessions" / f"{sid}.json").read_text())
     assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant"]
     assert snapshot["messages"][1]["content"] == "waiting"
+
+
+def test_the_supervisor_restarts_a_sigkilled_loop_and_the_session_loads_every_completed_step(
+        short_dir: Path, isolated_home: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = dict(os.environ)
+    with FakeModelServer([
+        {"match": "do it", "tool_calls": [{"name": "bash", "arguments": {"command": "echo step-one-done"}}]},
+        {"match": "step-one-done", "text": "thinking", "fault": {"kind": "stall", "after_chunks": 2}},
+    ]) as fake:
+        config = {"models": {"fake": {"provider": "generic", "base_url": fake.url, "api_key": "k",
+                                      "model": "fake-model"}}, "default_model": "fake"}
+        cfg_dir = isolated_home / ".config" / "ai-coding"
+        cfg_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (cfg_dir / "config.yaml").write_text(yaml.safe_dump(config))
+        os.chmod(cfg_dir / "config.yaml", 0o600)
+        up = subprocess.run([AI_CODING, "up"], env=env, capture_output=True, timeout=120)
+        assert up.returncode == 0, up.stdout.decode() + up.stderr.decode()
+        try:
+            before = _status(env)["loop"]
+            sock = Path(env["AI_CODING_RUNTIME_DIR"]) / "loop.sock"
+            channel = grpc.insecure_channel(f"unix:{sock}")
+            stub = loop_pb2_grpc.AgentLoopStub(channel)
+            sid = _open(stub, workspace).session_id
+            conv = Conversation(stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=sid, input="do it")))
+            steps = 0
+            for event in conv:
+                steps += event.WhichOneof("event") == "context_assembled"
+                if steps == 2:
+                    break
+            os.kill(int(before["pid"]), signal.SIGKILL)
+            conv.cancel()
+            channel.close()
+            deadline = time.monotonic() + 60
+            while True:
+                after = _status(env).get("loop", {})
+                if after.get("restarts") == 1 and after.get("health") == "SERVING":
+                    break
+                assert time.monotonic() < deadline, f"loop not restarted: {after}"
+                time.sleep(0.2)
+            channel = grpc.insecure_channel(f"unix:{sock}")
+            stub = loop_pb2_grpc.AgentLoopStub(channel)
+            reopened = _open(stub, workspace, sid)
+            messages = json.loads(stub.GetSession(loop_pb2.GetSessionRequest(
+                workspace=str(workspace), session_id=sid), timeout=10).messages_json)
+            channel.close()
+            assert reopened.message_count == 3
+            assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+            assert "step-one-done" in messages[2]["content"]
+        finally:
+            subprocess.run([AI_CODING, "down"], env=env, capture_output=True, timeout=120)
+
+
+def _status(env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run([AI_CODING, "status", "--json"], env=env, capture_output=True, timeout=60)
+    services: dict[str, Any] = json.loads(done.stdout)["services"]
+    return services
