@@ -18,8 +18,9 @@ from ai_coding.v1 import common_pb2, loop_pb2
 from rich.console import Console
 from rich.text import Text
 
-# C0 controls except \t and \n, DEL, and the C1 range (0x80-0x9f: 8-bit CSI/OSC).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls except \t and \n, DEL, the C1 range (0x80-0x9f: 8-bit CSI/OSC), and the bidi
+# embedding/override/isolate marks that can make shown text read differently from what it is.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # How many lines of a running command's output show under its tool line.
 CHUNK_LINES_SHOWN = 6
@@ -43,7 +44,12 @@ _TASK_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "bloc
 def visible_controls(text: str) -> str:
     """``text`` with control characters replaced by a visible ``\\xNN`` form (\\r\\n kept as \\n)."""
     text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_visible, text)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def literal(text: str, style: str = "") -> Text:

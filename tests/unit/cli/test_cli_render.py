@@ -242,3 +242,7 @@ def test_a_long_unfinished_paragraph_is_printed_except_its_tail() -> None:
     renderer.handle(finished())
     text = out.getvalue().split("●")[0]
     assert text.split() == words  # every word, in order, once
+
+
+def test_bidi_override_marks_are_made_visible() -> None:
+    assert visible_controls("admin\u202e\u2066txt.exe") == "admin\\u202e\\u2066txt.exe"
