@@ -14,7 +14,7 @@ def session_request(msg: tools_pb2.OpenSessionRequest) -> SessionRequest:
     return SessionRequest(
         session_id=msg.session_id, workspace_root=msg.workspace_root, extra_roots=list(msg.extra_roots),
         sandbox_mode=msg.sandbox.mode if msg.HasField("sandbox") else "",
-        network=msg.sandbox.network if msg.HasField("sandbox") else False,
+        network=msg.sandbox.network if msg.HasField("sandbox") else None,
         secret_env_names=list(msg.secret_env_names))
 
 

@@ -61,7 +61,8 @@ class SessionRequest:
     workspace_root: str
     extra_roots: list[str] = field(default_factory=list)
     sandbox_mode: str = ""
-    network: bool = False
+    network: bool | None = None
+    """None when the request has no sandbox options (the service's config decides alone)."""
     secret_env_names: list[str] = field(default_factory=list)
 
 

@@ -51,15 +51,17 @@ NONE_WARNING = ("the sandbox is off (tools.sandbox.mode: none): commands run on 
                 "permissions and network")
 
 
-def decide_sandbox(config: ToolsConfig, requested_mode: str, requested_network: bool) -> tuple[SandboxPolicy, list[str]]:
-    """The session's sandbox: the service's config, tightened (never loosened) by the request."""
+def decide_sandbox(config: ToolsConfig, requested_mode: str,
+                   requested_network: bool | None) -> tuple[SandboxPolicy, list[str]]:
+    """The session's sandbox: the service's config, tightened (never loosened) by the request.
+    ``requested_network`` None means the request did not say (the config decides)."""
     warnings: list[str] = []
     mode = config.sandbox.mode if config.sandbox.mode in SANDBOX_MODES else "bwrap"
     if requested_mode == "bwrap":
         mode = "bwrap"
     elif requested_mode == "none" and mode != "none":
         warnings.append("the request asked to turn the sandbox off; the tool service's config keeps bwrap")
-    network = config.sandbox.network and requested_network
+    network = config.sandbox.network and requested_network is not False
     if mode == "none":
         warnings.append(NONE_WARNING)
     return SandboxPolicy(mode, network), warnings

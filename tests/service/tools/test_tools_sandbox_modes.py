@@ -92,3 +92,10 @@ def test_extra_roots_come_from_the_service_config_and_requests_cannot_add_more(
     _, result = svc.call("s1", "bash", json.dumps(
         {"command": f"echo made > {extra}/made.txt; echo tried > {stranger}/tried.txt 2>&1; echo done"}))
     assert "done" in result.output and (extra / "made.txt").exists() and not (stranger / "tried.txt").exists()
+
+
+def test_without_sandbox_options_the_service_config_decides_the_network(
+        make_service: Callable[..., ThreadedToolService], workspace: Path) -> None:
+    svc = make_service({"sandbox": {"network": True}})
+    assert svc.open("s1", str(workspace)).sandbox.network
+    assert not svc.open("s2", str(workspace), network=False).sandbox.network

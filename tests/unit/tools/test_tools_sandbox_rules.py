@@ -33,8 +33,10 @@ def test_mode_none_from_the_config_comes_with_a_degraded_warning() -> None:
 
 
 @pytest.mark.parametrize(("configured", "requested", "granted"), [
-    (False, True, False), (True, False, False), (True, True, True), (False, False, False)])
-def test_network_needs_both_the_config_and_the_request(configured: bool, requested: bool, granted: bool) -> None:
+    (False, True, False), (True, False, False), (True, True, True), (False, False, False), (True, None, True),
+    (False, None, False)])
+def test_network_needs_the_config_and_no_refusal_from_the_request(configured: bool, requested: bool | None,
+                                                                  granted: bool) -> None:
     assert decide_sandbox(config(network=configured), "", requested)[0].network is granted
 
 
