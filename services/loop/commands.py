@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.kernel.errors import AiCodingError
+from services.loop.policy.permissions import MODES
 
 if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
@@ -51,10 +52,14 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         text = f"session tokens: {usage.get('totalTokens', 0)} · turn budget: {limit or 'unlimited'}"
         return text, json.dumps({"usage": usage, "turn_token_budget": limit})
     if name == "permissions":
+        wanted = args.strip().lower()
+        if wanted:
+            if wanted not in MODES:
+                return f"unknown mode {wanted!r}; use one of: {', '.join(MODES)}", json.dumps({"error": "bad_mode"})
+            rt.permission_mode = wanted
         allowed = rt.session.allowed_tools
-        text = "auto-approve: " + ("on" if rt.options.auto_approve else "off") + " · always allowed: " + (
-            ", ".join(allowed) or "none")
-        return text, json.dumps({"auto_approve": rt.options.auto_approve, "allowed_always": allowed})
+        text = f"permissions: {rt.permission_mode} · always allowed: " + (", ".join(allowed) or "none")
+        return text, json.dumps({"mode": rt.permission_mode, "allowed_always": allowed})
     if name == "config":
         values = {f"ai.{k}": v for k, v in asdict(rt.settings).items()}
         sources = {key: rt.deps.source_of(key) for key in values}

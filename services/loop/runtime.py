@@ -86,6 +86,7 @@ class SessionRuntime:
         self.warnings: list[str] = []
         self.tools_attached = False
         self.attached = 0  # streams currently following this session
+        self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
         self.tool_warnings: list[tuple[str, str]] = []
         notes_name, notes = read_project_notes(session.workspace)
         self.instructions = build_instructions(BASE_INSTRUCTIONS, notes_name, notes, "")
@@ -102,6 +103,8 @@ class SessionRuntime:
             remote = [t for t in self.catalog if t["function"]["name"] not in names]
             self.catalog = [*remote, *local_tools(options.interactive, self.deps.memory is not None,
                                                   self.deps.mcp is not None)]
+        if options.auto_approve != self.options.auto_approve:
+            self.permission_mode = "auto" if options.auto_approve else "confirm"
         self.options = options
 
     async def attach_tools(self) -> None:
@@ -225,8 +228,7 @@ class SessionRuntime:
 
     def gate(self, tool: str, arguments: dict[str, Any], declared: str) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
-        mode = "auto" if self.options.auto_approve else "confirm"
-        return decide_permission(tool, arguments, self.session.allowed_tools, mode,
+        return decide_permission(tool, arguments, self.session.allowed_tools, self.permission_mode,
                                  bash_policy=self.bash_policy, declared=declared)
 
     def guard(self, turn: Turn, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:

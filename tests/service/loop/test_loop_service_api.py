@@ -67,6 +67,10 @@ def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopS
     config = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="config"), timeout=10)
     assert "ai.turn_timeout_seconds: 600.0  (default)" in config.text
     assert json.loads(config.data_json)["values"]["ai.max_tool_iterations"] == 10
+    perms = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="permissions", args="readonly"),
+                                  timeout=10)
+    assert perms.text.startswith("permissions: readonly")
+    assert stack.runtime.sessions[sid].gate("write", {"path": "a"}, "").level == "deny"
     trace = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="trace"), timeout=10)
     assert "turn 1: completed · 2 steps" in trace.text
     later = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="compact"), timeout=10)
