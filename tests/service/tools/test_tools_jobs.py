@@ -69,3 +69,12 @@ def test_an_unknown_job_id_lists_the_known_ones(service: ThreadedToolService) ->
 
 def test_a_denied_command_cannot_be_started_as_a_job(service: ThreadedToolService) -> None:
     assert call(service, "job_start", command="sudo sleep 1").error.code == "denied_command"
+
+
+def test_a_session_runs_at_most_eight_jobs_at_once(service: ThreadedToolService) -> None:
+    for _ in range(8):
+        assert call(service, "job_start", command="sleep 600").ok
+    refused = call(service, "job_start", command="sleep 600")
+    assert refused.error.code == "job_limit" and "job_stop" in refused.error.hint
+    assert call(service, "job_stop", job_id="job-1").ok
+    assert call(service, "job_start", command="true").ok
