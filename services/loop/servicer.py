@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
@@ -43,6 +44,9 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         if not request.workspace.startswith("/"):
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "bad_request",
                         "workspace must be an absolute path")
+        if not Path(request.workspace).is_dir():
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "workspace_missing",
+                        f"workspace {request.workspace} is not a directory; create it or pass another -w")
         try:
             rt, warnings = await self.runtime.open(
                 request.workspace, request.session_id, request.model,

@@ -19,6 +19,11 @@ def test_bad_requests_get_one_clear_error_with_a_stable_reason(make_stack: Calla
         stack.stub.OpenSession(loop_pb2.OpenSessionLoopRequest(workspace="relative/dir"), timeout=10)
     assert relative.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "absolute" in (relative.value.details() or "")
+    with pytest.raises(grpc.RpcError) as missing:
+        stack.stub.OpenSession(loop_pb2.OpenSessionLoopRequest(workspace="/nonexistent/ws"), timeout=10)
+    assert missing.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a directory" in (missing.value.details() or "")
+    assert not Path("/nonexistent").exists()
     with pytest.raises(grpc.RpcError) as unknown:
         stack.open("nosuchsession")
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND and "sessions list" in (unknown.value.details() or "")
