@@ -9,6 +9,7 @@ ladder, handoff); errors that end a turn are mapped to statuses in one place
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -175,7 +176,7 @@ class Turn:
             message["reasoning"] = step.reasoning
         if step.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _stored_arguments(c)}}
                 for c in step.tool_calls
             ]
         if step.text:  # an answer cut at the output limit and then continued reads as one
@@ -289,7 +290,13 @@ class Turn:
         )
 
 
-def _json(value: Any) -> str:
-    import json
+def _stored_arguments(call: ToolCall) -> str:
+    """Arguments as kept in history: malformed JSON is wrapped so the next request stays valid
+    for strict providers while the model can still see what it sent."""
+    if not call.parse_error:
+        return call.arguments_json
+    return json.dumps({"_invalid_json": call.arguments_json[:2000]})
 
+
+def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True)

@@ -86,6 +86,8 @@ def test_malformed_tool_json_from_the_model_becomes_an_invalid_arguments_result(
     assert status_name(finished(events)) == "completed"
     result = tool_results(events)[0]
     assert not result.ok and result.error.code == "invalid_arguments"
+    sent_back = stack.fake.chat_requests[1].body["messages"][-2]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(sent_back) == {"_invalid_json": '{"command": "ls'}  # valid JSON for strict providers
 
 
 def test_max_iterations_ends_the_turn_with_a_handoff_when_the_model_keeps_calling_tools(
