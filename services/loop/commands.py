@@ -62,6 +62,8 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         return text, json.dumps({"mode": rt.permission_mode, "allowed_always": allowed})
     if name == "config":
         values = {f"ai.{k}": v for k, v in asdict(rt.settings).items()}
+        values.update({k: v for k, v in flatten(rt.deps.config_data).items() if not k.startswith("ai.")})
+        values = {k: mask(k, v) for k, v in sorted(values.items())}
         sources = {key: rt.deps.source_of(key) for key in values}
         lines = [f"{key}: {value}  ({sources[key]})" for key, value in values.items()]
         return "\n".join(lines), json.dumps({"values": values, "sources": sources}, default=str)
@@ -85,3 +87,26 @@ def _trace(rt: SessionRuntime) -> tuple[str, str]:
         lines.append(f"turn {t.get('turn')}: {t.get('status')} · {t.get('iterations')} steps · "
                      f"{(t.get('duration_ms') or 0) / 1000:.1f}s · {usage.get('total_tokens', 0)} tokens")
     return "\n".join(lines), json.dumps({"dir": str(trace_dir), "turns": turns}, default=str)
+
+
+_SECRET_KEYS = ("api_key", "token", "secret", "password")
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, dotted))
+        else:
+            out[dotted] = value
+    return out
+
+
+def mask(key: str, value: Any) -> Any:
+    """Secrets shown as their ${VAR} reference or masked; everything else as is."""
+    if not any(part in key.rsplit(".", 1)[-1] for part in _SECRET_KEYS) or not value:
+        return value
+    text = str(value)
+    return text if text.startswith("${") else "***"

@@ -72,6 +72,7 @@ def build_deps(config: Config) -> LoopDeps:
         fsync=config.section(SessionsConfig, "sessions").fsync,
         traces=loop.traces,
         source_of=config.source_of,
+        config_data=config.data,
     )
 
 

@@ -61,6 +61,8 @@ class LoopDeps:
     traces: bool = True
     source_of: Callable[[str], str] = lambda dotted: "default"
     """Which config layer set a dotted key (for /config)."""
+    config_data: dict[str, Any] = field(default_factory=dict)
+    """The merged configuration as loaded (for /config; secrets are masked when shown)."""
 
 
 class SessionRuntime:
