@@ -171,3 +171,16 @@ def test_an_idle_session_dropped_from_memory_is_loaded_again_by_the_next_turn(
     _, events = stack.turn("still there?", session_id=first)
     assert status_name(finished(events)) == "completed"
     assert len(stack.runtime.sessions[first].session.messages) == 4
+
+
+def test_an_unanswered_question_times_out_as_no_answer_and_the_turn_goes_on(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "choose", "tool_calls": [{"name": "ask_user", "arguments": {"question": "A or B?"}}]},
+        {"match": "no_answer", "text": "No answer; I picked A."},
+    ], question_timeout_seconds=1)
+    sid = stack.open(interactive=True).session_id
+    events = stack.start(sid, "choose one").drain()
+    assert finished(events).text == "No answer; I picked A."
+    resolved = [e.question_resolved for e in events if e.WhichOneof("event") == "question_resolved"]
+    assert resolved[0].source == "timeout"
