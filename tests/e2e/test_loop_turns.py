@@ -251,3 +251,16 @@ def test_failing_steps_earn_a_strategy_gate_nudge_repeats_are_refused_and_no_pro
     assert "duplicate_call" in end.handoff  # the last failure is named
     codes = [e.tool_finished.result.error.code for e in events if e.WhichOneof("event") == "tool_finished"]
     assert codes[2] == "duplicate_call" and codes[0] == codes[1] != ""
+
+
+def test_a_tool_call_gets_no_more_than_the_turns_remaining_time(make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "wait", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+    ], with_tools=True, turn_timeout_seconds=3)
+    sid, events = stack.turn("wait for it")
+    end = finished(events)
+    assert status_name(end) == "timeout" and end.duration_ms < 15_000
+    result = tool_results(events)[0]
+    assert not result.ok and result.error.code in ("tool_timeout", "cancelled")
+    roles = [m["role"] for m in stack.runtime.sessions[sid].session.messages]
+    assert roles == ["user", "assistant", "tool"]  # paired even though the clock cut the call
