@@ -148,3 +148,10 @@ def test_a_workspace_root_of_slash_is_refused(service: ThreadedToolService) -> N
         assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and reason_of(err) == "invalid_workspace"
     else:
         raise AssertionError("expected INVALID_ARGUMENT")
+
+
+def test_a_nonsense_caller_deadline_falls_back_to_the_tools_own_limit(service: ThreadedToolService) -> None:
+    for bound in (-5.0, float("nan"), float("inf")):
+        _, result = service.call("s1", "bash", json.dumps({"command": "echo fine", "timeout_seconds": 1}),
+                                 timeout=bound)
+        assert result.ok and "fine" in result.output, bound
