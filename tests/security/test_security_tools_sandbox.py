@@ -123,10 +123,15 @@ def test_password_hashes_are_hidden_even_from_a_root_service(service: ThreadedTo
 
 def test_the_users_home_is_hidden(service: ThreadedToolService) -> None:
     home = Path.home()
-    visible = sorted(p.name for p in home.iterdir())
-    assert visible  # the host home has files, so an empty listing below means hidden
-    result = bash(service, f"ls -A {home}; echo finished")
-    assert result.output.split() == ["finished"]
+    marker = home / f".aic-home-marker-{os.getpid()}"
+    marker.write_text("home-secret-marker")
+    try:
+        assert marker.read_text() == "home-secret-marker"  # the host sees it: the control
+        # Hidden means absent or empty (a HOME under /tmp vanishes behind the private /tmp).
+        result = bash(service, f"cat {marker} 2>/dev/null; ls -A {home} 2>/dev/null; echo finished")
+        assert result.output.split() == ["finished"]
+    finally:
+        marker.unlink()
 
 
 def test_a_background_process_does_not_survive_its_call(service: ThreadedToolService, workspace: Path) -> None:
