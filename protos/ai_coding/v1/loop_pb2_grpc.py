@@ -91,7 +91,11 @@ class AgentLoopServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Converse(self, request_iterator, context):
-        """The turn stream. First client message is Start or Attach.
+        """The turn stream. First client message is Start or Attach. The server ends
+        the stream once the session is idle (no turn running or queued) and every
+        event was delivered; the client's disconnecting never ends a turn.
+        Errors: NOT_FOUND (session not open: call OpenSession), INVALID_ARGUMENT
+        (first message is neither Start nor Attach, empty input).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

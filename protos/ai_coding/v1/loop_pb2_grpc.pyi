@@ -41,7 +41,12 @@ class AgentLoopStub:
     GetSession: _grpc.UnaryUnaryMultiCallable[_loop_pb2.GetSessionRequest, _loop_pb2.GetSessionResponse]
     """One session's full message list (for /resume redraw)."""
     Converse: _grpc.StreamStreamMultiCallable[_loop_pb2.ClientMessage, _loop_pb2.TurnEvent]
-    """The turn stream. First client message is Start or Attach."""
+    """The turn stream. First client message is Start or Attach. The server ends
+    the stream once the session is idle (no turn running or queued) and every
+    event was delivered; the client's disconnecting never ends a turn.
+    Errors: NOT_FOUND (session not open: call OpenSession), INVALID_ARGUMENT
+    (first message is neither Start nor Attach, empty input).
+    """
     ConverseBatched: _grpc.StreamStreamMultiCallable[_loop_pb2.ClientMessage, _loop_pb2.TurnEventBatch]
     """The same turn stream, but each response carries every event that is ready
     at that moment (in order, still numbered one by one): one message per
@@ -63,7 +68,12 @@ class AgentLoopAsyncStub(AgentLoopStub):
     GetSession: _aio.UnaryUnaryMultiCallable[_loop_pb2.GetSessionRequest, _loop_pb2.GetSessionResponse]  # type: ignore[assignment]
     """One session's full message list (for /resume redraw)."""
     Converse: _aio.StreamStreamMultiCallable[_loop_pb2.ClientMessage, _loop_pb2.TurnEvent]  # type: ignore[assignment]
-    """The turn stream. First client message is Start or Attach."""
+    """The turn stream. First client message is Start or Attach. The server ends
+    the stream once the session is idle (no turn running or queued) and every
+    event was delivered; the client's disconnecting never ends a turn.
+    Errors: NOT_FOUND (session not open: call OpenSession), INVALID_ARGUMENT
+    (first message is neither Start nor Attach, empty input).
+    """
     ConverseBatched: _aio.StreamStreamMultiCallable[_loop_pb2.ClientMessage, _loop_pb2.TurnEventBatch]  # type: ignore[assignment]
     """The same turn stream, but each response carries every event that is ready
     at that moment (in order, still numbered one by one): one message per
@@ -106,7 +116,12 @@ class AgentLoopServicer(metaclass=_abc_1.ABCMeta):
         request_iterator: _MaybeAsyncIterator[_loop_pb2.ClientMessage],
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_loop_pb2.TurnEvent], _abc.AsyncIterator[_loop_pb2.TurnEvent]]:
-        """The turn stream. First client message is Start or Attach."""
+        """The turn stream. First client message is Start or Attach. The server ends
+        the stream once the session is idle (no turn running or queued) and every
+        event was delivered; the client's disconnecting never ends a turn.
+        Errors: NOT_FOUND (session not open: call OpenSession), INVALID_ARGUMENT
+        (first message is neither Start nor Attach, empty input).
+        """
 
     @_abc_1.abstractmethod
     def ConverseBatched(
