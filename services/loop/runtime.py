@@ -214,6 +214,7 @@ class SessionRuntime:
             task.cancel()
             await asyncio.wait({task}, timeout=5.0)
         self.store.compact(self.session)
+        self.store.close(self.session.id)
 
     # -- what the turn needs --
 
@@ -361,6 +362,7 @@ class LoopRuntime:
         idle = [rt for sid, rt in self.sessions.items() if rt.idle and sid != keep]
         for rt in sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]:
             rt.store.compact(rt.session)
+            rt.store.close(rt.session.id)
             await self.deps.tools.close_session(rt.session.id)
             del self.sessions[rt.session.id]
             self._evicted[rt.session.id] = (rt.session.workspace, rt.options)

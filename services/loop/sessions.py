@@ -25,7 +25,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from services.kernel.ids import new_id
 from services.loop.errors import SessionNotFound
@@ -163,6 +163,9 @@ class _JournalState:
     generation: int = 0
     saved_count: int = 0
     journal_bytes: int = 0
+    # Kept open between saves (an open() per step costs more than the write); unbuffered, so
+    # every record is in the kernel the moment save() returns and survives a kill -9.
+    handle: BinaryIO | None = None
 
 
 class SessionStore:
@@ -251,10 +254,15 @@ class SessionStore:
         new = session.messages[state.saved_count :]
         record = {"at": state.saved_count, "messages": [message_to_disk(m) for m in new], "meta": session.meta()}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        with open(self.journal_path(session.id), "ab") as fh:
-            fh.write(line)
+        if state.handle is None:
+            state.handle = open(self.journal_path(session.id), "ab", buffering=0)  # noqa: SIM115
+        try:
+            state.handle.write(line)
             if self.fsync:
-                os.fsync(fh.fileno())
+                os.fsync(state.handle.fileno())
+        except OSError:
+            self.close(session.id)  # reopen next time (the file may have been replaced)
+            raise
         state.saved_count = len(session.messages)
         state.journal_bytes += len(line)
 
@@ -270,9 +278,18 @@ class SessionStore:
         else:
             self.write_summary(session)
 
+    def close(self, session_id: str) -> None:
+        """Close the session's journal handle (it reopens on the next save)."""
+        state = self._state.get(session_id)
+        if state is not None and state.handle is not None:
+            with contextlib.suppress(OSError):
+                state.handle.close()
+            state.handle = None
+
     def compact(self, session: Session) -> None:
         """Write the full snapshot atomically and start a fresh journal."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.close(session.id)  # the journal file is about to be replaced
         state = self._state.setdefault(session.id, _JournalState())
         state.generation += 1
         session.updated = time.time()
