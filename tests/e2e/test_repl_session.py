@@ -88,6 +88,7 @@ class Term:
                                    env=stack.env, cwd=str(workspace), encoding="utf-8", dimensions=(40, 120),
                                    timeout=TIMEOUT, codec_errors="replace")
         self.seen = ""
+        self.logs = Path(stack.env["AI_CODING_RUNTIME_DIR"]) / "logs"
         self.child.delaybeforesend = None
         self.expect("/help for commands")
         self.expect("›")  # the prompt owns the terminal from here on
@@ -98,7 +99,13 @@ class Term:
             self.child.expect_exact(pattern)
         except (pexpect.EOF, pexpect.TIMEOUT) as err:
             raise AssertionError(f"{type(err).__name__} waiting for {pattern!r}; the terminal showed:\n"
-                                 f"{plain(self.seen + str(self.child.before))[-3000:]}") from None
+                                 f"{plain(self.seen + str(self.child.before))[-3000:]}\n"
+                                 f"--- loop log ---\n{self._log_tail('loop')}\n"
+                                 f"--- client log ---\n{self._log_tail('client')}") from None
+
+    def _log_tail(self, name: str) -> str:
+        path = self.logs / f"{name}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-15:]) if path.exists() else "(none)"
         chunk = str(self.child.before) + str(self.child.after)
         self.seen += chunk
         return chunk
@@ -521,3 +528,29 @@ def test_attaching_to_an_unknown_session_is_one_readable_line(stack: Stack, work
     assert "Traceback" not in out
     lines = [line for line in out.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: cannot open the session:"), out
+
+
+def _loop_status(stack: Stack) -> dict[str, Any]:
+    done = _cli(stack.env, "status", "--json")
+    return dict(json.loads(done.stdout)["services"]["loop"])
+
+
+def test_the_repl_survives_a_loop_restart_and_the_next_turn_works(stack: Stack, term: Term) -> None:
+    script(stack, [{"text": "before the crash"}, {"text": "after the restart"}])
+    term.line("first")
+    term.expect("before the crash")
+    term.expect("● completed")
+    old_pid = _loop_status(stack)["pid"]
+    os.kill(old_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = _loop_status(stack)
+        if status["pid"] not in (None, old_pid) and status["health"] == "SERVING":
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the supervisor did not restart the loop")
+    term.line("second")
+    out = plain(term.expect("● completed"))
+    assert "after the restart" in out
+    assert "Traceback" not in plain(term.seen)

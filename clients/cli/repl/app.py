@@ -197,7 +197,7 @@ class Repl:
         stream = self.client.start(self.session_id, text)
         self._timings.mark("send")
         self._turn_stream = stream
-        self._spawn(self._follow_turn(stream))
+        self._spawn(self._follow_turn(stream, text))
         self._echo(text)  # after the start: the turn should not wait for the echo's redraw
 
     async def _command(self, cmd: SlashCommand) -> str:
@@ -324,20 +324,42 @@ class Repl:
         self.turn_running = False
         self._invalidate()
 
+    async def _reopen(self) -> bool:
+        """Open the current session again (a restarted loop service forgot it); False if that fails."""
+        try:
+            await self.client.open_session(self.workspace, self.session_id)
+        except ClientError as err:
+            self._error(str(err))
+            return False
+        self.note("the loop service restarted; session re-opened")
+        return True
+
     def _control_stream(self) -> TurnStream | None:
         """Where approvals, answers, interrupts and queued input go."""
         if self._turn_stream is not None and not self._turn_stream.closed:
             return self._turn_stream
         return self._follower
 
-    async def _follow_turn(self, stream: TurnStream) -> None:
-        """Read a turn stream until the turn and every input queued behind it have finished."""
+    async def _follow_turn(self, stream: TurnStream, text: str = "") -> None:
+        """Read a turn stream until the turn and every input queued behind it have finished.
+
+        ``text`` is the input that started it: when a restarted loop no longer has the session
+        open, the session is re-opened and the input sent once more (nothing typed is lost).
+        """
+        received = False
         try:
             async for event in stream.events():
+                received = True
                 self._deliver(event)
                 if event.WhichOneof("event") == "turn_finished" and not self.queued:
                     break
         except ClientError as err:
+            if text and not received and err.reason == "session_not_found" and await self._reopen():
+                stream.close()
+                retry = self.client.start(self.session_id, text)
+                self._turn_stream = retry
+                await self._follow_turn(retry)
+                return
             self._error(str(err))
             self.turn_running = False
             self.queued.clear()
@@ -410,6 +432,8 @@ class Repl:
                         if event.seq >= after_seq:
                             end_replay()
                 except ClientError as err:
+                    if err.reason == "session_not_found" and await self._reopen():
+                        continue
                     if not failing:
                         self._error(f"{err} (retrying)")
                     failing = True
