@@ -8,12 +8,15 @@ turn's final event; a second Ctrl-C gives up on the stream.
 
 from __future__ import annotations
 
+import functools
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from types import FrameType
+from typing import Any, Protocol
 
 import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
@@ -113,41 +116,78 @@ def drive_turn(
     channel = sync_channel(endpoint)
     stub = loop_pb2_grpc.AgentLoopStub(channel)
     call = stub.Converse(_requests(outbox), timeout=timeout)
-    # The stream is read on its own thread: a Ctrl-C must never land inside grpc's receive
-    # (the call cannot be resumed after that), only in this thread's queue wait.
+    # The stream is read on its own thread and Ctrl-C only counted (see _CtrlC): a KeyboardInterrupt
+    # inside grpc's receive leaves a call that cannot be resumed.
     inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None] = queue.Queue()
     threading.Thread(target=_read, args=(call, inbox), name="turn-events", daemon=True).start()
-    interrupted = False
-    try:
-        while True:
-            try:
-                item = inbox.get()
-            except KeyboardInterrupt:
-                if interrupted:
-                    call.cancel()
-                    return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
-                interrupted = True
-                print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
-                outbox.put(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
-                    scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
-                continue
-            if item is None:
-                return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
-            if isinstance(item, grpc.RpcError):
-                return _rpc_failure(item, endpoint, session_id)
-            sink(item)
-            kind = item.WhichOneof("event")
-            if kind == "approval_requested":
-                decision = approver.decide(item.approval_requested)
-                outbox.put(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
-                    request_id=item.approval_requested.request_id, decision=decision)))  # type: ignore[arg-type]
-            elif kind == "turn_finished":
-                name = loop_pb2.TurnStatus.Name(item.turn_finished.status)
-                return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, item.turn_finished)
-    finally:
-        outbox.put(None)
-        call.cancel()
-        channel.close()
+    handled = 0
+    with _CtrlC() as ctrl_c:
+        try:
+            while True:
+                if ctrl_c.presses > handled:
+                    handled = ctrl_c.presses
+                    if handled >= 2:
+                        return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
+                    print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
+                    outbox.put(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
+                        scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
+                try:
+                    item = inbox.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                if item is None:
+                    return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
+                if isinstance(item, grpc.RpcError):
+                    return _rpc_failure(item, endpoint, session_id)
+                sink(item)
+                kind = item.WhichOneof("event")
+                if kind == "approval_requested":
+                    decision = ctrl_c.around_prompt(functools.partial(approver.decide, item.approval_requested))
+                    handled = ctrl_c.presses  # a Ctrl-C at the prompt already answered "stop"
+                    outbox.put(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
+                        request_id=item.approval_requested.request_id, decision=decision)))  # type: ignore[arg-type]
+                elif kind == "turn_finished":
+                    name = loop_pb2.TurnStatus.Name(item.turn_finished.status)
+                    return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, item.turn_finished)
+        finally:
+            outbox.put(None)
+            call.cancel()
+            channel.close()
+
+
+class _CtrlC:
+    """Counts Ctrl-C presses during a turn instead of raising wherever the main thread happens
+    to be (inside rendering or grpc a KeyboardInterrupt would break the call); only a prompt
+    waiting for the user is interrupted, and that answers "stop"."""
+
+    def __init__(self) -> None:
+        self.presses = 0
+        self._in_prompt = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.presses += 1
+        if self._in_prompt:
+            raise KeyboardInterrupt
+
+    def around_prompt(self, ask: Callable[[], int]) -> int:
+        """Run an approval prompt; Ctrl-C while it waits stops the turn."""
+        self._in_prompt = True
+        try:
+            return ask()
+        except KeyboardInterrupt:
+            return loop_pb2.APPROVAL_DECISION_STOP
+        finally:
+            self._in_prompt = False
 
 
 def _read(call: Iterator[loop_pb2.TurnEvent],

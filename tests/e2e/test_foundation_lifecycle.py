@@ -230,6 +230,17 @@ def test_ctrl_c_interrupts_the_turn_and_exits_with_the_interrupted_code(env: dic
     assert child.exitstatus == 5, child.before
 
 
+def test_ctrl_c_at_an_approval_prompt_stops_the_turn(env: dict[str, Any], model: FakeModelServer) -> None:
+    assert cli("up").returncode == 0
+    child = _pty_run("-w", str(env["workspace"]), "what does the sandbox say?")
+    child.expect_exact("allow bash? [y/a/n/s]")
+    child.sendintr()
+    child.expect(pexpect_eof())
+    child.close()
+    assert child.exitstatus == 5, child.before
+    assert len(model.chat_requests) == 1  # the command never ran, the model was not asked again
+
+
 def test_a_turn_that_outlives_timeout_exits_with_the_timeout_code(env: dict[str, Any],
                                                                   model: FakeModelServer) -> None:
     model.load_script([{"name": "slow", "text": "Thinking", "fault": {"kind": "stall", "after_chunks": 1}}])
