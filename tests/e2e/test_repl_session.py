@@ -102,13 +102,13 @@ class Term:
                                  f"{plain(self.seen + str(self.child.before))[-3000:]}\n"
                                  f"--- loop log ---\n{self._log_tail('loop')}\n"
                                  f"--- client log ---\n{self._log_tail('client')}") from None
+        chunk = str(self.child.before) + str(self.child.after)
+        self.seen += chunk
+        return chunk
 
     def _log_tail(self, name: str) -> str:
         path = self.logs / f"{name}.log"
         return "\n".join(path.read_text(errors="replace").splitlines()[-15:]) if path.exists() else "(none)"
-        chunk = str(self.child.before) + str(self.child.after)
-        self.seen += chunk
-        return chunk
 
     def expect_re(self, pattern: str) -> str:
         self.child.expect(pattern)
