@@ -234,7 +234,8 @@ async def _run_local(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
             return ToolOutcome(call.id, call.name, True, text)
         if call.name == "mcp_call" and ctx.mcp is not None:
             out = await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")),
-                                     mcp_input_json(args), max(ctx.remaining(), 0.5))
+                                     mcp_input_json(args), max(ctx.remaining(), 0.5),
+                                     lambda c: ctx.emit("tool_chunk", call_id=call.id, stream=c.stream, text=c.text))
             out.call_id, out.tool = call.id, call.name
             return out
     except AuxiliaryError as err:

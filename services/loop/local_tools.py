@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from services.loop.ports import ToolOutcome
+from services.loop.ports import ToolChunkEvent, ToolOutcome
 from services.loop.tasks import TODO_WRITE_TOOL
 
 ToolDict = dict[str, Any]
@@ -37,13 +39,26 @@ class MemoryClient(Protocol):
     async def constraints(self, workspace: str, max_chars: int, timeout_seconds: float) -> str: ...
 
 
+@dataclass(frozen=True)
+class McpCatalog:
+    """What the gateway offers right now."""
+
+    text: str
+    """The budgeted catalog for the ``<mcp-catalog>`` tail block."""
+    permissions: dict[str, str] = field(default_factory=dict)
+    """``server__tool`` -> "allow" / "warn" / "deny" (the servers' own permission settings)."""
+    degraded: dict[str, str] = field(default_factory=dict)
+    """Server name -> why it failed (sticky; the loop reports each server once)."""
+
+
 class McpClient(Protocol):
     """The MCP gateway as the loop uses it."""
 
-    async def catalog(self, timeout_seconds: float) -> str: ...
+    async def catalog(self, timeout_seconds: float) -> McpCatalog: ...
 
     async def call(
-        self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float
+        self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
+        on_chunk: Callable[[ToolChunkEvent], None],
     ) -> ToolOutcome: ...
 
 

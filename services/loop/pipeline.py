@@ -142,7 +142,8 @@ class Turn:
         self._step = _StepState()
         history, history_bytes = rt.history_view.update(rt.session.messages)
         tools = visible_tools(rt.catalog, rt.loaded) if with_tools else []
-        tail = tail_blocks({**self.aux_tail, **rt.tail_parts(),
+        step_parts = await rt.step_tail(self.emit)
+        tail = tail_blocks({**self.aux_tail, **step_parts, **rt.tail_parts(),
                             "environment": environment_block(rt.session.workspace, rt.model.model_name)})
         messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
         self.emit("context_assembled", instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,

@@ -21,7 +21,7 @@ from services.loop.events import EventLog
 from services.loop.local_tools import AuxiliaryError, McpClient, MemoryClient, local_tools
 from services.loop.pipeline import Turn
 from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
-from services.loop.policy.permissions import Verdict, decide_permission
+from services.loop.policy.permissions import Level, Verdict, decide_permission
 from services.loop.policy.settings import LoopSettings
 from services.loop.ports import ModelClient, ToolCall, ToolOutcome, ToolRunner, Usage
 from services.loop.prompt import BASE_INSTRUCTIONS, HistoryView, build_instructions, read_project_notes
@@ -89,6 +89,9 @@ class SessionRuntime:
         self.tools_attached = False
         self.attached = 0  # streams currently following this session
         self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
+        self.mcp_permissions: dict[str, str] = {}
+        self.mcp_reported: set[str] = set()
+        self.mcp_failure_reported = False
         self.tool_warnings: list[tuple[str, str]] = []
         notes_name, notes = read_project_notes(session.workspace)
         self.instructions = build_instructions(BASE_INSTRUCTIONS, notes_name, notes, "")
@@ -231,8 +234,26 @@ class SessionRuntime:
 
     def gate(self, tool: str, arguments: dict[str, Any], declared: str) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
+        if tool == "mcp_call":
+            return self._mcp_gate(arguments)
         return decide_permission(tool, arguments, self.session.allowed_tools, self.permission_mode,
                                  bash_policy=self.bash_policy, declared=declared)
+
+    def _mcp_gate(self, arguments: dict[str, Any]) -> Verdict:
+        """A remote tool: the server's deny beats its allow, which beats an "always" answer."""
+        qualified = f"{arguments.get('server', '')}__{arguments.get('tool', '')}"
+        level = self.mcp_permissions.get(qualified, "warn")
+        if level == "deny":
+            return Verdict(Level.DENY, f"{qualified} is denied by the MCP server's permissions")
+        if level == "allow":
+            return Verdict(Level.ALLOW, "allowed by the MCP server's permissions")
+        if self.permission_mode == "readonly":
+            return Verdict(Level.DENY, "read-only mode: remote tools may change things")
+        grant = f"mcp:{qualified}"
+        if self.permission_mode == "auto" or grant in self.session.allowed_tools:
+            return Verdict(Level.ALLOW, "allowed always this session" if grant in self.session.allowed_tools
+                           else "auto mode", grant)
+        return Verdict(Level.WARN, "calls a tool on an MCP server", grant)
 
     def guard(self, turn: Turn, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
         """Duplicate-call and path-escape guards (a refusal becomes the call's result)."""
@@ -267,10 +288,11 @@ class SessionRuntime:
         return parts
 
     async def auxiliary_tail(self, emit: Callable[..., None]) -> dict[str, str]:
-        """Memory constraints and the MCP catalog for this turn's tail; a failing service
-        degrades (a Degraded event) instead of failing the turn."""
+        """Memory constraints for this turn's tail; a failing service degrades (a Degraded
+        event) instead of failing the turn."""
         parts: dict[str, str] = {}
         budget = AUXILIARY_TIMEOUT_S
+        self.mcp_failure_reported = False
         if self.deps.memory is not None:
             try:
                 block = await asyncio.wait_for(
@@ -278,13 +300,27 @@ class SessionRuntime:
                 parts["memory-constraints"] = _untag(block, "memory-constraints")
             except (AuxiliaryError, TimeoutError) as err:
                 emit("degraded", component="memory_constraints", reason=_why(err))
-        if self.deps.mcp is not None:
-            try:
-                parts["mcp-catalog"] = _untag(await asyncio.wait_for(self.deps.mcp.catalog(budget), budget + 0.5),
-                                              "mcp-catalog")
-            except (AuxiliaryError, TimeoutError) as err:
-                emit("degraded", component="mcp_catalog", reason=_why(err))
         return parts
+
+    async def step_tail(self, emit: Callable[..., None]) -> dict[str, str]:
+        """The MCP catalog, fetched every step so a server that reconnects is usable on the next
+        one; each failed server is reported once, a failing gateway once per turn."""
+        if self.deps.mcp is None:
+            return {}
+        budget = AUXILIARY_TIMEOUT_S
+        try:
+            catalog = await asyncio.wait_for(self.deps.mcp.catalog(budget), budget + 0.5)
+        except (AuxiliaryError, TimeoutError) as err:
+            if not self.mcp_failure_reported:
+                self.mcp_failure_reported = True
+                emit("degraded", component="mcp_catalog", reason=_why(err))
+            return {}
+        self.mcp_permissions = catalog.permissions
+        for server, why in catalog.degraded.items():
+            if server not in self.mcp_reported:
+                self.mcp_reported.add(server)
+                emit("degraded", component=f"mcp:{server}", reason=why)
+        return {"mcp-catalog": _untag(catalog.text, "mcp-catalog")}
 
     def open_tasks(self) -> list[str]:
         return [item.content for item in self.tasks().open_items()]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import grpc
 from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
 
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
-from services.loop.local_tools import AuxiliaryError
-from services.loop.ports import ToolOutcome
+from services.loop.local_tools import AuxiliaryError, McpCatalog
+from services.loop.ports import ToolChunkEvent, ToolOutcome
 
 
 class GrpcMcpClient:
@@ -32,22 +34,30 @@ class GrpcMcpClient:
         if self._channel is not None:
             await self._channel.close()
 
-    async def catalog(self, timeout_seconds: float) -> str:
+    async def catalog(self, timeout_seconds: float) -> McpCatalog:
         try:
             response = await self._stub.GetCatalog(
                 mcp_gateway_pb2.GetCatalogRequest(), timeout=timeout_seconds, metadata=call_metadata()
             )
         except grpc.RpcError as err:
             raise AuxiliaryError("mcp_catalog", _reason(err)) from None
-        return str(response.text)
+        return McpCatalog(
+            text=str(response.text),
+            permissions={e.qualified_name or f"{e.server}__{e.tool}": e.permission or "warn"
+                         for e in response.entries},
+            degraded={s.name: s.degraded_reason or s.reason for s in response.servers if s.degraded},
+        )
 
-    async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float) -> ToolOutcome:
+    async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
+                   on_chunk: Callable[[ToolChunkEvent], None]) -> ToolOutcome:
         request = mcp_gateway_pb2.McpCallToolRequest(
             call_id=call_id, server=server, tool=tool, input_json=input_json, timeout_seconds=timeout_seconds
         )
         try:
             async for item in self._stub.CallTool(request, timeout=timeout_seconds + 5.0, metadata=call_metadata()):
-                if item.HasField("result"):
+                if item.HasField("chunk"):
+                    on_chunk(ToolChunkEvent(call_id, item.chunk.stream or "progress", item.chunk.text))
+                elif item.HasField("result"):
                     return result_to_outcome(item.result)
         except grpc.RpcError as err:
             raise AuxiliaryError("mcp_call", _reason(err)) from None
