@@ -173,9 +173,13 @@ def test_approvals_answered_y_n_and_enter_alone(stack: Stack, term: Term, worksp
         {"tool_calls": [{"name": "bash", "arguments": {"command": "touch denied-by-n"}}]},
         {"tool_calls": [{"name": "bash", "arguments": {"command": "touch denied-by-enter"}}]},
         {"text": "All three answered."},
+        {"text": "The queued line ran."},
     ])
     term.line("run three commands")
     term.expect("approve? [y/a/n/s]")
+    term.line("then say when done")  # typed text is not an answer: it is queued, the approval waits
+    term.expect("queued #1: then say when done")
+    term.expect("an approval is still waiting")
     term.key("y")
     term.expect("→ allowed once")
     term.expect("approve? [y/a/n/s]")
@@ -184,6 +188,9 @@ def test_approvals_answered_y_n_and_enter_alone(stack: Stack, term: Term, worksp
     term.expect("approve? [y/a/n/s]")
     term.key("\r")
     term.expect("→ denied")
+    term.expect("● completed")
+    term.expect("› then say when done")
+    term.expect("The queued line ran.")
     term.expect("● completed")
     text = plain(term.seen)
     assert re.search(r"✓ Running · echo approved-run · approved-run", text)

@@ -33,7 +33,7 @@ from clients.cli.render import EventRenderer, last_tool_text, literal, visible_c
 from clients.cli.repl import resume
 from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
 from clients.cli.repl.keys import build_bindings
-from clients.cli.repl.state import approval_decision, ctrl_c, question_answer
+from clients.cli.repl.state import approval_decision, ctrl_c, is_approval_answer, question_answer
 from clients.cli.repl.terminal import SlashCompleter, Timings, log_crash, stdout_above_prompt, terminal_width
 from clients.cli.slash import SlashCommand, SlashReply, help_text, parse_slash
 
@@ -157,7 +157,12 @@ class Repl:
 
     async def _submit(self, line: str) -> str:
         if self.renderer.pending_approval is not None:
-            self.answer_approval(approval_decision(line))
+            if is_approval_answer(line):
+                self.answer_approval(approval_decision(line))
+                return ""
+            # Text typed before the approval appeared is input, not an answer: queue it.
+            self._send_input(line)
+            self.note("an approval is still waiting: y once · a always · n deny · s stop")
             return ""
         if self.renderer.pending_question is not None:
             self.answer_question(question_answer(line, list(self.renderer.pending_question.options)))

@@ -27,6 +27,11 @@ def approval_decision(answer: str) -> int:
     return APPROVAL_KEYS.get(answer.strip().lower(), loop_pb2.APPROVAL_DECISION_DENY)
 
 
+def is_approval_answer(line: str) -> bool:
+    """Whether a submitted line answers an approval (a known key word, or nothing at all = deny)."""
+    return not line.strip() or line.strip().lower() in APPROVAL_KEYS
+
+
 def question_answer(line: str, options: list[str]) -> str:
     """A digit picks that option (1-based); any other text is the answer as typed."""
     text = line.strip()

@@ -127,3 +127,10 @@ def test_history_and_group_lines_carry_their_styles() -> None:
     groups = resume.group_sessions([resume.SessionRow("x1", _ts(today, 9), "p", 1)], today)
     lines = resume.group_lines(groups)
     assert lines[0] == ("Today", "bold") and lines[1][0].startswith("   1. 09:00  p")
+
+
+def test_only_known_words_or_nothing_answer_an_approval() -> None:
+    from clients.cli.repl.state import is_approval_answer
+
+    assert all(is_approval_answer(w) for w in ("", "  ", "y", "YES", "a", "n", "no", "s", "stop"))
+    assert not is_approval_answer("also fix the docs please")
