@@ -38,6 +38,14 @@ class MemoryClient(Protocol):
 
     async def constraints(self, workspace: str, max_chars: int, timeout_seconds: float) -> str: ...
 
+    async def existing_notes(self, workspace: str, limit: int, timeout_seconds: float) -> list[tuple[str, str]]:
+        """``(id, text)`` of recent notes, for the harvest extractor to update instead of duplicate."""
+        ...
+
+    async def reconcile(self, workspace: str, candidates: list[dict[str, Any]], timeout_seconds: float) -> int:
+        """Send harvested candidates (NoteCandidate fields by name); returns how many were applied."""
+        ...
+
 
 @dataclass(frozen=True)
 class McpCatalog:

@@ -38,6 +38,11 @@ class LoopConfig:
     """Offer mcp_call through the MCP gateway."""
     traces: bool = True
     """Write turn traces under .ai-coding/traces/."""
+    harvest: bool = False
+    """After each turn, extract durable notes with one model call and send them to memory.
+    Off by default for now: scripted test models would receive the extra request."""
+    harvest_timeout_seconds: float = 60.0
+    """Budget of one harvest (model call + reconcile)."""
 
 
 class ModelFactory:
@@ -73,6 +78,8 @@ def build_deps(config: Config) -> LoopDeps:
         traces=loop.traces,
         source_of=config.source_of,
         config_data=config.data,
+        harvest=loop.harvest and loop.memory,
+        harvest_timeout_seconds=loop.harvest_timeout_seconds,
     )
 
 

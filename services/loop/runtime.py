@@ -18,6 +18,7 @@ from services.loop.approvals import Decision, Resolution
 from services.loop.dispatch import DispatchContext
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import EventLog
+from services.loop.harvest import harvest_quietly
 from services.loop.local_tools import AuxiliaryError, McpClient, MemoryClient, local_tools
 from services.loop.pipeline import Turn
 from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
@@ -62,6 +63,10 @@ class LoopDeps:
     source_of: Callable[[str], str] = lambda dotted: "default"
     """Which config layer set a dotted key (for /config)."""
     config_data: dict[str, Any] = field(default_factory=dict)
+    harvest: bool = False
+    """Run the memory harvest after each turn (one extra model call, in the background)."""
+    harvest_timeout_seconds: float = 60.0
+    """Budget of one harvest (model call + reconcile)."""
     """The merged configuration as loaded (for /config; secrets are masked when shown)."""
 
 
@@ -87,6 +92,7 @@ class SessionRuntime:
         self.task: asyncio.Task[None] | None = None
         self.warnings: list[str] = []
         self.tools_attached = False
+        self.harvest_task: asyncio.Task[None] | None = None
         self.attached = 0  # streams currently following this session
         self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
         self.mcp_permissions: dict[str, str] = {}
@@ -168,6 +174,7 @@ class SessionRuntime:
                 if self.trace is not None:
                     self.trace.start_turn(self.session.turns)
                 await self.turn.run()
+                self._start_harvest()
         except Exception as exc:
             log.exception("turn of session %s crashed", self.session.id)
             if self.turn is not None and not self.turn.finished:  # clients must still see an end
@@ -178,6 +185,26 @@ class SessionRuntime:
             self.turn = None
             self.task = None
             self.events.wake()
+
+    def _start_harvest(self) -> None:
+        memory = self.deps.memory
+        if not self.deps.harvest or memory is None or self.harvest_task is not None:
+            return
+        start, messages = self.session.harvest_cursor, list(self.session.messages)
+        if start >= len(messages):
+            return
+
+        async def run() -> None:
+            try:
+                ok = await harvest_quietly(self.model, memory, self.session.workspace, self.session.id,
+                                           messages, start, self.deps.harvest_timeout_seconds)
+                if ok:
+                    self.session.harvest_cursor = len(messages)
+                    self.save()
+            finally:
+                self.harvest_task = None
+
+        self.harvest_task = asyncio.create_task(run())
 
     # -- client messages --
 
@@ -211,6 +238,8 @@ class SessionRuntime:
     async def stop(self, reason: str) -> None:
         """End a running turn with ``reason`` (service shutdown) and save."""
         self.queue.clear()
+        if self.harvest_task is not None:
+            self.harvest_task.cancel()
         task, turn = self.task, self.turn
         if task is not None and turn is not None:
             turn.stop_reason = reason

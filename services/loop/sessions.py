@@ -66,6 +66,8 @@ class Session:
     turns: int = 0
     allowed_tools: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    harvest_cursor: int = 0
+    """Messages before this index were already offered to the memory harvest."""
 
     def preview(self) -> str:
         """The first user message, at most 80 characters."""
@@ -91,6 +93,7 @@ class Session:
             "turns": self.turns,
             "allowedTools": self.allowed_tools,
             "usage": self.usage,
+            "harvestCursor": self.harvest_cursor,
         }
 
     def apply_meta(self, meta: dict[str, Any]) -> None:
@@ -103,6 +106,7 @@ class Session:
         self.turns = int(meta.get("turns", self.turns))
         self.allowed_tools = list(meta.get("allowedTools") or self.allowed_tools)
         self.usage = dict(meta.get("usage") or self.usage)
+        self.harvest_cursor = int(meta.get("harvestCursor", self.harvest_cursor))
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----

@@ -33,3 +33,33 @@ def test_a_memory_service_that_is_down_degrades_and_the_turn_completes(make_stac
     assert status_name(finished(events)) == "completed"
     degraded = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
     assert "memory_constraints" in [d.component for d in degraded]
+
+
+def test_after_a_turn_the_harvest_extracts_a_note_into_memory_without_delaying_the_turn(
+        make_stack: Callable[..., LoopStack]) -> None:
+    import time
+
+    import grpc
+    from ai_coding.v1 import memory_pb2, memory_pb2_grpc
+
+    stack = make_stack([
+        {"match": "we indent", "text": "Understood: tabs."},
+        {"match": "user: we indent", "text": '[{"text": "The project indents Python code with tabs, not spaces.", '
+                                            '"kind": "convention", "importance": 4}]'},
+    ], memory="service", loop={"harvest": True})
+    sid, events = stack.turn("we indent Python with tabs in this project")
+    assert finished(events).text == "Understood: tabs."
+    channel = grpc.insecure_channel(stack.memory.address.replace("unix://", "unix:"))
+    notes_stub = memory_pb2_grpc.MemoryStub(channel)
+    deadline = time.monotonic() + 30
+    texts: list[str] = []
+    while time.monotonic() < deadline and not texts:
+        notes = notes_stub.ListNotes(memory_pb2.ListNotesRequest(workspace=str(stack.workspace)), timeout=10).notes
+        texts = [n.text for n in notes]
+        time.sleep(0.1)
+    channel.close()
+    assert texts == ["The project indents Python code with tabs, not spaces."]
+    deadline = time.monotonic() + 10
+    while stack.runtime.sessions[sid].session.harvest_cursor != 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stack.runtime.sessions[sid].session.harvest_cursor == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
@@ -61,6 +63,26 @@ class GrpcMemoryClient:
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
         return str(response.block)
+
+
+    async def existing_notes(self, workspace: str, limit: int, timeout_seconds: float) -> list[tuple[str, str]]:
+        try:
+            response = await self._stub.ListNotes(memory_pb2.ListNotesRequest(workspace=workspace, limit=limit),
+                                                  timeout=timeout_seconds, metadata=call_metadata())
+        except grpc.RpcError as err:
+            raise AuxiliaryError("memory", _reason(err)) from None
+        return [(note.id, note.text) for note in response.notes]
+
+    async def reconcile(self, workspace: str, candidates: list[dict[str, Any]], timeout_seconds: float) -> int:
+        fields = set(memory_pb2.NoteCandidate.DESCRIPTOR.fields_by_name)
+        notes = [memory_pb2.NoteCandidate(**{k: v for k, v in c.items() if k in fields}) for c in candidates]
+        try:
+            response = await self._stub.Reconcile(
+                memory_pb2.ReconcileRequest(workspace=workspace, candidates=notes, extractor="harvest"),
+                timeout=timeout_seconds, metadata=call_metadata())
+        except grpc.RpcError as err:
+            raise AuxiliaryError("memory", _reason(err)) from None
+        return sum(1 for o in response.outcomes if not o.rejected_reason)
 
 
 def _reason(err: grpc.RpcError) -> str:

@@ -215,10 +215,13 @@ def make_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated
     stacks: list[LoopStack] = []
 
     def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool = False, memory: str = "",
-             mcp_servers: list[dict[str, Any]] | None = None, **ai: Any) -> LoopStack:
+             mcp_servers: list[dict[str, Any]] | None = None, loop: dict[str, Any] | None = None,
+             **ai: Any) -> LoopStack:
         if script is not None:
             fake.load_script(script)
-        stack = LoopStack(short_dir, workspace, fake, model_config(fake.url, **ai), with_tools, memory, mcp_servers)
+        config = model_config(fake.url, **ai)
+        config["loop"].update(loop or {})
+        stack = LoopStack(short_dir, workspace, fake, config, with_tools, memory, mcp_servers)
         stacks.append(stack)
         return stack
 
