@@ -41,11 +41,13 @@ REPLY = f"{TOKEN} and the rest of a short answer."
 
 
 def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def bench_model(url: str, runs: int) -> list[float]:
+    """Raw streaming requests to the fake model: seconds to the first content chunk."""
     body = json.dumps({"model": "fake-model", "stream": True,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
     times = []
@@ -184,6 +186,7 @@ def bench_renderer(deltas: int = 20_000) -> float:
 
 
 def main() -> None:
+    """Start a private stack, run the interleaved measurements, print the figures."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()

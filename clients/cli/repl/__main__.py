@@ -9,6 +9,7 @@ from clients.cli.repl import run_repl
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse ``-w``, ``--session``, ``--attach`` and run the REPL; the exit code."""
     parser = argparse.ArgumentParser(prog="python -m clients.cli.repl", description="the interactive client")
     parser.add_argument("-w", "--workspace", default=None, help="workspace root (default: current dir)")
     parser.add_argument("--session", default=None, help="session id or unique prefix to continue")

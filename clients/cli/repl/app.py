@@ -478,6 +478,7 @@ class Repl:
     # ---- answers, interrupts, keys ----
 
     def answer_approval(self, decision: int) -> None:
+        """Send ``decision`` for the pending approval (once; later keys find nothing pending)."""
         pending = self.renderer.pending_approval
         stream = self._control_stream()
         if pending is None or stream is None:
@@ -488,6 +489,7 @@ class Repl:
         self._invalidate()
 
     def answer_question(self, answer: str) -> None:
+        """Send ``answer`` to the pending ask_user question."""
         pending = self.renderer.pending_question
         stream = self._control_stream()
         if pending is None or stream is None:
@@ -517,6 +519,7 @@ class Repl:
             self._lines.put_nowait(None)
 
     def interrupt(self, scope: int, note: str) -> None:
+        """Ask the loop to cancel the tool batch or the turn, and say so."""
         stream = self._control_stream()
         if stream is None:
             return
@@ -564,6 +567,7 @@ class Repl:
         self.renderer.print(text)
 
     def note(self, text: str) -> None:
+        """A dim one-line note from the client itself (cut, never wrapped)."""
         self.renderer.print(literal(f"  {text}", "dim"), wrap=False)
 
     def _error(self, text: str) -> None:

@@ -140,4 +140,5 @@ class LoopClient:
         return TurnStream(self.stub, first)
 
     async def close(self) -> None:
+        """Close the channel (open streams end)."""
         await self._channel.close()

@@ -55,12 +55,14 @@ class Timings:
         self.line = ""
 
     def mark(self, name: str) -> None:
+        """Record when ``name`` happened (the first time only, per turn)."""
         if self.path and name not in self.marks:
             self.marks[name] = time.perf_counter()
             if name == "key":
                 self.marks["key_wall"] = time.time()
 
     def drawn(self) -> None:
+        """The prompt area was redrawn: after the first text delta, write the turn's row."""
         marks = self.marks
         if not self.path or "event" not in marks or "drawn" in marks:
             return
@@ -73,6 +75,7 @@ class Timings:
             fh.write(json.dumps(row) + "\n")
 
     def reset(self, line: str) -> None:
+        """Start timing the turn that ``line`` starts."""
         self.marks = {}
         self.line = line
 
@@ -84,6 +87,7 @@ class SlashCompleter(Completer):
         self._repl = repl
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
+        """Commands while the first word is typed; saved sessions after ``/resume ``."""
         text = document.text_before_cursor
         if not text.startswith("/"):
             return
