@@ -281,7 +281,8 @@ def tool_message(outcome: ToolOutcome) -> dict[str, Any]:
         text = f"{text[:half]}\n[... {len(text) - MAX_RESULT_CHARS} chars cut ...]\n{text[-half:]}"
     if not outcome.ok and outcome.error_code and not text.startswith(outcome.error_code):
         text = f"{outcome.error_code}: {text}"
-    return {"role": "tool", "tool_call_id": outcome.call_id, "content": text}
+    # "_ok" is private (never sent, not saved): the harvest reads it to tell tool evidence from talk.
+    return {"role": "tool", "tool_call_id": outcome.call_id, "content": text, "_ok": outcome.ok}
 
 
 def arguments_digest(arguments_json: str) -> str:

@@ -43,12 +43,8 @@ def render_excerpt(messages: list[Message]) -> str:
 
 
 def evidence_of(messages: list[Message]) -> str:
-    """``tool`` when a tool call in these messages succeeded (a result without an error code), else ``model``."""
-    for message in messages:
-        if message.get("role") == "tool" and not str(message.get("content") or "").split(":", 1)[0].endswith(
-                ("_error", "denied", "unavailable", "invalid_arguments", "unknown_tool", "cancelled_by_user")):
-            return "tool"
-    return "model"
+    """``tool`` when a tool call in these messages succeeded, else ``model`` (spec: note evidence)."""
+    return "tool" if any(m.get("role") == "tool" and m.get("_ok") for m in messages) else "model"
 
 
 async def harvest(model: ModelClient, memory: MemoryClient, workspace: str, session_id: str,
