@@ -112,7 +112,7 @@ def _spawn_supervisor(setup: Setup) -> subprocess.Popen[bytes]:
     logfile = setup.rdir / "logs" / "supervisor.log"
     with open(logfile, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "clients.cli.main", "up", "--foreground"],
+            [sys.executable, "-m", "clients.cli.supervise"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     # A long-lived client (demo, REPL) that started the supervisor reaps it when it exits.

@@ -23,16 +23,12 @@ def up(
     """Start the four services in the background and wait until each is SERVING."""
     from clients.cli import control
 
+    if foreground:
+        from clients.cli.supervise import main as supervise
+
+        raise typer.Exit(supervise())
     with cli_errors("up"):
         setup = control.resolve()
-        if foreground:
-            from clients.cli.supervisor import LockHeld, run_foreground
-
-            try:
-                raise typer.Exit(run_foreground(setup.rdir, setup.supervisor,
-                                                {n: str(e) for n, e in setup.endpoints.items()}))
-            except LockHeld as exc:
-                raise fail("up", str(exc)) from None
         started = control.start(setup, timeout=timeout)
         report = control.status_report(setup)
     print("services started:" if started else "services already running:")
