@@ -87,6 +87,11 @@ def test_a_second_supervisor_on_the_same_runtime_dir_is_refused_with_a_clear_mes
     assert second.returncode == 2
     assert f"another supervisor (pid {proc.pid}) already runs on {setup.rdir}" in err
     assert "Traceback" not in err
+    via_cli = subprocess.run([sys.executable, "-m", "clients.cli.main", "up", "--foreground"], capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert via_cli.returncode == 2
+    assert via_cli.stderr.strip() == (f"ai-coding up: another supervisor (pid {proc.pid}) already runs on "
+                                      f"{setup.rdir}; use `ai-coding status` to see it or `ai-coding down` to stop it")
     assert _all_serving(setup)
 
 
