@@ -35,6 +35,8 @@ from services.mcp_gateway.settings import ServerSettings
 
 log = logging.getLogger("ai_coding.mcp_gateway.supervisor")
 
+CLOSE_BOUND_S = 8.0
+
 
 class ServerSupervisor:
     """Keeps one server connected for as long as the gateway runs."""
@@ -81,8 +83,14 @@ class ServerSupervisor:
         done, _ = await asyncio.wait({task}, timeout=grace)
         if not done:
             task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+            # The SDK's stdio shutdown is shielded and bounded (~7 s: stdin close, SIGTERM,
+            # SIGKILL); never wait without a bound, and never swallow our caller's cancel.
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_BOUND_S)
+        if not done:
+            log.warning("owner of mcp server %s did not stop within %gs", self.settings.name, CLOSE_BOUND_S)
+            return
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("owner of mcp server %s ended with %r", self.settings.name, task.exception())
 
     def reconnect_now(self) -> None:
         """Drop the current session (if any) and try again without waiting for the backoff."""
