@@ -259,3 +259,14 @@ def test_a_server_that_dies_at_startup_is_failed_with_its_last_stderr_line(gatew
             await gw.wait_state("demo", CONNECTED)
 
     asyncio.run(scenario())
+
+
+def test_a_disabled_server_is_listed_but_never_started(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([demo_server("off", disabled=True)]) as gw:
+            status = (await gw.servers())["off"]
+            assert status.state == pb.SERVER_STATE_DISABLED and status.attempts == 0
+            _, result = await gw.call("off", "echo", '{"text": "x"}')
+            assert not result.ok and "disabled" in result.error.hint
+
+    asyncio.run(scenario())
