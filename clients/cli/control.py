@@ -184,6 +184,9 @@ def start(setup: Setup, timeout: float = 20.0) -> bool:
 
 def stop(setup: Setup) -> bool:
     """Stop the supervisor and everything it runs; False when nothing was running."""
+    if supervisor_running(setup.rdir):
+        # A supervisor that has just taken the lock writes its pid file a moment later.
+        wait_until(lambda: read_pid(setup.rdir) is not None, 5)
     state = read_state(setup.rdir)
     pid = read_pid(setup.rdir) or (state.pid if state else None)
     if supervisor_running(setup.rdir) and pid:
