@@ -210,3 +210,26 @@ def test_auto_approve_allows_warn_but_a_hard_denied_command_is_still_refused(
     codes = [r.result.error.code for r in results(events)]
     assert codes == ["permission_denied", ""]
     assert (workspace / "ok.txt").read_text() == "fine\n"
+
+
+def test_a_second_client_attached_to_the_session_can_answer_the_approval_and_both_see_the_same_events(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack([
+        {"match": "make", "tool_calls": [{"name": "write", "arguments": {"path": "b.txt", "content": "B\n"}}]},
+        {"match": "b.txt", "text": "Made it."},
+    ], with_tools=True)
+    sid = stack.open(auto_approve=False, interactive=True).session_id
+    first = stack.start(sid, "make a file")
+    first_events: list[loop_pb2.TurnEvent] = []
+    for event in first:
+        first_events.append(event)
+        if event.WhichOneof("event") == "approval_requested":
+            break
+    second = stack.attach(sid, 0)
+    second_events = second.drain(reply_to_approvals(loop_pb2.APPROVAL_DECISION_ALLOW_ONCE))
+    first_events += list(first)
+    assert [e.seq for e in first_events] == [e.seq for e in second_events]
+    assert status_name(finished(first_events)) == "completed"
+    resolved = [e.approval_resolved for e in first_events if e.WhichOneof("event") == "approval_resolved"]
+    assert resolved[0].decision == loop_pb2.APPROVAL_DECISION_ALLOW_ONCE and resolved[0].source == "user"
+    assert (workspace / "b.txt").read_text() == "B\n"
