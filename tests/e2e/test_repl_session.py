@@ -549,15 +549,8 @@ def test_the_repl_survives_a_loop_restart_and_the_next_turn_works(stack: Stack, 
     term.expect("● completed")
     old_pid = _loop_status(stack)["pid"]
     os.kill(old_pid, signal.SIGKILL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        status = _loop_status(stack)
-        if status["pid"] not in (None, old_pid) and status["health"] == "SERVING":
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("the supervisor did not restart the loop")
-    term.line("second")
+    term.line("second")  # at once: the REPL keeps sending the Start until the restarted loop takes it
     out = plain(term.expect("● completed"))
     assert "after the restart" in out
     assert "Traceback" not in plain(term.seen)
+    assert _loop_status(stack)["pid"] != old_pid

@@ -44,6 +44,9 @@ _PARTIAL_SHOWN = 2000
 FOLLOW_POLL_SECONDS = 0.3
 # ... backing off to this while nothing happens (a turn another client starts shows within it).
 FOLLOW_POLL_MAX_SECONDS = 1.0
+# How long a turn's Start is retried while the loop service is restarting (the supervisor's
+# restart measured 1-4 s here, under load).
+START_RETRY_SECONDS = 15.0
 
 
 class Repl:
@@ -329,6 +332,15 @@ class Repl:
         self.turn_running = False
         self._invalidate()
 
+    async def _can_resend(self, err: ClientError, deadline: float) -> bool:
+        """Whether a Start that failed with ``err`` before any event may be sent again now."""
+        if time.monotonic() >= deadline:
+            return False
+        if err.reason == "service_unavailable":
+            await asyncio.sleep(0.3)
+            return True
+        return err.reason == "session_not_found" and await self._reopen()
+
     async def _reopen(self) -> bool:
         """Open the current session again (a restarted loop service forgot it); False if that fails."""
         try:
@@ -345,11 +357,13 @@ class Repl:
             return self._turn_stream
         return self._follower
 
-    async def _follow_turn(self, stream: TurnStream, text: str = "") -> None:
+    async def _follow_turn(self, stream: TurnStream, text: str = "", retry_until: float = 0.0) -> None:
         """Read a turn stream until the turn and every input queued behind it have finished.
 
-        ``text`` is the input that started it: when a restarted loop no longer has the session
-        open, the session is re-opened and the input sent once more (nothing typed is lost).
+        ``text`` is the input that started it. When the Start never reached a loop (the service is
+        restarting: UNAVAILABLE before any event) it is sent again for up to
+        ``START_RETRY_SECONDS``; when a restarted loop no longer has the session open, the session
+        is re-opened and the input sent once more. Nothing typed is lost.
         """
         received = False
         try:
@@ -359,11 +373,12 @@ class Repl:
                 if event.WhichOneof("event") == "turn_finished" and not self.queued:
                     break
         except ClientError as err:
-            if text and not received and err.reason == "session_not_found" and await self._reopen():
+            deadline = retry_until or time.monotonic() + START_RETRY_SECONDS
+            if text and not received and await self._can_resend(err, deadline):
                 stream.close()
                 retry = self.client.start(self.session_id, text)
                 self._turn_stream = retry
-                await self._follow_turn(retry)
+                await self._follow_turn(retry, text, deadline)
                 return
             self._error(str(err))
             self.turn_running = False
