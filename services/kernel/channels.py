@@ -24,11 +24,14 @@ class _Metadata(grpc.AuthMetadataPlugin):  # type: ignore[misc]
         callback((("authorization", f"Bearer {self._token}"),), None)
 
 
-def aio_channel(endpoint: Endpoint) -> grpc.aio.Channel:
-    """An aio channel to ``endpoint`` (TLS + token for TCP)."""
+def aio_channel(endpoint: Endpoint, options: list[tuple[str, object]] | None = None) -> grpc.aio.Channel:
+    """An aio channel to ``endpoint`` (TLS + token for TCP); ``options`` add channel arguments."""
+    extra = list(options or [])
     if endpoint.scheme == "unix":
-        return grpc.aio.insecure_channel(endpoint.grpc_target, options=_OPTIONS)
-    return grpc.aio.secure_channel(endpoint.grpc_target, _tcp_credentials(endpoint), options=_tcp_options(endpoint))
+        return grpc.aio.insecure_channel(endpoint.grpc_target, options=[*_OPTIONS, *extra])
+    return grpc.aio.secure_channel(
+        endpoint.grpc_target, _tcp_credentials(endpoint), options=[*_tcp_options(endpoint), *extra]
+    )
 
 
 def sync_channel(endpoint: Endpoint) -> grpc.Channel:

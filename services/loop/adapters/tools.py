@@ -184,13 +184,7 @@ def _channel(endpoint: Endpoint) -> grpc.aio.Channel:
     """A channel with its own subchannel pool: gRPC shares subchannels (and their reconnect
     backoff) between channels to one target, so a fresh channel would otherwise still wait out
     the old one's backoff after the tools service comes back."""
-    if endpoint.scheme != "unix":
-        return aio_channel(endpoint)  # TLS + token; see the report: kernel should take options
-    return grpc.aio.insecure_channel(endpoint.grpc_target, options=[
-        ("grpc.use_local_subchannel_pool", 1),
-        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-        ("grpc.max_send_message_length", 64 * 1024 * 1024),
-    ])
+    return aio_channel(endpoint, options=[("grpc.use_local_subchannel_pool", 1)])
 
 
 def _rpc_failure(err: grpc.RpcError, call_id: str, tool: str, started: float) -> ToolOutcome:
