@@ -227,10 +227,12 @@ async def _run_local(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
         if call.name == "ask_user":
             return await _ask_user(ctx, call, args)
         if call.name == "memory_search" and ctx.memory is not None:
-            text = await ctx.memory.search(ctx.workspace, str(args.get("query", "")), int(args.get("k") or 5), timeout)
-            return ToolOutcome(call.id, call.name, True, text)
+            recalled = await ctx.memory.search(ctx.workspace, args, timeout)
+            if recalled.timed_out:
+                ctx.on_degraded("memory_recall", "recall ran past its time budget; hits returned as ranked")
+            return ToolOutcome(call.id, call.name, True, recalled.text)
         if call.name == "memory_write" and ctx.memory is not None:
-            text = await ctx.memory.write(ctx.workspace, str(args.get("text", "")), str(args.get("kind", "")), timeout)
+            text = await ctx.memory.write(ctx.workspace, args, timeout)
             return ToolOutcome(call.id, call.name, True, text)
         if call.name == "mcp_call" and ctx.mcp is not None:
             out = await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")),
@@ -238,6 +240,8 @@ async def _run_local(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
                                      lambda c: ctx.emit("tool_chunk", call_id=call.id, stream=c.stream, text=c.text))
             out.call_id, out.tool = call.id, call.name
             return out
+    except ValueError as err:  # the memory tools' argument validation says what to send instead
+        return error_outcome(call.id, call.name, "invalid_arguments", str(err))
     except AuxiliaryError as err:
         ctx.on_degraded(err.component, err.reason)
         return error_outcome(call.id, call.name, f"{err.component}_unavailable",

@@ -1,6 +1,8 @@
 """Tools the loop answers itself: ask_user, tool_search, memory_*, mcp_call.
 
 Their schemas are kept short on purpose (every byte is paid on every step);
+memory_* and mcp_call use the schemas their services define (pure modules, no
+SDK or storage import);
 the ones a model rarely needs are deferred and only sent after ``tool_search``
 loaded them. Memory and MCP are auxiliary: when their service fails the call
 gets an error result and the turn emits a Degraded event, never a failure.
@@ -16,6 +18,8 @@ from typing import Any, Protocol
 
 from services.loop.ports import ToolChunkEvent, ToolOutcome
 from services.loop.tasks import TODO_WRITE_TOOL
+from services.mcp_gateway.tool_schema import MCP_CALL_SCHEMA
+from services.memory.tools_schema import MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA
 
 ToolDict = dict[str, Any]
 
@@ -29,12 +33,24 @@ class AuxiliaryError(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class MemorySearchResult:
+    """What ``memory_search`` gives the model, and whether recall ran past its budget."""
+
+    text: str
+    timed_out: bool = False
+
+
 class MemoryClient(Protocol):
-    """The memory service as the loop uses it."""
+    """The memory service as the loop uses it.
 
-    async def search(self, workspace: str, query: str, k: int, timeout_seconds: float) -> str: ...
+    ``search`` and ``write`` take the model's arguments as sent; invalid ones raise
+    ``ValueError`` with a sentence that says what to send instead.
+    """
 
-    async def write(self, workspace: str, text: str, kind: str, timeout_seconds: float) -> str: ...
+    async def search(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> MemorySearchResult: ...
+
+    async def write(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> str: ...
 
     async def constraints(self, workspace: str, max_chars: int, timeout_seconds: float) -> str: ...
 
@@ -95,20 +111,18 @@ TOOL_SEARCH = _tool(
     "tool_search", "Find and load tools not listed yet (background jobs, memory_write, MCP). Query: keywords.",
     {"query": {"type": "string"}}, ["query"],
 )
-MEMORY_SEARCH = _tool(
-    "memory_search", "Search long-term notes about this project.",
-    {"query": {"type": "string"}, "k": {"type": "integer"}}, ["query"],
-)
-MEMORY_WRITE = _tool(
-    "memory_write", "Store a durable fact, decision or preference for later sessions.",
-    {"text": {"type": "string"}, "kind": {"type": "string", "enum": ["fact", "decision", "preference"]}},
-    ["text"], deferred=True,
-)
-MCP_CALL = _tool(
-    "mcp_call", "Call a tool of a connected MCP server (see <mcp-catalog>).",
-    {"server": {"type": "string"}, "tool": {"type": "string"}, "input": {"type": "object"}},
-    ["server", "tool"], deferred=True, permission="warn",
-)
+
+
+def _local(schema: ToolDict, *, deferred: bool = False, permission: str = "allow") -> ToolDict:
+    """A tool schema owned by another package, marked as answered by the loop."""
+    return {**schema, "x-permission": permission, "x-parallel-safe": False, "x-deferred": deferred,
+            "x-local": True}
+
+
+# The memory service and the MCP gateway own these schemas (every parameter the spec gives them).
+MEMORY_SEARCH = _local(MEMORY_SEARCH_SCHEMA)
+MEMORY_WRITE = _local(MEMORY_WRITE_SCHEMA, deferred=True)
+MCP_CALL = _local(MCP_CALL_SCHEMA, deferred=True, permission="warn")
 
 LOCAL_TOOL_NAMES = frozenset({"ask_user", "tool_search", "memory_search", "memory_write", "mcp_call", "todo_write"})
 

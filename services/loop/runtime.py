@@ -325,7 +325,7 @@ class SessionRuntime:
         if self.deps.memory is not None:
             try:
                 block = await asyncio.wait_for(
-                    self.deps.memory.constraints(self.session.workspace, 2000, budget), budget + 0.5)
+                    self.deps.memory.constraints(self.session.workspace, 0, budget), budget + 0.5)
                 parts["memory-constraints"] = _untag(block, "memory-constraints")
             except (AuxiliaryError, TimeoutError) as err:
                 emit("degraded", component="memory_constraints", reason=_why(err))

@@ -63,3 +63,30 @@ def test_after_a_turn_the_harvest_extracts_a_note_into_memory_without_delaying_t
     while stack.runtime.sessions[sid].session.harvest_cursor != 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert stack.runtime.sessions[sid].session.harvest_cursor == 2
+
+
+def test_memory_search_filters_reach_the_service_and_bad_arguments_come_back_naming_the_field(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "remember", "tool_calls": [{"name": "tool_search", "arguments": {"query": "memory write"}}]},
+        {"match": "memory_write", "tool_calls": [
+            {"name": "memory_write", "arguments": {"text": "Every release is tagged from the main branch only.",
+                                                    "kind": "decision"}},
+            {"name": "memory_write", "arguments": {"text": "The release script lives in tools/release.sh.",
+                                                    "kind": "fact"}}]},
+        {"match": "stored", "text": "Noted both."},
+        # kind=decision must exclude the fact that shares the query's words.
+        {"match": "which release", "tool_calls": [{"name": "memory_search", "arguments": {
+            "query": "release", "kind": "decision"}}]},
+        {"match": "tagged from the main branch", "tool_calls": [{"name": "memory_search", "arguments": {
+            "query": "release", "k": "three"}}]},
+        {"match": "`k` must be an integer", "text": "Releases are tagged from main."},
+    ], memory="service")
+    sid, events = stack.turn("remember two things about releases")
+    assert status_name(finished(events)) == "completed", finished(events).reason
+    _, events = stack.turn("which release rule was decided?", session_id=sid)
+    assert status_name(finished(events)) == "completed", finished(events).reason
+    results = [e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished"]
+    assert "tagged from the main branch" in results[0].output
+    assert "tools/release.sh" not in results[0].output
+    assert not results[1].ok and results[1].error.code == "invalid_arguments"

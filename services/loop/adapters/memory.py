@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import grpc
@@ -9,7 +10,8 @@ from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
-from services.loop.local_tools import AuxiliaryError
+from services.loop.local_tools import AuxiliaryError, MemorySearchResult
+from services.memory.tools_schema import parse_search_args, parse_write_args
 
 
 class GrpcMemoryClient:
@@ -32,19 +34,34 @@ class GrpcMemoryClient:
         if self._channel is not None:
             await self._channel.close()
 
-    async def search(self, workspace: str, query: str, k: int, timeout_seconds: float) -> str:
-        request = memory_pb2.RecallRequest(workspace=workspace, query=query, k=k, timeout_seconds=timeout_seconds)
+    async def search(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> MemorySearchResult:
+        q = parse_search_args(args)  # ValueError names the bad argument
+        request = memory_pb2.RecallRequest(
+            workspace=workspace, query=q.query, k=q.k, kind=q.kind, evidence=q.evidence, scope=q.scope,
+            scene=q.scene, since_days=q.since_days, include_near_misses=q.include_near_misses,
+            timeout_seconds=timeout_seconds,
+        )
         try:
             response = await self._stub.Recall(request, timeout=timeout_seconds + 1.0, metadata=call_metadata())
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
-        return response.rendered or "no matching notes"
+        try:
+            diagnostics = json.loads(response.diagnostics_json or "{}")
+        except ValueError:
+            diagnostics = {}
+        timed_out = bool(isinstance(diagnostics, dict) and diagnostics.get("timed_out"))
+        return MemorySearchResult(response.rendered or "no matching notes", timed_out=timed_out)
 
-    async def write(self, workspace: str, text: str, kind: str, timeout_seconds: float) -> str:
-        note = memory_pb2.NoteCandidate(text=text, kind=kind or "fact", evidence="model")
+    async def write(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> str:
+        c = parse_write_args(args)  # ValueError names the bad argument
+        note = memory_pb2.NoteCandidate(
+            text=c.text, kind=c.kind, importance=c.importance, target_id=c.target_id, scene=c.scene,
+            evidence=c.evidence or "model", scope=c.scope,
+            action=memory_pb2.ReconcileAction.Value(f"RECONCILE_ACTION_{c.action.name}"),
+        )
         try:
             response = await self._stub.WriteNote(
-                memory_pb2.WriteNoteRequest(workspace=workspace, note=note),
+                memory_pb2.WriteNoteRequest(workspace=workspace, note=note, extractor="memory_write"),
                 timeout=timeout_seconds, metadata=call_metadata(),
             )
         except grpc.RpcError as err:
