@@ -48,7 +48,9 @@ class TurnStream:
     def __init__(self, stub: loop_pb2_grpc.AgentLoopStub, first: loop_pb2.ClientMessage) -> None:
         self._outbox: asyncio.Queue[loop_pb2.ClientMessage | None] = asyncio.Queue()
         self._outbox.put_nowait(first)
-        self._call = stub.Converse(self._requests())
+        # ConverseBatched: one message carries every event ready at that moment (a fast text
+        # stream is a few messages instead of hundreds); the events inside are the same, in order.
+        self._call = stub.ConverseBatched(self._requests())
         self.closed = False
 
     async def _requests(self) -> AsyncIterator[loop_pb2.ClientMessage]:
@@ -66,8 +68,9 @@ class TurnStream:
     async def events(self) -> AsyncIterator[loop_pb2.TurnEvent]:
         """The events the loop sends until it ends the stream; errors become ``ClientError``."""
         try:
-            async for event in self._call:
-                yield event
+            async for batch in self._call:
+                for event in batch.events:
+                    yield event
         except grpc.aio.AioRpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 raise _error(err, "the turn stream broke") from None
