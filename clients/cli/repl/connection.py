@@ -17,9 +17,9 @@ from services.kernel.endpoints import Endpoint
 from services.kernel.errors import AiCodingError, reason_of
 
 UNARY_TIMEOUT = 15.0
-_UNIX_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+# A client that stays open for hours must find a restarted loop quickly: gRPC's default
+# reconnect backoff grows to minutes, and a turn started meanwhile waited that long.
+_FAST_RECONNECT = [
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2000),
@@ -88,12 +88,7 @@ class LoopClient:
     """Typed calls to the AgentLoop service."""
 
     def __init__(self, endpoint: Endpoint) -> None:
-        if endpoint.scheme == "unix":
-            # A client that stays open for hours must find a restarted loop quickly: gRPC's default
-            # reconnect backoff grows to minutes, and a turn started meanwhile waited that long.
-            self._channel = grpc.aio.insecure_channel(endpoint.grpc_target, options=_UNIX_OPTIONS)
-        else:
-            self._channel = aio_channel(endpoint)
+        self._channel = aio_channel(endpoint, options=list(_FAST_RECONNECT))
         self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
 
     async def open_session(self, workspace: str, session_id: str = "") -> loop_pb2.OpenSessionLoopResponse:
