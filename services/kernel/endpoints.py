@@ -177,13 +177,20 @@ def endpoint_for(service: str, config: Config | None = None, env: Mapping[str, s
 
 
 def socket_in_use(path: str) -> bool:
-    """True when something accepts connections on the Unix socket ``path``."""
+    """True unless the Unix socket ``path`` is provably stale.
+
+    Only a refused connection or a missing file means no one serves it; a
+    timeout (a live listener with a full backlog) or any other error counts as
+    in use, so a busy server's socket is never deleted.
+    """
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(0.5)
     try:
         s.connect(path)
-    except OSError:
+    except (ConnectionRefusedError, FileNotFoundError):
         return False
+    except OSError:
+        return True
     finally:
         s.close()
     return True
