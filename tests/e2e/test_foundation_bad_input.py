@@ -111,3 +111,16 @@ def test_a_runtime_dir_too_deep_for_unix_sockets_is_refused_before_anything_star
     line = one_error_line(done)
     assert f"socket path {deep}/loop.sock is" in line and "at most 107" in line
     assert "AI_CODING_RUNTIME_DIR" in line
+
+
+def test_a_run_with_no_model_configured_says_how_to_configure_one(isolated_home: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    try:
+        assert cli("up").returncode == 0
+        done = cli("run", "-w", str(workspace), "hello")
+        assert done.returncode == 2, done.stderr
+        line = one_error_line(done)
+        assert line.startswith("ai-coding run: no model configured") and "ai-coding config init" in line
+    finally:
+        cli("down")
