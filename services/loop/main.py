@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from dataclasses import dataclass
 
 from ai_coding.v1 import loop_pb2_grpc
@@ -90,5 +92,11 @@ def build(config: Config) -> ServiceDef:
     def register(server: object) -> None:
         loop_pb2_grpc.add_AgentLoopServicer_to_server(AgentLoopServicer(runtime), server)
 
+    async def warm_up() -> None:
+        # The model client imports openai (~0.5 s); do it in the background once the service
+        # is SERVING, so the first turn does not pay for it (bench/loop.py: first `ai-coding run`
+        # after `up` 1.76 s vs 0.95 s warm).
+        asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "services.loop.model.client")
+
     return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register,
-                      on_shutdown=runtime.shutdown, extra={"runtime": runtime})
+                      on_start=warm_up, on_shutdown=runtime.shutdown, extra={"runtime": runtime})
