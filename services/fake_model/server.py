@@ -57,6 +57,8 @@ class RecordedRequest:
     error: str = ""
     handling_ms: float = 0.0
     overhead_ms: float = 0.0
+    client_port: int = 0
+    """The client's TCP port: equal ports on consecutive requests mean a reused connection."""
     done: bool = False
 
     @property
@@ -449,7 +451,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _begin(self, body: Any) -> RecordedRequest:
         """Log the request at once (status 0 until answered), so it is visible before the reply ends."""
-        record = RecordedRequest(self.command, self.path, body, time.time(), headers=dict(self.headers.items()))
+        record = RecordedRequest(self.command, self.path, body, time.time(), headers=dict(self.headers.items()),
+                                 client_port=int(self.client_address[1]))
         self._in_flight = _InFlight(record, time.perf_counter())
         self.server.owner._record(record)
         return record

@@ -22,12 +22,13 @@ decoded here into plain dicts for the pure ``StreamAssembler``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
@@ -113,6 +114,20 @@ def _classify(exc: Exception) -> _AttemptFailed:
     raise exc
 
 
+# How long to wait for the end of a body after [DONE]: reading it lets the HTTP client keep
+# the connection for the next step (otherwise every step pays a new connection: a TLS
+# handshake against a real provider); a server that holds the stream open is not waited for.
+DRAIN_AFTER_DONE_SECONDS = 0.25
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read what follows [DONE] (normally just the end of the chunked body), within a small budget."""
+    with contextlib.suppress(TimeoutError, httpx2.HTTPError, httpx2.StreamError):
+        async with asyncio.timeout(DRAIN_AFTER_DONE_SECONDS):
+            async for _ in lines:
+                pass
+
+
 class OpenAIModelClient:
     """A ``ModelClient`` over any OpenAI-compatible endpoint."""
 
@@ -168,8 +183,10 @@ class OpenAIModelClient:
                     self._feed(asm, completion_as_chunk(body if isinstance(body, dict) else {}), on_text, on_reasoning)
                 else:
                     decoder = SseDecoder()
-                    async for line in response.iter_lines():
+                    lines = response.iter_lines()
+                    async for line in lines:
                         if any(self._event(asm, data, on_text, on_reasoning) for _, data in decoder.feed(line)):
+                            await _drain(lines)
                             break
                     else:
                         for _, data in decoder.finish():

@@ -301,3 +301,24 @@ def test_no_request_is_sent_when_the_callers_clock_has_run_out(fake: FakeModelSe
         run_step(OpenAIModelClient(settings(fake.url)), Sink(), timeout=-0.5)
     assert err.value.reason == "timeout"
     assert fake.chat_requests == []
+
+
+def test_consecutive_streamed_steps_reuse_one_connection(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "one"}, {"text": "two", "tool_calls": [{"name": "read", "arguments": {"path": "a"}}]},
+                      {"text": "three"}])
+    client = OpenAIModelClient(settings(fake.url))
+
+    async def three_steps() -> list[str]:
+        try:
+            texts = []
+            for _ in range(3):
+                result = await client.step(USER, TOOLS, on_text=lambda _t: None, on_reasoning=lambda _t: None,
+                                           timeout_seconds=30)
+                texts.append(result.text)
+            return texts
+        finally:
+            await client.close()
+
+    assert asyncio.run(three_steps()) == ["one", "two", "three"]
+    ports = {r.client_port for r in fake.chat_requests}
+    assert len(fake.chat_requests) == 3 and len(ports) == 1, ports
