@@ -25,14 +25,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("", "ask the model to review the current git diff"),
     "config": ("", "the effective configuration"),
     "compact": ("", "compact the history now"),
-    "memory": ("[query]", "long-term memory notes"),
+    "memory": ("[search|show|pin|unpin|forget]", "long-term memory notes by kind; search, show, pin, forget one"),
     "trace": ("", "trace summary of the last turn"),
     "budget": ("", "token ledger of this session"),
     "last": ("", "full arguments and output of the last tool call (Ctrl-Y copies them)"),
     "thinking": ("", "expand the last turn's folded reasoning"),
-    "mcp": ("", "MCP servers and their state"),
+    "mcp": ("[retry <name>]", "MCP servers: state, tools, failure reason; retry one now"),
     "clear": ("", "start a new session (the old one stays resumable)"),
     "quit": ("", "exit"),
+}
+
+# Command -> its subcommands as (name with argument hint, one-line help), for completion.
+SUBCOMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "memory": (
+        ("search <words>", "ranked search (not counted as the model's use)"),
+        ("show <id>", "every field of a note (an id prefix will do)"),
+        ("pin <id>", "always in the constraints block, never evicted"),
+        ("unpin <id>", "remove the pin"),
+        ("forget <id>", "delete a note (asks y/N first)"),
+    ),
+    "mcp": (("retry <name>", "reconnect a server now and show its new state"),),
 }
 
 ALIASES: dict[str, str] = {"h": "help", "q": "quit", "exit": "quit", "?": "help"}
@@ -108,6 +120,12 @@ def completions(prefix: str) -> list[tuple[str, str]]:
     """Commands starting with ``prefix`` (without the slash) as (``/name args``, help) pairs."""
     return [(f"/{name}" + (f" {hint}" if hint else ""), doc)
             for name, (hint, doc) in COMMANDS.items() if name.startswith(prefix.lower())]
+
+
+def subcommand_completions(command: str, prefix: str) -> list[tuple[str, str]]:
+    """Subcommands of ``command`` starting with ``prefix`` as (``name hint``, help) pairs."""
+    return [(shown, doc) for shown, doc in SUBCOMMANDS.get(command, ())
+            if shown.startswith(prefix.lower())]
 
 
 def help_text() -> str:

@@ -16,11 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from clients.cli import exit_codes
+from clients.cli import services_view as view
 from clients.cli.commands.common import cli_errors
 
 app = typer.Typer(name="mcp", help="MCP servers: state, tools, adding one, signing in.", no_args_is_help=True)
-
-_STATE_NAMES = {1: "connecting", 2: "connected", 3: "reconnecting", 4: "failed", 5: "needs_auth", 6: "disabled"}
 
 
 @contextmanager
@@ -51,17 +50,6 @@ def _gateway(command: str) -> Iterator[Any]:
         channel.close()
 
 
-def _state(status: Any) -> str:
-    return _STATE_NAMES.get(int(status.state), "unknown")
-
-
-def _status_line(s: Any) -> str:
-    extra = f"  {s.reason}" if s.reason else ""
-    if _state(s) == "failed" and s.next_retry_in_s:
-        extra += f" (retry in {s.next_retry_in_s:.0f}s)"
-    return f"  {s.name:<16} {s.type:<7} {_state(s):<13} {s.tool_count:>3} tools{extra}"
-
-
 @app.command("status")
 def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """Each server's state, tool count and failure reason."""
@@ -70,13 +58,11 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON ob
     with _gateway("status") as stub:
         servers = stub.ListServers(pb.ListServersRequest(), timeout=10).servers
     if as_json:
-        print(json.dumps({"servers": [{"name": s.name, "type": s.type, "state": _state(s), "reason": s.reason,
+        print(json.dumps({"servers": [{"name": s.name, "type": s.type, "state": view.state_name(s), "reason": s.reason,
                                        "tools": s.tool_count, "attempts": s.attempts} for s in servers]}))
         return
-    if not servers:
-        print("no MCP servers configured (add one with `ai-coding mcp add`)")
-    for s in servers:
-        print(_status_line(s))
+    for line in view.server_lines(servers):
+        print(line)
 
 
 @app.command("list")
@@ -88,7 +74,7 @@ def list_tools() -> None:
         servers = stub.ListServers(pb.ListServersRequest(), timeout=10).servers
         entries = stub.GetCatalog(pb.GetCatalogRequest(), timeout=10).entries
     for s in servers:
-        print(_status_line(s))
+        print(view.server_line(s))
         for e in (e for e in entries if e.server == s.name):
             print(f"      {e.qualified_name:<40} {e.permission:<5} {e.description[:60]}")
 
@@ -132,7 +118,7 @@ def _wait(stub: Any, name: str, done: Callable[[str], bool], timeout: float) -> 
     deadline = time.monotonic() + timeout
     while True:
         found = [s for s in stub.ListServers(pb.ListServersRequest(), timeout=10).servers if s.name == name]
-        if (found and done(_state(found[0]))) or time.monotonic() > deadline:
+        if (found and done(view.state_name(found[0]))) or time.monotonic() > deadline:
             return found[0] if found else None
         time.sleep(0.5)
 
@@ -157,8 +143,8 @@ def login(
 
             webbrowser.open(resp.authorization_url)
         final = _wait(stub, name, lambda state: state == "connected", wait)
-    if final is None or _state(final) != "connected":
-        print(f"ai-coding mcp login: {name} is not signed in yet ({_state(final) if final else 'gone'})",
+    if final is None or view.state_name(final) != "connected":
+        print(f"ai-coding mcp login: {name} is not signed in yet ({view.state_name(final) if final else 'gone'})",
               file=sys.stderr)
         raise typer.Exit(exit_codes.FAILED)
     print(f"signed in; {name} is connected with {final.tool_count} tools")
@@ -181,5 +167,5 @@ def retry(name: str = typer.Argument(..., help="Server name.")) -> None:
 
     with _gateway("retry") as stub:
         stub.Reconnect(pb.ReconnectRequest(server=name), timeout=10)
-        final = _wait(stub, name, lambda state: state not in ("connecting", "reconnecting"), 60)
-    print(_status_line(final) if final is not None else f"{name}: gone")
+        final = _wait(stub, name, lambda state: state not in view.TRANSIENT_STATES, 60)
+    print(view.server_line(final) if final is not None else f"{name}: gone")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import typer
 
 from clients.cli import exit_codes
+from clients.cli import services_view as view
 from clients.cli.commands.common import cli_errors
 
 app = typer.Typer(name="memory", help="Long-term memory notes: list, search, show, pin, forget.", no_args_is_help=True)
@@ -57,20 +57,6 @@ def _memory(command: str) -> Iterator[Any]:
         channel.close()
 
 
-def _note_dict(n: Any) -> dict[str, Any]:
-    return {
-        "id": n.id, "text": n.text, "kind": n.kind, "importance": n.importance, "pinned": n.pinned,
-        "scene": n.scene, "evidence": n.evidence, "scope": n.scope, "source_message_ids": list(n.source_message_ids),
-        "hits": n.hits, "last_used": n.last_used, "created": n.created, "updated": n.updated,
-    }
-
-
-def _line(n: Any) -> str:
-    flags = ("*" if n.pinned else " ") + str(n.importance)
-    scene = f" [{n.scene}]" if n.scene else ""
-    return f"  {n.id}  {flags}{scene} {n.text}"
-
-
 @app.command("list")
 def list_notes(
     kind: str = typer.Option("", "--kind", help="Only this kind (fact, decision, preference, ...)."),
@@ -79,26 +65,13 @@ def list_notes(
     as_json: bool = JsonOpt,
 ) -> None:
     """Notes grouped by kind, newest first (* = pinned, digit = importance)."""
-    from ai_coding.v1 import memory_pb2 as pb
-
     with _memory("list") as stub:
-        notes = stub.ListNotes(pb.ListNotesRequest(workspace=_workspace(workspace), kind=kind, limit=limit), timeout=30).notes
+        notes = stub.ListNotes(view.list_request(_workspace(workspace), kind, limit), timeout=view.RPC_TIMEOUT).notes
     if as_json:
-        print(json.dumps({"notes": [_note_dict(n) for n in notes]}, ensure_ascii=False))
+        print(json.dumps({"notes": [view.note_fields(n) for n in notes]}, ensure_ascii=False))
         return
-    if not notes:
-        print("memory holds no notes for this workspace")
-    for group in sorted({n.kind for n in notes}):
-        members = [n for n in notes if n.kind == group]
-        print(f"{group} ({len(members)})")
-        for n in members:
-            print(_line(n))
-    scenes = Counter(n.scene for n in notes if n.scene)
-    if scenes:
-        print("scenes: " + ", ".join(f"{s}={c}" for s, c in sorted(scenes.items())))
-    evidence = Counter(n.evidence or "none" for n in notes)
-    if notes:
-        print("evidence: " + " ".join(f"{e}={evidence[e]}" for e in ("tool", "model", "none") if evidence[e]))
+    for line in view.overview_lines(notes):
+        print(line)
 
 
 @app.command("search")
@@ -111,15 +84,11 @@ def search(
     as_json: bool = JsonOpt,
 ) -> None:
     """Ranked recall with the same gates the model's memory_search uses (does not count as a use)."""
-    from ai_coding.v1 import memory_pb2 as pb
-
-    request = pb.RecallRequest(
-        workspace=_workspace(workspace), query=query, k=k, kind=kind, scene=scene, skip_hit_count=True
-    )
+    request = view.recall_request(_workspace(workspace), query, k, kind, scene)
     with _memory("search") as stub:
         resp = stub.Recall(request, timeout=30)
     if as_json:
-        hits = [{"note": _note_dict(h.note), "score": h.score, "relevance": h.relevance,
+        hits = [{"note": view.note_fields(h.note), "score": h.score, "relevance": h.relevance,
                  "matched_terms": list(h.matched_terms)} for h in resp.hits]
         print(json.dumps({"hits": hits, "diagnostics": json.loads(resp.diagnostics_json)}, ensure_ascii=False))
         return
@@ -134,12 +103,12 @@ def show(note_id: str = typer.Argument(..., help="Note id."), workspace: Path | 
 
     with _memory("show") as stub:
         note = stub.GetNote(pb.GetNoteRequest(workspace=_workspace(workspace), id=note_id), timeout=30).note
-    fields = _note_dict(note)
+    fields = view.note_fields(note)
     if as_json:
         print(json.dumps(fields, ensure_ascii=False))
         return
-    for key, value in fields.items():
-        print(f"{key:>18}: {value}")
+    for line in view.field_lines(fields):
+        print(line)
 
 
 @app.command("pin")

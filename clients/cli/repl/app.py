@@ -33,6 +33,14 @@ from clients.cli.render import EventRenderer, last_tool_text, literal, visible_c
 from clients.cli.repl import resume
 from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
 from clients.cli.repl.keys import build_bindings
+from clients.cli.repl.service_commands import (
+    Output,
+    PendingForget,
+    confirm_forget,
+    mcp_command,
+    memory_command,
+)
+from clients.cli.repl.services import ServiceClients
 from clients.cli.repl.state import approval_decision, ctrl_c, is_approval_answer, question_answer
 from clients.cli.repl.terminal import SlashCompleter, Timings, log_crash, stdout_above_prompt, terminal_width
 from clients.cli.slash import SlashCommand, SlashReply, help_text, parse_slash
@@ -53,8 +61,12 @@ class Repl:
     """One interactive client on one session (``attach`` follows a session another client drives)."""
 
     def __init__(self, client: LoopClient, workspace: str, attach: bool = False,
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None, services: ServiceClients | None = None) -> None:
         self.client = client
+        self.services = services
+        # A `/memory forget` waiting for its y/N; MCP server names seen by the last `/mcp` (completion).
+        self._confirm: PendingForget | None = None
+        self.mcp_names: list[str] = []
         self.log_path = log_path
         self.workspace = workspace
         self.attach_mode = attach
@@ -141,6 +153,8 @@ class Repl:
         for task in list(self._tasks):
             task.cancel()
         await self.client.close()
+        if self.services is not None:
+            await self.services.close()
 
     async def _switch_to(self, opened: loop_pb2.OpenSessionLoopResponse, redraw: bool,
                          replay_in_flight: bool = False) -> None:
@@ -169,6 +183,12 @@ class Repl:
             return ""
         if self.renderer.pending_question is not None:
             self.answer_question(question_answer(line, list(self.renderer.pending_question.options)))
+            return ""
+        if self._confirm is not None:
+            pending, self._confirm = self._confirm, None
+            self._echo(line)
+            if self.services is not None:
+                self._show(await confirm_forget(self.services.memory, pending, line))
             return ""
         if self._picker is not None:
             self._echo(line)
@@ -227,9 +247,29 @@ class Repl:
             await self._resume(args)
         elif name == "review":
             self._send_input(REVIEW_PROMPT)
+        elif name in ("memory", "mcp"):
+            await self._service_command(name, args)
         else:
             await self._loop_command(name, args)
         return ""
+
+    async def _service_command(self, name: str, args: str) -> None:
+        """``/memory`` and ``/mcp``: straight to the memory service / MCP gateway, not through the loop."""
+        if self.services is None:
+            self._print(literal(f"/{name} needs the {name} service's endpoint; this client was started without it",
+                                "yellow"))
+            return
+        if name == "memory":
+            out = await memory_command(self.services.memory, args)
+            self._confirm = out.confirm
+        else:
+            out, names = await mcp_command(self.services.mcp, args, self.note)
+            self.mcp_names = names or self.mcp_names
+        self._show(out)
+
+    def _show(self, out: Output) -> None:
+        for text, style in out.lines:
+            self._print(literal(text, style))
 
     async def _loop_command(self, name: str, args: str) -> None:
         try:
@@ -555,6 +595,8 @@ class Repl:
             parts.append(("fg:ansicyan bold", "answer› "))
         elif self._picker is not None:
             parts.append(("bold", "resume› "))
+        elif self._confirm is not None:
+            parts.append(("fg:ansiyellow bold", "forget? [y/N] "))
         elif self.turn_running:
             parts.append(("fg:ansibrightblack", "… "))
         else:

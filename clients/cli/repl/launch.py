@@ -9,18 +9,19 @@ from pathlib import Path
 
 from clients.cli.repl.app import Repl
 from clients.cli.repl.connection import LoopClient
+from clients.cli.repl.services import ServiceClients
 from clients.cli.repl.terminal import log_crash
 from services.kernel.endpoints import Endpoint
 
 
-def _loop_endpoint(workspace: Path, quiet: bool = False) -> tuple[Endpoint, Path]:
-    """Start the services when they are not running; the loop's endpoint and the client's log file."""
+def _endpoints(workspace: Path, quiet: bool = False) -> tuple[dict[str, Endpoint], Path]:
+    """Start the services when they are not running; every service's endpoint and the client's log file."""
     from clients.cli import control
 
     setup = control.resolve(workspace)
     names: list[str] = [name for name in ("loop", "tools") if name in setup.supervisor.services] or ["loop"]
     control.ensure_running(setup, names, quiet=quiet)
-    return setup.endpoints["loop"], setup.rdir / "logs" / "client.log"
+    return setup.endpoints, setup.rdir / "logs" / "client.log"
 
 
 def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
@@ -36,13 +37,14 @@ def run_repl(workspace: Path | str | None = None, session_id: str | None = None,
         print(f"ai-coding: workspace {root} is not a directory; pass an existing one with -w", file=sys.stderr)
         return 2
     try:
-        endpoint, log_path = _loop_endpoint(root)
+        endpoints, log_path = _endpoints(root)
     except AiCodingError as err:
         print(f"ai-coding: {err}", file=sys.stderr)
         return 3
 
     async def main() -> int:
-        repl = Repl(LoopClient(endpoint), str(root), attach=attach, log_path=log_path)
+        services = ServiceClients(endpoints["memory"], endpoints["mcp_gateway"], str(root))
+        repl = Repl(LoopClient(endpoints["loop"]), str(root), attach=attach, log_path=log_path, services=services)
         return await repl.run(session_id or "")
 
     try:

@@ -19,7 +19,7 @@ from prompt_toolkit.patch_stdout import StdoutProxy
 
 from clients.cli.render import visible_controls
 from clients.cli.repl import resume
-from clients.cli.slash import completions
+from clients.cli.slash import SUBCOMMANDS, completions, subcommand_completions
 
 if TYPE_CHECKING:
     from clients.cli.repl.app import Repl
@@ -81,7 +81,7 @@ class Timings:
 
 
 class SlashCompleter(Completer):
-    """Completion as soon as ``/`` is typed; ``/resume `` completes saved sessions."""
+    """Completion as soon as ``/`` is typed; subcommands of /memory and /mcp; saved sessions after ``/resume ``."""
 
     def __init__(self, repl: Repl) -> None:
         self._repl = repl
@@ -96,6 +96,17 @@ class SlashCompleter(Completer):
             for row in resume.filter_rows(self._repl.session_rows, query)[:20]:
                 yield Completion(row.session_id, start_position=-len(query),
                                  display=visible_controls(resume.row_line(row)))
+            return
+        command, space, rest = text[1:].partition(" ")
+        if space and command in SUBCOMMANDS and " " not in rest:
+            for shown, doc in subcommand_completions(command, rest):
+                yield Completion(shown.split(" ")[0], start_position=-len(rest), display=shown, display_meta=doc)
+            return
+        if text.startswith("/mcp retry "):
+            name = text[len("/mcp retry "):]
+            for server in self._repl.mcp_names:
+                if server.startswith(name):
+                    yield Completion(server, start_position=-len(name), display=visible_controls(server))
             return
         if " " in text:
             return

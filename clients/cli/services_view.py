@@ -1,0 +1,164 @@
+"""What the CLI and the REPL show of the memory service and the MCP gateway: pure formatting and requests.
+
+``ai-coding memory ...`` / ``ai-coding mcp ...`` (sync stubs) and the REPL's ``/memory`` / ``/mcp``
+(aio stubs) build the same requests and print the same lines from here. Nothing here talks to a
+service or imports grpc; notes and server statuses are read through small Protocols so the
+formatting is testable with plain objects. Returned text is external (note text, server
+reasons): callers render it literally (``render.literal``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+STATE_NAMES = {1: "connecting", 2: "connected", 3: "reconnecting", 4: "failed", 5: "needs_auth", 6: "disabled"}
+# States a retried server passes through before it settles.
+TRANSIENT_STATES = ("connecting", "reconnecting")
+RPC_TIMEOUT = 30.0
+LIST_TIMEOUT = 10.0
+
+
+class NoteLike(Protocol):
+    """The fields of a memory note this module reads (``memory_pb2.Note`` has them)."""
+
+    id: str
+    text: str
+    kind: str
+    importance: int
+    pinned: bool
+    scene: str
+    evidence: str
+
+
+class ServerLike(Protocol):
+    """The fields of an MCP server status this module reads (``mcp_gateway_pb2.ServerStatus`` has them)."""
+
+    name: str
+    type: str
+    reason: str
+    tool_count: int
+    attempts: int
+    next_retry_in_s: float
+
+    @property
+    def state(self) -> Any:
+        """The ``ServerState`` enum value (an int)."""
+
+
+# ---- memory ----
+
+def recall_request(workspace: str, query: str, k: int = 5, kind: str = "", scene: str = "") -> Any:
+    """A Recall for a person's search: ``skip_hit_count`` so it does not count as the model's use."""
+    from ai_coding.v1 import memory_pb2 as pb
+
+    return pb.RecallRequest(workspace=workspace, query=query, k=k, kind=kind, scene=scene, skip_hit_count=True)
+
+
+def list_request(workspace: str, kind: str = "", limit: int = 0) -> Any:
+    """ListNotes of ``workspace`` (all kinds, no limit by default)."""
+    from ai_coding.v1 import memory_pb2 as pb
+
+    return pb.ListNotesRequest(workspace=workspace, kind=kind, limit=limit)
+
+
+def note_line(note: NoteLike) -> str:
+    """``  <id>  *3 [scene] text``: ``*`` marks a pinned note, the digit is its importance."""
+    flags = ("*" if note.pinned else " ") + str(note.importance)
+    scene = f" [{note.scene}]" if note.scene else ""
+    return f"  {note.id}  {flags}{scene} {note.text}"
+
+
+def overview_lines(notes: Sequence[NoteLike]) -> list[str]:
+    """Notes grouped by kind with counts, then a ``scenes:`` line (when any) and an ``evidence:`` line."""
+    if not notes:
+        return ["memory holds no notes for this workspace"]
+    lines: list[str] = []
+    for kind in sorted({n.kind for n in notes}):
+        members = [n for n in notes if n.kind == kind]
+        lines.append(f"{kind} ({len(members)})")
+        lines.extend(note_line(n) for n in members)
+    scenes = Counter(n.scene for n in notes if n.scene)
+    if scenes:
+        lines.append("scenes: " + ", ".join(f"{s}={c}" for s, c in sorted(scenes.items())))
+    evidence = Counter(n.evidence or "none" for n in notes)
+    lines.append("evidence: " + " ".join(f"{e}={evidence[e]}" for e in ("tool", "model", "none") if evidence[e]))
+    return lines
+
+
+def note_fields(note: Any) -> dict[str, Any]:
+    """Every field of a ``memory_pb2.Note`` as plain JSON-able values."""
+    return {
+        "id": note.id, "text": note.text, "kind": note.kind, "importance": note.importance, "pinned": note.pinned,
+        "scene": note.scene, "evidence": note.evidence, "scope": note.scope,
+        "source_message_ids": list(note.source_message_ids), "hits": note.hits, "last_used": note.last_used,
+        "created": note.created, "updated": note.updated,
+    }
+
+
+def field_lines(fields: dict[str, Any]) -> list[str]:
+    """``/memory show``: one ``key: value`` line per field."""
+    return [f"{key:>18}: {value}" for key, value in fields.items()]
+
+
+@dataclass(frozen=True)
+class IdMatch:
+    """The note an id prefix names (``note``), or the candidates when it names several (or none)."""
+
+    note: NoteLike | None
+    candidates: list[NoteLike]
+
+
+def match_note(notes: Sequence[NoteLike], prefix: str) -> IdMatch:
+    """The note whose id is ``prefix`` or starts with it; an exact id always wins over longer ones."""
+    prefix = prefix.strip()
+    if not prefix:
+        return IdMatch(None, [])
+    exact = [n for n in notes if n.id == prefix]
+    found = exact or [n for n in notes if n.id.startswith(prefix)]
+    if len(found) == 1:
+        return IdMatch(found[0], [])
+    return IdMatch(None, list(found))
+
+
+def is_yes(answer: str) -> bool:
+    """A confirmation answer: only ``y``/``yes`` (any case) agrees; Enter alone or anything else is no."""
+    return answer.strip().lower() in ("y", "yes")
+
+
+# ---- MCP ----
+
+def state_name(status: ServerLike) -> str:
+    """The server's state as a word (``connected``, ``needs_auth``, ...)."""
+    return STATE_NAMES.get(int(status.state), "unknown")
+
+
+def retry_settled(before: ServerLike, now: ServerLike) -> bool:
+    """Whether a retried server is done: a new attempt began since ``before`` and it is no longer transient.
+
+    (A disabled server, or one waiting for a login, makes no attempt: its state is the answer at once.)
+    """
+    state = state_name(now)
+    if state in ("disabled", "needs_auth"):
+        return True
+    return now.attempts > before.attempts and state not in TRANSIENT_STATES
+
+
+def server_line(status: ServerLike) -> str:
+    """One server: name, type, state, tool count, then the reason and what to do about it."""
+    state = state_name(status)
+    extra = f"  {status.reason}" if status.reason else ""
+    if state == "failed" and status.next_retry_in_s:
+        extra += f" (retry in {status.next_retry_in_s:.0f}s)"
+    if state == "needs_auth":
+        extra += f"  (run `ai-coding mcp login {status.name}`)"
+    return f"  {status.name:<16} {status.type:<7} {state:<13} {status.tool_count:>3} tools{extra}"
+
+
+def server_lines(servers: Sequence[ServerLike]) -> list[str]:
+    """``/mcp`` and ``ai-coding mcp status``: one line per server, or how to add one."""
+    if not servers:
+        return ["no MCP servers configured (add one with `ai-coding mcp add`)"]
+    return [server_line(s) for s in servers]
