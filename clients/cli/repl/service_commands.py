@@ -76,7 +76,7 @@ async def memory_command(client: MemoryClient, args: str) -> Output:
         hits = await client.search(rest)
         if not hits:
             return Output([(f"no note matches {rest!r}", "dim")])
-        lines: Lines = [(f"{len(hits)} note{'s' if len(hits) != 1 else ''} match {rest!r}", "bold")]
+        lines: Lines = [(f"search {rest!r}: {len(hits)} found", "bold")]
         lines.extend((view.note_line(hit.note) + f"  ({hit.note.kind})", "") for hit in hits)
         return Output(lines)
     if not rest or " " in rest:
