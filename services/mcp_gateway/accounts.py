@@ -6,14 +6,20 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from services.mcp_gateway.auth_store import AuthStore
-from services.mcp_gateway.connection import open_session
 from services.mcp_gateway.domain import McpSession, ServerView, State
 from services.mcp_gateway.errors import McpGatewayError
 from services.mcp_gateway.gateway import Gateway
-from services.mcp_gateway.oauth import LoginFlow, build_provider
 from services.mcp_gateway.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from services.mcp_gateway.oauth import LoginFlow
+
+# The mcp SDK (~0.75 s to import) is loaded only once a server is configured: connection and
+# oauth import it, so they are imported where a session or a login starts. A gateway with no
+# servers (the default) becomes SERVING without it, which is what bounds `ai-coding up`.
 
 URL_WAIT_S = 30.0
 """How long Login waits for the server's discovery and registration to yield a URL."""
@@ -35,6 +41,9 @@ class Accounts:
     @asynccontextmanager
     async def open(self, settings: ServerSettings) -> AsyncIterator[McpSession]:
         """The gateway's session opener: OAuth-aware for remote servers."""
+        from services.mcp_gateway.connection import open_session
+        from services.mcp_gateway.oauth import build_provider
+
         auth = None
         if self._uses_oauth(settings) and self.gateway is not None:
             sup = self.gateway.supervisor(settings.name)
@@ -60,6 +69,8 @@ class Accounts:
         old = self.flows.pop(name, None)
         if old is not None:
             await old.close()
+        from services.mcp_gateway.oauth import LoginFlow
+
         port = sup.settings.oauth.callback_port if sup.settings.oauth else 0
         flow = LoginFlow(port)
         try:

@@ -20,7 +20,6 @@ from typing import Any
 import anyio
 
 from services.mcp_gateway.catalog import ToolEntry
-from services.mcp_gateway.connection import describe_error
 from services.mcp_gateway.domain import (
     CallOutcome,
     McpSession,
@@ -238,6 +237,8 @@ class ServerSupervisor:
     async def _after_failure(self, exc: BaseException, login_attempt: bool) -> None:
         self._session = None
         self.tools = []
+        from services.mcp_gateway.connection import describe_error  # the SDK is loaded by now
+
         reason = describe_error(exc)
         if self.auth_required or isinstance(exc, NeedsAuth):
             if login_attempt or not self.login_pending:
