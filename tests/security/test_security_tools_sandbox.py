@@ -33,6 +33,11 @@ def bash(svc: ThreadedToolService, command: str, session: str = "s1") -> common_
 def host_process_with_secret() -> Iterator[tuple[int, str]]:
     secret = f"HOSTSECRET{uuid.uuid4().hex}"
     proc = subprocess.Popen(["sleep", "120"], env={"PATH": "/usr/bin:/bin", "SOME_SECRET": secret})
+    # Right after fork, before exec completes, /proc/<pid>/environ reads empty: wait until the
+    # process really carries the secret, so the test's control check is not a race.
+    deadline = time.monotonic() + 10
+    while secret not in Path(f"/proc/{proc.pid}/environ").read_text() and time.monotonic() < deadline:
+        time.sleep(0.01)
     yield proc.pid, secret
     proc.kill()
     proc.wait()
