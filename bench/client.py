@@ -203,7 +203,7 @@ def main() -> None:
                                                                           "completion_tokens": 8}}]).start()
     config = base / "config.yaml"
     config.write_text(f"models:\n  default: {{provider: generic, model: fake-model, base_url: '{model.url}', "
-                      "api_key: x}\n")
+                      "api_key: x}\nloop: {harvest: false}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AI_CODING_", "OPENAI_"))}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
                AI_CODING_RUNTIME_DIR=str(base / "run"), AI_CODING_CONFIG=str(config), PROMPT_TOOLKIT_NO_CPR="1",

@@ -85,7 +85,7 @@ def bench_overhead(env: dict[str, str], workspace: Path, steps: int, turns: int)
         config.write_text(
             "default_model: fake\nmodels:\n  fake:\n    provider: generic\n    model: fake-model\n"
             f"    base_url: {model.url}\n    api_key: bench\n"
-            f"ai:\n  max_tool_iterations: {steps + 5}\n"
+            f"ai:\n  max_tool_iterations: {steps + 5}\nloop:\n  harvest: false\n"
         )
         os.environ.update(env)
         os.environ["AI_CODING_CONFIG"] = str(config)

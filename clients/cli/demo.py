@@ -63,6 +63,9 @@ def demo_config(base_url: str, sandbox: bool) -> str:
         "    model: fake-model",
         f"    base_url: {base_url}",
         "    api_key: demo-key",
+        # The replay scripts the turn only; the memory harvest's extra model call is not in it.
+        "loop:",
+        "  harvest: false",
     ]
     if not sandbox:
         lines += ["tools:", "  sandbox:", "    mode: none"]

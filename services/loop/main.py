@@ -39,9 +39,10 @@ class LoopConfig:
     """Offer mcp_call through the MCP gateway."""
     traces: bool = True
     """Write turn traces under .ai-coding/traces/."""
-    harvest: bool = False
-    """After each turn, extract durable notes with one model call and send them to memory.
-    Off by default for now: scripted test models would receive the extra request."""
+    harvest: bool = True
+    """After each turn, extract durable notes with one model call and send them to memory
+    (runs in the background with its own budget; never delays or fails the turn). Set false to
+    skip the extra model call; ``memory.extraction_enabled: false`` also stops it."""
     harvest_timeout_seconds: float = 60.0
     """Budget of one harvest (model call + reconcile)."""
 

@@ -47,6 +47,8 @@ def write_config(path: Path, base_url: str, api_key: str = "test-key") -> None:
         f"    base_url: {base_url}\n"
         f"    api_key: {api_key}\n"
         "    max_retries: 0\n"
+        "loop:\n"
+        "  harvest: false\n"  # the scripts answer the turns, not the memory harvest's extra request
     )
 
 

@@ -54,7 +54,7 @@ def stack() -> Iterator[Stack]:
     model = FakeModelServer([{"text": "unused", "repeat": "forever"}]).start()
     config = base / "config.yaml"
     config.write_text("models:\n  default: {provider: generic, model: fake-model, "
-                      f"base_url: '{model.url}', api_key: x}}\n")
+                      f"base_url: '{model.url}', api_key: x}}\nloop: {{harvest: false}}\n")
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("AI_CODING_", "OPENAI_", "DEEPSEEK_"))}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),

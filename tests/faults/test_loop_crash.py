@@ -159,7 +159,8 @@ def test_the_supervisor_restarts_a_sigkilled_loop_and_the_session_loads_every_co
         {"match": "step-one-done", "text": "thinking", "fault": {"kind": "stall", "after_chunks": 2}},
     ]) as fake:
         config = {"models": {"fake": {"provider": "generic", "base_url": fake.url, "api_key": "k",
-                                      "model": "fake-model"}}, "default_model": "fake"}
+                                      "model": "fake-model"}}, "default_model": "fake",
+                  "loop": {"harvest": False}}
         cfg_dir = isolated_home / ".config" / "ai-coding"
         cfg_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         (cfg_dir / "config.yaml").write_text(yaml.safe_dump(config))

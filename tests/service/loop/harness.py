@@ -63,7 +63,8 @@ def model_config(url: str, **ai: Any) -> dict[str, Any]:
                             "max_retries": 3, "retry_budget_seconds": 20.0}},
         "default_model": "fake",
         "ai": ai,
-        "loop": {"memory": False, "mcp": False},
+        # Scripts answer the turn's own steps; a test that wants the harvest's extra request opts in.
+        "loop": {"memory": False, "mcp": False, "harvest": False},
     }
 
 
