@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import typer
 
 from clients.cli import exit_codes
+
+StubT = TypeVar("StubT")
 
 
 @contextlib.contextmanager
@@ -88,3 +91,32 @@ def fail(command: str, message: str, code: int = exit_codes.USAGE) -> typer.Exit
     """Print one error line and return the Exit to raise."""
     print(f"ai-coding {command}: {message}", file=sys.stderr)
     return typer.Exit(code)
+
+
+@contextlib.contextmanager
+def service_stub(noun: str, command: str, service: str, what: str,
+                 make_stub: Callable[[Any], StubT]) -> Iterator[StubT]:
+    """A stub to the running ``service`` for ``ai-coding NOUN COMMAND``; RPC failures become one
+    line and an exit code (``what`` names the service in that line, e.g. "the memory service")."""
+    import grpc
+
+    from services.kernel.channels import sync_channel
+    from services.kernel.config import load_config
+    from services.kernel.endpoints import endpoint_for
+    from services.kernel.errors import reason_of
+
+    with cli_errors(f"{noun} {command}"):
+        endpoint = endpoint_for(service, load_config(None))
+    channel = sync_channel(endpoint)
+    try:
+        yield make_stub(channel)
+    except grpc.RpcError as err:
+        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            print(f"ai-coding {noun} {command}: {what} is not reachable at {endpoint}; "
+                  "start the services with `ai-coding up`.", file=sys.stderr)
+            raise typer.Exit(exit_codes.UNAVAILABLE) from None
+        reason = reason_of(err)
+        print(f"ai-coding {noun} {command}: {err.details()}" + (f" ({reason})" if reason else ""), file=sys.stderr)
+        raise typer.Exit(exit_codes.USAGE) from None
+    finally:
+        channel.close()

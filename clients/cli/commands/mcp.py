@@ -17,37 +17,18 @@ import typer
 
 from clients.cli import exit_codes
 from clients.cli import services_view as view
-from clients.cli.commands.common import cli_errors
+from clients.cli.commands.common import service_stub
 
 app = typer.Typer(name="mcp", help="MCP servers: state, tools, adding one, signing in.", no_args_is_help=True)
 
 
 @contextmanager
 def _gateway(command: str) -> Iterator[Any]:
-    """A stub to the running gateway; RPC failures become one line and an exit code."""
-    import grpc
+    """A stub to the running MCP gateway; RPC failures become one line and an exit code."""
     from ai_coding.v1 import mcp_gateway_pb2_grpc
 
-    from services.kernel.channels import sync_channel
-    from services.kernel.config import load_config
-    from services.kernel.endpoints import endpoint_for
-    from services.kernel.errors import reason_of
-
-    with cli_errors(f"mcp {command}"):
-        endpoint = endpoint_for("mcp_gateway", load_config(None))
-    channel = sync_channel(endpoint)
-    try:
-        yield mcp_gateway_pb2_grpc.McpGatewayStub(channel)
-    except grpc.RpcError as err:
-        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            print(f"ai-coding mcp {command}: the MCP gateway is not reachable at {endpoint}; "
-                  "start the services with `ai-coding up`.", file=sys.stderr)
-            raise typer.Exit(exit_codes.UNAVAILABLE) from None
-        reason = reason_of(err)
-        print(f"ai-coding mcp {command}: {err.details()}" + (f" ({reason})" if reason else ""), file=sys.stderr)
-        raise typer.Exit(exit_codes.USAGE) from None
-    finally:
-        channel.close()
+    with service_stub("mcp", command, "mcp_gateway", "the MCP gateway", mcp_gateway_pb2_grpc.McpGatewayStub) as stub:
+        yield stub
 
 
 @app.command("status")

@@ -7,7 +7,6 @@ The workspace defaults to the current directory.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +16,7 @@ import typer
 
 from clients.cli import exit_codes
 from clients.cli import services_view as view
-from clients.cli.commands.common import cli_errors
+from clients.cli.commands.common import service_stub
 
 app = typer.Typer(name="memory", help="Long-term memory notes: list, search, show, pin, forget.", no_args_is_help=True)
 
@@ -32,29 +31,10 @@ def _workspace(path: Path | None) -> str:
 @contextmanager
 def _memory(command: str) -> Iterator[Any]:
     """A stub to the running memory service; RPC failures become one line and an exit code."""
-    import grpc
     from ai_coding.v1 import memory_pb2_grpc
 
-    from services.kernel.channels import sync_channel
-    from services.kernel.config import load_config
-    from services.kernel.endpoints import endpoint_for
-    from services.kernel.errors import reason_of
-
-    with cli_errors(f"memory {command}"):
-        endpoint = endpoint_for("memory", load_config(None))
-    channel = sync_channel(endpoint)
-    try:
-        yield memory_pb2_grpc.MemoryStub(channel)
-    except grpc.RpcError as err:
-        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            print(f"ai-coding memory {command}: the memory service is not reachable at {endpoint}; "
-                  "start the services with `ai-coding up`.", file=sys.stderr)
-            raise typer.Exit(exit_codes.UNAVAILABLE) from None
-        reason = reason_of(err)
-        print(f"ai-coding memory {command}: {err.details()}" + (f" ({reason})" if reason else ""), file=sys.stderr)
-        raise typer.Exit(exit_codes.USAGE) from None
-    finally:
-        channel.close()
+    with service_stub("memory", command, "memory", "the memory service", memory_pb2_grpc.MemoryStub) as stub:
+        yield stub
 
 
 @app.command("list")
