@@ -411,6 +411,12 @@ class EventRenderer:
         style = {"warning": "yellow", "error": "red"}.get(ev.level, "dim")
         self._line(literal(ev.text, style))
 
+    def _on_events_skipped(self, ev: loop_pb2.EventsSkipped) -> None:
+        count = max(ev.to_seq - ev.from_seq + 1, 0)
+        noun = "event" if count == 1 else "events"
+        self.print(literal(f"  … {count:,} earlier {noun} skipped (no longer held by the loop) · "
+                           "the saved session has the full history: /resume", "dim"))
+
     def _on_turn_finished(self, ev: loop_pb2.TurnFinished) -> None:
         self._end_text()
         self.pending_approval = None

@@ -5,7 +5,9 @@ bounded in-memory window. A client follows the log from a sequence number it
 already saw; followers pull from the window instead of owning queues, so an
 event is delivered to each follower exactly once and in order, and a client
 that disconnects and re-attaches with its last number misses nothing that is
-still in the window.
+still in the window. A follower whose next number is older than the window
+(a late re-attach, a reader slower than the window, or a loop restarted since)
+first gets one ``events_skipped`` event that names the gap, never a silent one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 # the window keeps several turns so a late re-attach is still served, while 50
 # open sessions stay within ~200 MB even with full windows (~200 B per event).
 DEFAULT_WINDOW = 20_000
+SKIPPED_HINT = ("the loop keeps only the newest events of a session; the saved session holds the full "
+                "conversation (/resume {short} redraws it; file .ai-coding/sessions/{session}.json)")
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,19 @@ class EventLog:
         """Sequence number of the oldest event still held (last_seq + 1 when empty)."""
         return self._events[0].seq if self._events else self._last_seq + 1
 
+    def skipped_after(self, after_seq: int) -> Event | None:
+        """The ``events_skipped`` event a follower at ``after_seq`` must see first, or None.
+
+        Not part of the log (no number of its own, no listener sees it): its seq is the
+        last missing number, so a follower's cursor moves past the gap."""
+        gap = skipped_range(after_seq, self.oldest_seq(), self._last_seq)
+        if gap is None:
+            return None
+        turn = self._events[0].turn if self._events else 0
+        hint = SKIPPED_HINT.format(short=self.session_id[:8], session=self.session_id)
+        return Event(gap[1], self.session_id, turn, time.time(), "events_skipped",
+                     {"from_seq": gap[0], "to_seq": gap[1], "hint": hint})
+
     async def follow(self, after_seq: int, done: Callable[[], bool]) -> AsyncIterator[Event]:
         """Every event after ``after_seq``, then live ones, until ``done()`` holds
         with nothing left to deliver."""
@@ -95,6 +112,10 @@ class EventLog:
         cursor = after_seq
         while True:
             changed = self._changed
+            skipped = self.skipped_after(cursor)
+            if skipped is not None:
+                cursor = skipped.seq
+                yield [skipped]
             ready = self.since(cursor)
             for start in range(0, len(ready), max_batch):
                 batch = ready[start : start + max_batch]
@@ -105,3 +126,12 @@ class EventLog:
             if done():
                 return
             await changed.wait()
+
+
+def skipped_range(after_seq: int, oldest_seq: int, last_seq: int) -> tuple[int, int] | None:
+    """The numbers (first, last) a follower at ``after_seq`` can no longer get, or None.
+
+    ``oldest_seq`` is the oldest number still held (``last_seq + 1`` when none is)."""
+    first = after_seq + 1
+    last = min(oldest_seq - 1, last_seq)
+    return (first, last) if first <= last else None

@@ -13,6 +13,7 @@ from services.kernel.server import ServiceDef
 from services.loop.adapters.mcp import GrpcMcpClient
 from services.loop.adapters.memory import GrpcMemoryClient
 from services.loop.adapters.tools import GrpcToolRunner
+from services.loop.events import DEFAULT_WINDOW
 from services.loop.policy.settings import loop_settings
 from services.loop.ports import ModelClient
 from services.loop.runtime import LoopDeps, LoopRuntime
@@ -45,6 +46,9 @@ class LoopConfig:
     skip the extra model call; ``memory.extraction_enabled: false`` also stops it."""
     harvest_timeout_seconds: float = 60.0
     """Budget of one harvest (model call + reconcile)."""
+    event_window: int = DEFAULT_WINDOW
+    """Events kept in memory per session for clients that re-attach (default 20000, ~200 B each);
+    a client re-attaching from an older number is told how many it missed."""
 
 
 class ModelFactory:
@@ -82,6 +86,7 @@ def build_deps(config: Config) -> LoopDeps:
         config_data=config.data,
         harvest=loop.harvest and loop.memory,
         harvest_timeout_seconds=loop.harvest_timeout_seconds,
+        event_window=max(1, loop.event_window),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from services.loop.approvals import Decision, Resolution
 from services.loop.dispatch import DispatchContext
 from services.loop.errors import BadRequest, SessionNotFound
-from services.loop.events import EventLog
+from services.loop.events import DEFAULT_WINDOW, EventLog
 from services.loop.harvest import harvest_quietly
 from services.loop.local_tools import AuxiliaryError, McpClient, MemoryClient, local_tools
 from services.loop.pipeline import Turn
@@ -63,11 +63,13 @@ class LoopDeps:
     source_of: Callable[[str], str] = lambda dotted: "default"
     """Which config layer set a dotted key (for /config)."""
     config_data: dict[str, Any] = field(default_factory=dict)
+    """The merged configuration as loaded (for /config; secrets are masked when shown)."""
     harvest: bool = False
     """Run the memory harvest after each turn (one extra model call, in the background)."""
     harvest_timeout_seconds: float = 60.0
     """Budget of one harvest (model call + reconcile)."""
-    """The merged configuration as loaded (for /config; secrets are masked when shown)."""
+    event_window: int = DEFAULT_WINDOW
+    """Events kept per session for re-attaching clients."""
 
 
 class SessionRuntime:
@@ -82,7 +84,7 @@ class SessionRuntime:
         self.options = options
         self.settings = deps.settings
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
-        self.events = EventLog(session.id, session.last_seq)
+        self.events = EventLog(session.id, session.last_seq, window=deps.event_window)
         self.catalog: list[dict[str, Any]] = local_tools(options.interactive, deps.memory is not None,
                                                          deps.mcp is not None)
         self.loaded: set[str] = set()

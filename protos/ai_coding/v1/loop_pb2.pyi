@@ -1107,6 +1107,40 @@ class TurnFinished(_message.Message):
 Global___TurnFinished: _TypeAlias = TurnFinished  # noqa: Y015
 
 @_typing.final
+class EventsSkipped(_message.Message):
+    """Sent first on a stream that attached after a seq the loop no longer holds
+    (the per-session event window keeps the newest events only, and a restarted
+    loop keeps none of the earlier ones): events from_seq..to_seq will never
+    arrive on this stream. The saved session still holds the conversation.
+    The TurnEvent carrying it has seq = to_seq, so a client that keeps its last
+    seen number re-attaches past the gap.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FROM_SEQ_FIELD_NUMBER: _builtins.int
+    TO_SEQ_FIELD_NUMBER: _builtins.int
+    HINT_FIELD_NUMBER: _builtins.int
+    from_seq: _builtins.int
+    to_seq: _builtins.int
+    hint: _builtins.str
+    """One sentence for the user: where the full history is."""
+    def __init__(
+        self,
+        *,
+        from_seq: _builtins.int = ...,
+        to_seq: _builtins.int = ...,
+        hint: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_seq", b"from_seq", "hint", b"hint", "to_seq", b"to_seq"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventsSkipped: _TypeAlias = EventsSkipped  # noqa: Y015
+
+@_typing.final
 class TurnEvent(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1135,6 +1169,7 @@ class TurnEvent(_message.Message):
     INPUT_QUEUED_FIELD_NUMBER: _builtins.int
     NOTICE_FIELD_NUMBER: _builtins.int
     TURN_FINISHED_FIELD_NUMBER: _builtins.int
+    EVENTS_SKIPPED_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """Per-session sequence number, strictly increasing from 1."""
     session_id: _builtins.str
@@ -1183,6 +1218,8 @@ class TurnEvent(_message.Message):
     def notice(self) -> Global___Notice: ...
     @_builtins.property
     def turn_finished(self) -> Global___TurnFinished: ...
+    @_builtins.property
+    def events_skipped(self) -> Global___EventsSkipped: ...
     def __init__(
         self,
         *,
@@ -1211,12 +1248,13 @@ class TurnEvent(_message.Message):
         input_queued: Global___InputQueued | None = ...,
         notice: Global___Notice | None = ...,
         turn_finished: Global___TurnFinished | None = ...,
+        events_skipped: Global___EventsSkipped | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

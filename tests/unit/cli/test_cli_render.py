@@ -246,3 +246,15 @@ def test_a_long_unfinished_paragraph_is_printed_except_its_tail() -> None:
 
 def test_bidi_override_marks_are_made_visible() -> None:
     assert visible_controls("admin\u202e\u2066txt.exe") == "admin\\u202e\\u2066txt.exe"
+
+
+def test_skipped_events_render_as_one_dim_line_with_the_count_and_where_the_history_is() -> None:
+    renderer, out = make()
+    renderer.handle(ev(events_skipped=loop_pb2.EventsSkipped(from_seq=3, to_seq=1236, hint="ignored here")))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1
+    assert "1,234 earlier events skipped" in lines[0]
+    assert "saved session has the full history" in lines[0] and "/resume" in lines[0]
+    styled, styled_out = make(terminal=True)
+    styled.handle(ev(events_skipped=loop_pb2.EventsSkipped(from_seq=5, to_seq=5)))
+    assert "\x1b[2m" in styled_out.getvalue() and "1 earlier event skipped" in styled_out.getvalue()
