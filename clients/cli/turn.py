@@ -1,4 +1,4 @@
-"""Drive one turn over the loop's ``Converse`` stream (used by ``ai-coding run`` and the demo).
+"""Drive one turn over the loop's ``ConverseBatched`` stream (used by ``ai-coding run`` and the demo).
 
 The driver sends ``Start``, hands every event to a sink (the rich renderer or the JSON
 printer), answers approval requests through an :class:`Approver`, and turns the end of
@@ -115,7 +115,9 @@ def drive_turn(
     outbox.put(loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=prompt)))
     channel = sync_channel(endpoint)
     stub = loop_pb2_grpc.AgentLoopStub(channel)
-    call = stub.Converse(_requests(outbox), timeout=timeout)
+    # Batched: every event ready at one moment travels in one message (a token stream is a few
+    # messages instead of hundreds); the events and their order are those of Converse.
+    call = stub.ConverseBatched(_requests(outbox), timeout=timeout)
     # The stream is read on its own thread and Ctrl-C only counted (see _CtrlC): a KeyboardInterrupt
     # inside grpc's receive leaves a call that cannot be resumed.
     inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None] = queue.Queue()
@@ -190,11 +192,12 @@ class _CtrlC:
             self._in_prompt = False
 
 
-def _read(call: Iterator[loop_pb2.TurnEvent],
+def _read(call: Iterator[loop_pb2.TurnEventBatch],
           inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None]) -> None:
     try:
-        for event in call:
-            inbox.put(event)
+        for batch in call:
+            for event in batch.events:
+                inbox.put(event)
         inbox.put(None)
     except grpc.RpcError as err:
         inbox.put(err)

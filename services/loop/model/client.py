@@ -43,11 +43,12 @@ from services.loop.model.retry import (
     parse_retry_after,
 )
 from services.loop.model.settings import ModelSettings
-from services.loop.model.stream import SseDecoder, StreamAssembler, completion_as_chunk
+from services.loop.model.stream import LineSplitter, SseDecoder, StreamAssembler, completion_as_chunk
 from services.loop.model.usage import normalize_usage, prefix_ratio, step_cost
 from services.loop.ports import Message, ModelError, StepResult
 
 MAX_REMEMBERED_CONVERSATIONS = 32
+JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def conversation_key(messages: list[Message]) -> str:
@@ -61,19 +62,23 @@ def conversation_key(messages: list[Message]) -> str:
     return hashlib.blake2b(head.encode(), digest_size=12).hexdigest()
 
 
-def passthrough_kwargs(request: dict[str, Any]) -> dict[str, Any]:
-    """``create`` kwargs that send messages and tools through ``extra_body`` untouched.
+def request_body(request: dict[str, Any]) -> bytes:
+    """The JSON body sent for ``request``, serialized once by us.
 
-    Named, the package walks every message and tool schema against its
-    TypedDicts before sending: with a 400-message history that cost ~480 ms
-    per step against ~8 ms of server time (measured with cProfile here). Ours
-    are plain JSON already, so they bypass the walk; the body sent is identical.
+    Going through ``chat.completions.create`` the package walks every message
+    and tool schema against its TypedDicts and serializes the body again: ~1.2 ms
+    per step on a small request and ~480 ms with a 400-message history (measured
+    with cProfile here). Ours are plain JSON already, so the body goes out as
+    bytes through the package's generic ``post`` (its HTTP client, auth,
+    headers and error statuses unchanged). Keys are ordered as endpoints render
+    them (options, tools, then history), so the same bytes serve the
+    prefix-ratio fallback.
     """
-    kwargs = {k: v for k, v in request.items() if k not in ("messages", "tools")}
-    extra: dict[str, Any] = {"messages": request["messages"]}
+    ordered = {k: v for k, v in request.items() if k not in ("tools", "messages")}
     if "tools" in request:
-        extra["tools"] = request["tools"]
-    return {**kwargs, "messages": [], "extra_body": extra}
+        ordered["tools"] = request["tools"]
+    ordered["messages"] = request["messages"]
+    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class _AttemptFailed(Exception):
@@ -120,12 +125,21 @@ def _classify(exc: Exception) -> _AttemptFailed:
 DRAIN_AFTER_DONE_SECONDS = 0.25
 
 
-async def _drain(lines: AsyncIterator[str]) -> None:
+async def _drain(rest: AsyncIterator[bytes]) -> None:
     """Read what follows [DONE] (normally just the end of the chunked body), within a small budget."""
     with contextlib.suppress(TimeoutError, httpx2.HTTPError, httpx2.StreamError):
         async with asyncio.timeout(DRAIN_AFTER_DONE_SECONDS):
-            async for _ in lines:
+            async for _ in rest:
                 pass
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    """A non-streamed reply's body as a dict; a body that is not JSON is a retryable server fault."""
+    try:
+        reply = json.loads(raw or b"null")
+    except ValueError:
+        raise _AttemptFailed(Failure("server_error", True), "the endpoint sent a body that is not JSON") from None
+    return reply if isinstance(reply, dict) else {}
 
 
 class OpenAIModelClient:
@@ -166,39 +180,51 @@ class OpenAIModelClient:
 
     async def _attempt(
         self,
-        request: dict[str, Any],
+        body: bytes,
         asm: StreamAssembler,
         on_text: Callable[[str], None],
         on_reasoning: Callable[[str], None],
         timeout: float,
     ) -> None:
-        # The raw SSE lines are parsed here instead of through the package's typed
-        # chunks: building a pydantic object per chunk cost half of a step's
-        # client-side time (bench/model.py: ~38 ms vs ~80 ms per 40-chunk step under load).
-        create = self._client.chat.completions.with_streaming_response.create
+        # The raw SSE bytes are split and parsed here instead of through the package's typed
+        # chunks: building a pydantic object per chunk cost half of a step's client-side
+        # time (bench/model.py: ~38 ms vs ~80 ms per 40-chunk step under load).
         try:
-            async with create(**passthrough_kwargs(request), timeout=timeout) as response:
-                if "event-stream" not in response.headers.get("content-type", ""):
-                    body = await response.json()
-                    self._feed(asm, completion_as_chunk(body if isinstance(body, dict) else {}), on_text, on_reasoning)
-                else:
-                    decoder = SseDecoder()
-                    lines = response.iter_lines()
-                    async for line in lines:
-                        if any(self._event(asm, data, on_text, on_reasoning) for _, data in decoder.feed(line)):
-                            await _drain(lines)
-                            break
-                    else:
-                        for _, data in decoder.finish():
-                            self._event(asm, data, on_text, on_reasoning)
+            response = await self._client.post(
+                "/chat/completions", cast_to=httpx2.Response, content=body, stream=True,
+                options={"headers": JSON_HEADERS, "timeout": timeout},
+            )
         except openai.APIError as exc:
             raise _classify(exc) from None
+        try:
+            if "event-stream" in response.headers.get("content-type", ""):
+                await self._read_stream(response, asm, on_text, on_reasoning)
+            else:
+                self._feed(asm, completion_as_chunk(_json_object(await response.aread())), on_text, on_reasoning)
         except httpx2.TimeoutException:
             raise _AttemptFailed(Failure("timeout", True), "the endpoint stopped sending") from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
             raise _AttemptFailed(Failure("stream_dropped", True), str(exc) or type(exc).__name__) from None
+        finally:
+            await response.aclose()
         if not asm.finish_reason:
             raise _AttemptFailed(Failure("stream_dropped", True), "it ended before the model finished")
+
+    async def _read_stream(self, response: httpx2.Response, asm: StreamAssembler,
+                           on_text: Callable[[str], None], on_reasoning: Callable[[str], None]) -> None:
+        decoder = SseDecoder()
+        splitter = LineSplitter()
+        raw = response.aiter_raw()
+        async for data in raw:
+            for line in splitter.feed(data):
+                if any(self._event(asm, payload, on_text, on_reasoning) for _, payload in decoder.feed(line)):
+                    await _drain(raw)
+                    return
+        for line in splitter.finish():
+            for _, payload in decoder.feed(line):
+                self._event(asm, payload, on_text, on_reasoning)
+        for _, payload in decoder.finish():
+            self._event(asm, payload, on_text, on_reasoning)
 
     @staticmethod
     def _feed(
@@ -253,7 +279,7 @@ class OpenAIModelClient:
             return ModelError("timeout", f"{where} did not answer in time{tries}: {detail}")
         return ModelError("bad_request", f"{where} rejected the request for `{s.model}`: {detail}")
 
-    def _result(self, asm: StreamAssembler, request: dict[str, Any], started: float) -> StepResult:
+    def _result(self, asm: StreamAssembler, request: dict[str, Any], body: bytes, started: float) -> StepResult:
         usage = normalize_usage(asm.usage)
         s = self.settings
         usage.cost_usd = step_cost(
@@ -264,8 +290,6 @@ class OpenAIModelClient:
         )
         if usage.cached_tokens is None:
             # The fallback measure, paid only when the endpoint reports no cache figure.
-            # Tools first: endpoints render the tool schemas ahead of the history.
-            body = json.dumps([request.get("tools"), request["messages"]], ensure_ascii=False).encode()
             key = conversation_key(request["messages"])
             usage.prefix_ratio = prefix_ratio(self._previous.pop(key, None), body)
             self._previous[key] = body
@@ -302,6 +326,7 @@ class OpenAIModelClient:
         started = time.monotonic()
         deadline = started + limit
         request = self._request(messages, tools)
+        body = request_body(request)
         waited = 0.0
         attempts = 0
         try:
@@ -310,9 +335,9 @@ class OpenAIModelClient:
                     asm = StreamAssembler()
                     attempts += 1
                     try:
-                        await self._attempt(request, asm, on_text, on_reasoning, max(deadline - time.monotonic(), 0.1))
+                        await self._attempt(body, asm, on_text, on_reasoning, max(deadline - time.monotonic(), 0.1))
                         self.attempts = attempts
-                        return self._result(asm, request, started)
+                        return self._result(asm, request, body, started)
                     except _AttemptFailed as failed:
                         wait = next_wait(
                             failed.failure,

@@ -146,6 +146,38 @@ class StreamAssembler:
         return out
 
 
+class LineSplitter:
+    """Text lines from the raw bytes of an event stream, however the chunks cut them (pure).
+
+    Lines end with LF, CRLF or a lone CR (the SSE rule); a CR at the end of a
+    chunk is held back until the next byte tells whether an LF follows. Line
+    boundaries are ASCII, so each complete line decodes as UTF-8 on its own
+    even when a chunk split a multi-byte character.
+    """
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, data: bytes) -> list[str]:
+        """Take the next bytes; return the lines they complete (without their endings)."""
+        buffer = self._pending + data
+        if not buffer:
+            return []
+        if buffer.endswith(b"\r"):
+            buffer, self._pending = buffer[:-1], b"\r"
+        else:
+            self._pending = b""
+        lines = buffer.splitlines(keepends=True)
+        if lines and not lines[-1].endswith((b"\n", b"\r")):
+            self._pending = lines.pop() + self._pending
+        return [line.rstrip(b"\r\n").decode("utf-8", "replace") for line in lines]
+
+    def finish(self) -> list[str]:
+        """The last line when the stream ended without a line ending."""
+        rest, self._pending = self._pending.rstrip(b"\r"), b""
+        return [rest.decode("utf-8", "replace")] if rest else []
+
+
 class SseDecoder:
     """Server-sent events from text lines: ``data:`` lines joined until a blank line (pure)."""
 

@@ -199,7 +199,11 @@ def test_without_a_provider_cache_figure_the_second_step_reports_its_prefix_rati
     one, two = asyncio.run(go())
     assert one.usage.prefix_ratio is None
     assert two.usage.prefix_ratio is not None and 0.0 < two.usage.prefix_ratio < 1.0
-    first, second = json.dumps([TOOLS, USER]).encode(), json.dumps([TOOLS, history]).encode()
+    # Over the bodies as the endpoint received them (compact JSON keeps the bytes we sent): the
+    # second request repeats all of the first but its closing "]}".
+    first, second = (json.dumps(r.body, ensure_ascii=False, separators=(",", ":")).encode()
+                     for r in fake.chat_requests)
+    assert second.startswith(first[:-2]) and not second.startswith(first)
     assert two.usage.prefix_ratio == pytest.approx((len(first) - 2) / len(second))
 
 

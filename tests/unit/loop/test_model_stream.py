@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.loop.model.stream import StreamAssembler, arguments_error
+from services.loop.model.stream import LineSplitter, StreamAssembler, arguments_error
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -159,3 +159,33 @@ def test_any_split_of_interleaved_tool_call_deltas_reassembles_the_same_calls() 
         calls = asm.tool_calls()
         assert [c.arguments() for c in calls] == wanted
         assert [(c.id, c.name, c.parse_error) for c in calls] == [("c0", "read", ""), ("c1", "bash", "")]
+
+
+def _split(chunks: list[bytes]) -> list[str]:
+    splitter = LineSplitter()
+    lines = [line for chunk in chunks for line in splitter.feed(chunk)]
+    return lines + splitter.finish()
+
+
+def test_raw_stream_bytes_split_into_lines_at_lf_crlf_and_lone_cr() -> None:
+    data = 'data: {"a": "é"}\r\n\r\ndata: x\n\ndata: y\r\rtail'.encode()
+    assert _split([data]) == ['data: {"a": "é"}', "", "data: x", "", "data: y", "", "tail"]
+
+
+def test_every_way_of_cutting_the_bytes_gives_the_same_lines() -> None:
+    # Chunk boundaries fall anywhere: inside a CRLF pair and inside a multi-byte character included.
+    data = 'data: {"t": "naïve ✓"}\r\n\r\n: keep-alive\r\ndata: [DONE]\r\n\r\n'.encode()
+    whole = _split([data])
+    assert whole == ['data: {"t": "naïve ✓"}', "", ": keep-alive", "data: [DONE]", ""]
+    for i in range(len(data) + 1):
+        for j in range(i, len(data) + 1):
+            assert _split([data[:i], data[i:j], data[j:]]) == whole, (i, j)
+
+
+def test_no_line_is_invented_from_an_empty_chunk_or_an_unterminated_end() -> None:
+    splitter = LineSplitter()
+    assert splitter.feed(b"") == []
+    assert splitter.feed(b"data: par") == []
+    assert splitter.feed(b"") == []
+    assert splitter.finish() == ["data: par"]
+    assert splitter.finish() == []
