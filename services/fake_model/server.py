@@ -42,7 +42,7 @@ class RecordedRequest:
     It is logged as soon as it arrives; ``status`` is set when the reply starts
     and ``done`` once the handler has finished with it (including an abort).
 
-    ``handling_ms`` is the server-side time from reading the request to writing
+    ``handling_ms`` is the server-side time from the arrival of the request line to writing
     the last byte; ``overhead_ms`` is the same minus scripted waits (delays,
     chunk delays, stalls): the fake model's own cost, which benchmarks subtract.
     """
@@ -266,6 +266,13 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
     server_version = "ai-coding-fake-model/1"
     _in_flight: _InFlight | None = None
+    _arrived = 0.0
+
+    def parse_request(self) -> bool:
+        # The server's time starts when the request line has arrived: parsing the headers and
+        # reading the body are the server's work, not the client's (benchmarks subtract it).
+        self._arrived = time.perf_counter()
+        return super().parse_request()
 
     def setup(self) -> None:
         super().setup()
@@ -453,7 +460,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Log the request at once (status 0 until answered), so it is visible before the reply ends."""
         record = RecordedRequest(self.command, self.path, body, time.time(), headers=dict(self.headers.items()),
                                  client_port=int(self.client_address[1]))
-        self._in_flight = _InFlight(record, time.perf_counter())
+        self._in_flight = _InFlight(record, self._arrived or time.perf_counter())
         self.server.owner._record(record)
         return record
 
