@@ -446,13 +446,16 @@ def last_tool_text(last: LastTool) -> str:
 
 
 def preview_text(preview: str) -> Text:
-    """An approval preview, literal; a unified diff gets its +/-/@@ lines coloured."""
+    """An approval preview, literal; a unified diff gets its +/-/@@ lines coloured, a line
+    saying the call will fail is yellow, and the loop's own notes in parentheses are dim."""
     text = literal(preview)
     if "\n@@" not in "\n" + preview:
         return text
     offset = 0
     for line in text.plain.split("\n"):
-        style = ("green" if line.startswith("+") and not line.startswith("+++") else
+        style = ("bold yellow" if line.startswith("⚠") else
+                 "dim" if line.startswith("(") and line.endswith(")") else
+                 "green" if line.startswith("+") and not line.startswith("+++") else
                  "red" if line.startswith("-") and not line.startswith("---") else
                  "cyan" if line.startswith("@@") else "")
         if style:

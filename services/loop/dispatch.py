@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from services.loop.local_tools import (
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.ports import ToolCall, ToolChunkEvent, ToolOutcome, ToolRunner
-from services.loop.previews import approval_preview, tool_title
+from services.loop.previews import approval_preview, checked_preview, tool_title, wants_dry_run
 
 Emit = Callable[..., None]
 # (tool, arguments, level the tool declares) -> the gate's verdict.
@@ -38,6 +39,11 @@ Guard = Callable[[ToolCall, dict[str, Any]], Refusal | None]
 # Chat Completions tool messages beyond this are cut (head and tail kept) so one
 # runaway output cannot crowd out the history; the tools service caps output too.
 MAX_RESULT_CHARS = 60_000
+# An approval preview waits at most this long for the tools service's dry run, then
+# falls back to a diff of the arguments: a preview never stalls the turn.
+PREVIEW_TIMEOUT_S = 2.0
+
+log = logging.getLogger("ai_coding.loop")
 
 
 class ApprovalStop(Exception):
@@ -69,6 +75,7 @@ class DispatchContext:
     todo: Callable[[dict[str, Any]], ToolOutcome] | None = None
     ask_timeout_seconds: float = 300.0
     on_degraded: Callable[[str, str], None] = lambda component, reason: None
+    preview_timeout_seconds: float = PREVIEW_TIMEOUT_S
     outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
 
 
@@ -159,10 +166,10 @@ async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
 
 async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], reason: str
                         ) -> Resolution:
+    preview = await _preview(ctx, call, arguments)
     request_id, future = ctx.pending.open("a")
     ctx.emit("approval_requested", request_id=request_id, call_id=call.id, tool=call.name,
-             arguments_json=call.arguments_json, preview=approval_preview(call.name, arguments),
-             reason=reason)
+             arguments_json=call.arguments_json, preview=preview, reason=reason)
     try:
         resolution = await asyncio.wait_for(future, timeout=max(ctx.remaining(), 0.01))
     except TimeoutError:
@@ -171,6 +178,20 @@ async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[st
     ctx.emit("approval_resolved", request_id=request_id, decision=resolution.decision.value,
              source=resolution.source)
     return resolution
+
+
+async def _preview(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) -> str:
+    """The approval preview; a write/edit asks the tools service for its real diff first."""
+    if not wants_dry_run(call.name):
+        return approval_preview(call.name, arguments)
+    wait = max(min(ctx.preview_timeout_seconds, ctx.remaining()), 0.01)
+    try:
+        dry_run: ToolOutcome | None = await asyncio.wait_for(
+            ctx.tools.dry_run(ctx.session_id, call.id, call.name, call.arguments_json, wait), wait + 0.5)
+    except Exception as exc:  # no answer (down, slow, broken): the preview falls back, the turn goes on
+        log.info("dry run of %s %s gave no preview: %s", call.name, call.id, exc)
+        dry_run = None
+    return checked_preview(call.name, arguments, dry_run, wait)
 
 
 def _groups(ctx: DispatchContext, calls: list[ToolCall]) -> list[list[ToolCall]]:

@@ -149,3 +149,10 @@ class ToolRunner(Protocol):
     ) -> AsyncIterator[ToolChunkEvent | ToolOutcome]:
         """Chunks, then exactly one ToolOutcome. ``tool_service_unavailable`` when down."""
         ...
+
+    async def dry_run(self, session_id: str, call_id: str, tool: str, arguments_json: str,
+                      timeout_seconds: float) -> ToolOutcome:
+        """Preview a write or edit without running it: ok with the real unified diff against the
+        file in ``output``, or the error the call would meet (``edit_no_match``, ``stale_read``...).
+        Raises (any exception) when the service gave no answer within ``timeout_seconds``."""
+        ...

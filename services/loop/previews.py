@@ -1,18 +1,57 @@
-"""Human previews for approval requests and tool titles (pure functions)."""
+"""Human previews for approval requests and tool titles (pure functions).
+
+A write or edit is previewed by the tools service's dry run: the real diff
+against the file on disk (hunk line numbers, context), or the error the call
+would meet. Without an answer, the preview falls back to a diff of the call's
+own arguments and says so.
+"""
 
 from __future__ import annotations
 
 import difflib
 from typing import Any
 
+from services.loop.ports import ToolOutcome
+
 MAX_PREVIEW_LINES = 80
+# A dry run's error can carry a long hint (the closest passages of the file); the
+# preview keeps its head so the diff of the intended change stays on screen.
+MAX_WARNING_LINES = 16
+DRY_RUN_TOOLS = frozenset({"write", "edit"})
+WARNING_MARK = "⚠ "
+
+
+def wants_dry_run(tool: str) -> bool:
+    """Whether an approval preview of ``tool`` asks the tools service for a dry run."""
+    return tool in DRY_RUN_TOOLS
+
+
+def checked_preview(tool: str, arguments: dict[str, Any], dry_run: ToolOutcome | None, waited_s: float) -> str:
+    """The approval preview of a write/edit given its dry run (None: no answer within ``waited_s``)."""
+    if dry_run is None:
+        note = (f"(no file context: the tool service did not answer within {waited_s:g} s; "
+                "this diff shows only the call's own arguments)")
+        return f"{note}\n{approval_preview(tool, arguments)}"
+    if dry_run.ok:
+        diff = str(dry_run.data.get("diff", dry_run.output))
+        if not diff.strip():
+            return f"{_path(arguments)}: no change (the new content equals the file)"
+        return _cap(diff.rstrip("\n").split("\n"))
+    # The tools service words a failure as "Error: <message>" then its hint, one per line.
+    detail = (dry_run.output.strip() or dry_run.error_message.strip()).split("\n")
+    detail[0] = detail[0].removeprefix("Error: ")
+    if len(detail) > MAX_WARNING_LINES:
+        detail = [*detail[:MAX_WARNING_LINES], "..."]
+    warning = [f"{WARNING_MARK}this {tool} will fail: {dry_run.error_code or 'error'}: {detail[0]}", *detail[1:]]
+    intended = approval_preview(tool, arguments)
+    return "\n".join([*warning, "(the intended change, from the call's arguments:)", intended])
 
 
 def approval_preview(tool: str, arguments: dict[str, Any]) -> str:
     """What the user approves: the command, the path, or a unified diff for write/edit."""
     if tool == "bash":
         return str(arguments.get("command", ""))
-    path = str(arguments.get("path") or arguments.get("file_path") or "")
+    path = _path(arguments)
     if tool == "edit":
         old = str(arguments.get("old_string", "")).splitlines()
         new = str(arguments.get("new_string", "")).splitlines()
@@ -33,6 +72,10 @@ def tool_title(tool: str, arguments: dict[str, Any]) -> str:
     verb = {"bash": "Running", "read": "Reading", "write": "Writing", "edit": "Editing", "glob": "Finding",
             "grep": "Searching", "ask_user": "Asking", "tool_search": "Loading tools"}.get(tool, tool)
     return f"{verb} · {target}" if target else verb
+
+
+def _path(arguments: dict[str, Any]) -> str:
+    return str(arguments.get("path") or arguments.get("file_path") or "")
 
 
 def _cap(lines: list[str]) -> str:

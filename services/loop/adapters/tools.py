@@ -180,6 +180,25 @@ class GrpcToolRunner:
         yield unavailable(call_id, tool, "the call ended without a result", started)
 
 
+    async def dry_run(self, session_id: str, call_id: str, tool: str, arguments_json: str,
+                      timeout_seconds: float) -> ToolOutcome:
+        request = tools_pb2.CallToolRequest(session_id=session_id, call_id=call_id, tool=tool,
+                                            arguments_json=arguments_json, timeout_seconds=timeout_seconds,
+                                            dry_run=True)
+        stream = self._stub.CallTool(request, timeout=timeout_seconds, metadata=call_metadata())
+        try:
+            async for item in stream:
+                if item.HasField("result"):
+                    return result_to_outcome(item.result)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.UNAVAILABLE:
+                await self._reset()
+            raise ToolServiceError(f"tools service: {_describe(err)}") from None
+        finally:
+            stream.cancel()
+        raise ToolServiceError("tools service: the dry run ended without a result")
+
+
 def _channel(endpoint: Endpoint) -> grpc.aio.Channel:
     """A channel with its own subchannel pool: gRPC shares subchannels (and their reconnect
     backoff) between channels to one target, so a fresh channel would otherwise still wait out

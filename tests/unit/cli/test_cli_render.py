@@ -258,3 +258,16 @@ def test_skipped_events_render_as_one_dim_line_with_the_count_and_where_the_hist
     styled, styled_out = make(terminal=True)
     styled.handle(ev(events_skipped=loop_pb2.EventsSkipped(from_seq=5, to_seq=5)))
     assert "\x1b[2m" in styled_out.getvalue() and "1 earlier event skipped" in styled_out.getvalue()
+
+
+def test_a_preview_warning_is_yellow_and_the_loops_notes_are_dim() -> None:
+    from clients.cli.render import preview_text
+
+    preview = ("⚠ this edit will fail: edit_no_match: old_string was not found in x.py\n"
+               "(the intended change, from the call's arguments:)\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b")
+    text = preview_text(preview)
+    styles = {text.plain[span.start:span.end]: str(span.style) for span in text.spans}
+    assert styles["⚠ this edit will fail: edit_no_match: old_string was not found in x.py"] == "bold yellow"
+    assert styles["(the intended change, from the call's arguments:)"] == "dim"
+    assert styles["-a"] == "red" and styles["+b"] == "green"
+    assert preview_text("(cd build && make)").spans == []  # a bash command in parentheses stays plain
