@@ -46,8 +46,18 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def run_turn(stack: LoopStack, session_id: str, text: str) -> list[loop_pb2.TurnEvent]:
+    """One turn as the CLI clients run it: ``ConverseBatched``, every event until the session is idle."""
+    start = loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text))
+    return [event for batch in stack.stub.ConverseBatched(iter([start]), timeout=120) for event in batch.events]
+
+
 def overhead_per_step(base: Path, steps: int) -> tuple[dict[str, list[float]], list[dict[str, int]]]:
     """Per-step overheads (ms) over turns of 3 steps with local tool calls, and byte splits.
+
+    The loop service, the tools service, the fake model and the client all run in this one
+    process (deployed, each is its own process): every figure includes their contention for
+    one GIL, so it is an upper bound.
 
     ``total``: client wall time minus the fake model's server time; ``pipeline``: the turn's own
     time minus its model steps' client-side latency (orchestration, saving, events); ``model_client``:
@@ -66,13 +76,13 @@ def overhead_per_step(base: Path, steps: int) -> tuple[dict[str, list[float]], l
     overheads: dict[str, list[float]] = {"total": [], "pipeline": [], "model_client": [], "pipeline_long": []}
     splits: list[dict[str, int]] = []
     with FakeModelServer(script) as fake:
-        stack = LoopStack(sock_dir, work / "ws", fake, model_config(fake.url), with_tools=False)
+        stack = LoopStack(sock_dir, work / "ws", fake, model_config(fake.url), with_tools=True)
         try:
             sid = stack.open().session_id
             for turn in range(turns):
                 before = len(fake.chat_requests)
                 start = time.perf_counter()
-                events = stack.start(sid, f"turn {turn}").drain()
+                events = run_turn(stack, sid, f"turn {turn}")
                 wall = (time.perf_counter() - start) * 1000
                 reqs = fake.chat_requests[before:]
                 model_ms = sum(r.handling_ms for r in reqs)
@@ -97,7 +107,7 @@ def overhead_per_step(base: Path, steps: int) -> tuple[dict[str, list[float]], l
                     {"role": "tool", "tool_call_id": cid, "content": "x" * 2000}]
             fake.load_script(script[:9])
             for turn in range(3):
-                events = stack.start(sid, f"long turn {turn}").drain()
+                events = run_turn(stack, sid, f"long turn {turn}")
                 latencies = [e.model_step_finished.latency_ms for e in events
                              if e.WhichOneof("event") == "model_step_finished"]
                 duration = [e.turn_finished.duration_ms for e in events if e.WhichOneof("event") == "turn_finished"]
