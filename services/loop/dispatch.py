@@ -29,7 +29,7 @@ from services.loop.local_tools import (
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.ports import ToolCall, ToolChunkEvent, ToolOutcome, ToolRunner
-from services.loop.previews import approval_preview, checked_preview, tool_title, wants_dry_run
+from services.loop.previews import approval_preview, changed_first, checked_preview, tool_title, wants_dry_run
 
 Emit = Callable[..., None]
 # (tool, arguments, level the tool declares) -> the gate's verdict.
@@ -90,7 +90,7 @@ async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
         if stop:
             _finish(ctx, error_outcome(call.id, call.name, "cancelled", "the user stopped the turn"))
             continue
-        refusal = await _precheck(ctx, call)
+        refusal = await _precheck(ctx, call, runnable)
         if refusal is None:
             runnable.append(call)
             continue
@@ -127,7 +127,9 @@ def _spec(ctx: DispatchContext, name: str) -> dict[str, Any] | None:
     return None
 
 
-async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
+async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall]) -> ToolOutcome | None:
+    """None when ``call`` may run, else its refusal. ``earlier``: calls of this batch already
+    cleared to run (they run first, so an approval preview must not assume the files as they are)."""
     if call.parse_error:
         return error_outcome(call.id, call.name, "invalid_arguments",
                              f"the arguments are not a JSON object ({call.parse_error}); send valid JSON")
@@ -152,7 +154,7 @@ async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
                              f"{verdict.reason}; choose another approach")
     if verdict.level == Level.ALLOW:
         return None
-    resolution = await _ask_approval(ctx, call, arguments, verdict.reason)
+    resolution = await _ask_approval(ctx, call, arguments, verdict.reason, earlier)
     if resolution.decision == Decision.ALLOW_ALWAYS and verdict.grant_key:
         ctx.allowed_always.append(verdict.grant_key)
     if is_allowed(resolution.decision):
@@ -164,9 +166,9 @@ async def _precheck(ctx: DispatchContext, call: ToolCall) -> ToolOutcome | None:
                          "do not retry it unchanged")
 
 
-async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], reason: str
-                        ) -> Resolution:
-    preview = await _preview(ctx, call, arguments)
+async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], reason: str,
+                        earlier: list[ToolCall]) -> Resolution:
+    preview = await _preview(ctx, call, arguments, earlier)
     request_id, future = ctx.pending.open("a")
     ctx.emit("approval_requested", request_id=request_id, call_id=call.id, tool=call.name,
              arguments_json=call.arguments_json, preview=preview, reason=reason)
@@ -180,7 +182,8 @@ async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[st
     return resolution
 
 
-async def _preview(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) -> str:
+async def _preview(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], earlier: list[ToolCall]
+                   ) -> str:
     """The approval preview; a write/edit asks the tools service for its real diff first."""
     if not wants_dry_run(call.name):
         return approval_preview(call.name, arguments)
@@ -191,7 +194,8 @@ async def _preview(ctx: DispatchContext, call: ToolCall, arguments: dict[str, An
     except Exception as exc:  # no answer (down, slow, broken): the preview falls back, the turn goes on
         log.info("dry run of %s %s gave no preview: %s", call.name, call.id, exc)
         dry_run = None
-    return checked_preview(call.name, arguments, dry_run, wait)
+    changed = changed_first(arguments, [(c.name, _args(c)) for c in earlier])
+    return checked_preview(call.name, arguments, dry_run, wait, changed_first=changed)
 
 
 def _groups(ctx: DispatchContext, calls: list[ToolCall]) -> list[list[ToolCall]]:

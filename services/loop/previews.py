@@ -9,6 +9,7 @@ own arguments and says so.
 from __future__ import annotations
 
 import difflib
+import posixpath
 from typing import Any
 
 from services.loop.ports import ToolOutcome
@@ -18,7 +19,10 @@ MAX_PREVIEW_LINES = 80
 # preview keeps its head so the diff of the intended change stays on screen.
 MAX_WARNING_LINES = 16
 DRY_RUN_TOOLS = frozenset({"write", "edit"})
+# Tools that run commands: a file they run before a write/edit may be anything afterwards.
+COMMAND_TOOLS = frozenset({"bash", "job_start"})
 WARNING_MARK = "⚠ "
+EARLIER_NOTE = "({what} the file as it is now: an earlier call of this batch runs first and may change it)"
 
 
 def wants_dry_run(tool: str) -> bool:
@@ -26,8 +30,20 @@ def wants_dry_run(tool: str) -> bool:
     return tool in DRY_RUN_TOOLS
 
 
-def checked_preview(tool: str, arguments: dict[str, Any], dry_run: ToolOutcome | None, waited_s: float) -> str:
-    """The approval preview of a write/edit given its dry run (None: no answer within ``waited_s``)."""
+def changed_first(arguments: dict[str, Any], earlier: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Whether a call cleared earlier in the same batch (it runs first) may change this call's file:
+    a write/edit of the same path, or a command, which may change anything."""
+    path = posixpath.normpath(_path(arguments))
+    return any(tool in COMMAND_TOOLS or (tool in DRY_RUN_TOOLS and posixpath.normpath(_path(args)) == path)
+               for tool, args in earlier)
+
+
+def checked_preview(tool: str, arguments: dict[str, Any], dry_run: ToolOutcome | None, waited_s: float,
+                    changed_first: bool = False) -> str:
+    """The approval preview of a write/edit given its dry run (None: no answer within ``waited_s``).
+
+    ``changed_first``: an earlier call of the batch may change the file before this one runs, so
+    the dry run (against the file as it is now) is shown as such rather than as the outcome."""
     if dry_run is None:
         note = (f"(no file context: the tool service did not answer within {waited_s:g} s; "
                 "this diff shows only the call's own arguments)")
@@ -36,13 +52,17 @@ def checked_preview(tool: str, arguments: dict[str, Any], dry_run: ToolOutcome |
         diff = str(dry_run.data.get("diff", dry_run.output))
         if not diff.strip():
             return f"{_path(arguments)}: no change (the new content equals the file)"
-        return _cap(diff.rstrip("\n").split("\n"))
+        lines = diff.rstrip("\n").split("\n")
+        return _cap([EARLIER_NOTE.format(what="diff against"), *lines] if changed_first else lines)
     # The tools service words a failure as "Error: <message>" then its hint, one per line.
     detail = (dry_run.output.strip() or dry_run.error_message.strip()).split("\n")
     detail[0] = detail[0].removeprefix("Error: ")
     if len(detail) > MAX_WARNING_LINES:
         detail = [*detail[:MAX_WARNING_LINES], "..."]
-    warning = [f"{WARNING_MARK}this {tool} will fail: {dry_run.error_code or 'error'}: {detail[0]}", *detail[1:]]
+    verdict = "would fail on the file as it is now" if changed_first else "will fail"
+    warning = [f"{WARNING_MARK}this {tool} {verdict}: {dry_run.error_code or 'error'}: {detail[0]}", *detail[1:]]
+    if changed_first:
+        warning.append(EARLIER_NOTE.format(what="checked against"))
     intended = approval_preview(tool, arguments)
     return "\n".join([*warning, "(the intended change, from the call's arguments:)", intended])
 

@@ -202,3 +202,26 @@ def silent_listener(path: Path) -> Iterator[list[socket.socket]]:
         for conn in held:
             conn.close()
         server.close()
+
+
+def test_a_second_edit_that_builds_on_the_first_in_one_batch_is_not_called_a_sure_failure(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    target = workspace / "big.py"
+    target.write_text(BIG)
+    stack = make_stack([
+        {"match": "twice", "tool_calls": [{"name": "read", "arguments": {"path": "big.py"}}]},
+        {"match": "value_200", "tool_calls": [
+            {"name": "edit", "arguments": {"path": "big.py", "old_string": "value_120 = 120\n",
+                                           "new_string": "value_120 = 121\n"}},
+            {"name": "edit", "arguments": {"path": "big.py", "old_string": "value_120 = 121\n",
+                                           "new_string": "value_120 = 122\n"}}]},
+        {"match": "Edited", "text": "Bumped twice."},
+    ], with_tools=True)
+    events = run(stack, "bump value 120 twice", [], target)
+    assert status_name(finished(events)) == "completed", stack.fake.errors
+    first, second = previews(events)
+    assert "@@ -117,7 +117,7 @@" in first and "⚠" not in first
+    assert second.startswith("⚠ this edit would fail on the file as it is now: edit_no_match")
+    assert "an earlier call of this batch runs first" in second
+    assert [r.result.error.code for r in results(events)] == ["", "", ""]  # both edits applied after all
+    assert "value_120 = 122\n" in target.read_text()

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from services.loop.ports import ToolOutcome
-from services.loop.previews import MAX_WARNING_LINES, approval_preview, checked_preview, wants_dry_run
+from services.loop.previews import (
+    MAX_WARNING_LINES,
+    approval_preview,
+    changed_first,
+    checked_preview,
+    wants_dry_run,
+)
 
 EDIT = {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
 REAL_DIFF = "--- a/a.py\n+++ b/a.py\n@@ -41,3 +41,3 @@\n y = 0\n-x = 1\n+x = 2\n z = 3\n"
@@ -44,3 +50,21 @@ def test_a_write_that_changes_nothing_says_so() -> None:
     dry = ToolOutcome("c1", "write", True, "a.py unchanged.", data={"diff": "", "dry_run": True})
     assert checked_preview("write", {"path": "a.py", "content": "x"}, dry, 2.0) == \
         "a.py: no change (the new content equals the file)"
+
+
+def test_a_file_an_earlier_call_of_the_batch_writes_or_a_command_may_touch_counts_as_changed_first() -> None:
+    assert changed_first(EDIT, [("edit", {"path": "./a.py", "old_string": "a", "new_string": "b"})])
+    assert changed_first(EDIT, [("bash", {"command": "sed -i s/x/y/ a.py"})])
+    assert not changed_first(EDIT, [("edit", {"path": "b.py", "old_string": "a", "new_string": "b"})])
+    assert not changed_first(EDIT, [("read", {"path": "a.py"}), ("grep", {"pattern": "x"})])
+    assert not changed_first(EDIT, [])
+
+
+def test_when_an_earlier_call_changes_the_file_first_the_dry_run_is_not_presented_as_the_outcome() -> None:
+    failed = ToolOutcome("c2", "edit", False, "Error: old_string was not found in a.py", error_code="edit_no_match")
+    lines = checked_preview("edit", EDIT, failed, 2.0, changed_first=True).split("\n")
+    assert lines[0] == "⚠ this edit would fail on the file as it is now: edit_no_match: old_string was not found in a.py"
+    assert lines[1].startswith("(checked against the file as it is now: an earlier call of this batch runs first")
+    ok = ToolOutcome("c2", "edit", True, REAL_DIFF, data={"diff": REAL_DIFF})
+    shown = checked_preview("edit", EDIT, ok, 2.0, changed_first=True).split("\n")
+    assert shown[0].startswith("(diff against the file as it is now") and shown[1:] == REAL_DIFF.rstrip("\n").split("\n")
