@@ -1,7 +1,8 @@
 """An in-memory inverted index with BM25 (Okapi) scoring.
 
-Kept current on every write and rebuilt from SQLite when a store opens, so a
-query touches only the posting lists of its own terms, never every note.
+Kept current on every write and rebuilt from SQLite when a store opens (from the
+persisted terms, in bulk), so a query touches only the posting lists of its own
+terms, never every note.
 Recall scores posting lists as numpy arrays (cached per term, dropped when the
 term's postings change): a pure-Python loop over the postings of common words
 measured 13 ms p50 / 165 ms p95 at 10,000 notes (bench/memory.py).
@@ -10,7 +11,7 @@ measured 13 ms p50 / 165 ms p95 at 10,000 notes (bench/memory.py).
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -30,7 +31,8 @@ class InvertedIndex:
 
     def __init__(self) -> None:
         self.postings: dict[str, dict[int, int]] = {}
-        self.doc_terms: dict[int, Counter[str]] = {}
+        self.doc_terms: dict[int, dict[str, int]] = {}
+        """doc -> {term: term frequency}."""
         self.doc_len: dict[int, int] = {}
         self.total_len = 0
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
@@ -74,6 +76,22 @@ class InvertedIndex:
             codes = self._codes[attr]
             self.attr[attr][doc] = codes.setdefault(values[attr], len(codes))
 
+    def set_attrs_many(
+        self, docs: list[int], stamps: list[float], statics: list[float], sinces: list[float],
+        values: dict[str, list[str]],
+    ) -> None:
+        """:meth:`set_attrs` for many documents at once (``values`` maps each attribute to one value per doc)."""
+        if not docs:
+            return
+        self._grow(max(docs))
+        at = np.asarray(docs, dtype=np.int64)
+        self.prior_stamp[at] = stamps
+        self.prior_static[at] = statics
+        self.since_stamp[at] = sinces
+        for attr in FILTER_ATTRS:
+            codes = self._codes[attr]
+            self.attr[attr][at] = [codes.setdefault(v, len(codes)) for v in values[attr]]
+
     def __len__(self) -> int:
         return len(self.doc_terms)
 
@@ -91,6 +109,38 @@ class InvertedIndex:
         for term, tf in counts.items():
             self.postings.setdefault(term, {})[doc] = tf
             self._arrays.pop(term, None)
+
+    def add_many(self, docs: list[int], term_lists: list[list[str]]) -> None:
+        """:meth:`add` for many documents at once: what a store does when it opens.
+
+        One pass with the per-document upkeep hoisted out of the loop: at 100,000
+        notes this is the bulk of opening a store (bench/memory.py).
+        """
+        if not docs:
+            return
+        self._grow(max(docs))
+        for doc in docs:
+            if doc in self.doc_terms:
+                self.remove(doc)
+        grouped: defaultdict[str, dict[int, int]] = defaultdict(dict)
+        for term, plist in self.postings.items():
+            grouped[term] = plist
+        doc_terms = self.doc_terms
+        doc_len = self.doc_len
+        lengths: list[int] = []
+        for doc, terms in zip(docs, term_lists, strict=True):
+            counts = dict.fromkeys(terms, 1)
+            if len(counts) != len(terms):  # most notes repeat no term: skip counting them
+                counts = dict(Counter(terms))
+            doc_terms[doc] = counts
+            doc_len[doc] = len(terms)
+            lengths.append(len(terms))
+            for term, tf in counts.items():
+                grouped[term][doc] = tf
+        self.postings = dict(grouped)
+        self._dense_len[np.asarray(docs, dtype=np.int64)] = lengths
+        self.total_len += sum(lengths)
+        self._arrays.clear()
 
     def remove(self, doc: int) -> None:
         """Drop ``doc`` from the index (no-op when absent)."""

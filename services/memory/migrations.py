@@ -48,7 +48,21 @@ def _v2(db: sqlite3.Connection) -> None:
     db.execute("CREATE VIRTUAL TABLE history_fts USING fts5(terms)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+NOTE_TERMS_TABLE = """CREATE TABLE IF NOT EXISTS note_terms (
+    doc INTEGER PRIMARY KEY,
+    version INTEGER NOT NULL,
+    checksum INTEGER NOT NULL,
+    terms TEXT NOT NULL
+)"""
+"""Each note's tokens (see persisted.py); a store re-creates it when opened if someone dropped it."""
+
+
+def _v3(db: sqlite3.Connection) -> None:
+    # Left empty: the first open finds every note's terms missing, tokenizes once and fills the table.
+    db.execute(NOTE_TERMS_TABLE)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 """MIGRATIONS[i] takes the schema from version i to i + 1."""
 
 LATEST = len(MIGRATIONS)

@@ -8,7 +8,6 @@ gate is idf-weighted coverage of the known query terms.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,6 +107,20 @@ def set_note_attrs(index: InvertedIndex, doc: int, note: Note) -> None:
     )
 
 
+def set_note_attrs_many(index: InvertedIndex, docs: list[int], notes: list[Note]) -> None:
+    """:func:`set_note_attrs` for many notes at once (``notes[i]`` is document ``docs[i]``)."""
+    index.set_attrs_many(
+        docs,
+        [max(n.created, n.updated, n.last_used) for n in notes],
+        [static_prior(n) for n in notes],
+        [n.updated or n.created for n in notes],
+        {
+            "kind": [n.kind for n in notes], "evidence": [n.evidence for n in notes],
+            "scope": [n.scope for n in notes], "scene": [fold_scene(n.scene) for n in notes],
+        },
+    )
+
+
 def _rank_arrays(
     bm25: FloatArray, cosines: FloatArray | None, settings: MemorySettings
 ) -> FloatArray:
@@ -201,7 +214,7 @@ def rank(
 
     def build(i: int, why: str = "") -> Ranked:
         doc = int(docs[i])
-        held: Counter[str] = index.doc_terms.get(doc, Counter())
+        held = index.doc_terms.get(doc, {})
         return Ranked(
             doc=doc, note=notes[doc], bm25=float(bm25[i]), relevance=float(relevance[i]), score=float(score[i]),
             matched=[t for t in known if t in held], cosine=None if cos is None else float(cos[i]), why=why,

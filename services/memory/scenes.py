@@ -9,6 +9,7 @@ and on the single write path (reconcile).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable
 
@@ -42,6 +43,7 @@ def normalize_scene(scene: str) -> str:
     return " ".join(scene.split())[:MAX_SCENE_CHARS]
 
 
+@functools.lru_cache(maxsize=4096)  # a store holds few distinct scenes; opening folds one per note
 def fold_scene(scene: str) -> str:
     """Normalize, then map a known spelling to its canonical label. Idempotent."""
     normalized = normalize_scene(scene)

@@ -6,11 +6,15 @@ bumps a revision counter in ``meta``; a store catches up with what other
 processes wrote by reading only the rows (and tombstones) newer than the
 revision it last saw, so its inverted index stays current without rescanning.
 Inside a write transaction the store first catches up, so a reconcile decision
-always sees every committed note.
+always sees every committed note. Each note's terms are written beside it in the
+same transaction (table ``note_terms``, see persisted.py), so opening a store
+loads the index without tokenizing; terms that are missing, stale or garbled are
+rebuilt from the note text at open, with a warning, and written back.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import logging
@@ -28,9 +32,10 @@ from typing import TypeVar
 from services.memory.errors import StoreUnavailable
 from services.memory.gates import shape_rejection
 from services.memory.index import InvertedIndex
-from services.memory.migrations import migrate
+from services.memory.migrations import NOTE_TERMS_TABLE, migrate
 from services.memory.model import ArchivedMessage, Note
-from services.memory.ranking import set_note_attrs
+from services.memory.persisted import terms_row, trusted_terms
+from services.memory.ranking import set_note_attrs, set_note_attrs_many
 from services.memory.scenes import fold_scene
 from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
@@ -48,6 +53,12 @@ _COLUMNS = (
     "id, text, kind, importance, pinned, scene, evidence, scope, source_message_ids, "
     "hits, last_used, created, updated"
 )
+_NOTE_FIELDS = len(_COLUMNS.split(","))
+_CHANGED_ROWS = (
+    "SELECT n.doc, " + ", ".join(f"n.{c.strip()}" for c in _COLUMNS.split(",")) + ", t.version, t.checksum, t.terms "
+    "FROM notes n LEFT JOIN note_terms t ON t.doc = n.doc WHERE n.rev > ?"
+)
+_SAVE_TERMS = "INSERT OR REPLACE INTO note_terms (doc, version, checksum, terms) VALUES (?, ?, ?, ?)"
 
 
 def db_path(workspace: Path) -> Path:
@@ -78,7 +89,7 @@ def _row_to_note(row: tuple[object, ...]) -> Note:
         scene=fold_scene(str(row[5])),
         evidence=str(row[6]),
         scope=str(row[7]),
-        source_message_ids=[str(x) for x in json.loads(str(row[8]) or "[]")],
+        source_message_ids=[] if row[8] == "[]" else [str(x) for x in json.loads(str(row[8]) or "[]")],
         hits=int(row[9]),  # type: ignore[call-overload]
         last_used=float(row[10]),  # type: ignore[arg-type]
         created=float(row[11]),  # type: ignore[arg-type]
@@ -124,6 +135,7 @@ class MemoryStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             migrate(self._db)
+            self._db.execute(NOTE_TERMS_TABLE)
             file_mode_private(path)
         except (sqlite3.Error, OSError, RuntimeError) as exc:
             raise StoreUnavailable(
@@ -133,14 +145,20 @@ class MemoryStore:
         self.index = InvertedIndex()
         self.notes: dict[int, Note] = {}
         self._doc_of: dict[str, int] = {}
-        self._doc_of_key: dict[str, int] = {}
+        self._doc_of_key: dict[str, int] | None = None
+        """Built on first use (writes only): recall never needs it, so opening does not pay for it."""
+        self._untrusted: dict[int, tuple[str, list[str]]] = {}
+        """Docs of the last catch-up whose persisted terms were not usable: (text, terms tokenized from it)."""
         self.kind_counts: Counter[str] = Counter()
         self.scene_counts: Counter[str] = Counter()
         self.scene_heat: Counter[str] = Counter()
         self._rev = 0
         self._data_version = -1
-        with self._lock:
+        with self._lock, gc_paused():
             self._read_txn(self._catch_up)
+            if self._untrusted:
+                self._save_rebuilt_terms(self._untrusted)
+            self._untrusted = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -162,32 +180,85 @@ class MemoryStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
         latest = int(row[0])
         if latest != self._rev:
-            rows = self._db.execute(
-                f"SELECT doc, {_COLUMNS} FROM notes WHERE rev > ?", (self._rev,)
-            ).fetchall()
-            for row_ in rows:
-                note = _healthy_note(row_[1:])
-                if note is None:
-                    self._forget_doc(int(row_[0]))  # a row edited into junk leaves the index
-                else:
-                    self._apply_row(int(row_[0]), note)
+            self._untrusted = {}
+            changed = [self._read_row(r) for r in self._db.execute(_CHANGED_ROWS, (self._rev,)).fetchall()]
+            if not self.notes:
+                self._load([(doc, note, terms) for doc, note, terms in changed if note is not None])
+            else:
+                for doc, note, terms in changed:
+                    if note is None:
+                        self._forget_doc(doc)  # a row edited into junk leaves the index
+                    else:
+                        self._apply_row(doc, note, terms)
             for (doc,) in self._db.execute("SELECT doc FROM tombstones WHERE rev > ?", (self._rev,)):
                 self._forget_doc(int(doc))
             self._rev = latest
         self._data_version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
-    def _apply_row(self, doc: int, note: Note) -> None:
+    def _read_row(self, row: tuple[object, ...]) -> tuple[int, Note | None, list[str]]:
+        """(doc, note or None when the row is unusable, terms): persisted terms when intact, else tokenized."""
+        doc = int(row[0])  # type: ignore[call-overload]
+        note = _healthy_note(row[1 : 1 + _NOTE_FIELDS])
+        if note is None:
+            return doc, None, []
+        terms = trusted_terms(note.text, *row[1 + _NOTE_FIELDS :])
+        if terms is None:
+            terms = tokenize(note.text)
+            self._untrusted[doc] = (note.text, terms)
+        return doc, note, terms
+
+    def _load(self, rows: list[tuple[int, Note, list[str]]]) -> None:
+        """Fill an empty index with ``rows`` in bulk: the same state as :meth:`_apply_row` on each, faster."""
+        docs = [doc for doc, _, _ in rows]
+        notes = [note for _, note, _ in rows]
+        self.index.add_many(docs, [terms for _, _, terms in rows])
+        set_note_attrs_many(self.index, docs, notes)
+        self.notes.update(zip(docs, notes, strict=True))
+        self._doc_of.update((note.id, doc) for doc, note in zip(docs, notes, strict=True))
+        self._doc_of_key = None  # rebuilt on its next use
+        self.kind_counts.update(note.kind for note in notes)
+        self.scene_counts.update(note.scene for note in notes if note.scene)
+        for note in notes:
+            if note.scene:
+                self.scene_heat[note.scene] += note.hits
+
+    def _save_rebuilt_terms(self, rebuilt: dict[int, tuple[str, list[str]]]) -> None:
+        """Write back terms tokenized at open, so the next open loads them; a failure only costs speed."""
+        log.warning(
+            "memory: %d note(s) in %s had no usable persisted terms (missing, from another tokenizer version, "
+            "or not matching the note); tokenized them again from the notes and saved the terms",
+            len(rebuilt), self.path,
+        )
+        params = []
+        for doc, (text, terms) in rebuilt.items():
+            version, check, joined = terms_row(text, terms)
+            params.append((doc, version, check, joined))
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(_SAVE_TERMS, params)
+                self._db.execute("DELETE FROM note_terms WHERE doc NOT IN (SELECT doc FROM notes)")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            log.warning("memory: could not save rebuilt terms in %s (%s); the next open rebuilds them", self.path, exc)
+
+    def _apply_row(self, doc: int, note: Note, terms: list[str]) -> None:
         old = self.notes.get(doc)
         if old is None or old.text != note.text:
-            self.index.add(doc, tokenize(note.text))
+            self.index.add(doc, terms)
         if old is not None:
-            self._doc_of_key.pop(dedupe_key(old.text), None)
             self._count(old, -1)
         self._count(note, +1)
         set_note_attrs(self.index, doc, note)
         self.notes[doc] = note
         self._doc_of[note.id] = doc
-        self._doc_of_key[dedupe_key(note.text)] = doc
+        if self._doc_of_key is not None:
+            if old is not None and self._doc_of_key.get(dedupe_key(old.text)) == doc:
+                del self._doc_of_key[dedupe_key(old.text)]
+            self._doc_of_key[dedupe_key(note.text)] = doc
 
     def _forget_doc(self, doc: int) -> None:
         note = self.notes.pop(doc, None)
@@ -196,7 +267,7 @@ class MemoryStore:
         self.index.remove(doc)
         self._count(note, -1)
         self._doc_of.pop(note.id, None)
-        if self._doc_of_key.get(dedupe_key(note.text)) == doc:
+        if self._doc_of_key is not None and self._doc_of_key.get(dedupe_key(note.text)) == doc:
             del self._doc_of_key[dedupe_key(note.text)]
 
     def _count(self, note: Note, sign: int) -> None:
@@ -238,6 +309,8 @@ class MemoryStore:
 
     def by_dedupe_key(self, key: str) -> Note | None:
         """The note whose normalized text equals ``key``."""
+        if self._doc_of_key is None:
+            self._doc_of_key = {dedupe_key(n.text): d for d, n in self.notes.items()}
         doc = self._doc_of_key.get(key)
         return None if doc is None else self.notes[doc]
 
@@ -300,22 +373,31 @@ class MemoryStore:
         rev = int(self._db.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()[0]) + 1
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'rev'", (rev,))
         for note in changes.inserts:
-            self._db.execute(
+            cur = self._db.execute(
                 f"INSERT INTO notes ({_COLUMNS}, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (*_note_params(note), rev),
             )
+            self._db.execute(_SAVE_TERMS, (cur.lastrowid, *terms_row(note.text, tokenize(note.text))))
         for note in changes.updates:
             self._db.execute(
                 "UPDATE notes SET text=?, kind=?, importance=?, pinned=?, scene=?, evidence=?, scope=?, "
                 "source_message_ids=?, hits=?, last_used=?, created=?, updated=?, rev=? WHERE id=?",
                 (*_note_params(note)[1:], rev, note.id),
             )
+            old = self.get(note.id)
+            if old is None or old.text != note.text:  # a use count (touch) leaves the terms as they are
+                self._db.execute(
+                    "INSERT OR REPLACE INTO note_terms (doc, version, checksum, terms) "
+                    "SELECT doc, ?, ?, ? FROM notes WHERE id = ?",
+                    (*terms_row(note.text, tokenize(note.text)), note.id),
+                )
         for key, value in changes.meta.items():
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
         for note_id in changes.deletes:
             row = self._db.execute("SELECT doc FROM notes WHERE id = ?", (note_id,)).fetchone()
             if row is not None:
                 self._db.execute("DELETE FROM notes WHERE doc = ?", (row[0],))
+                self._db.execute("DELETE FROM note_terms WHERE doc = ?", (row[0],))
                 self._db.execute("INSERT INTO tombstones (doc, rev) VALUES (?, ?)", (row[0], rev))
 
     def insert_many(self, notes: Iterable[Note]) -> int:
@@ -395,6 +477,23 @@ class MemoryStore:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
             self._db.execute("COMMIT")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a store loads.
+
+    Loading makes several objects per note, none of them cyclic garbage, yet each
+    700 allocations start a collection that walks the ever larger heap: at 100,000
+    notes those collections measured about a third of the time to open a store.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def file_mode_private(path: Path) -> None:

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import re
 
+TOKENIZER_VERSION = 1
+"""Bump whenever :func:`tokenize` can return other terms for the same text: stores rebuild persisted terms
+of any other version when they open (services/memory/persisted.py)."""
+
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[a-z0-9][a-z0-9_]*")
 
