@@ -8,6 +8,13 @@ that disconnects and re-attaches with its last number misses nothing that is
 still in the window. A follower whose next number is older than the window
 (a late re-attach, a reader slower than the window, or a loop restarted since)
 first gets one ``events_skipped`` event that names the gap, never a silent one.
+
+Numbers are never reused, even by a loop that restarts after a crash: before
+a number is issued, a block of them is reserved on disk (``reserve``), and a
+log resumed from disk continues past the last reservation. Otherwise a client
+holding number 130 when the loop died would, after a restart that resumed at
+the last saved number (say 100), silently drop the next turn's first 30 events
+as ones it had already seen.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from typing import Any
 # the window keeps several turns so a late re-attach is still served, while 50
 # open sessions stay within ~200 MB even with full windows (~200 B per event).
 DEFAULT_WINDOW = 20_000
+# Numbers reserved on disk at a time: one small file write per this many events.
+SEQ_BLOCK = 10_000
 SKIPPED_HINT = ("the loop keeps only the newest events of a session; the saved session holds the full "
                 "conversation (/resume {short} redraws it; file .ai-coding/sessions/{session}.json)")
 
@@ -43,9 +52,16 @@ class Event:
 class EventLog:
     """The numbered event stream of one session."""
 
-    def __init__(self, session_id: str, last_seq: int = 0, window: int = DEFAULT_WINDOW) -> None:
+    def __init__(self, session_id: str, last_seq: int = 0, window: int = DEFAULT_WINDOW, *,
+                 reserve: Callable[[int], None] | None = None, unissued: tuple[int, int] = (0, 0)) -> None:
+        """``reserve(n)`` must record durably that numbers up to ``n`` may be issued (it is
+        called before the first of them is); ``unissued`` = (lo, hi): a resumed log's numbers
+        lo < n <= hi, which an earlier run may or may not have issued before it stopped."""
         self.session_id = session_id
         self._last_seq = last_seq
+        self._reserved = last_seq
+        self._reserve = reserve
+        self._unissued = unissued
         self._events: deque[Event] = deque(maxlen=window)
         self._changed = asyncio.Event()
         self._listeners: list[Callable[[Event], None]] = []
@@ -61,6 +77,9 @@ class EventLog:
 
     def emit(self, kind: str, turn: int, /, **data: Any) -> Event:
         """Append an event with the next sequence number and wake every follower."""
+        if self._reserve is not None and self._last_seq + 1 > self._reserved:
+            self._reserved = self._last_seq + SEQ_BLOCK
+            self._reserve(self._reserved)
         self._last_seq += 1
         event = Event(self._last_seq, self.session_id, turn, time.time(), kind, data)
         self._events.append(event)
@@ -91,7 +110,7 @@ class EventLog:
 
         Not part of the log (no number of its own, no listener sees it): its seq is the
         last missing number, so a follower's cursor moves past the gap."""
-        gap = skipped_range(after_seq, self.oldest_seq(), self._last_seq)
+        gap = skipped_range(after_seq, self.oldest_seq(), self._last_seq, self._unissued)
         if gap is None:
             return None
         turn = self._events[0].turn if self._events else 0
@@ -128,10 +147,30 @@ class EventLog:
             await changed.wait()
 
 
-def skipped_range(after_seq: int, oldest_seq: int, last_seq: int) -> tuple[int, int] | None:
+def skipped_range(after_seq: int, oldest_seq: int, last_seq: int, unissued: tuple[int, int] = (0, 0)
+                  ) -> tuple[int, int] | None:
     """The numbers (first, last) a follower at ``after_seq`` can no longer get, or None.
 
-    ``oldest_seq`` is the oldest number still held (``last_seq + 1`` when none is)."""
+    ``oldest_seq`` is the oldest number still held (``last_seq + 1`` when none is). Numbers in
+    ``unissued`` (lo, hi] were reserved by an earlier run of the loop but perhaps never issued:
+    a gap that ends among them is reported only up to ``lo`` (what was surely issued and saved),
+    and one that lies wholly among them is no gap."""
     first = after_seq + 1
     last = min(oldest_seq - 1, last_seq)
+    lo, hi = unissued
+    if last <= hi:
+        last = min(last, lo)
     return (first, last) if first <= last else None
+
+
+def resume_point(saved_seq: int, reserved: int | None) -> tuple[int, tuple[int, int]]:
+    """Where a log loaded from disk continues, and its ``unissued`` range (pure).
+
+    Numbers past the last saved one may have reached a client before the loop stopped; they
+    were reserved on disk first, so the log continues past the reservation. Without a readable
+    reservation (a session written by an older version, a damaged file) one block past the
+    saved number is assumed."""
+    if reserved is None:
+        reserved = saved_seq + SEQ_BLOCK if saved_seq else 0
+    start = max(saved_seq, reserved)
+    return start, (saved_seq, start)

@@ -17,7 +17,7 @@ from typing import Any
 from services.loop.approvals import Decision, Resolution
 from services.loop.dispatch import DispatchContext
 from services.loop.errors import BadRequest, SessionNotFound
-from services.loop.events import DEFAULT_WINDOW, EventLog
+from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
 from services.loop.local_tools import AuxiliaryError, McpClient, MemoryClient, local_tools
 from services.loop.pipeline import Turn
@@ -84,7 +84,9 @@ class SessionRuntime:
         self.options = options
         self.settings = deps.settings
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
-        self.events = EventLog(session.id, session.last_seq, window=deps.event_window)
+        start, unissued = resume_point(session.last_seq, store.reserved_seq(session.id))
+        self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
+                               unissued=unissued)
         self.catalog: list[dict[str, Any]] = local_tools(options.interactive, deps.memory is not None,
                                                          deps.mcp is not None)
         self.loaded: set[str] = set()
@@ -361,6 +363,12 @@ class SessionRuntime:
         total["promptTokens"] = int(total.get("promptTokens", 0)) + usage.prompt_tokens
         total["completionTokens"] = int(total.get("completionTokens", 0)) + usage.completion_tokens
         total["totalTokens"] = int(total.get("totalTokens", 0)) + usage.total_tokens
+
+    def _reserve_seq(self, mark: int) -> None:
+        try:
+            self.store.reserve_seq(self.session.id, mark)
+        except OSError as err:  # the turn goes on; a crash now could make a restarted loop reuse numbers
+            log.error("reserving event numbers for session %s failed: %s", self.session.id, err)
 
     def save(self) -> None:
         """Persist the session; a failing disk degrades (an event) instead of ending the turn."""

@@ -190,6 +190,21 @@ class SessionStore:
     def summary_path(self, session_id: str) -> Path:
         return self.dir / f"{session_id}.meta.json"
 
+    def seq_path(self, session_id: str) -> Path:
+        return self.dir / f"{session_id}.seq"
+
+    def reserve_seq(self, session_id: str, mark: int) -> None:
+        """Record that event numbers up to ``mark`` may be issued (before the first of them is)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.seq_path(session_id), f"{mark}\n".encode(), self.fsync)
+
+    def reserved_seq(self, session_id: str) -> int | None:
+        """The last reserved event number, or None when there is none or it cannot be read."""
+        try:
+            return int(self.seq_path(session_id).read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            return None
+
     def write_summary(self, session: Session) -> None:
         """Write the small list-view file (at turn end and with every snapshot)."""
         summary = session.summary()

@@ -127,6 +127,45 @@ def test_after_sigkill_mid_turn_the_session_loads_with_every_completed_step(
     channel.close()
 
 
+def test_after_sigkill_a_client_that_saw_unsaved_events_still_gets_every_event_of_the_next_turn(
+        stack: tuple[LoopProcess, FakeModelServer, Path]) -> None:
+    proc, fake, workspace = stack
+    fake.load_script([
+        {"match": "tell me", "text": "one two three four five six seven eight nine ten eleven twelve",
+         "chunk_chars": 4, "fault": {"kind": "stall", "after_chunks": 12}},
+        {"match": "again", "text": "the second answer"},
+    ])
+    proc.start()
+    channel, stub = proc.stub()
+    sid = _open(stub, workspace).session_id
+    conv = Conversation(stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=sid, input="tell me")))
+    deltas, seen = 0, 0
+    for event in conv:  # text deltas are streamed, not saved: the client holds numbers the disk never had
+        seen = max(seen, event.seq)
+        deltas += event.WhichOneof("event") == "text_delta"
+        if deltas == 10:
+            break
+    assert proc.signal(signal.SIGKILL) == -signal.SIGKILL
+    conv.cancel()
+    channel.close()
+
+    proc.start()
+    channel, stub = proc.stub()
+    reopened = _open(stub, workspace, sid)
+    assert reopened.last_seq > seen  # numbering resumes past every number a client may hold
+    turn = Conversation(stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=sid, input="again")))
+    started = turn.drain()
+    assert status_name(finished(started)) == "completed"
+    # The REPL's follower re-attaches with the last number it saw before the crash.
+    follower = Conversation(stub, loop_pb2.ClientMessage(attach=loop_pb2.AttachTurn(session_id=sid, after_seq=seen)))
+    followed = follower.drain()
+    channel.close()
+    assert [e.seq for e in followed] == [e.seq for e in started]
+    kinds = [e.WhichOneof("event") for e in followed]
+    assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished" and "events_skipped" not in kinds
+    assert "".join(e.text_delta.text for e in followed if e.WhichOneof("event") == "text_delta") == "the second answer"
+
+
 def test_sigterm_mid_turn_sends_a_final_failed_event_and_saves(
         stack: tuple[LoopProcess, FakeModelServer, Path]) -> None:
     proc, fake, workspace = stack
