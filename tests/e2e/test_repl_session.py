@@ -505,6 +505,22 @@ def test_sessions_list_prints_the_workspace_sessions_as_json(stack: Stack, works
     assert "Today" in table.stdout and "read my notes please" in table.stdout
 
 
+def test_sessions_show_prints_a_saved_session_by_id_prefix_and_refuses_an_unknown_one(
+        stack: Stack, workspace: Path) -> None:
+    session_id = _session_with_a_tool_call(stack, workspace)
+    shown = _cli(stack.env, "sessions", "show", session_id[:8], "-w", str(workspace))
+    assert shown.returncode == 0, shown.stderr
+    _assert_redrawn(shown.stdout)
+    as_json = _cli(stack.env, "sessions", "show", session_id[:8], "--json", "-w", str(workspace))
+    messages = json.loads(as_json.stdout)
+    assert [m["role"] for m in messages][:3] == ["user", "assistant", "tool"]
+    assert messages[1]["toolCalls"][0]["name"] == "read"
+    missing = _cli(stack.env, "sessions", "show", "zzzz-no-such", "-w", str(workspace))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.startswith("ai-coding sessions show: ") and "zzzz-no-such" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
 def test_the_repl_starts_the_services_when_none_are_running(stack: Stack) -> None:
     base = Path(tempfile.mkdtemp(prefix="aic-cold-", dir="/tmp"))
     os.chmod(base, 0o700)

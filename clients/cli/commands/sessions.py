@@ -1,38 +1,51 @@
-"""``ai-coding sessions list [--json]``: the saved sessions of a workspace."""
+"""``ai-coding sessions list|show``: the saved sessions of a workspace, and one session's history."""
 
 from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import typer
 
 from clients.cli.repl.resume import SessionRow, day_label, row_line
 
+T = TypeVar("T")
+
 app = typer.Typer(help="Saved sessions of a workspace.", no_args_is_help=True, add_completion=False)
 
 
-def session_rows(workspace: Path) -> list[SessionRow]:
-    """Ask the loop for the workspace's sessions, newest activity first."""
-    import grpc
-    from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+def _loop_call(workspace: Path, call: Callable[[Any], T]) -> T:
+    """Run ``call(stub)`` against the workspace's loop service, starting the services if needed."""
+    from ai_coding.v1 import loop_pb2_grpc
 
     from clients.cli import control
     from services.kernel.channels import sync_channel
-    from services.kernel.errors import ServiceUnavailable
 
     setup = control.resolve(workspace)
     control.ensure_running(setup, ["loop"], quiet=True)
     channel = sync_channel(setup.endpoints["loop"])
     try:
-        stub = loop_pb2_grpc.AgentLoopStub(channel)
-        response = stub.ListSessions(loop_pb2.ListSessionsRequest(workspace=str(workspace)), timeout=15)
+        return call(loop_pb2_grpc.AgentLoopStub(channel))
+    finally:
+        channel.close()
+
+
+def session_rows(workspace: Path) -> list[SessionRow]:
+    """Ask the loop for the workspace's sessions, newest activity first."""
+    import grpc
+    from ai_coding.v1 import loop_pb2
+
+    from services.kernel.errors import ServiceUnavailable
+
+    try:
+        response = _loop_call(workspace, lambda stub: stub.ListSessions(
+            loop_pb2.ListSessionsRequest(workspace=str(workspace)), timeout=15))
     except grpc.RpcError as err:
         raise ServiceUnavailable(f"cannot list sessions: {err.details() or err.code().name}",
                                  hint="(see `ai-coding logs loop`)") from None
-    finally:
-        channel.close()
     return [SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open)
             for s in response.sessions]
 
@@ -64,3 +77,31 @@ def list_sessions(
     for row in rows:
         mark = " (open)" if row.open else ""
         console.print(literal(f"{day_label(row.last_activity, today):<10} {row_line(row)}{mark}"), soft_wrap=True)
+
+
+@app.command("show")
+def show_session(
+    session: str = typer.Argument(..., help="Session id or a unique prefix of it (see `ai-coding sessions list`)."),
+    workspace: str = typer.Option(".", "--workspace", "-w", help="Workspace root (default: current dir)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the saved messages as JSON (the session format)."),
+) -> None:
+    """Print a saved session's history: your messages, the model's answers, one line per tool call."""
+    from ai_coding.v1 import loop_pb2
+    from rich.console import Console
+
+    from clients.cli.commands.common import cli_errors
+    from clients.cli.render import literal
+    from clients.cli.repl.resume import history_items, history_lines
+
+    root = Path(workspace).expanduser().resolve()
+    with cli_errors("sessions show"):
+        response = _loop_call(root, lambda stub: stub.GetSession(
+            loop_pb2.GetSessionRequest(workspace=str(root), session_id=session), timeout=15))
+    if as_json:
+        print(json.dumps(json.loads(response.messages_json or "[]"), ensure_ascii=False, indent=2))
+        return
+    console = Console(highlight=False)
+    summary = response.summary
+    console.print(literal(f"session {summary.session_id} · {summary.message_count} messages", "dim"))
+    for text, style in history_lines(history_items(response.messages_json)):
+        console.print(literal(text, style), soft_wrap=True)
