@@ -33,7 +33,7 @@ DEFAULT_WINDOW = 20_000
 # Numbers reserved on disk at a time: one small file write per this many events.
 SEQ_BLOCK = 10_000
 SKIPPED_HINT = ("the loop keeps only the newest events of a session; the saved session holds the full "
-                "conversation (/resume {short} or `ai-coding sessions show {short}` prints it)")
+                "conversation (/resume {short} redraws it; `ai-coding sessions show {session}` prints it)")
 
 
 @dataclass(frozen=True)
