@@ -138,7 +138,7 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     try:
         reply = json.loads(raw or b"null")
     except ValueError:
-        raise _AttemptFailed(Failure("server_error", True), "the endpoint sent a body that is not JSON") from None
+        raise _AttemptFailed(Failure("not_an_api", False), "its reply is neither an event stream nor JSON") from None
     return reply if isinstance(reply, dict) else {}
 
 
@@ -277,6 +277,10 @@ class OpenAIModelClient:
             return ModelError("server_error", f"{where} failed{tries}: {detail}")
         if failure.reason == "timeout":
             return ModelError("timeout", f"{where} did not answer in time{tries}: {detail}")
+        if failure.reason in ("not_found", "not_an_api"):
+            return ModelError("bad_request", f"{where} is not serving Chat Completions for `{s.model}` ({detail}); "
+                              f"check models.{s.name}.base_url (OpenAI-compatible servers usually serve it "
+                              f"under /v1) and models.{s.name}.model")
         return ModelError("bad_request", f"{where} rejected the request for `{s.model}`: {detail}")
 
     def _result(self, asm: StreamAssembler, request: dict[str, Any], body: bytes, started: float) -> StepResult:

@@ -51,6 +51,8 @@ def classify_status(status: int, message: str, retry_after: float | None = None)
         return Failure("timeout", True, retry_after)
     if status >= 500:
         return Failure("server_error", True, retry_after)
+    if status == 404:  # a base_url without /v1, or a model name the endpoint does not serve
+        return Failure("not_found", False)
     return Failure("bad_request", False)
 
 

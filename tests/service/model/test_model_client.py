@@ -153,6 +153,16 @@ def test_an_unreachable_endpoint_names_the_url(fake: FakeModelServer) -> None:
     assert str(err.value).startswith(f"cannot reach {url}")
 
 
+def test_a_base_url_without_v1_fails_at_once_and_says_which_setting_to_check(fake: FakeModelServer) -> None:
+    fake.load_script([{"text": "never reached"}])
+    client = OpenAIModelClient(settings(fake.url.removesuffix("/v1")))
+    with pytest.raises(ModelError) as err:
+        run_step(client, Sink())
+    assert err.value.reason == "bad_request" and client.attempts == 1  # a 404 is not worth retrying
+    assert "models.fake.base_url" in str(err.value) and "/v1" in str(err.value)
+    assert fake.remaining() == 1  # the scripted reply was never consumed
+
+
 def test_a_stalled_stream_ends_at_the_step_deadline(fake: FakeModelServer) -> None:
     fake.load_script([{"text": "partial answer", "fault": {"kind": "stall", "after_chunks": 1}}])
     with pytest.raises(ModelError) as err:

@@ -28,7 +28,7 @@ from services.loop.model.retry import (
         (400, "context_length_exceeded", "context_length", False),
         (413, "payload", "context_length", False),
         (400, "unknown parameter", "bad_request", False),
-        (404, "model not found", "bad_request", False),
+        (404, "model not found", "not_found", False),
     ],
 )
 def test_statuses_are_classified(status: int, message: str, reason: str, retryable: bool) -> None:
