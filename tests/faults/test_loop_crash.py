@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from services.fake_model import FakeModelServer
 from services.kernel.config import Config
-from tests.service.loop.harness import Conversation, ServiceThread, finished, status_name
+from tests.service.loop.harness import Conversation, ServiceThread, finished, kinds, status_name
 
 AI_CODING = str(Path(sys.executable).with_name("ai-coding"))
 
@@ -94,6 +94,23 @@ def _open(stub: loop_pb2_grpc.AgentLoopStub, workspace: Path, sid: str = "") -> 
     return response
 
 
+def _start_then_kill(proc: LoopProcess, workspace: Path, text: str,
+                     until: Callable[[list[loop_pb2.TurnEvent]], bool]) -> tuple[str, int]:
+    """Start the loop, start a turn, SIGKILL the loop once ``until(events so far)``; returns the
+    session id and the highest event number the client saw."""
+    proc.start()
+    channel, stub = proc.stub()
+    sid = _open(stub, workspace).session_id
+    conv = Conversation(stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=sid, input=text)))
+    for _ in conv:
+        if until(conv.events):
+            break
+    assert proc.signal(signal.SIGKILL) == -signal.SIGKILL
+    conv.cancel()
+    channel.close()
+    return sid, max(e.seq for e in conv.events)
+
+
 def test_after_sigkill_mid_turn_the_session_loads_with_every_completed_step(
         stack: tuple[LoopProcess, FakeModelServer, Path]) -> None:
     proc, fake, workspace = stack
@@ -101,18 +118,8 @@ def test_after_sigkill_mid_turn_the_session_loads_with_every_completed_step(
         {"match": "do it", "tool_calls": [{"name": "bash", "arguments": {"command": "echo step-one-done"}}]},
         {"match": "step-one-done", "text": "thinking", "fault": {"kind": "stall", "after_chunks": 2}},
     ])
-    proc.start()
-    channel, stub = proc.stub()
-    sid = _open(stub, workspace).session_id
-    conv = Conversation(stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=sid, input="do it")))
-    steps = 0
-    for event in conv:
-        steps += event.WhichOneof("event") == "context_assembled"
-        if steps == 2:  # step 2 is being requested: step 1 and its tool batch are complete
-            break
-    assert proc.signal(signal.SIGKILL) == -signal.SIGKILL
-    conv.cancel()
-    channel.close()
+    # Killed when step 2 is being requested: step 1 and its tool batch are complete.
+    sid, _ = _start_then_kill(proc, workspace, "do it", lambda events: kinds(events).count("context_assembled") == 2)
 
     proc.start()
     channel, stub = proc.stub()
@@ -135,19 +142,8 @@ def test_after_sigkill_a_client_that_saw_unsaved_events_still_gets_every_event_o
          "chunk_chars": 4, "fault": {"kind": "stall", "after_chunks": 12}},
         {"match": "again", "text": "the second answer"},
     ])
-    proc.start()
-    channel, stub = proc.stub()
-    sid = _open(stub, workspace).session_id
-    conv = Conversation(stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=sid, input="tell me")))
-    deltas, seen = 0, 0
-    for event in conv:  # text deltas are streamed, not saved: the client holds numbers the disk never had
-        seen = max(seen, event.seq)
-        deltas += event.WhichOneof("event") == "text_delta"
-        if deltas == 10:
-            break
-    assert proc.signal(signal.SIGKILL) == -signal.SIGKILL
-    conv.cancel()
-    channel.close()
+    # Text deltas are streamed, not saved: the client holds numbers the disk never had.
+    sid, seen = _start_then_kill(proc, workspace, "tell me", lambda events: kinds(events).count("text_delta") == 10)
 
     proc.start()
     channel, stub = proc.stub()
@@ -161,8 +157,8 @@ def test_after_sigkill_a_client_that_saw_unsaved_events_still_gets_every_event_o
     followed = follower.drain()
     channel.close()
     assert [e.seq for e in followed] == [e.seq for e in started]
-    kinds = [e.WhichOneof("event") for e in followed]
-    assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished" and "events_skipped" not in kinds
+    names = kinds(followed)
+    assert names[0] == "turn_started" and names[-1] == "turn_finished" and "events_skipped" not in names
     assert "".join(e.text_delta.text for e in followed if e.WhichOneof("event") == "text_delta") == "the second answer"
 
 
