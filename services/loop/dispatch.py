@@ -188,14 +188,18 @@ async def _preview(ctx: DispatchContext, call: ToolCall, arguments: dict[str, An
     if not wants_dry_run(call.name):
         return approval_preview(call.name, arguments)
     wait = max(min(ctx.preview_timeout_seconds, ctx.remaining()), 0.01)
+    dry_run: ToolOutcome | None = None
     try:
-        dry_run: ToolOutcome | None = await asyncio.wait_for(
+        dry_run = await asyncio.wait_for(
             ctx.tools.dry_run(ctx.session_id, call.id, call.name, call.arguments_json, wait), wait + 0.5)
-    except Exception as exc:  # no answer (down, slow, broken): the preview falls back, the turn goes on
+        no_answer = ""
+    except TimeoutError:
+        no_answer = f"did not answer within {wait:g} s"
+    except Exception as exc:  # down or broken: the preview falls back, the turn goes on
         log.info("dry run of %s %s gave no preview: %s", call.name, call.id, exc)
-        dry_run = None
+        no_answer = "is not reachable"
     changed = changed_first(arguments, [(c.name, _args(c)) for c in earlier])
-    return checked_preview(call.name, arguments, dry_run, wait, changed_first=changed)
+    return checked_preview(call.name, arguments, dry_run, no_answer, changed_first=changed)
 
 
 def _groups(ctx: DispatchContext, calls: list[ToolCall]) -> list[list[ToolCall]]:

@@ -154,5 +154,6 @@ class ToolRunner(Protocol):
                       timeout_seconds: float) -> ToolOutcome:
         """Preview a write or edit without running it: ok with the real unified diff against the
         file in ``output``, or the error the call would meet (``edit_no_match``, ``stale_read``...).
-        Raises (any exception) when the service gave no answer within ``timeout_seconds``."""
+        Raises TimeoutError when no answer came within ``timeout_seconds``, another exception when the
+        service is not reachable."""
         ...

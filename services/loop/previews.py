@@ -38,14 +38,15 @@ def changed_first(arguments: dict[str, Any], earlier: list[tuple[str, dict[str, 
                for tool, args in earlier)
 
 
-def checked_preview(tool: str, arguments: dict[str, Any], dry_run: ToolOutcome | None, waited_s: float,
+def checked_preview(tool: str, arguments: dict[str, Any], dry_run: ToolOutcome | None, no_answer: str = "",
                     changed_first: bool = False) -> str:
-    """The approval preview of a write/edit given its dry run (None: no answer within ``waited_s``).
+    """The approval preview of a write/edit given its dry run (None: none came, ``no_answer`` says why,
+    e.g. "did not answer within 2 s").
 
     ``changed_first``: an earlier call of the batch may change the file before this one runs, so
     the dry run (against the file as it is now) is shown as such rather than as the outcome."""
     if dry_run is None:
-        note = (f"(no file context: the tool service did not answer within {waited_s:g} s; "
+        note = (f"(no file context: the tool service {no_answer or 'gave no preview'}; "
                 "this diff shows only the call's own arguments)")
         return f"{note}\n{approval_preview(tool, arguments)}"
     if dry_run.ok:

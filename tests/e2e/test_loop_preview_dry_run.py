@@ -141,7 +141,7 @@ def test_with_the_tools_service_stopped_the_preview_falls_back_and_the_turn_comp
     assert status_name(end) == "completed" and end.text == "The tool service is down; nothing was written."
     [preview] = previews(events)
     first, rest = preview.split("\n", 1)
-    assert first.startswith("(no file context: the tool service did not answer within 2 s")
+    assert first.startswith("(no file context: the tool service is not reachable;")
     assert "+hello" in rest and "b/n.txt" in rest
     assert [r.result.error.code for r in results(events)] == ["tool_service_unavailable"]
     assert not (workspace / "n.txt").exists()

@@ -191,6 +191,8 @@ class GrpcToolRunner:
                 if item.HasField("result"):
                     return result_to_outcome(item.result)
         except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise TimeoutError(f"the dry run took longer than {timeout_seconds:g} s") from None
             if err.code() == grpc.StatusCode.UNAVAILABLE:
                 await self._reset()
             raise ToolServiceError(f"tools service: {_describe(err)}") from None

@@ -22,7 +22,7 @@ def test_only_write_and_edit_ask_for_a_dry_run() -> None:
 
 def test_a_successful_dry_run_shows_the_real_diff_with_its_hunk_lines() -> None:
     dry = ToolOutcome("c1", "edit", True, REAL_DIFF, data={"diff": REAL_DIFF, "dry_run": True})
-    preview = checked_preview("edit", EDIT, dry, 2.0)
+    preview = checked_preview("edit", EDIT, dry)
     assert preview == REAL_DIFF.rstrip("\n")
     assert "@@ -41,3 +41,3 @@" in preview and "⚠" not in preview and "no file context" not in preview
 
@@ -32,7 +32,7 @@ def test_a_dry_run_that_would_fail_warns_first_and_still_shows_the_intended_chan
         f"{n:>6}\tline {n}" for n in range(1, 40))
     dry = ToolOutcome("c1", "edit", False, output, error_code="edit_no_match",
                       error_message="old_string was not found in a.py Closest passages")
-    lines = checked_preview("edit", EDIT, dry, 2.0).split("\n")
+    lines = checked_preview("edit", EDIT, dry).split("\n")
     assert lines[0] == "⚠ this edit will fail: edit_no_match: old_string was not found in a.py"
     assert lines[1] == "Closest passages in the file:"
     assert lines[MAX_WARNING_LINES] == "..."  # the long hint is cut, the intended diff follows
@@ -40,7 +40,7 @@ def test_a_dry_run_that_would_fail_warns_first_and_still_shows_the_intended_chan
 
 
 def test_no_answer_falls_back_to_the_arguments_diff_and_says_so() -> None:
-    preview = checked_preview("edit", EDIT, None, 2.0)
+    preview = checked_preview("edit", EDIT, None, "did not answer within 2 s")
     first, rest = preview.split("\n", 1)
     assert first.startswith("(no file context: the tool service did not answer within 2 s")
     assert rest == approval_preview("edit", EDIT)
@@ -48,7 +48,7 @@ def test_no_answer_falls_back_to_the_arguments_diff_and_says_so() -> None:
 
 def test_a_write_that_changes_nothing_says_so() -> None:
     dry = ToolOutcome("c1", "write", True, "a.py unchanged.", data={"diff": "", "dry_run": True})
-    assert checked_preview("write", {"path": "a.py", "content": "x"}, dry, 2.0) == \
+    assert checked_preview("write", {"path": "a.py", "content": "x"}, dry) == \
         "a.py: no change (the new content equals the file)"
 
 
@@ -62,9 +62,9 @@ def test_a_file_an_earlier_call_of_the_batch_writes_or_a_command_may_touch_count
 
 def test_when_an_earlier_call_changes_the_file_first_the_dry_run_is_not_presented_as_the_outcome() -> None:
     failed = ToolOutcome("c2", "edit", False, "Error: old_string was not found in a.py", error_code="edit_no_match")
-    lines = checked_preview("edit", EDIT, failed, 2.0, changed_first=True).split("\n")
+    lines = checked_preview("edit", EDIT, failed, changed_first=True).split("\n")
     assert lines[0] == "⚠ this edit would fail on the file as it is now: edit_no_match: old_string was not found in a.py"
     assert lines[1].startswith("(checked against the file as it is now: an earlier call of this batch runs first")
     ok = ToolOutcome("c2", "edit", True, REAL_DIFF, data={"diff": REAL_DIFF})
-    shown = checked_preview("edit", EDIT, ok, 2.0, changed_first=True).split("\n")
+    shown = checked_preview("edit", EDIT, ok, changed_first=True).split("\n")
     assert shown[0].startswith("(diff against the file as it is now") and shown[1:] == REAL_DIFF.rstrip("\n").split("\n")
