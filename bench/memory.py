@@ -1,4 +1,4 @@
-"""Recall latency of the memory store at 200 / 1,000 / 10,000 / 100,000 notes.
+"""Recall latency, store open time and consolidate time of the memory store.
 
 Each query is timed REPEAT times and its median kept (the machine is shared:
 one preemption would otherwise be a p95); p50/p95 are over those medians.
@@ -8,13 +8,27 @@ the part the recall budget covers), without and with a kind filter, (b) a whole 
 the hit-count write, and (c) the ``bm25s`` library ranking the same tokens in
 the same run, beside the spec's measured table (its ranking scanned every note).
 
-    .venv/bin/python bench/memory.py [--sizes 200,1000,10000,100000] [--queries 200]
+Open: seconds to open a store of 10,000 / 100,000 notes from its persisted terms,
+against the re-tokenizing path in the same run (the same file with its persisted
+terms deleted: every note tokenized again, then the terms written back, which is
+what the first open of a store made before terms were persisted costs).
+
+Consolidate: the near-duplicate grouping of a 10,000-note pass (the part that
+was quadratic) against the previous algorithm, kept here as the reference, with
+a check that both give the same groups; then a whole pass through MemoryEngine.
+
+    .venv/bin/python bench/memory.py [--only recall|open|consolidate] [--sizes 200,1000,10000,100000]
+        [--queries 200] [--open-sizes 10000,100000] [--consolidate-size 10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import logging
 import random
+import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -25,12 +39,15 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 import bm25s  # noqa: E402
 
+from services.memory.consolidate import PARTNERS, _probe, merge_groups  # noqa: E402
 from services.memory.gates import clean_query_for_recall  # noqa: E402
+from services.memory.index import InvertedIndex  # noqa: E402
 from services.memory.model import Note, RecallQuery  # noqa: E402
 from services.memory.ranking import rank  # noqa: E402
 from services.memory.service import MemoryEngine  # noqa: E402
 from services.memory.settings import MemorySettings  # noqa: E402
-from services.memory.store import db_path  # noqa: E402
+from services.memory.similarity import NEAR_DUPLICATE, dedupe_key, strip_lead  # noqa: E402
+from services.memory.store import MemoryStore, db_path  # noqa: E402
 from services.memory.tokenizer import tokenize  # noqa: E402
 
 # Spec table, hit tier "elapsed" p50 / p95 in ms (ranking only; its store scanned every note).
@@ -152,15 +169,142 @@ def bench_size(n: int, query_count: int) -> dict[str, float]:
     }
 
 
+def timed_open(path: Path) -> float:
+    started = time.perf_counter()
+    MemoryStore(path).close()
+    return time.perf_counter() - started
+
+
+def bench_open(n: int) -> dict[str, float]:
+    """Median seconds to open ``n`` notes from persisted terms, and to open them re-tokenizing."""
+    notes = make_notes(n, random.Random(n), time.time())
+    with tempfile.TemporaryDirectory(dir="/tmp") as ws:
+        path = Path(ws) / "memory.db"
+        store = MemoryStore(path)
+        store.insert_many(notes)
+        store.close()
+        timed_open(path)  # checkpoints the WAL, so both paths read the same settled file
+        persisted = [timed_open(path) for _ in range(REPEAT)]
+        retokenized = []
+        for i in range(REPEAT):
+            copy = Path(ws) / f"copy{i}.db"
+            shutil.copy(path, copy)
+            conn = sqlite3.connect(str(copy))
+            conn.execute("DELETE FROM note_terms")
+            conn.commit()
+            conn.close()
+            retokenized.append(timed_open(copy))
+            again = timed_open(copy)  # the terms written back make the next open fast again
+            persisted.append(again)
+    started = time.perf_counter()
+    for note in notes:
+        tokenize(note.text)
+    return {
+        "persisted": statistics.median(persisted), "retokenized": statistics.median(retokenized),
+        "tokenize": time.perf_counter() - started,
+    }
+
+
+def reference_merge_groups(notes: list[Note]) -> list[tuple[Note, list[Note]]]:
+    """Near-duplicate grouping as consolidate did it before (dict-walk BM25 per note, a SequenceMatcher per pair)."""
+
+    def near_duplicate(a: str, b: str) -> bool:
+        left, right = dedupe_key(strip_lead(a)), dedupe_key(strip_lead(b))
+        if not left or not right:
+            return False
+        matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+        if matcher.real_quick_ratio() < NEAR_DUPLICATE or matcher.quick_ratio() < NEAR_DUPLICATE:
+            return False
+        return matcher.ratio() >= NEAR_DUPLICATE
+
+    buckets: dict[tuple[str, str], list[Note]] = {}
+    for note in notes:
+        buckets.setdefault((note.kind, note.scene), []).append(note)
+    groups: list[tuple[Note, list[Note]]] = []
+    for bucket in buckets.values():
+        index = InvertedIndex()
+        terms = [tokenize(strip_lead(n.text)) for n in bucket]
+        for pos, t in enumerate(terms):
+            index.add(pos, t)
+        taken: set[int] = set()
+        for i, note in enumerate(bucket):
+            scores, _ = index.score(_probe(index, terms[i]), lambda d, i=i: d > i)  # type: ignore[misc]
+            partners = sorted(scores, key=lambda d: (-scores[d], d))[:PARTNERS]
+            if i in taken:
+                continue
+            group = [i] + [j for j in sorted(partners) if j not in taken and near_duplicate(note.text, bucket[j].text)]
+            if len(group) > 1:
+                taken.update(group)
+                ordered = sorted((bucket[k] for k in group), key=lambda n: (n.pinned, n.importance, n.hits, n.updated),
+                                 reverse=True)
+                groups.append((ordered[0], ordered[1:]))
+    return groups
+
+
+def consolidate_notes(n: int, now: float) -> list[Note]:
+    """Bench notes where one in five has a near-duplicate (a lead phrase, a dropped or changed character)."""
+    rng = random.Random(n)
+    out: list[Note] = []
+    for note in make_notes(n, rng, now):
+        out.append(note)
+        if rng.random() < 0.2:
+            cut = rng.randrange(len(note.text))
+            variant = rng.choice([f"Note: {note.text}", note.text[:cut] + note.text[cut + 1:], f"{note.text} ok"])
+            out.append(Note(id=note.id + "d", text=variant, kind=note.kind, importance=rng.randint(1, 5),
+                            created=note.created, updated=note.updated + 1))
+    return out
+
+
+def bench_consolidate(n: int) -> None:
+    now = time.time()
+    notes = consolidate_notes(n, now)
+    started = time.perf_counter()
+    before = reference_merge_groups(notes)
+    t_before = time.perf_counter() - started
+    started = time.perf_counter()
+    after = merge_groups(notes)
+    t_after = time.perf_counter() - started
+    same = [(s.id, [a.id for a in rest]) for s, rest in before] == [(s.id, [a.id for a in rest]) for s, rest in after]
+    print(f"consolidate grouping, {len(notes):,} notes ({len(after)} groups): previous {t_before:.2f} s, "
+          f"now {t_after:.2f} s ({t_before / t_after:.1f}x), same groups: {same}")
+    with tempfile.TemporaryDirectory(dir="/tmp") as ws:
+        engine = MemoryEngine(MemorySettings(max_index_entries=n))
+        engine.store(ws).insert_many(notes)
+        started = time.perf_counter()
+        report = engine.consolidate(ws)
+        elapsed = time.perf_counter() - started
+        engine.close()
+    print(f"consolidate pass through MemoryEngine (plan + one write transaction), {len(notes):,} notes: "
+          f"{elapsed:.2f} s ({report})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", choices=("recall", "open", "consolidate"), default="")
     parser.add_argument("--sizes", default="200,1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--open-sizes", default="10000,100000")
+    parser.add_argument("--consolidate-size", type=int, default=10_000)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)  # the re-tokenizing open warns by design
+    if args.only in ("", "open"):
+        print("notes    | open from persisted terms s | open re-tokenizing s | ratio | tokenize alone s")
+        for n in [int(s) for s in args.open_sizes.split(",")]:
+            o = bench_open(n)
+            print(f"{n:>8,} | {o['persisted']:27.2f} | {o['retokenized']:20.2f} | "
+                  f"{o['retokenized'] / o['persisted']:4.1f}x | {o['tokenize']:.2f}", flush=True)
+        print("target: 100,000 notes open in about 2 s or less.")
+    if args.only in ("", "consolidate"):
+        bench_consolidate(args.consolidate_size)
+    if args.only in ("", "recall"):
+        recall_table(args.sizes, args.queries)
+
+
+def recall_table(sizes: str, queries: int) -> None:
     print("notes    | ours rank p50/p95 ms | kind-filtered p50/p95 | ours recall p50/p95 ms | bm25s p50/p95 ms "
           "| spec p50/p95 ms | spec/ours p50 | bm25s/ours p50 | build ours/bm25s s")
-    for n in [int(s) for s in args.sizes.split(",")]:
-        r = bench_size(n, args.queries if n < 100_000 else max(50, args.queries // 2))
+    for n in [int(s) for s in sizes.split(",")]:
+        r = bench_size(n, queries if n < 100_000 else max(50, queries // 2))
         spec = SPEC_MS.get(n)
         spec_txt = f"{spec[0]:7.1f} / {spec[1]:6.1f}" if spec else "      - /      -"
         ratio = f"{spec[0] / r['rank50']:9.0f}x" if spec else "        -"

@@ -6,14 +6,15 @@ the counts. Pinned notes and decisions are never evicted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
-from services.memory.index import InvertedIndex
+import numpy as np
+
+from services.memory.index import K1, B, InvertedIndex
 from services.memory.model import ConsolidateReport, Note
 from services.memory.ranking import SECONDS_PER_DAY, recency
 from services.memory.settings import MemorySettings
-from services.memory.similarity import is_near_duplicate, strip_lead
+from services.memory.similarity import Comparable, near_duplicates, strip_lead
 from services.memory.store import Changes
 from services.memory.tokenizer import tokenize
 
@@ -27,33 +28,52 @@ def _survivor_order(note: Note) -> tuple[bool, int, int, float]:
     return (note.pinned, note.importance, note.hits, note.updated)
 
 
-def _later_than(pos: int) -> Callable[[int], bool]:
-    return lambda doc: doc > pos
+def _probe(index: InvertedIndex, terms: list[str]) -> list[str]:
+    """The note's rarest shared terms, stopping once their postings would pass PROBE_POSTINGS (one always kept)."""
+    shared = sorted((x for x in set(terms) if index.df(x) > 1), key=lambda x: (index.df(x), x))
+    probe: list[str] = []
+    visited = 0
+    for term in shared[:PROBE_TERMS]:
+        if probe and visited + index.df(term) > PROBE_POSTINGS:
+            break
+        probe.append(term)
+        visited += index.df(term)
+    return probe
 
 
 def _partners(bucket: list[Note]) -> dict[int, list[int]]:
     """For each note, the few later notes of its bucket most likely to be near-duplicates of it.
 
     The same probe as a write's near-duplicate search: BM25 over the note's rarest
-    terms (lead phrases stripped), capped in postings, top PARTNERS only. Comparing
-    every pair measured 144 s for 10,000 notes; this keeps a pass near-linear.
+    terms (lead phrases stripped), top PARTNERS only. Comparing every pair measured
+    144 s for 10,000 notes. The first probe term is kept however common it is, so a
+    note made only of common words still walks a posting list that grows with the
+    bucket: those lists are scored as numpy slices (only the later notes, found by
+    bisection), the same arithmetic in the same order as InvertedIndex.score, so
+    the scores are bit-for-bit the same (bench/memory.py, consolidate).
     """
     index = InvertedIndex()
     terms = [tokenize(strip_lead(n.text)) for n in bucket]
-    for pos, t in enumerate(terms):
-        index.add(pos, t)
+    index.add_many(list(range(len(bucket))), terms)
+    avgdl = (index.total_len / len(index)) or 1.0
+    acc = np.zeros(len(bucket))
     out: dict[int, list[int]] = {}
     for pos, t in enumerate(terms):
-        shared = sorted((x for x in set(t) if index.df(x) > 1), key=lambda x: (index.df(x), x))
-        probe: list[str] = []
-        visited = 0
-        for term in shared[:PROBE_TERMS]:
-            if probe and visited + index.df(term) > PROBE_POSTINGS:
-                break
-            probe.append(term)
-            visited += index.df(term)
-        scores, _ = index.score(probe, _later_than(pos))
-        out[pos] = sorted(scores, key=lambda d: (-scores[d], d))[:PARTNERS]
+        parts = []
+        for term in _probe(index, t):
+            docs, tf = index.posting_arrays(term)  # docs ascending: notes were added in bucket order
+            start = int(np.searchsorted(docs, pos, side="right"))
+            docs, tf = docs[start:], tf[start:]
+            norm = K1 * (1 - B + B * index.lengths(docs) / avgdl)
+            acc[docs] += index.idf(term) * tf * (K1 + 1) / (tf + norm)
+            parts.append(docs)
+        if not parts:
+            out[pos] = []
+            continue
+        found = np.unique(np.concatenate(parts))
+        scores = acc[found]
+        acc[found] = 0.0
+        out[pos] = [int(found[i]) for i in np.lexsort((found, -scores))[:PARTNERS]]
     return out
 
 
@@ -65,12 +85,13 @@ def merge_groups(notes: list[Note]) -> list[tuple[Note, list[Note]]]:
     groups: list[tuple[Note, list[Note]]] = []
     for bucket in buckets.values():
         partners = _partners(bucket)
+        texts = [Comparable.of(n.text) for n in bucket]
         taken: set[int] = set()
-        for i, note in enumerate(bucket):
+        for i in range(len(bucket)):
             if i in taken:
                 continue
             group = [i] + [
-                j for j in sorted(partners.get(i, ())) if j not in taken and is_near_duplicate(note.text, bucket[j].text)
+                j for j in sorted(partners.get(i, ())) if j not in taken and near_duplicates(texts[i], texts[j])
             ]
             if len(group) > 1:
                 taken.update(group)

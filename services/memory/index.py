@@ -31,8 +31,13 @@ class InvertedIndex:
 
     def __init__(self) -> None:
         self.postings: dict[str, dict[int, int]] = {}
-        self.doc_terms: dict[int, dict[str, int]] = {}
-        """doc -> {term: term frequency}."""
+        """term -> {doc: term frequency}, for the terms used since a bulk load (read through :meth:`posting`)."""
+        self._loaded: dict[str, list[int]] = {}
+        """term -> its docs, once per occurrence, as :meth:`add_many` gathered them; a term moves to
+        ``postings`` the first time it is used. Gathering lists and counting them when used measured
+        about a quarter of the time of filling a dict per term for every note at open (bench/memory.py)."""
+        self.doc_terms: dict[int, list[str]] = {}
+        """doc -> its terms in order (duplicates kept)."""
         self.doc_len: dict[int, int] = {}
         self.total_len = 0
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
@@ -95,19 +100,33 @@ class InvertedIndex:
     def __len__(self) -> int:
         return len(self.doc_terms)
 
+    def posting(self, term: str) -> dict[int, int] | None:
+        """``term``'s postings {doc: term frequency}, or None when no document holds it."""
+        plist = self.postings.get(term)
+        if plist is None:
+            loaded = self._loaded.pop(term, None)
+            if loaded is None:
+                return None
+            # Counter keeps first-seen order: the docs stay in the order they were added.
+            plist = self.postings[term] = Counter(loaded)
+        return plist
+
     def add(self, doc: int, terms: Iterable[str]) -> None:
         """Index ``doc`` (replacing what it held before)."""
         if doc in self.doc_terms:
             self.remove(doc)
-        counts = Counter(terms)
-        self.doc_terms[doc] = counts
-        length = sum(counts.values())
-        self.doc_len[doc] = length
+        held = list(terms)
+        self.doc_terms[doc] = held
+        self.doc_len[doc] = len(held)
         self._grow(doc)
-        self._dense_len[doc] = length
-        self.total_len += length
-        for term, tf in counts.items():
-            self.postings.setdefault(term, {})[doc] = tf
+        self._dense_len[doc] = len(held)
+        self.total_len += len(held)
+        for term, tf in Counter(held).items():
+            plist = self.posting(term)
+            if plist is None:
+                self.postings[term] = {doc: tf}
+            else:
+                plist[doc] = tf
             self._arrays.pop(term, None)
 
     def add_many(self, docs: list[int], term_lists: list[list[str]]) -> None:
@@ -116,41 +135,37 @@ class InvertedIndex:
         One pass with the per-document upkeep hoisted out of the loop: at 100,000
         notes this is the bulk of opening a store (bench/memory.py).
         """
+        if self.doc_terms:  # the fast path only fills an empty index
+            for doc, terms in zip(docs, term_lists, strict=True):
+                self.add(doc, terms)
+            return
         if not docs:
             return
         self._grow(max(docs))
-        for doc in docs:
-            if doc in self.doc_terms:
-                self.remove(doc)
-        grouped: defaultdict[str, dict[int, int]] = defaultdict(dict)
-        for term, plist in self.postings.items():
-            grouped[term] = plist
+        grouped: defaultdict[str, list[int]] = defaultdict(list)
         doc_terms = self.doc_terms
         doc_len = self.doc_len
         lengths: list[int] = []
         for doc, terms in zip(docs, term_lists, strict=True):
-            counts = dict.fromkeys(terms, 1)
-            if len(counts) != len(terms):  # most notes repeat no term: skip counting them
-                counts = dict(Counter(terms))
-            doc_terms[doc] = counts
+            doc_terms[doc] = terms
             doc_len[doc] = len(terms)
             lengths.append(len(terms))
-            for term, tf in counts.items():
-                grouped[term][doc] = tf
-        self.postings = dict(grouped)
+            for term in terms:
+                grouped[term].append(doc)
+        self._loaded = dict(grouped)
         self._dense_len[np.asarray(docs, dtype=np.int64)] = lengths
         self.total_len += sum(lengths)
         self._arrays.clear()
 
     def remove(self, doc: int) -> None:
         """Drop ``doc`` from the index (no-op when absent)."""
-        counts = self.doc_terms.pop(doc, None)
-        if counts is None:
+        held = self.doc_terms.pop(doc, None)
+        if held is None:
             return
         self.total_len -= self.doc_len.pop(doc, 0)
-        for term in counts:
+        for term in dict.fromkeys(held):
             self._arrays.pop(term, None)
-            plist = self.postings.get(term)
+            plist = self.posting(term)
             if plist is not None:
                 plist.pop(doc, None)
                 if not plist:
@@ -158,7 +173,7 @@ class InvertedIndex:
 
     def df(self, term: str) -> int:
         """How many documents contain ``term``."""
-        plist = self.postings.get(term)
+        plist = self.posting(term)
         return len(plist) if plist else 0
 
     def idf(self, term: str) -> float:
@@ -179,7 +194,7 @@ class InvertedIndex:
         doc_len = self.doc_len
         verdict: dict[int, bool] = {}
         for term in dict.fromkeys(terms):
-            plist = self.postings.get(term)
+            plist = self.posting(term)
             if not plist:
                 continue
             idf = self.idf(term)
@@ -195,10 +210,15 @@ class InvertedIndex:
                 matched.setdefault(doc, []).append(term)
         return scores, matched
 
-    def _posting_arrays(self, term: str) -> tuple[IntArray, FloatArray]:
+    def lengths(self, docs: IntArray) -> FloatArray:
+        """The lengths (term counts) of ``docs``."""
+        return self._dense_len[docs]
+
+    def posting_arrays(self, term: str) -> tuple[IntArray, FloatArray]:
+        """(docs, term frequencies) of ``term``'s posting list as arrays, in posting order (cached)."""
         cached = self._arrays.get(term)
         if cached is None:
-            plist = self.postings[term]
+            plist = self.posting(term) or {}
             cached = (
                 np.fromiter(plist.keys(), dtype=np.int64, count=len(plist)),
                 np.fromiter(plist.values(), dtype=np.float64, count=len(plist)),
@@ -208,7 +228,7 @@ class InvertedIndex:
 
     def score_arrays(self, terms: list[str]) -> tuple[IntArray, FloatArray, FloatArray]:
         """(docs, bm25, idf sum of matched terms) for every doc holding one of ``terms`` (known terms only)."""
-        known = [t for t in dict.fromkeys(terms) if t in self.postings]
+        known = [t for t in dict.fromkeys(terms) if self.posting(t)]
         if not known or not self.doc_terms:
             return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
         avgdl = (self.total_len / len(self.doc_terms)) or 1.0
@@ -216,7 +236,7 @@ class InvertedIndex:
         score_parts: list[FloatArray] = []
         idf_parts: list[FloatArray] = []
         for term in known:
-            docs, tf = self._posting_arrays(term)
+            docs, tf = self.posting_arrays(term)
             idf = self.idf(term)
             norm = K1 * (1 - B + B * self._dense_len[docs] / avgdl)
             docs_parts.append(docs)

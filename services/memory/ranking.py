@@ -214,7 +214,7 @@ def rank(
 
     def build(i: int, why: str = "") -> Ranked:
         doc = int(docs[i])
-        held = index.doc_terms.get(doc, {})
+        held = index.doc_terms.get(doc, [])
         return Ranked(
             doc=doc, note=notes[doc], bm25=float(bm25[i]), relevance=float(relevance[i]), score=float(score[i]),
             matched=[t for t in known if t in held], cosine=None if cos is None else float(cos[i]), why=why,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
+from dataclasses import dataclass, field
 
 NEAR_DUPLICATE = 0.80
 """Two notes of the same kind and scene at or above this similarity fold into one."""
@@ -45,12 +47,59 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, left, right, autojunk=False).ratio()
 
 
+@dataclass(frozen=True)
+class Comparable:
+    """A note text as similarity compares it, with its character counts, made once per note."""
+
+    key: str
+    chars: Counter[str] = field(compare=False)
+
+    @classmethod
+    def of(cls, text: str) -> Comparable:
+        """``text`` without lead phrases, case, whitespace and punctuation folded."""
+        key = dedupe_key(strip_lead(text))
+        return cls(key, Counter(key))
+
+
+def lcs_length(a: str, b: str) -> int:
+    """Length of the longest common subsequence of ``a`` and ``b`` (bit-parallel, Hyyro 2004)."""
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for i, ch in enumerate(a):
+        masks[ch] = masks.get(ch, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    row = full
+    for ch in b:
+        matched = row & masks.get(ch, 0)
+        row = ((row + matched) | (row - matched)) & full
+    return len(a) - row.bit_count()
+
+
+def near_duplicates(a: Comparable, b: Comparable) -> bool:
+    """:func:`is_near_duplicate` over prepared texts: three upper bounds, then difflib's ratio.
+
+    The bounds are difflib's ``real_quick_ratio`` and ``quick_ratio`` (length
+    ratio; shared characters as a multiset), computed from counts made once per
+    note rather than by a new SequenceMatcher per pair, then the longest common
+    subsequence: difflib's matching blocks are a common subsequence, so its ratio
+    never exceeds 2 * LCS / total, and a pair below the threshold there is below it
+    in difflib too. The answer is always the one of ``ratio() >= NEAR_DUPLICATE``;
+    the bounds only skip work (on 10,000 bench notes the full ratio of the pairs
+    passing the first two bounds measured most of a consolidate pass).
+    """
+    if not a.key or not b.key:
+        return False
+    length = len(a.key) + len(b.key)
+    if 2.0 * min(len(a.key), len(b.key)) / length < NEAR_DUPLICATE:
+        return False
+    if 2.0 * sum((a.chars & b.chars).values()) / length < NEAR_DUPLICATE:
+        return False
+    if 2.0 * lcs_length(a.key, b.key) / length < NEAR_DUPLICATE:
+        return False
+    return difflib.SequenceMatcher(None, a.key, b.key, autojunk=False).ratio() >= NEAR_DUPLICATE
+
+
 def is_near_duplicate(a: str, b: str) -> bool:
     """similarity(a, b) >= NEAR_DUPLICATE, skipping the full ratio when a cheap upper bound is already below."""
-    left, right = dedupe_key(strip_lead(a)), dedupe_key(strip_lead(b))
-    if not left or not right:
-        return False
-    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
-    if matcher.real_quick_ratio() < NEAR_DUPLICATE or matcher.quick_ratio() < NEAR_DUPLICATE:
-        return False
-    return matcher.ratio() >= NEAR_DUPLICATE
+    return near_duplicates(Comparable.of(a), Comparable.of(b))
