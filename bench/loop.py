@@ -11,7 +11,9 @@ Prints:
 - request bytes per step split into instructions / tools / history / tail
   (target instructions + tools < 10,000);
 - wall time of `ai-coding run` on a scripted three-command fix with the loop
-  and tools services already running as processes (target < 1.0 s).
+  and tools services already running as processes (target < 1.0 s);
+- the cost of an approval preview that shows the real diff (the tools service's
+  dry run of an edit of a 200-line file) against the arguments-only diff.
 """
 
 from __future__ import annotations
@@ -184,6 +186,44 @@ def save_times(base: Path, megabytes: int, runs: int = 40) -> tuple[float, float
     return pct(samples, 0.5), pct(samples, 0.95), full
 
 
+def preview_times(base: Path, runs: int = 60) -> tuple[float, float, float]:
+    """(p50, p95) ms of the loop's dry-run preview of an edit, and the arguments-only preview's p50."""
+    from services.loop.previews import approval_preview
+
+    work = Path(tempfile.mkdtemp(dir=base))
+    (work / "ws").mkdir()
+    (work / "ws" / "big.py").write_text("".join(f"value_{n} = {n}\n" for n in range(1, 201)))
+    sock_dir = Path(tempfile.mkdtemp(prefix="aicb-", dir="/tmp"))
+    edit = {"path": "big.py", "old_string": "value_120 = 120\n", "new_string": "value_120 = 121\n"}
+    with FakeModelServer([]) as fake:
+        stack = LoopStack(sock_dir, work / "ws", fake, model_config(fake.url), with_tools=True)
+        try:
+            sid = stack.open().session_id
+            tools = stack.runtime.deps.tools
+
+            async def read_then_preview() -> list[float]:
+                async for _ in tools.call(sid, "r1", "read", json.dumps({"path": "big.py"}), 30):
+                    pass
+                samples = []
+                for i in range(runs):
+                    start = time.perf_counter()
+                    outcome = await tools.dry_run(sid, f"e{i}", "edit", json.dumps(edit), 10)
+                    samples.append((time.perf_counter() - start) * 1000)
+                    assert outcome.ok, outcome.output
+                return samples
+
+            dry = stack.services.run(read_then_preview(), timeout=120)
+        finally:
+            stack.close()
+            shutil.rmtree(sock_dir, ignore_errors=True)
+    plain = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        approval_preview("edit", edit)
+        plain.append((time.perf_counter() - start) * 1000)
+    return pct(dry, 0.5), pct(dry, 0.95), pct(plain, 0.5)
+
+
 FIX_SCRIPT = [
     {"match": "fix the failing test", "tool_calls": [{"name": "bash", "arguments": {"command": "python3 test_calc.py"}}]},
     {"match": "AssertionError", "tool_calls": [{"name": "read", "arguments": {"path": "calc.py"}},
@@ -275,6 +315,9 @@ def main() -> None:
                   "OpenCode ~31 KB, Codex CLI ~42 KB per step)")
         print(f"`ai-coding run` three-command fix with services up: {wall:.2f} s, exit {code} "
               f"(target < 1.0 s; Codex CLI 1.2 s, OpenCode 10.7 s) | {last[:100]}")
+        p50, p95, plain = preview_times(base)
+        print(f"approval preview with the real diff (tools dry run, edit of a 200-line file): p50 {p50:.2f} ms  "
+              f"p95 {p95:.2f} ms, once per approval (arguments-only diff: {plain:.3f} ms)")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
