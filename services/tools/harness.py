@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.kernel.config import Config
 from services.kernel.server import RunningServer, create_server, shutdown
@@ -43,7 +44,11 @@ class ToolServiceClient:
                 raise RuntimeError(f"no tool service listened on {self.socket_path} within {timeout:g} s")
             time.sleep(0.05)
         self._channel = grpc.insecure_channel(self.address)
-        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        # A health call that waits for the connection, not channel_ready_future: the latter leaves a
+        # connectivity-polling thread that makes close() wait ~200 ms.
+        health_pb2_grpc.HealthStub(self._channel).Check(health_pb2.HealthCheckRequest(),
+                                                        timeout=max(deadline - time.monotonic(), 1.0),
+                                                        wait_for_ready=True)
 
     def close(self) -> None:
         if self._channel is not None:

@@ -14,8 +14,7 @@ from clients.cli import exit_codes
 from clients.cli.commands.common import cli_errors, fail
 
 if TYPE_CHECKING:
-    import grpc
-    from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+    from ai_coding.v1 import loop_pb2
 
     from services.kernel.endpoints import Endpoint
 
@@ -32,7 +31,7 @@ def run(
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended."""
     from clients.cli import control
-    from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
+    from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn
 
     root = Path(workspace).expanduser().resolve()
     if not root.is_dir():
@@ -42,11 +41,7 @@ def run(
     with cli_errors("run"):
         setup = control.resolve(root)
         control.ensure_running(setup, ["loop"], quiet=as_json)
-        stub, channel = _loop_stub(setup.endpoints["loop"])
-        try:
-            opened = open_session(stub, str(root), session_id=session, model=model, auto_approve=auto_approve)
-        finally:
-            channel.close()
+        opened = _open(setup.endpoints["loop"], str(root), session, model, auto_approve)
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         approver = AutoApprover() if auto_approve else (TtyApprover() if sys.stdin.isatty() else NoTtyApprover())
@@ -59,21 +54,28 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-def _loop_stub(endpoint: Endpoint) -> tuple[loop_pb2_grpc.AgentLoopStub, grpc.Channel]:
+def _open(endpoint: Endpoint, workspace: str, session: str, model: str, auto_approve: bool
+          ) -> loop_pb2.OpenSessionLoopResponse:
+    """OpenSession on the loop (just found healthy). No channel_ready_future: it leaves a
+    connectivity-polling thread that makes closing the channel wait ~200 ms."""
     import grpc
     from ai_coding.v1 import loop_pb2_grpc
 
+    from clients.cli.turn import open_session
     from services.kernel.channels import sync_channel
     from services.kernel.errors import ServiceUnavailable
 
     channel = sync_channel(endpoint)
     try:
-        grpc.channel_ready_future(channel).result(timeout=5)
-    except grpc.FutureTimeoutError:
-        channel.close()
+        return open_session(loop_pb2_grpc.AgentLoopStub(channel), workspace, session_id=session, model=model,
+                            auto_approve=auto_approve)
+    except grpc.RpcError as err:
+        if err.code() != grpc.StatusCode.UNAVAILABLE:
+            raise
         raise ServiceUnavailable(f"the loop service at {endpoint} is not answering",
                                  hint="Start it with `ai-coding up`.") from None
-    return loop_pb2_grpc.AgentLoopStub(channel), channel
+    finally:
+        channel.close()
 
 
 def _json_sink() -> tuple[Callable[[loop_pb2.TurnEvent], None], Callable[[], None]]:
