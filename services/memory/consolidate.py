@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from services.memory.index import K1, B, InvertedIndex
+from services.memory.index import K1, B, FloatArray, IntArray, InvertedIndex
 from services.memory.model import ConsolidateReport, Note
 from services.memory.ranking import SECONDS_PER_DAY, recency
 from services.memory.settings import MemorySettings
@@ -28,17 +28,26 @@ def _survivor_order(note: Note) -> tuple[bool, int, int, float]:
     return (note.pinned, note.importance, note.hits, note.updated)
 
 
-def _probe(index: InvertedIndex, terms: list[str]) -> list[str]:
+def _probe(df: dict[str, int], terms: list[str]) -> list[str]:
     """The note's rarest shared terms, stopping once their postings would pass PROBE_POSTINGS (one always kept)."""
-    shared = sorted((x for x in set(terms) if index.df(x) > 1), key=lambda x: (index.df(x), x))
+    shared = sorted((x for x in set(terms) if df[x] > 1), key=lambda x: (df[x], x))
     probe: list[str] = []
     visited = 0
     for term in shared[:PROBE_TERMS]:
-        if probe and visited + index.df(term) > PROBE_POSTINGS:
+        if probe and visited + df[term] > PROBE_POSTINGS:
             break
         probe.append(term)
-        visited += index.df(term)
+        visited += df[term]
     return probe
+
+
+def _best(docs: IntArray, scores: FloatArray, k: int) -> list[int]:
+    """The ``k`` docs with the highest score, the lower doc first on a tie (ties at the cut all considered)."""
+    if len(docs) > 4 * k:
+        cutoff = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= cutoff
+        docs, scores = docs[keep], scores[keep]
+    return [int(d) for d in docs[np.lexsort((docs, -scores))[:k]]]
 
 
 def _partners(bucket: list[Note]) -> dict[int, list[int]]:
@@ -48,32 +57,45 @@ def _partners(bucket: list[Note]) -> dict[int, list[int]]:
     terms (lead phrases stripped), top PARTNERS only. Comparing every pair measured
     144 s for 10,000 notes. The first probe term is kept however common it is, so a
     note made only of common words still walks a posting list that grows with the
-    bucket: those lists are scored as numpy slices (only the later notes, found by
-    bisection), the same arithmetic in the same order as InvertedIndex.score, so
-    the scores are bit-for-bit the same (bench/memory.py, consolidate).
+    bucket. So each probe term's BM25 weights are computed once per bucket, and a
+    note takes the slice of later notes (found by bisection: docs ascend in bucket
+    order) and sums them in numpy: the same arithmetic in the same order as
+    InvertedIndex.score, so the partners are exactly the ones a dict walk finds
+    (bench/memory.py compares both).
     """
     index = InvertedIndex()
     terms = [tokenize(strip_lead(n.text)) for n in bucket]
     index.add_many(list(range(len(bucket))), terms)
+    df = {term: index.df(term) for t in terms for term in t}
     avgdl = (index.total_len / len(index)) or 1.0
+    weights: dict[str, tuple[IntArray, FloatArray]] = {}
+
+    def weighted(term: str) -> tuple[IntArray, FloatArray]:
+        got = weights.get(term)
+        if got is None:
+            docs, tf = index.posting_arrays(term)
+            norm = K1 * (1 - B + B * index.lengths(docs) / avgdl)
+            got = weights[term] = (docs, index.idf(term) * tf * (K1 + 1) / (tf + norm))
+        return got
+
     acc = np.zeros(len(bucket))
     out: dict[int, list[int]] = {}
     for pos, t in enumerate(terms):
-        parts = []
-        for term in _probe(index, t):
-            docs, tf = index.posting_arrays(term)  # docs ascending: notes were added in bucket order
+        later: list[tuple[IntArray, FloatArray]] = []
+        for term in _probe(df, t):
+            docs, w = weighted(term)
             start = int(np.searchsorted(docs, pos, side="right"))
-            docs, tf = docs[start:], tf[start:]
-            norm = K1 * (1 - B + B * index.lengths(docs) / avgdl)
-            acc[docs] += index.idf(term) * tf * (K1 + 1) / (tf + norm)
-            parts.append(docs)
-        if not parts:
+            later.append((docs[start:], w[start:]))
+        if len(later) == 1:
+            out[pos] = _best(*later[0], PARTNERS)
+        elif later:
+            for docs, w in later:
+                acc[docs] += w
+            found = np.unique(np.concatenate([docs for docs, _ in later]))
+            out[pos] = _best(found, acc[found], PARTNERS)
+            acc[found] = 0.0
+        else:
             out[pos] = []
-            continue
-        found = np.unique(np.concatenate(parts))
-        scores = acc[found]
-        acc[found] = 0.0
-        out[pos] = [int(found[i]) for i in np.lexsort((found, -scores))[:PARTNERS]]
     return out
 
 
