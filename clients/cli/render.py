@@ -123,6 +123,22 @@ def status_line(finished: loop_pb2.TurnFinished) -> str:
     return " · ".join(parts)
 
 
+_EXIT_LINE = re.compile(r"^\(exit code (-?\d+)\)$")
+
+
+def command_failure(result: common_pb2.ToolResult) -> str:
+    """For a command that ran but exited non-zero (the tool worked, the command failed):
+    "exit N · <its last output line>", the line that usually says why; else ""."""
+    try:
+        code = json.loads(result.data_json or "{}").get("exit_code")
+    except (ValueError, AttributeError):
+        return ""
+    if not result.ok or not isinstance(code, int) or code == 0:
+        return ""
+    lines = [line for line in result.output.splitlines() if line.strip() and not _EXIT_LINE.match(line.strip())]
+    return f"exit {code}" + (f" · {one_line(lines[-1])}" if lines else "")
+
+
 def tool_result_summary(result: common_pb2.ToolResult) -> str:
     """The short text after ✓/✗: the error code and sentence, or the output's first line."""
     if not result.ok:
@@ -324,8 +340,9 @@ class EventRenderer:
             self._line(literal(f"  │ … {tool.hidden_lines} more lines (/last shows all)", "dim"))
         self.last_tool = LastTool(tool=tool.tool, title=tool.title, arguments_json=tool.arguments_json,
                                   output=result.output if result.ok else _failure_text(result), ok=result.ok)
-        mark, style = ("✓", "green") if result.ok else ("✗", "red")
-        summary = tool_result_summary(result)
+        failed_command = command_failure(result)
+        mark, style = ("✓", "green") if result.ok and not failed_command else ("✗", "red")
+        summary = failed_command or tool_result_summary(result)
         text = f"{mark} {tool.title}" + (f" · {summary}" if summary else "")
         text += f" · {human_duration(result.duration_ms)}"
         if self._last_line_tool == result.call_id and self.console.is_terminal:

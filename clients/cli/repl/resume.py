@@ -109,6 +109,9 @@ def _tool_line(call: dict[str, Any], result: str) -> str:
 
 
 def _looks_ok(result: str) -> bool:
+    tail = result.rstrip().rsplit("\n", 1)[-1]
+    if tail.startswith("(exit code ") and tail != "(exit code 0)":  # a command that exited non-zero
+        return False
     head = result.lstrip()[:200].lower()
     if head.startswith("{"):
         try:

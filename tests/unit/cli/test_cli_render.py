@@ -70,6 +70,21 @@ def test_a_failed_tool_shows_its_error_code() -> None:
     assert out.getvalue().splitlines()[-1].startswith("✗ Running · sleep 60 · cancelled_by_user: stopped by the user")
 
 
+def test_a_command_that_exits_non_zero_is_marked_failed_with_its_exit_code_and_last_line() -> None:
+    renderer, out = make()
+    renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title="Running · pytest")))
+    output = "Traceback (most recent call last):\n  File \"t.py\", line 2\nAssertionError: 5 != -1\n\n(exit code 1)"
+    result = common_pb2.ToolResult(call_id="c1", tool="bash", ok=True, output=output, duration_ms=65,
+                                   data_json='{"exit_code": 1, "total_chars": 80}')
+    renderer.handle(ev(tool_finished=loop_pb2.ToolFinished(result=result)))
+    assert out.getvalue().splitlines()[-1] == "✗ Running · pytest · exit 1 · AssertionError: 5 != -1 · 65ms"
+    # Exit code 0 (or a tool with no exit code) keeps the ✓ and the first output line.
+    passed = common_pb2.ToolResult(call_id="c2", tool="bash", ok=True, output="3 passed", duration_ms=65,
+                                   data_json='{"exit_code": 0}')
+    renderer.handle(ev(tool_finished=loop_pb2.ToolFinished(result=passed)))
+    assert out.getvalue().splitlines()[-1] == "✓ Running · 3 passed · 65ms"
+
+
 def test_running_output_is_bounded_in_height_and_the_rest_is_counted() -> None:
     renderer, out = make()
     renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title="Running · seq 20")))
