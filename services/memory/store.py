@@ -148,7 +148,7 @@ class MemoryStore:
         self._doc_of_key: dict[str, int] | None = None
         """Built on first use (writes only): recall never needs it, so opening does not pay for it."""
         self._untrusted: dict[int, tuple[str, list[str]]] = {}
-        """Docs of the last catch-up whose persisted terms were not usable: (text, terms tokenized from it)."""
+        """Docs loaded at open whose persisted terms were not usable: (text, terms tokenized from it)."""
         self.kind_counts: Counter[str] = Counter()
         self.scene_counts: Counter[str] = Counter()
         self.scene_heat: Counter[str] = Counter()
@@ -180,7 +180,7 @@ class MemoryStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
         latest = int(row[0])
         if latest != self._rev:
-            self._untrusted = {}
+            self._untrusted = {}  # only the constructor writes these back; later catch-ups just tokenize
             changed = [self._read_row(r) for r in self._db.execute(_CHANGED_ROWS, (self._rev,)).fetchall()]
             if not self.notes:
                 self._load([(doc, note, terms) for doc, note, terms in changed if note is not None])
@@ -195,23 +195,29 @@ class MemoryStore:
             self._rev = latest
         self._data_version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
-    def _read_row(self, row: tuple[object, ...]) -> tuple[int, Note | None, list[str]]:
-        """(doc, note or None when the row is unusable, terms): persisted terms when intact, else tokenized."""
+    @staticmethod
+    def _read_row(row: tuple[object, ...]) -> tuple[int, Note | None, list[str] | None]:
+        """(doc, note or None when the row is unusable, its persisted terms or None when they are not usable)."""
         doc = int(row[0])  # type: ignore[call-overload]
         note = _healthy_note(row[1 : 1 + _NOTE_FIELDS])
         if note is None:
-            return doc, None, []
-        terms = trusted_terms(note.text, *row[1 + _NOTE_FIELDS :])
-        if terms is None:
-            terms = tokenize(note.text)
-            self._untrusted[doc] = (note.text, terms)
-        return doc, note, terms
+            return doc, None, None
+        return doc, note, trusted_terms(note.text, *row[1 + _NOTE_FIELDS :])
 
-    def _load(self, rows: list[tuple[int, Note, list[str]]]) -> None:
-        """Fill an empty index with ``rows`` in bulk: the same state as :meth:`_apply_row` on each, faster."""
+    def _load(self, rows: list[tuple[int, Note, list[str] | None]]) -> None:
+        """Fill an empty index with ``rows`` in bulk: the same state as :meth:`_apply_row` on each, faster.
+
+        Notes without usable persisted terms are tokenized and remembered in ``_untrusted`` for write-back.
+        """
         docs = [doc for doc, _, _ in rows]
         notes = [note for _, note, _ in rows]
-        self.index.add_many(docs, [terms for _, _, terms in rows])
+        term_lists: list[list[str]] = []
+        for doc, note, terms in rows:
+            if terms is None:
+                terms = tokenize(note.text)
+                self._untrusted[doc] = (note.text, terms)
+            term_lists.append(terms)
+        self.index.add_many(docs, term_lists)
         set_note_attrs_many(self.index, docs, notes)
         self.notes.update(zip(docs, notes, strict=True))
         self._doc_of.update((note.id, doc) for doc, note in zip(docs, notes, strict=True))
@@ -245,10 +251,10 @@ class MemoryStore:
         except sqlite3.Error as exc:
             log.warning("memory: could not save rebuilt terms in %s (%s); the next open rebuilds them", self.path, exc)
 
-    def _apply_row(self, doc: int, note: Note, terms: list[str]) -> None:
+    def _apply_row(self, doc: int, note: Note, terms: list[str] | None) -> None:
         old = self.notes.get(doc)
         if old is None or old.text != note.text:
-            self.index.add(doc, terms)
+            self.index.add(doc, tokenize(note.text) if terms is None else terms)
         if old is not None:
             self._count(old, -1)
         self._count(note, +1)
@@ -379,12 +385,12 @@ class MemoryStore:
             )
             self._db.execute(_SAVE_TERMS, (cur.lastrowid, *terms_row(note.text, tokenize(note.text))))
         for note in changes.updates:
+            old = self.get(note.id)
             self._db.execute(
                 "UPDATE notes SET text=?, kind=?, importance=?, pinned=?, scene=?, evidence=?, scope=?, "
                 "source_message_ids=?, hits=?, last_used=?, created=?, updated=?, rev=? WHERE id=?",
                 (*_note_params(note)[1:], rev, note.id),
             )
-            old = self.get(note.id)
             if old is None or old.text != note.text:  # a use count (touch) leaves the terms as they are
                 self._db.execute(
                     "INSERT OR REPLACE INTO note_terms (doc, version, checksum, terms) "
