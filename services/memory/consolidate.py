@@ -6,6 +6,7 @@ the counts. Pinned notes and decisions are never evicted.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -28,7 +29,7 @@ def _survivor_order(note: Note) -> tuple[bool, int, int, float]:
     return (note.pinned, note.importance, note.hits, note.updated)
 
 
-def _probe(df: dict[str, int], terms: list[str]) -> list[str]:
+def _probe(df: Counter[str], terms: list[str]) -> list[str]:
     """The note's rarest shared terms, stopping once their postings would pass PROBE_POSTINGS (one always kept)."""
     shared = sorted((x for x in set(terms) if df[x] > 1), key=lambda x: (df[x], x))
     probe: list[str] = []
@@ -66,7 +67,7 @@ def _partners(bucket: list[Note]) -> dict[int, list[int]]:
     index = InvertedIndex()
     terms = [tokenize(strip_lead(n.text)) for n in bucket]
     index.add_many(list(range(len(bucket))), terms)
-    df = {term: index.df(term) for t in terms for term in t}
+    df = Counter(term for t in terms for term in set(t))  # = index.df, without building every posting dict
     avgdl = (index.total_len / len(index)) or 1.0
     weights: dict[str, tuple[IntArray, FloatArray]] = {}
 
