@@ -274,7 +274,9 @@ class Turn:
                   reason="" if status == COMPLETED else reason, cleared_requests=cleared)
         self.finished = True
         self._save()
-        self.rt.end_of_turn()
+        # Folding the journal and rewriting the summaries waits until the clients have had the
+        # turn_finished event (the journal record just written already makes the turn durable).
+        asyncio.get_running_loop().call_soon(self.rt.end_of_turn)
 
 
     def _handoff_facts(self, status: Status, reason: str) -> HandoffFacts:

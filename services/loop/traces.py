@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from dataclasses import asdict, is_dataclass
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,15 +31,15 @@ def redact(text: str) -> str:
 
 def preview(value: Any) -> Any:
     """A JSON-able, redacted, length-capped copy of an event field."""
-    if is_dataclass(value) and not isinstance(value, type):
-        value = asdict(value)
+    if isinstance(value, str):
+        text = redact(value)
+        return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"...[{len(text)} chars]"
     if isinstance(value, dict):
         return {k: preview(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [preview(v) for v in value[:50]]
-    if isinstance(value, str):
-        text = redact(value)
-        return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"...[{len(text)} chars]"
+    if is_dataclass(value) and not isinstance(value, type):  # field by field: asdict deep-copies first
+        return {f.name: preview(getattr(value, f.name)) for f in fields(value)}
     return value
 
 
