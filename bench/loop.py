@@ -49,9 +49,18 @@ def pct(samples: list[float], q: float) -> float:
 
 
 def run_turn(stack: LoopStack, session_id: str, text: str) -> list[loop_pb2.TurnEvent]:
-    """One turn as the CLI clients run it: ``ConverseBatched``, every event until the session is idle."""
+    """One turn as the CLI clients run it: ``ConverseBatched``, every event up to ``turn_finished``."""
     start = loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text))
-    return [event for batch in stack.stub.ConverseBatched(iter([start]), timeout=120) for event in batch.events]
+    call = stack.stub.ConverseBatched(iter([start]), timeout=120)
+    events: list[loop_pb2.TurnEvent] = []
+    try:
+        for batch in call:
+            events += batch.events
+            if any(e.WhichOneof("event") == "turn_finished" for e in batch.events):
+                break
+    finally:
+        call.cancel()
+    return events
 
 
 def overhead_per_step(base: Path, steps: int) -> tuple[dict[str, list[float]], list[dict[str, int]]]:
