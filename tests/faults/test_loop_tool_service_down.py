@@ -1,12 +1,15 @@
-"""The tools service dies mid-call: the model gets tool_service_unavailable and the turn goes on."""
+"""The tools service dies mid-call or restarts: the model gets tool_service_unavailable, or the session is reopened."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from ai_coding.v1 import loop_pb2
 
+from services.kernel.config import Config
+from services.tools.main import build as build_tools
 from tests.service.loop.harness import (
     Conversation,
     LoopStack,
@@ -39,3 +42,24 @@ def test_a_tools_service_that_dies_mid_call_yields_tool_service_unavailable_and_
     assert result.error.code == "tool_service_unavailable" and result.duration_ms < 30_000
     degraded = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
     assert degraded and degraded[0].component == "tools"
+
+
+def test_after_the_tools_service_restarts_an_open_session_is_reopened_and_its_calls_run(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack([
+        {"match": "first", "tool_calls": [{"name": "bash", "arguments": {"command": "echo before"}}]},
+        {"match": "before", "text": "ran before the restart"},
+        {"match": "second", "tool_calls": [{"name": "bash", "arguments": {"command": "echo after > after.txt"}}]},
+        {"match": "(no output)", "text": "ran after the restart"},
+    ], with_tools=True)
+    sid = stack.open().session_id
+    assert status_name(finished(stack.start(sid, "first").drain())) == "completed"
+    # A restarted tools service is a new process that has never heard of the session.
+    stack.services.stop_server(stack.tools, 0.0)
+    stack.tools = stack.services.serve(stack.tools.address, build_tools(Config(data={})))
+    events = stack.start(sid, "second").drain()
+    end = finished(events)
+    assert status_name(end) == "completed" and end.text == "ran after the restart", stack.fake.errors
+    result = next(e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished")
+    assert result.ok, result.output
+    assert (workspace / "after.txt").read_text() == "after\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -29,6 +30,7 @@ CONTROL_DEADLINE_S = 10.0
 # timeout result arrive before our own deadline fires.
 CALL_DEADLINE_MARGIN_S = 5.0
 OLD_CHANNEL_GRACE_S = 120.0
+log = logging.getLogger("ai_coding.loop")
 UNAVAILABLE_HINT = "The tool service is down or restarting; retry the call shortly or continue without it."
 
 
@@ -92,6 +94,8 @@ class GrpcToolRunner:
         self._endpoint = endpoint
         self._channel: grpc.aio.Channel | None = None
         self._client: tools_pb2_grpc.ToolRuntimeStub | None = None
+        # What each open session was opened with, to open it again in a restarted tools service.
+        self._opened: dict[str, tuple[str, list[str]]] = {}
 
     @property
     def _stub(self) -> tools_pb2_grpc.ToolRuntimeStub:
@@ -114,7 +118,26 @@ class GrpcToolRunner:
                 request, timeout=CONTROL_DEADLINE_S, metadata=call_metadata()))
         except grpc.RpcError as err:
             raise ToolServiceError(f"tools service: {_describe(err)}") from None
+        self._opened[session_id] = (workspace, list(secret_env_names))
         return list(response.warnings)
+
+    async def _reopened(self, session_id: str, err: grpc.RpcError) -> bool:
+        """After a restart the tools service knows no session: open this one again (True when done).
+
+        Nothing ran in the refused call, so the caller may send it again. The new service has no
+        record of files read before the restart: an edit may first be asked to re-read its file."""
+        if err.code() != grpc.StatusCode.NOT_FOUND or reason_of(err) != "unknown_session":
+            return False
+        opened = self._opened.get(session_id)
+        if opened is None:
+            return False
+        try:
+            await self.open_session(session_id, *opened)
+        except ToolServiceError as exc:
+            log.warning("reopening session %s in the tools service failed: %s", session_id, exc)
+            return False
+        log.info("reopened session %s in the restarted tools service", session_id)
+        return True
 
     async def _control(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """Run a control call; when the service is unavailable, retry once on a fresh channel.
@@ -138,6 +161,7 @@ class GrpcToolRunner:
 
     async def close_session(self, session_id: str) -> None:
         # Closing is best effort; the service drops idle sessions itself.
+        self._opened.pop(session_id, None)
         with contextlib.suppress(grpc.RpcError):
             await self._stub.CloseSession(
                 tools_pb2.CloseSessionRequest(session_id=session_id), timeout=CONTROL_DEADLINE_S
@@ -162,21 +186,25 @@ class GrpcToolRunner:
             timeout_seconds=max(timeout_seconds, 0.0),
         )
         deadline = timeout_seconds + CALL_DEADLINE_MARGIN_S if timeout_seconds > 0 else None
-        stream = self._stub.CallTool(request, timeout=deadline, metadata=call_metadata())
-        try:
-            async for item in stream:
-                if item.HasField("chunk"):
-                    yield ToolChunkEvent(item.chunk.call_id or call_id, item.chunk.stream, item.chunk.text)
-                elif item.HasField("result"):
-                    yield result_to_outcome(item.result)
-                    return
-        except grpc.RpcError as err:
-            if err.code() == grpc.StatusCode.UNAVAILABLE:
-                await self._reset()  # the next call connects afresh instead of waiting out a backoff
-            yield _rpc_failure(err, call_id, tool, started)
-            return
-        finally:
-            stream.cancel()
+        for attempt in (1, 2):
+            stream = self._stub.CallTool(request, timeout=deadline, metadata=call_metadata())
+            try:
+                async for item in stream:
+                    if item.HasField("chunk"):
+                        yield ToolChunkEvent(item.chunk.call_id or call_id, item.chunk.stream, item.chunk.text)
+                    elif item.HasField("result"):
+                        yield result_to_outcome(item.result)
+                        return
+            except grpc.RpcError as err:
+                if attempt == 1 and await self._reopened(session_id, err):
+                    continue
+                if err.code() == grpc.StatusCode.UNAVAILABLE:
+                    await self._reset()  # the next call connects afresh instead of waiting out a backoff
+                yield _rpc_failure(err, call_id, tool, started)
+                return
+            finally:
+                stream.cancel()
+            break
         yield unavailable(call_id, tool, "the call ended without a result", started)
 
 
@@ -185,19 +213,23 @@ class GrpcToolRunner:
         request = tools_pb2.CallToolRequest(session_id=session_id, call_id=call_id, tool=tool,
                                             arguments_json=arguments_json, timeout_seconds=timeout_seconds,
                                             dry_run=True)
-        stream = self._stub.CallTool(request, timeout=timeout_seconds, metadata=call_metadata())
-        try:
-            async for item in stream:
-                if item.HasField("result"):
-                    return result_to_outcome(item.result)
-        except grpc.RpcError as err:
-            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise TimeoutError(f"the dry run took longer than {timeout_seconds:g} s") from None
-            if err.code() == grpc.StatusCode.UNAVAILABLE:
-                await self._reset()
-            raise ToolServiceError(f"tools service: {_describe(err)}") from None
-        finally:
-            stream.cancel()
+        for attempt in (1, 2):
+            stream = self._stub.CallTool(request, timeout=timeout_seconds, metadata=call_metadata())
+            try:
+                async for item in stream:
+                    if item.HasField("result"):
+                        return result_to_outcome(item.result)
+            except grpc.RpcError as err:
+                if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise TimeoutError(f"the dry run took longer than {timeout_seconds:g} s") from None
+                if attempt == 1 and await self._reopened(session_id, err):
+                    continue
+                if err.code() == grpc.StatusCode.UNAVAILABLE:
+                    await self._reset()
+                raise ToolServiceError(f"tools service: {_describe(err)}") from None
+            finally:
+                stream.cancel()
+            break
         raise ToolServiceError("tools service: the dry run ended without a result")
 
 
