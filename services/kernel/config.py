@@ -270,6 +270,8 @@ class Config:
     sources: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    user_path: Path | None = None
+    """Where the user layer was looked for (it may not exist yet); None for a config built in memory."""
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -311,39 +313,80 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     user_path: Path | None = None,
+    user_data: Mapping[str, Any] | None = None,
 ) -> Config:
-    """Load and merge every layer for ``workspace`` (None = user and env only)."""
+    """Load and merge every layer for ``workspace`` (None = user and env only).
+
+    ``user_data`` stands in for the user file and the environment layer (a
+    configuration already merged in memory, e.g. a service built by a test);
+    the project layer still goes on top of it.
+    """
     environ = dict(os.environ if env is None else env)
     cfg = Config()
-    upath = user_path or user_config_path(environ)
     user: dict[str, Any] = {}
-    if upath.exists():
-        user = _normalize(read_yaml_file(upath))
-        cfg.files.append(upath)
-        _record_sources(user, "", f"user:{upath}", cfg.sources)
+    upath: Path | None = None
+    if user_data is not None:
+        user = _normalize(dict(user_data))
+        _record_sources(user, "", "user", cfg.sources)
+    else:
+        upath = user_path or user_config_path(environ)
+        cfg.user_path = upath
+        if upath.exists():
+            user = _normalize(read_yaml_file(upath))
+            cfg.files.append(upath)
+            _record_sources(user, "", f"user:{upath}", cfg.sources)
     merged = dict(user)
     trusted = environ.get(TRUST_ENV, "") in ("1", "true", "yes")
     if workspace is not None:
         user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
         for pfile in find_project_files(workspace):
-            if upath.exists() and pfile.resolve() == upath.resolve():
+            if upath is not None and upath.exists() and pfile.resolve() == upath.resolve():
                 continue  # the user file is not also a project layer
             doubt = foreign_file_reason(pfile)
             if doubt and not trusted:
                 cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; export {TRUST_ENV}=1 to use it)")
                 continue
-            layer = _normalize(read_yaml_file(pfile))
+            try:
+                layer = _normalize(read_yaml_file(pfile))
+            except ConfigError as err:
+                # Discovery walks upward, so a config.yaml of another tool (a Helm values list, a
+                # template) can sit here; it is not ours and must not stop every run.
+                cfg.warnings.append(f"skipped project config: {err.message} (not an ai-coding config; fix it if it is meant to be)")
+                continue
             if not trusted:
                 layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)
             cfg.files.append(pfile)
             _record_sources(layer, "", f"project:{pfile}", cfg.sources)
             merged = merge(merged, layer)
-    env_layer = _env_layer(environ)
+    env_layer = _env_layer(environ) if user_data is None else {}
     if env_layer:
         _record_sources(env_layer, "", "env", cfg.sources)
         merged = merge(merged, env_layer)
     cfg.data = merged
     return cfg
+
+
+def _file_stamp(path: Path) -> tuple[int, int, int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode, st.st_uid)
+
+
+def layer_stamp(workspace: Path | None, user_path: Path | None) -> tuple[Any, ...]:
+    """What :func:`load_config` read, as cheap ``stat`` results: it differs when a config file
+    was created, edited, removed or re-permissioned (the user file and every project-file
+    candidate upward from ``workspace``), so a caller can skip reloading an unchanged config."""
+    stamps: list[Any] = [_file_stamp(user_path) if user_path is not None else None]
+    if workspace is not None:
+        current = workspace.resolve()
+        home = Path.home().resolve()
+        for directory in (current, *current.parents):
+            if directory == home and directory != current:
+                break
+            stamps.extend(_file_stamp(directory / name) for name in PROJECT_FILES)
+    return tuple(stamps)
 
 
 # ---------------------------------------------------------------- typed views

@@ -143,10 +143,11 @@ def test_a_missing_variable_is_a_hard_error_naming_it() -> None:
     assert expand_vars("${A}-${B}", {"A": "1", "B": "2"}) == "1-2"
 
 
-def test_invalid_yaml_names_the_file_and_line(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as err:
-        layers(tmp_path, "", project="ai:\n  max_tool_iterations: 3\n  bad: [unclosed\n")
-    message = str(err.value)
+def test_invalid_project_yaml_is_skipped_with_a_warning_naming_the_file_and_line(tmp_path: Path) -> None:
+    c = layers(tmp_path, "ai:\n  max_tool_iterations: 7\n", project="ai:\n  max_tool_iterations: 3\n  bad: [unclosed\n")
+    assert c.get("ai.max_tool_iterations") == 7
+    assert len(c.warnings) == 1
+    message = c.warnings[0]
     assert "invalid YAML in" in message
     assert str(tmp_path / "repo" / "config.yaml") + ":" in message
     assert message.split("config.yaml:")[1].split(":")[0].isdigit()
