@@ -15,6 +15,31 @@ Message = dict[str, Any]
 MISSING_RESULT = "[no result: the call was interrupted before it finished]"
 
 
+def unique_call_ids(raw_ids: list[str], id_prefix: str) -> list[str]:
+    """One distinct id per call of a step, in order.
+
+    Results are matched to calls by id, so two calls sharing one would both get
+    the first call's result. The first holder of an id keeps it; a later
+    duplicate becomes ``<id>_2``, ``<id>_3``...; an empty id becomes
+    ``<id_prefix>_<n>``. Names the model did send are never taken by a rename.
+    """
+    sent = {i for i in raw_ids if i}
+    taken: set[str] = set()
+    out: list[str] = []
+    for n, raw in enumerate(raw_ids):
+        if raw and raw not in taken:
+            new = raw
+        else:
+            base, k = (raw, 2) if raw else (f"{id_prefix}_{n}", 1)
+            new = base if k == 1 else f"{base}_{k}"
+            while new in taken or (new != raw and new in sent):
+                k += 1
+                new = f"{base}_{k}"
+        taken.add(new)
+        out.append(new)
+    return out
+
+
 def call_ids(message: Message) -> list[str]:
     """The tool call ids of an assistant message (empty for other roles)."""
     if message.get("role") != "assistant":

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.loop.pairing import unique_call_ids
 from services.loop.ports import ToolCall
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -127,17 +128,22 @@ class StreamAssembler:
         return bool(self._text or self._reasoning)
 
     def tool_calls(self, id_prefix: str = "call") -> list[ToolCall]:
-        """The assembled calls in index order; missing ids are made up, bad JSON is flagged."""
+        """The assembled calls in index order; bad JSON is flagged.
+
+        Every call gets a distinct id (see :func:`unique_call_ids`): missing ids are
+        made up and a repeated id is renamed, so each result pairs with its own call.
+        """
+        partials = [self._calls[index] for index in sorted(self._calls)]
+        ids = unique_call_ids([p.id.strip() for p in partials], id_prefix)
         out: list[ToolCall] = []
-        for n, index in enumerate(sorted(self._calls)):
-            partial = self._calls[index]
+        for partial, call_id in zip(partials, ids, strict=True):
             arguments = "".join(partial.arguments)
             error = arguments_error(arguments)
             if not partial.name:
                 error = "the tool call has no function name"
             out.append(
                 ToolCall(
-                    id=partial.id or f"{id_prefix}_{n}",
+                    id=call_id,
                     name=partial.name,
                     arguments_json=arguments or "{}",
                     parse_error=error,
