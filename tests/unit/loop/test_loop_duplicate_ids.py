@@ -37,7 +37,7 @@ def test_two_streamed_calls_with_one_id_come_out_as_two_calls_with_distinct_ids(
     calls = asm.tool_calls("call_x")
     assert [(c.id, c.name) for c in calls] == [("dup", "read"), ("dup_2", "glob")]
     assert calls[1].arguments() == {"pattern": "*.py"}
-    history = [{"role": "assistant", "tool_calls": [{"id": c.id} for c in calls]},
+    history: list[dict[str, Any]] = [{"role": "assistant", "tool_calls": [{"id": c.id} for c in calls]},
                *({"role": "tool", "tool_call_id": c.id} for c in calls)]
     assert is_paired(history)
 
