@@ -128,10 +128,21 @@ def _last_log_line(rdir: Path, name: str) -> str:
     return lines[-1] if lines else ""
 
 
+def lost_start_race(returncode: int | None, lock_held: bool) -> bool:
+    """True when the supervisor we spawned has exited while another one holds the lock: two
+    clients started the services at the same moment and the other one won."""
+    return returncode is not None and lock_held
+
+
 def _startup_failure(setup: Setup, proc: subprocess.Popen[bytes]) -> str | None:
     """Why start-up cannot succeed any more, or None while it still may."""
     if proc.poll() is not None:
         return f"the supervisor exited with code {proc.returncode}: {_last_log_line(setup.rdir, 'supervisor')}"
+    return _service_failure(setup)
+
+
+def _service_failure(setup: Setup) -> str | None:
+    """A service that died while starting, as the running supervisor reports it."""
     state = read_state(setup.rdir)
     if state is None:
         return None
@@ -155,7 +166,8 @@ def wait_serving(setup: Setup, names: list[str], timeout: float) -> list[str]:
 
 
 def start(setup: Setup, timeout: float = 20.0) -> bool:
-    """Start the supervisor and wait for every local service to serve. False when already running."""
+    """Start the supervisor and wait for every local service to serve. False when already running
+    (also when another client started it at the same moment: then we wait for its services)."""
     if supervisor_running(setup.rdir):
         return False
     for name in setup.supervisor.services:
@@ -166,16 +178,23 @@ def start(setup: Setup, timeout: float = 20.0) -> bool:
                                 hint=f"Create it or fix endpoints.{name}.")
     proc = _spawn_supervisor(setup)
     names = list(setup.supervisor.services)
+    ours = True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        failure = _startup_failure(setup, proc)
+        if ours and lost_start_race(proc.poll(), supervisor_running(setup.rdir)):
+            # Another client started a supervisor at the same moment and ours found the lock
+            # taken: wait for that one's services; stopping it would kill the winner's start.
+            ours = False
+        failure = _startup_failure(setup, proc) if ours else _service_failure(setup)
         if failure:
-            stop(setup)
+            if ours:
+                stop(setup)
             raise ServiceUnavailable(failure, hint=f"Full logs: {setup.rdir / 'logs'}.")
         names = wait_serving(setup, names, timeout=0.2)
         if not names:
-            return True
-    stop(setup)
+            return ours
+    if ours:
+        stop(setup)
     raise ServiceUnavailable(
         f"{', '.join(names)} did not become SERVING within {timeout:.0f} s",
         hint=f"See `ai-coding logs {names[0]}`.",
