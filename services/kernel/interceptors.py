@@ -5,6 +5,7 @@ Cross-cutting work lives here, not in servicer methods (STYLE.md).
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import time
@@ -104,7 +105,10 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                         yield item
                 finally:
                     log.debug("%s %s %.1fms", rid, method, (time.perf_counter() - start) * 1000)
-                    request_id_var.reset(token)
+                    # A stream cancelled by its client is closed from another task's context, where
+                    # this token cannot be reset (ValueError); that context does not outlive it anyway.
+                    with contextlib.suppress(ValueError):
+                        request_id_var.reset(token)
 
             return _replace(handler, kind, wrapped_stream)
 
