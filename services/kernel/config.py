@@ -318,16 +318,15 @@ def load_config(
     """Load and merge every layer for ``workspace`` (None = user and env only).
 
     ``user_data`` stands in for the user file and the environment layer (a
-    configuration already merged in memory, e.g. a service built by a test);
-    the project layer still goes on top of it.
+    configuration already merged in memory, e.g. a service built by a test; its
+    keys are not given a source); the project layer still goes on top of it.
     """
     environ = dict(os.environ if env is None else env)
     cfg = Config()
     user: dict[str, Any] = {}
     upath: Path | None = None
     if user_data is not None:
-        user = _normalize(dict(user_data))
-        _record_sources(user, "", "user", cfg.sources)
+        user = _normalize(dict(user_data))  # no file to name: its keys keep source "default"
     else:
         upath = user_path or user_config_path(environ)
         cfg.user_path = upath

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from ai_coding.v1 import loop_pb2_grpc
 
-from services.kernel.config import Config
+from services.kernel.config import Config, layer_stamp, load_config
 from services.kernel.endpoints import endpoint_for
 from services.kernel.server import ServiceDef
 from services.loop.adapters.mcp import GrpcMcpClient
@@ -68,17 +70,29 @@ class ModelFactory:
         return self._clients[settings.name]
 
 
-def build_deps(config: Config) -> LoopDeps:
-    """The loop's ports wired to the configured services and model."""
+def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
+    """The loop's ports wired to the configured services and model.
+
+    ``shared`` supplies the service clients (tools, memory, MCP) already built at start: their
+    endpoints are execution keys of the user layer, fixed for the life of the process.
+    """
     from services.loop.model.settings import secret_env_names
 
     loop = config.section(LoopConfig, "loop")
+    if shared is None:
+        tools: Any = GrpcToolRunner(endpoint_for("tools", config))
+        memory: Any = GrpcMemoryClient(endpoint_for("memory", config)) if loop.memory else None
+        mcp: Any = GrpcMcpClient(endpoint_for("mcp_gateway", config)) if loop.mcp else None
+    else:
+        tools = shared.tools
+        memory = shared.memory if loop.memory else None
+        mcp = shared.mcp if loop.mcp else None
     return LoopDeps(
         model_for=ModelFactory(config),
-        tools=GrpcToolRunner(endpoint_for("tools", config)),
+        tools=tools,
         settings=loop_settings(config),
-        memory=GrpcMemoryClient(endpoint_for("memory", config)) if loop.memory else None,
-        mcp=GrpcMcpClient(endpoint_for("mcp_gateway", config)) if loop.mcp else None,
+        memory=memory,
+        mcp=mcp,
         secret_env_names=secret_env_names(config),
         fsync=config.section(SessionsConfig, "sessions").fsync,
         traces=loop.traces,
@@ -90,9 +104,39 @@ def build_deps(config: Config) -> LoopDeps:
     )
 
 
+class WorkspaceDeps:
+    """Each workspace's ``LoopDeps`` from the layered config: the user layer (re-read from its
+    file when the service's config came from one) with that workspace's project layer on top,
+    trust filter applied. Rebuilt only when a config file's ``stat`` changed since it was read,
+    so a model added to the user file, or a project's new limits, apply from the next OpenSession.
+    """
+
+    def __init__(self, base: Config, shared: LoopDeps) -> None:
+        self.base = base
+        self.shared = shared
+        self._cache: dict[str, tuple[tuple[Any, ...], LoopDeps, list[str]]] = {}
+
+    def __call__(self, workspace: str) -> tuple[LoopDeps, list[str]]:
+        """The deps for ``workspace`` and the config's warnings (dropped keys, skipped files)."""
+        path = Path(workspace)
+        stamp = layer_stamp(path, self.base.user_path)  # before reading: a change during the read reloads
+        hit = self._cache.get(workspace)
+        if hit is not None and hit[0] == stamp:
+            return hit[1], list(hit[2])
+        if self.base.user_path is not None:
+            config = load_config(path, user_path=self.base.user_path)
+        else:
+            config = load_config(path, user_data=self.base.data)
+            config.sources = {**self.base.sources, **config.sources}
+        deps = build_deps(config, shared=self.shared)
+        self._cache[workspace] = (stamp, deps, list(config.warnings))
+        return deps, list(config.warnings)
+
+
 def build(config: Config) -> ServiceDef:
     """The loop service definition (``extra["runtime"]`` is the LoopRuntime, for tests)."""
-    runtime = LoopRuntime(build_deps(config))
+    shared = build_deps(config)
+    runtime = LoopRuntime(shared, WorkspaceDeps(config, shared))
 
     def register(server: object) -> None:
         loop_pb2_grpc.add_AgentLoopServicer_to_server(AgentLoopServicer(runtime), server)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.kernel.errors import ConfigError
 from services.loop.approvals import Decision, Resolution
 from services.loop.dispatch import DispatchContext
 from services.loop.errors import BadRequest, SessionNotFound
@@ -38,6 +39,18 @@ MAX_IDLE_SESSIONS = 100
 
 # Memory constraints and the MCP catalog are auxiliary: past this the turn goes on without them.
 AUXILIARY_TIMEOUT_S = 1.5
+
+
+ENVIRONMENT_HINT = ("The services keep the environment they were started with: after exporting a variable, "
+                    "run `ai-coding down` and retry.")
+
+
+def with_environment_hint(err: ConfigError) -> ConfigError:
+    """A model that cannot be resolved may need a variable the services were not started with:
+    say so, since exporting it in the client's shell changes nothing for a running service."""
+    if not (err.message.startswith("no model configured") or "is not set" in err.message):
+        return err
+    return ConfigError(err.message, hint=f"{err.hint} {ENVIRONMENT_HINT}".strip())
 
 
 @dataclass
@@ -121,6 +134,18 @@ class SessionRuntime:
         if options.auto_approve != self.options.auto_approve:
             self.permission_mode = "auto" if options.auto_approve else "confirm"
         self.options = options
+
+    def reconfigure(self, deps: LoopDeps) -> None:
+        """A re-open found the workspace's config changed: an idle session takes the new limits and
+        bash policy (a running turn keeps the ones it started with; the model stays as chosen)."""
+        if deps is self.deps or not self.idle:
+            return
+        self.settings = deps.settings
+        self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
+        same_ports = (deps.memory is None) == (self.deps.memory is None) and (deps.mcp is None) == (
+            self.deps.mcp is None)
+        if same_ports:  # the catalog offers memory / MCP tools by their presence
+            self.deps = deps
 
     async def attach_tools(self) -> None:
         """Register with the tools service and fetch its catalog (degrades to a warning; the next
@@ -400,8 +425,11 @@ def _why(err: Exception) -> str:
 class LoopRuntime:
     """All sessions open in this loop service."""
 
-    def __init__(self, deps: LoopDeps) -> None:
+    def __init__(self, deps: LoopDeps,
+                 deps_for: Callable[[str], tuple[LoopDeps, list[str]]] | None = None) -> None:
         self.deps = deps
+        # A workspace's deps (its layered config) and that config's warnings.
+        self.deps_for = deps_for or (lambda workspace: (deps, []))
         self.sessions: dict[str, SessionRuntime] = {}
         self._stores: dict[str, SessionStore] = {}
         self._evicted: dict[str, tuple[str, SessionOptions]] = {}
@@ -415,23 +443,28 @@ class LoopRuntime:
                    ) -> tuple[SessionRuntime, list[str]]:
         """Create or resume a session; returns its runtime and warnings."""
         store = self.store(workspace)
+        deps, config_warnings = self.deps_for(workspace)
         warnings: list[str] = []
         if session_id:
             sid = store.resolve(session_id)
             live = self.sessions.get(sid)
             if live is not None:
                 live.set_options(options)
-                return live, []
+                live.reconfigure(deps)
+                return live, config_warnings
             session, warnings = store.load(sid)
         else:
             session = store.create(model)
-        client = self.deps.model_for(model or session.model)
+        try:
+            client = deps.model_for(model or session.model)
+        except ConfigError as err:
+            raise with_environment_hint(err) from None
         session.model = client.model_name
-        rt = SessionRuntime(session, store, self.deps, client, options)
+        rt = SessionRuntime(session, store, deps, client, options)
         await rt.attach_tools()
         self.sessions[session.id] = rt
         await self._evict_idle(keep=session.id)
-        return rt, [*warnings, *rt.warnings]
+        return rt, [*config_warnings, *warnings, *rt.warnings]
 
     async def _evict_idle(self, keep: str) -> None:
         idle = [rt for sid, rt in self.sessions.items() if rt.idle and sid != keep]
