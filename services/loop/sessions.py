@@ -11,9 +11,12 @@ Files under ``<workspace>/.ai-coding/sessions/``:
 Saving a step appends only the new messages, so its cost does not grow with
 the session; the journal is folded into the snapshot at turn end when it gets
 long. A kill -9 at any instant loses at most the record being written: a torn
-last line is dropped on load. A snapshot that does not parse is moved aside as
-``<id>.json.corrupt-<time>`` with a warning and the messages that can still be
-decoded are kept.
+last line is not applied on load. Loading never destroys bytes it could not
+use: a snapshot that does not parse is moved aside as ``<id>.json.corrupt-<time>``,
+the messages that can still be decoded are kept and the journal records that
+continue them are replayed; a journal with records that could not be applied
+(torn, unreadable, beyond a gap) is moved aside as ``<id>.journal.corrupt-<time>``
+before the next compaction replaces it. Warnings name every file set aside.
 """
 
 from __future__ import annotations
@@ -334,7 +337,13 @@ class SessionStore:
         return session, warnings
 
     def read(self, session_id: str, *, quarantine: bool = False) -> tuple[Session, list[str], int]:
-        """Read a session without writing anything (unless ``quarantine`` moves a corrupt file aside)."""
+        """Read a session without writing anything (unless ``quarantine`` moves damaged files aside).
+
+        Returns the session, warnings, and the highest generation seen on disk (the
+        next snapshot must be newer). Loading never destroys bytes it could not use:
+        a corrupt snapshot, or a journal with records that could not be applied, is
+        moved to ``<name>.corrupt-<time>`` before the next compaction replaces it.
+        """
         warnings: list[str] = []
         snap = self.snapshot_path(session_id)
         journal = self.journal_path(session_id)
@@ -344,11 +353,23 @@ class SessionStore:
         generation = 0
         if snap.exists():
             generation = self._read_snapshot(snap, session, warnings, quarantine)
-        self._replay_journal(journal, generation, session, warnings)
+        salvaged = len(session.messages)
+        replay = self._replay_journal(journal, generation, session, warnings)
+        if replay.unused and quarantine:
+            aside = _aside_path(journal)
+            os.replace(journal, aside)
+            warnings.append(f"journal of {session_id}: kept the records it could not apply in {aside.name}")
+        elif replay.unused:
+            warnings.append(f"journal of {session_id}: has records that could not be applied (left in place)")
+        if generation < 0:
+            warnings.append(
+                f"session {session_id}: recovered {len(session.messages)} message(s) after the corrupt snapshot "
+                f"({salvaged} from the snapshot, {replay.messages} from {replay.applied} journal record(s))"
+            )
         session.messages, fixes = repair_pairing(session.messages)
         if fixes:
             warnings.append(f"session {session_id}: repaired {fixes} unpaired tool call(s)")
-        return session, warnings, generation
+        return session, warnings, max(generation, replay.generation)
 
     def _read_snapshot(self, path: Path, session: Session, warnings: list[str], quarantine: bool) -> int:
         raw = path.read_bytes()
@@ -357,50 +378,98 @@ class SessionStore:
             if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
                 raise ValueError("not a session object")
         except ValueError as exc:
-            aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            aside = _aside_path(path)
             if quarantine:
                 os.replace(path, aside)
             messages = salvage_messages(raw.decode("utf-8", errors="replace"))
             session.messages = [message_from_disk(m) for m in messages]
+            moved = f"moved it to {aside.name}" if quarantine else "left it in place"
             warnings.append(
-                f"session file {path.name} is corrupt ({exc}); moved it to {aside.name} "
-                f"and recovered {len(messages)} message(s)"
+                f"session file {path.name} is corrupt ({exc}); {moved} "
+                f"and recovered {len(messages)} message(s) from it"
             )
-            return -1  # the journal extends a snapshot we no longer have
+            return -1  # unknown generation: replay whatever journal records continue the salvage
         session.apply_meta(doc)
         session.messages = [message_from_disk(m) for m in doc["messages"] if isinstance(m, dict)]
         return int(doc.get("generation", 0))
 
-    def _replay_journal(self, path: Path, generation: int, session: Session, warnings: list[str]) -> None:
+    def _replay_journal(self, path: Path, generation: int, session: Session, warnings: list[str]) -> _Replay:
+        """Apply the journal's records to ``session``. ``generation`` is the snapshot's:
+        0 when there is none, -1 when it was corrupt (records are placed by ``at`` alone)."""
+        replay = _Replay()
         if not path.exists():
-            return
+            return replay
         lines = path.read_bytes().split(b"\n")
         torn = lines[-1] != b""  # a complete journal ends with a newline
         records = [ln for ln in lines if ln]
         if not records:
-            return
+            return replay
         try:
             header = json.loads(records[0])
-        except ValueError:
-            warnings.append(f"journal of {session.id} has an unreadable header; ignored it")
-            return
-        if header.get("generation") != generation and generation != 0:
-            return  # written before the current snapshot: already folded in
+            replay.generation = int(header["generation"])
+        except (ValueError, TypeError, KeyError):
+            warnings.append(f"journal of {session.id} has an unreadable header; did not replay it")
+            replay.unused = True
+            return replay
+        if generation > 0 and replay.generation < generation:
+            return replay  # written before the current snapshot: already folded in
+        if generation > 0 and replay.generation > generation:
+            warnings.append(f"journal of {session.id} extends a newer snapshot than the one on disk; "
+                            "did not replay it")
+            replay.unused = True
+            return replay
+        unplaced = 0
         for number, line in enumerate(records[1:], start=2):
             try:
                 record = json.loads(line)
-            except ValueError:
+                at = int(record.get("at", 0))
+                messages = [message_from_disk(m) for m in record.get("messages", []) if isinstance(m, dict)]
+            except (ValueError, TypeError, AttributeError):
+                replay.unused = True
                 if not (torn and number == len(records)):
-                    warnings.append(f"journal of {session.id}: dropped unreadable record {number}")
+                    warnings.append(f"journal of {session.id}: could not read record {number}; skipped it")
                 continue
-            at = int(record.get("at", 0))
             if at > len(session.messages):
-                warnings.append(f"journal of {session.id}: gap before record {number}; stopped replay")
-                break
-            session.messages[at:] = [message_from_disk(m) for m in record.get("messages", [])]
+                unplaced += 1
+                replay.unused = True
+                continue
+            if generation < 0:
+                # Salvaged messages may run past a stale journal's record: overwrite, never truncate.
+                session.messages[at : at + len(messages)] = messages
+            else:
+                session.messages[at:] = messages
             session.apply_meta(record.get("meta") or {})
+            replay.applied += 1
+            replay.messages += len(messages)
+        if unplaced:
+            warnings.append(f"journal of {session.id}: {unplaced} record(s) start past message "
+                            f"{len(session.messages)} (a gap); could not place them")
         if torn:
-            warnings.append(f"journal of {session.id}: dropped a torn last record (a step in flight)")
+            warnings.append(f"journal of {session.id}: a torn last record (a step in flight) was not applied")
+        return replay
+
+
+@dataclass
+class _Replay:
+    """What replaying a journal did."""
+
+    generation: int = 0
+    """The generation named by the journal's header (0 when unreadable or absent)."""
+    applied: int = 0
+    messages: int = 0
+    unused: bool = False
+    """True when some bytes of the journal were not applied (they must be kept aside)."""
+
+
+def _aside_path(path: Path) -> Path:
+    """A fresh ``<name>.corrupt-<time>`` next to ``path`` (never an existing file)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 2
+    while aside.exists():
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        n += 1
+    return aside
 
 
 def salvage_messages(text: str) -> list[Message]:
