@@ -16,6 +16,11 @@ def replace_exact(content: str, old: str, new: str, replace_all: bool, shown: st
     if old == new:
         raise ToolError("invalid_arguments", "`old_string` and `new_string` are identical", "Nothing to change.")
     count = content.count(old)
+    if count == 0 and "\r\n" in content and "\n" in old and "\r" not in old:
+        # read shows CRLF lines without their \r, so a multi-line old_string never has it:
+        # match (and replace) in the file's own line endings.
+        old, new = to_crlf(old), to_crlf(new)
+        count = content.count(old)
     if count == 0:
         raise ToolError("edit_no_match", f"old_string was not found in {shown}",
                         closest_candidates(content, old))
@@ -27,6 +32,19 @@ def replace_exact(content: str, old: str, new: str, replace_all: bool, shown: st
     if replace_all:
         return content.replace(old, new), count
     return content.replace(old, new, 1), 1
+
+
+def to_crlf(text: str) -> str:
+    """``text`` with every bare LF made CRLF (CRLF pairs already there are kept)."""
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def with_line_endings_of(before: str, content: str) -> str:
+    """New content for a file that used CRLF throughout: the same line endings, unless the
+    content chose its own (it has a \r somewhere)."""
+    if "\r" in content or "\r\n" not in before or before.count("\n") != before.count("\r\n"):
+        return content
+    return to_crlf(content)
 
 
 def match_lines(content: str, needle: str) -> list[int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import tempfile
 from collections.abc import Sequence
@@ -10,7 +12,7 @@ from typing import Any
 
 from services.tools import limits
 from services.tools.domain import ToolOutput
-from services.tools.editing import replace_exact, unified_diff
+from services.tools.editing import replace_exact, unified_diff, with_line_endings_of
 from services.tools.errors import ToolError
 from services.tools.filestate import FileStateTracker, snapshot_of
 from services.tools.paths import (
@@ -85,7 +87,8 @@ def _atomic_write(path: Path, content: str, shown: str, roots: Sequence[Path]) -
     """Write through a temp file and rename, keeping the file's mode. The temp file is checked to be
     inside the roots once created, so a parent directory swapped for a symlink is caught."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    # An existing file keeps its mode; a new one gets what open() would give it (mkstemp's is 0600).
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~process_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         verify_fd_inside(fd, shown, roots)
@@ -95,12 +98,21 @@ def _atomic_write(path: Path, content: str, shown: str, roots: Sequence[Path]) -
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(content)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@functools.cache
+def process_umask() -> int:
+    """This process's umask, read without changing it (os.umask would, process-wide, for a moment)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
 
 
 def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
@@ -124,6 +136,7 @@ def _write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateT
             raise ToolError("not_a_file", f"{shown} exists and is not a regular file", "Pick another path.")
         tracker.check_writable(path, shown)
         before = decode_text(read_inside(path, shown, roots), shown)
+        content = with_line_endings_of(before, content)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     if dry_run:
         diff = unified_diff(before, content, shown)

@@ -142,3 +142,36 @@ def test_a_dry_run_bash_gives_the_policy_verdict_without_running(service: Thread
     assert json.loads(denied.data_json)["denied"]
     _, refused = service.call("s1", "read", json.dumps({"path": "m.py"}), dry_run=True)
     assert refused.error.code == "invalid_arguments"
+
+
+def test_a_multi_line_edit_of_a_crlf_file_matches_and_keeps_crlf(service: ThreadedToolService,
+                                                                  workspace: Path) -> None:
+    target = workspace / "win.txt"
+    target.write_bytes(b"line1\r\nold value\r\nline3\r\n")
+    read = call(service, "read", path="win.txt")
+    assert "\r" not in read.output  # what the model sees, and so what it sends back
+    result = call(service, "edit", path="win.txt", old_string="old value\nline3", new_string="new value\nline three")
+    assert result.ok, result.output
+    assert target.read_bytes() == b"line1\r\nnew value\r\nline three\r\n"
+
+
+def test_writing_over_a_crlf_file_keeps_its_line_endings(service: ThreadedToolService, workspace: Path) -> None:
+    target = workspace / "win.txt"
+    target.write_bytes(b"a\r\nb\r\n")
+    assert call(service, "read", path="win.txt").ok
+    assert call(service, "write", path="win.txt", content="a\nb\nc\n").ok
+    assert target.read_bytes() == b"a\r\nb\r\nc\r\n"
+
+
+def test_a_new_file_gets_the_mode_open_would_give_it_and_a_replaced_one_keeps_its_own(
+        service: ThreadedToolService, workspace: Path) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    assert call(service, "write", path="new.txt", content="x\n").ok
+    assert (workspace / "new.txt").stat().st_mode & 0o777 == 0o666 & ~umask
+    script = workspace / "run.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o750)
+    assert call(service, "read", path="run.sh").ok
+    assert call(service, "write", path="run.sh", content="echo bye\n").ok
+    assert script.stat().st_mode & 0o777 == 0o750

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from services.tools.editing import closest_candidates, replace_exact, unified_diff
+from services.tools.editing import (
+    closest_candidates,
+    replace_exact,
+    to_crlf,
+    unified_diff,
+    with_line_endings_of,
+)
 from services.tools.errors import ToolError
 
 SOURCE = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -37,3 +43,11 @@ def test_a_tab_indented_attempt_gets_a_whitespace_hint() -> None:
 def test_the_diff_shows_the_changed_line() -> None:
     diff = unified_diff(SOURCE, SOURCE.replace("a + b", "a + b + 0"), "m.py")
     assert "-    return a + b\n" in diff and "+    return a + b + 0\n" in diff and diff.startswith("--- a/m.py")
+
+
+def test_crlf_helpers_convert_bare_lf_only_and_follow_a_file_that_is_crlf_throughout() -> None:
+    assert to_crlf("a\nb\r\nc") == "a\r\nb\r\nc"
+    assert with_line_endings_of("x\r\ny\r\n", "p\nq\n") == "p\r\nq\r\n"
+    assert with_line_endings_of("x\r\ny\n", "p\nq\n") == "p\nq\n"  # mixed: leave the content alone
+    assert with_line_endings_of("x\ny\n", "p\nq\n") == "p\nq\n"
+    assert with_line_endings_of("x\r\ny\r\n", "p\r\nq\n") == "p\r\nq\n"  # the content chose its own
