@@ -1,0 +1,150 @@
+"""The loop applies each workspace's project config layer (trust-filtered) and re-reads changed config files.
+
+Real loop service (and tools service where a turn runs bash) on unix sockets; the fake model is the only stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+
+from services.fake_model import FakeModelServer
+from services.kernel.config import load_config
+from services.kernel.errors import REASON_KEY
+from tests.service.loop.harness import LoopStack, ServiceThread, finished, status_name
+
+LOOPING = [
+    {"match": "loop", "tool_calls": [{"name": "bash", "arguments": {"command": "echo one"}}]},
+    {"match": "one", "tool_calls": [{"name": "bash", "arguments": {"command": "echo two"}}]},
+    # Reached only if the project's limit of 2 steps were ignored.
+    {"match": "two", "tool_calls": [{"name": "bash", "arguments": {"command": "echo three"}}]},
+    {"match": "three", "text": "ran past the project's limit"},
+]
+
+
+def test_a_project_config_local_lowering_max_tool_iterations_ends_the_turn_at_that_limit(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    (workspace / "config.local.yaml").write_text("ai:\n  maxToolIterations: 2\n  max_auto_continuations: 0\n")
+    stack = make_stack(LOOPING, with_tools=True)
+    _, events = stack.turn("loop forever")
+    end = finished(events)
+    assert status_name(end) == "max_iterations", end.reason
+    assert end.iterations == 2
+    assert len(stack.fake.chat_requests) == 2
+
+
+def test_a_project_layer_pointing_a_model_elsewhere_is_dropped_with_a_warning_to_the_client(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    with FakeModelServer([{"text": "the project's endpoint answered"}]) as elsewhere:
+        (workspace / "config.yaml").write_text(
+            f"models:\n  fake:\n    base_url: {elsewhere.url}\n    temperature: 0.1\n")
+        stack = make_stack([{"text": "the user's endpoint answered"}])
+        opened = stack.open()
+        dropped = [w for w in opened.warnings if "models.fake.base_url" in w]
+        assert len(dropped) == 1 and "AI_CODING_TRUST_PROJECT" in dropped[0], list(opened.warnings)
+        assert str(workspace / "config.yaml") in dropped[0]
+        end = finished(stack.start(opened.session_id, "hello").drain())
+        assert status_name(end) == "completed", end.reason
+        assert end.text == "the user's endpoint answered"
+        assert elsewhere.chat_requests == []
+        # The behaviour key of the same entry is honoured.
+        assert stack.fake.chat_requests[0].body.get("temperature") == 0.1
+
+
+def test_a_list_shaped_config_yaml_above_the_workspace_is_skipped_with_a_warning_and_the_turn_runs(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    helm = workspace.parent / "config.yaml"
+    helm.write_text("- name: web\n  image: nginx\n- name: db\n  image: postgres\n")
+    stack = make_stack([{"text": "done"}])
+    opened = stack.open()
+    skipped = [w for w in opened.warnings if str(helm) in w]
+    assert len(skipped) == 1 and "mapping" in skipped[0], list(opened.warnings)
+    end = finished(stack.start(opened.session_id, "hello").drain())
+    assert status_name(end) == "completed", end.reason
+
+
+def test_a_project_layer_added_while_the_loop_runs_applies_to_the_next_open_session(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack(LOOPING, with_tools=True)
+    first = stack.open()
+    assert not [w for w in first.warnings if "config" in w]
+    (workspace / "config.local.yaml").write_text("ai:\n  max_tool_iterations: 2\n  max_auto_continuations: 0\n")
+    _, events = stack.turn("loop forever")
+    end = finished(events)
+    assert status_name(end) == "max_iterations" and end.iterations == 2, end.reason
+
+
+# ---- a loop whose config came from a user file, as `ai-coding serve loop` builds it ----
+
+
+class FileLoop:
+    """A real loop service built from ``load_config(None, user_path=...)``."""
+
+    def __init__(self, short_dir: Path, user_path: Path) -> None:
+        from services.loop.main import build
+
+        self.services = ServiceThread()
+        self.services.serve(f"unix:{short_dir}/loop.sock", build(load_config(None, user_path=user_path)))
+        self.channel = grpc.insecure_channel(f"unix:{short_dir}/loop.sock")
+        self.stub = loop_pb2_grpc.AgentLoopStub(self.channel)
+
+    def open(self, workspace: Path) -> loop_pb2.OpenSessionLoopResponse:
+        reply: loop_pb2.OpenSessionLoopResponse = self.stub.OpenSession(
+            loop_pb2.OpenSessionLoopRequest(workspace=str(workspace), auto_approve=True), timeout=30)
+        return reply
+
+    def close(self) -> None:
+        self.channel.close()
+        self.services.close()
+
+
+@pytest.fixture
+def file_loop(short_dir: Path, isolated_home: Path) -> Iterator[tuple[FileLoop, Path]]:
+    user = isolated_home / ".config" / "ai-coding" / "config.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text(f"endpoints:\n  tools: unix:{short_dir}/no-tools.sock\n"
+                    "loop:\n  memory: false\n  mcp: false\n  harvest: false\n")
+    loop = FileLoop(short_dir, user)
+    yield loop, user
+    loop.close()
+
+
+def test_a_model_added_to_the_user_config_while_the_loop_runs_is_used_by_the_next_open_session(
+        file_loop: tuple[FileLoop, Path], workspace: Path, fake: FakeModelServer) -> None:
+    loop, user = file_loop
+    with pytest.raises(grpc.RpcError) as err:
+        loop.open(workspace)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert dict(err.value.trailing_metadata() or ()).get(REASON_KEY) == "config_invalid"
+    message = err.value.details() or ""
+    assert "no model configured" in message and "ai-coding down" in message, message
+    user.write_text(user.read_text() + f"default_model: fake\nmodels:\n  fake:\n    provider: generic\n"
+                    f"    base_url: {fake.url}\n    api_key: k\n    model: fake-model\n")
+    fake.load_script([{"text": "hello from the new model"}])
+    opened = loop.open(workspace)
+    assert opened.model == "fake"
+    conversation = loop.stub.Converse(iter([loop_pb2.ClientMessage(start=loop_pb2.StartTurn(
+        session_id=opened.session_id, input="hi"))]), timeout=60)
+    events = []
+    for event in conversation:
+        events.append(event)
+        if event.WhichOneof("event") == "turn_finished":
+            break
+    conversation.cancel()
+    end = finished(events)
+    assert status_name(end) == "completed" and end.text == "hello from the new model", end.reason
+
+
+def test_a_missing_variable_in_the_user_config_says_the_services_keep_their_start_environment(
+        file_loop: tuple[FileLoop, Path], workspace: Path, fake: FakeModelServer) -> None:
+    loop, user = file_loop
+    user.write_text(user.read_text() + f"models:\n  fake:\n    provider: generic\n    base_url: {fake.url}\n"
+                    "    api_key: ${AIC_TEST_UNSET_KEY_VARIABLE}\n")
+    with pytest.raises(grpc.RpcError) as err:
+        loop.open(workspace)
+    message = err.value.details() or ""
+    assert "AIC_TEST_UNSET_KEY_VARIABLE" in message and "ai-coding down" in message, message
