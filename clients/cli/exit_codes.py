@@ -19,10 +19,13 @@ INTERRUPTED = 5
 """The turn was interrupted (Ctrl-C, another client) or stopped at an approval."""
 LIMIT = 6
 """The turn stopped at a limit: max iterations or the token budget."""
+SIGNAL_BASE = 128
+"""A client stopped by a signal exits 128 + its number (SIGHUP 129, SIGTERM 143), as shells do."""
 
 EPILOG = (
     "Exit codes: 0 completed; 1 failed; 2 bad input or config; 3 services unavailable; "
-    "4 timeout; 5 interrupted or stopped at an approval; 6 stopped at max iterations or the token budget."
+    "4 timeout; 5 interrupted or stopped at an approval; 6 stopped at max iterations or the token budget; "
+    "129/143 stopped by SIGHUP/SIGTERM (the turn is interrupted first)."
 )
 
 # TurnStatus enum names (loop.proto) -> exit code.
@@ -40,3 +43,8 @@ _BY_STATUS = {
 def for_turn_status(status_name: str) -> int:
     """The exit code for a finished turn's status name; an unknown status counts as failed."""
     return _BY_STATUS.get(status_name, FAILED)
+
+
+def for_signal(signum: int) -> int:
+    """The exit code of a client that stopped because of signal ``signum``."""
+    return SIGNAL_BASE + signum

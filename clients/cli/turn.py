@@ -13,6 +13,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -105,10 +106,40 @@ def _requests(outbox: queue.Queue[loop_pb2.ClientMessage | None]) -> Iterator[lo
         yield msg
 
 
+# After the client sent Interrupt (timeout, SIGTERM), how long it waits for the turn's final event.
+STOP_GRACE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class StopReason:
+    """Why the client interrupts its own turn before it ends, and how it exits then."""
+
+    exit_code: int
+    status: str
+    message: str
+
+
+def stop_reason(now: float, deadline: float | None, signum: int | None, timeout: float | None) -> StopReason | None:
+    """Whether the client must interrupt its turn now: a SIGTERM/SIGHUP came, or ``--timeout`` ran out."""
+    if signum is not None:
+        name = signal.Signals(signum).name
+        return StopReason(exit_codes.for_signal(signum), f"client_{name.lower()}",
+                          f"got {name}; interrupting the turn before exiting")
+    if deadline is not None and now >= deadline:
+        return StopReason(exit_codes.TIMEOUT, "client_timeout",
+                          f"the turn did not finish within --timeout ({timeout:g} s); interrupting it")
+    return None
+
+
 def drive_turn(
     endpoint: Endpoint, session_id: str, prompt: str, sink: Sink, approver: Approver, timeout: float | None = None,
 ) -> TurnOutcome:
-    """Run one turn to its end; returns the outcome with the exit code to use."""
+    """Run one turn to its end; returns the outcome with the exit code to use.
+
+    The loop keeps a turn running when its client goes away (the REPL re-attaches), so a
+    client that gives up on ``timeout`` or on SIGTERM/SIGHUP first sends ``Interrupt{turn}``
+    and waits a few seconds for the turn's final event: nothing keeps running behind it.
+    """
     from services.kernel.channels import sync_channel
 
     outbox: queue.Queue[loop_pb2.ClientMessage | None] = queue.Queue()
@@ -117,16 +148,31 @@ def drive_turn(
     stub = loop_pb2_grpc.AgentLoopStub(channel)
     # Batched: every event ready at one moment travels in one message (a token stream is a few
     # messages instead of hundreds); the events and their order are those of Converse.
-    call = stub.ConverseBatched(_requests(outbox), timeout=timeout)
+    # No gRPC deadline: a deadline would cancel the stream and leave the turn running on the loop.
+    call = stub.ConverseBatched(_requests(outbox))
     # The stream is read on its own thread and Ctrl-C only counted (see _CtrlC): a KeyboardInterrupt
     # inside grpc's receive leaves a call that cannot be resumed.
     inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None] = queue.Queue()
     threading.Thread(target=_read, args=(call, inbox), name="turn-events", daemon=True).start()
     handled = 0
+    deadline = time.monotonic() + timeout if timeout else None
+    stopping: StopReason | None = None
+    give_up_at = 0.0
     with _CtrlC() as ctrl_c:
         try:
             while True:
-                if ctrl_c.presses > handled:
+                if stopping is None:
+                    stopping = stop_reason(time.monotonic(), deadline, ctrl_c.terminated, timeout)
+                    if stopping is not None:
+                        print(f"ai-coding run: {stopping.message}", file=sys.stderr)
+                        give_up_at = time.monotonic() + STOP_GRACE_SECONDS
+                        outbox.put(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
+                            scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
+                elif time.monotonic() >= give_up_at:
+                    print("ai-coding run: the loop did not confirm the interrupt; "
+                          "check the session with `ai-coding sessions`", file=sys.stderr)
+                    return TurnOutcome(stopping.exit_code, stopping.status, session_id)
+                if stopping is None and ctrl_c.presses > handled:
                     handled = ctrl_c.presses
                     if handled >= 2:
                         return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
@@ -137,18 +183,25 @@ def drive_turn(
                     item = inbox.get(timeout=0.1)
                 except queue.Empty:
                     continue
-                if item is None:
-                    return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
-                if isinstance(item, grpc.RpcError):
+                if item is None or isinstance(item, grpc.RpcError):
+                    if stopping is not None:
+                        return TurnOutcome(stopping.exit_code, stopping.status, session_id)
+                    if item is None:
+                        return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
                     return _rpc_failure(item, endpoint, session_id)
                 sink(item)
                 kind = item.WhichOneof("event")
                 if kind == "approval_requested":
-                    decision = ctrl_c.around_prompt(functools.partial(approver.decide, item.approval_requested))
-                    handled = ctrl_c.presses  # a Ctrl-C at the prompt already answered "stop"
+                    if stopping is not None:
+                        decision: int = loop_pb2.APPROVAL_DECISION_STOP
+                    else:
+                        decision = ctrl_c.around_prompt(functools.partial(approver.decide, item.approval_requested))
+                        handled = ctrl_c.presses  # a Ctrl-C at the prompt already answered "stop"
                     outbox.put(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
                         request_id=item.approval_requested.request_id, decision=decision)))  # type: ignore[arg-type]
                 elif kind == "turn_finished":
+                    if stopping is not None:
+                        return TurnOutcome(stopping.exit_code, stopping.status, session_id, item.turn_finished)
                     name = loop_pb2.TurnStatus.Name(item.turn_finished.status)
                     return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, item.turn_finished)
         finally:
@@ -160,24 +213,32 @@ def drive_turn(
 class _CtrlC:
     """Counts Ctrl-C presses during a turn instead of raising wherever the main thread happens
     to be (inside rendering or grpc a KeyboardInterrupt would break the call); only a prompt
-    waiting for the user is interrupted, and that answers "stop"."""
+    waiting for the user is interrupted, and that answers "stop". SIGTERM and SIGHUP are
+    recorded the same way (``terminated``) so the turn is interrupted before the client exits."""
+
+    _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.presses = 0
+        self.terminated: int | None = None
         self._in_prompt = False
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _CtrlC:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            for sig in self._SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._on_signal)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
 
-    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        self.presses += 1
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT:
+            self.presses += 1
+        elif self.terminated is None:
+            self.terminated = signum
         if self._in_prompt:
             raise KeyboardInterrupt
 
@@ -205,9 +266,6 @@ def _read(call: Iterator[loop_pb2.TurnEventBatch],
 
 def _rpc_failure(err: grpc.RpcError, endpoint: Endpoint, session_id: str) -> TurnOutcome:
     code = err.code()
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        print("ai-coding run: the turn did not finish within --timeout", file=sys.stderr)
-        return TurnOutcome(exit_codes.TIMEOUT, "client_timeout", session_id)
     if code == grpc.StatusCode.CANCELLED:
         return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
     if code == grpc.StatusCode.UNAVAILABLE:

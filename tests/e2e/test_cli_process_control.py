@@ -12,13 +12,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clients.cli.runtime import descendants, pid_alive
+from clients.cli.runtime import descendants, pid_alive, wait_until
 from services.fake_model import FakeModelServer
 
 SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
@@ -67,9 +68,11 @@ def _cleanup(rdir: Path, config: Path, text: str) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+STALL_SECONDS = 6
+# The model hangs, then answers with a write: a turn left running on the loop writes late.txt.
 STALL_THEN_WRITE = [
-    {"name": "stall", "fault": {"kind": "stall", "seconds": 20}},
-    {"name": "write", "tool_calls": [{"name": "write", "arguments": {"path": "late.txt", "content": "too late\n"}}]},
+    {"name": "stall-then-write", "fault": {"kind": "stall", "seconds": STALL_SECONDS},
+     "tool_calls": [{"name": "write", "arguments": {"path": "late.txt", "content": "too late\n"}}]},
     {"name": "done", "text": "Wrote it."},
 ]
 
@@ -112,3 +115,39 @@ def test_two_cold_ups_at_once_both_succeed_and_leave_one_supervisor_serving(env:
         assert _all_serving()
         sup_pid = _supervisor_pid(env["rdir"])
         assert sup_pid is not None and pid_alive(sup_pid)
+
+
+def _events(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def _assert_turn_stopped(stdout: str, workspace: Path, model: FakeModelServer) -> None:
+    """The loop confirmed the interrupt, and after the model's stall would have ended nothing
+    else reached the model and the scripted write never happened."""
+    events = _events(stdout)
+    assert events and events[-1]["turnFinished"]["status"] == "TURN_STATUS_INTERRUPTED", stdout[-2000:]
+    assert wait_until(lambda: len(model.chat_requests) >= 1, 5)
+    time.sleep(STALL_SECONDS + 3)  # a turn still running would now get the write and run it
+    assert len(model.chat_requests) == 1
+    assert not (workspace / "late.txt").exists()
+
+
+def test_run_timeout_interrupts_the_turn_and_exits_4(env: dict[str, Any], model: FakeModelServer) -> None:
+    assert cli("up").returncode == 0
+    done = cli("run", "--json", "--auto-approve", "--timeout", "2", "-w", str(env["workspace"]), "write late.txt")
+    assert done.returncode == 4, done.stderr[-2000:]
+    assert "did not finish within --timeout (2 s)" in done.stderr
+    _assert_turn_stopped(done.stdout, env["workspace"], model)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signalled_run_interrupts_its_turn_before_exiting(
+        env: dict[str, Any], model: FakeModelServer, sig: int, code: int) -> None:
+    assert cli("up").returncode == 0
+    proc = cli_bg("run", "--json", "--auto-approve", "-w", str(env["workspace"]), "write late.txt")
+    assert wait_until(lambda: len(model.chat_requests) >= 1, 60)  # the turn is in the model's stall
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err[-2000:]
+    assert signal.Signals(sig).name in err
+    _assert_turn_stopped(out, env["workspace"], model)

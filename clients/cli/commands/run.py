@@ -26,7 +26,7 @@ def run(
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Allow WARN-level tools without asking."),
     session: str = typer.Option("", "--session", help="Continue this session (id or unique prefix)."),
     model: str = typer.Option("", "--model", "-m", help="Model name from the config's models table."),
-    timeout: float = typer.Option(0.0, "--timeout", help="Give up after this many seconds (0: the loop's own limit)."),
+    timeout: float = typer.Option(0.0, "--timeout", help="Interrupt the turn after this many seconds and exit 4 (0: the loop's own limit)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show reasoning and more detail."),
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended."""
