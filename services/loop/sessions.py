@@ -11,11 +11,11 @@ Files under ``<workspace>/.ai-coding/sessions/``:
 Saving a step appends only the new messages, so its cost does not grow with
 the session; the journal is folded into the snapshot at turn end when it gets
 long. A kill -9 at any instant loses at most the record being written: a torn
-last line is not applied on load. Loading never destroys bytes it could not
-use: a snapshot that does not parse is moved aside as ``<id>.json.corrupt-<time>``,
+last line (never reported saved) is dropped on load. Otherwise loading never
+destroys bytes it could not use: a snapshot that does not parse is moved aside as ``<id>.json.corrupt-<time>``,
 the messages that can still be decoded are kept and the journal records that
 continue them are replayed; a journal with records that could not be applied
-(torn, unreadable, beyond a gap) is moved aside as ``<id>.journal.corrupt-<time>``
+(unreadable, beyond a gap, of another generation) is moved aside as ``<id>.journal.corrupt-<time>``
 before the next compaction replaces it. Warnings name every file set aside.
 """
 
@@ -425,8 +425,9 @@ class SessionStore:
                 at = int(record.get("at", 0))
                 messages = [message_from_disk(m) for m in record.get("messages", []) if isinstance(m, dict)]
             except (ValueError, TypeError, AttributeError):
-                replay.unused = True
                 if not (torn and number == len(records)):
+                    # A torn last line is the step in flight, never reported saved: not worth keeping.
+                    replay.unused = True
                     warnings.append(f"journal of {session.id}: could not read record {number}; skipped it")
                 continue
             if at > len(session.messages):

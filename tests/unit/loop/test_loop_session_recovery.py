@@ -107,14 +107,24 @@ def test_a_gap_in_the_journal_of_a_healthy_snapshot_sets_the_journal_aside(tmp_p
     assert any("gap" in w for w in warnings) and any(kept.name in w for w in warnings)
 
 
-def test_a_torn_last_record_is_kept_aside_rather_than_overwritten(tmp_path: Path) -> None:
+def test_an_unreadable_record_mid_journal_is_kept_aside_but_a_torn_last_one_is_not(tmp_path: Path) -> None:
     store, session = _saved_session(tmp_path, "kept")
     with open(store.journal_path(session.id), "ab") as fh:
         fh.write(b'{"at": 1, "messages": [{"role": "assistant", "content": "half')
-    loaded, _ = SessionStore(tmp_path).load(session.id)
+    loaded, warnings = SessionStore(tmp_path).load(session.id)
     assert _contents(loaded) == ["kept"]
+    assert any("torn" in w for w in warnings)
+    assert _aside(store, f"{session.id}.journal") == []  # the step in flight was never reported saved
+
+    store, session = _saved_session(tmp_path, "one", "two")
+    journal = store.journal_path(session.id)
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(lines[0] + lines[1] + b'{"at": 1, "mess\n' + lines[2])
+    loaded, warnings = SessionStore(tmp_path).load(session.id)
+    assert _contents(loaded) == ["one", "two"]
     [kept] = _aside(store, f"{session.id}.journal")
-    assert kept.read_bytes().endswith(b'"content": "half')
+    assert b'{"at": 1, "mess' in kept.read_bytes()
+    assert any("could not read record 3" in w for w in warnings)
 
 
 def test_two_corruptions_in_the_same_second_are_both_kept(tmp_path: Path) -> None:
