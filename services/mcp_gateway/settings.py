@@ -211,9 +211,41 @@ def _normalize_entry(raw: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in raw.items():
         nk = normalize_key(str(k))
-        if isinstance(v, Mapping) and nk not in ("environment", "headers"):
+        if isinstance(v, Mapping) and nk not in ("environment", "env", "headers"):
             v = _normalize_entry(v)
         out[nk] = v
+    return out
+
+
+_TYPE_ALIASES = {"stdio": "local", "http": "remote", "streamable-http": "remote", "streamable_http": "remote",
+                 "sse": "remote"}
+
+
+def from_common_shape(entry: dict[str, Any], source: str = "") -> dict[str, Any]:
+    """An entry as other agents write it (Claude Code, Cursor, VS Code: ``command`` + ``args``,
+    ``env``, ``type: stdio|http|sse``) in our shape; ours passes through unchanged (pure)."""
+    out = dict(entry)
+    name = str(out.get("name") or "?")
+    if "env" in out:
+        if "environment" in out:
+            raise _fail(name, source, "has both `env` and `environment`", "Keep one of them.")
+        out["environment"] = out.pop("env")
+    command = out.get("command")
+    program = isinstance(command, str) and command.split() == [command]  # one program name, no spaces
+    if "args" in out:
+        args = out.pop("args")
+        if not isinstance(args, list):
+            raise _fail(name, source, "`args` must be a list of strings", 'Write e.g. `args: ["-y", "pkg"]`.')
+        if not (program or isinstance(command, list)):
+            raise _fail(name, source, "with `args`, `command` must be the program alone",
+                        'Write e.g. `command: npx` and `args: ["-y", "pkg"]`.')
+        out["command"] = ([command] if program else list(command or [])) + args
+    elif program:
+        out["command"] = [command]
+    if isinstance(out.get("type"), str):
+        out["type"] = _TYPE_ALIASES.get(out["type"].lower(), out["type"])
+    if "type" not in out and "url" in out and "command" not in out:
+        out["type"] = "remote"
     return out
 
 
@@ -232,7 +264,7 @@ def parse_servers(items: Any, source: str) -> tuple[list[ServerSettings], list[I
                                      source))
             continue
         try:
-            good.append(parse_server(_normalize_entry(item), source))
+            good.append(parse_server(from_common_shape(_normalize_entry(item), source), source))
         except ServerConfigError as exc:
             bad.append(InvalidServer(str(item.get("name") or f"#{index + 1}"), str(exc), source))
     return good, bad

@@ -151,3 +151,22 @@ def test_the_token_file_is_private_and_never_hands_a_token_to_another_url(tmp_pa
     assert store.entry("web", "https://evil/mcp") == {}
     assert store.delete("web") and not store.delete("web")
     assert store.entry("web", "https://a/mcp") == {}
+
+
+def test_entries_written_as_other_agents_write_them_are_read_in_our_shape() -> None:
+    good, bad = parse_servers([
+        {"name": "gh", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+         "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}, "type": "stdio"},
+        {"name": "docs", "type": "http", "url": "https://example.com/mcp"},
+        {"name": "plain", "url": "https://example.com/sse"},
+        {"name": "both", "command": ["x"], "env": {}, "environment": {}},
+        {"name": "spaced", "command": "npx -y pkg", "args": ["more"]},
+    ], "user.yaml")
+    servers = {s.name: s for s in good}
+    assert servers["gh"].type == "local"
+    assert servers["gh"].command == ("npx", "-y", "@modelcontextprotocol/server-github")
+    assert dict(servers["gh"].environment) == {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}  # names kept as written
+    assert servers["docs"].type == "remote" and servers["plain"].type == "remote"
+    reasons = {b.name: b.reason for b in bad}
+    assert "both `env` and `environment`" in reasons["both"]
+    assert "the program alone" in reasons["spaced"]
