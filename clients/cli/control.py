@@ -32,8 +32,16 @@ from clients.cli.runtime import (
 )
 from clients.cli.supervisor import ALL_SERVICES, SupervisorConfig
 from services.kernel.config import Config, load_config
-from services.kernel.endpoints import PROTO_SERVICE, Endpoint, endpoint_for, ensure_runtime_dir, runtime_dir
-from services.kernel.errors import AiCodingError, EndpointError, ServiceUnavailable
+from services.kernel.endpoints import (
+    PROTO_SERVICE,
+    Endpoint,
+    auth_settings,
+    endpoint_for,
+    ensure_runtime_dir,
+    parse_endpoint,
+    runtime_dir,
+)
+from services.kernel.errors import AiCodingError, ConfigError, EndpointError, ServiceUnavailable
 
 
 @dataclass
@@ -61,6 +69,40 @@ def resolve(workspace: Path | None = None) -> Setup:
     for endpoint in endpoints.values():
         check_socket_path(endpoint)
     return Setup(config, rdir, sup, endpoints)
+
+
+def resolve_without_config(workspace: Path | None = None, command: str = "") -> Setup:
+    """Like :func:`resolve`, but when the config cannot be read, fall back on the runtime dir
+    alone (its default or ``AI_CODING_RUNTIME_DIR``, and the endpoints the running supervisor
+    recorded), saying once on stderr that the config is broken and where.
+
+    For ``down``, ``status`` and ``logs``: a user must be able to stop the services to fix things.
+    """
+    try:
+        return resolve(workspace)
+    except ConfigError as exc:
+        broken = exc
+    rdir = runtime_dir(None)
+    print(f"ai-coding {command}: warning: the config cannot be read ({broken.message}); using the runtime dir "
+          f"{rdir} alone (if your config sets endpoints.runtime_dir elsewhere, fix the config first)",
+          file=sys.stderr)
+    if rdir.exists():
+        ensure_runtime_dir(rdir)
+    state = read_state(rdir)
+    endpoints = {name: fallback_endpoint(name, state.services.get(name) if state else None)
+                 for name in ALL_SERVICES}
+    services = [n for n in ALL_SERVICES if state is None or n in state.services]
+    return Setup(Config(), rdir, SupervisorConfig(services=services), endpoints)
+
+
+def fallback_endpoint(name: str, recorded: ServiceState | None) -> Endpoint:
+    """The endpoint a running supervisor recorded for ``name``, else the env/runtime-dir default."""
+    if recorded is not None and recorded.endpoint:
+        try:
+            return parse_endpoint(name, recorded.endpoint, auth_settings(None))
+        except AiCodingError:
+            pass
+    return endpoint_for(name, None)
 
 
 # sockaddr_un.sun_path holds 108 bytes including the terminating NUL.

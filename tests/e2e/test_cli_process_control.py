@@ -151,3 +151,30 @@ def test_a_signalled_run_interrupts_its_turn_before_exiting(
     assert proc.returncode == code, err[-2000:]
     assert signal.Signals(sig).name in err
     _assert_turn_stopped(out, env["workspace"], model)
+
+
+def test_down_status_and_logs_work_from_the_runtime_dir_while_the_config_is_broken(env: dict[str, Any]) -> None:
+    assert cli("up").returncode == 0
+    sup_pid = _supervisor_pid(env["rdir"])
+    assert sup_pid is not None
+    tree = [sup_pid, *descendants(sup_pid)]
+    env["config"].write_text("models:\n  fake: [unclosed\n")
+    where = f"{env['config']}:"
+
+    status = cli("status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert {s["health"] for s in json.loads(status.stdout)["services"].values()} == {"SERVING"}
+    assert status.stderr.count("config cannot be read") == 1 and where in status.stderr
+
+    logs = cli("logs", "supervisor", "-n", "5")
+    assert logs.returncode == 0 and logs.stdout.strip(), logs.stderr
+    assert "config cannot be read" in logs.stderr
+
+    down = cli("down")
+    assert down.returncode == 0 and "services stopped" in down.stdout, down.stderr
+    assert wait_until(lambda: not any(pid_alive(p) for p in tree), 15)
+
+    # What truly needs the config still fails with one clear line naming the file.
+    up = cli("up")
+    assert up.returncode == 2 and "invalid YAML" in up.stderr and where in up.stderr
+    assert "Traceback" not in up.stderr

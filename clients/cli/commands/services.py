@@ -41,7 +41,7 @@ def down() -> None:
     from clients.cli import control
 
     with cli_errors("down"):
-        setup = control.resolve()
+        setup = control.resolve_without_config(command="down")
         stopped = control.stop(setup)
     print("services stopped" if stopped else "no services were running")
 
@@ -54,7 +54,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON ob
     from clients.cli import control
 
     with cli_errors("status"):
-        report = control.status_report(control.resolve())
+        report = control.status_report(control.resolve_without_config(command="status"))
     if as_json:  # exactly the shape issue 2 gives: {"services": {name: {pid, endpoint, health, restarts, uptime_s}}}
         print(json.dumps({"services": report["services"]}, indent=2))
     else:
@@ -81,7 +81,7 @@ def logs(
     if service not in (*SERVICE_NAMES, "supervisor"):
         raise fail("logs", f"unknown service {service!r}; use one of: {', '.join(SERVICE_NAMES)}, supervisor")
     with cli_errors("logs"):
-        setup = control.resolve()
+        setup = control.resolve_without_config(command="logs")
     path = setup.rdir / "logs" / f"{service}.log"
     if not path.exists():
         raise fail("logs", f"no log yet at {path}; start the services with `ai-coding up`")
