@@ -11,6 +11,7 @@ from ai_coding.v1 import loop_pb2_grpc
 
 from services.kernel.config import Config, layer_stamp, load_config
 from services.kernel.endpoints import endpoint_for
+from services.kernel.errors import ConfigError
 from services.kernel.server import ServiceDef
 from services.loop.adapters.mcp import GrpcMcpClient
 from services.loop.adapters.memory import GrpcMemoryClient
@@ -123,14 +124,28 @@ class WorkspaceDeps:
         hit = self._cache.get(workspace)
         if hit is not None and hit[0] == stamp:
             return hit[1], list(hit[2])
+        config = self._load(path)
+        warnings = list(config.warnings)
+        try:
+            deps = build_deps(config, shared=self.shared)
+        except ConfigError as err:
+            project = [str(f) for f in config.files if f != config.user_path]
+            if not project:
+                raise
+            # A mapping-shaped file of another tool (say Helm values with an `ai:` list) must not
+            # stop every session: run on the user layer and say which file was set aside.
+            user_only = self._load(None)
+            deps = build_deps(user_only, shared=self.shared)
+            warnings = [*user_only.warnings, f"ignored project config {', '.join(project)}: {err}"]
+        self._cache[workspace] = (stamp, deps, warnings)
+        return deps, list(warnings)
+
+    def _load(self, workspace: Path | None) -> Config:
         if self.base.user_path is not None:
-            config = load_config(path, user_path=self.base.user_path)
-        else:
-            config = load_config(path, user_data=self.base.data)
-            config.sources = {**self.base.sources, **config.sources}
-        deps = build_deps(config, shared=self.shared)
-        self._cache[workspace] = (stamp, deps, list(config.warnings))
-        return deps, list(config.warnings)
+            return load_config(workspace, user_path=self.base.user_path)
+        config = load_config(workspace, user_data=self.base.data)
+        config.sources = {**self.base.sources, **config.sources}
+        return config
 
 
 def build(config: Config) -> ServiceDef:

@@ -67,6 +67,18 @@ def test_a_list_shaped_config_yaml_above_the_workspace_is_skipped_with_a_warning
     assert status_name(end) == "completed", end.reason
 
 
+def test_a_mapping_shaped_foreign_config_with_a_wrong_typed_section_is_set_aside_and_the_turn_runs(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    values = workspace / "config.yaml"
+    values.write_text("replicaCount: 2\nai:\n  - name: inference\n    image: vllm\n")
+    stack = make_stack([{"text": "done"}])
+    opened = stack.open()
+    set_aside = [w for w in opened.warnings if str(values) in w]
+    assert len(set_aside) == 1 and "`ai` must be a mapping" in set_aside[0], list(opened.warnings)
+    end = finished(stack.start(opened.session_id, "hello").drain())
+    assert status_name(end) == "completed", end.reason
+
+
 def test_a_project_layer_added_while_the_loop_runs_applies_to_the_next_open_session(
         make_stack: Callable[..., LoopStack], workspace: Path) -> None:
     stack = make_stack(LOOPING, with_tools=True)
