@@ -90,6 +90,17 @@ def test_a_project_layer_added_while_the_loop_runs_applies_to_the_next_open_sess
     assert status_name(end) == "max_iterations" and end.iterations == 2, end.reason
 
 
+def test_reopening_an_idle_live_session_after_the_project_config_changed_applies_the_new_limit(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack([{"text": "first turn done"}, *LOOPING], with_tools=True)
+    sid, events = stack.turn("warm up")
+    assert status_name(finished(events)) == "completed"
+    (workspace / "config.local.yaml").write_text("ai:\n  max_tool_iterations: 2\n  max_auto_continuations: 0\n")
+    assert stack.open(sid).session_id == sid
+    end = finished(stack.start(sid, "loop forever").drain())
+    assert status_name(end) == "max_iterations" and end.iterations == 2, end.reason
+
+
 # ---- a loop whose config came from a user file, as `ai-coding serve loop` builds it ----
 
 
