@@ -13,12 +13,14 @@ import sys
 
 import typer
 
+from clients.cli.global_options import RootGroup
 from services.kernel import __version__
 
 SERVICE_NAMES = ("loop", "tools", "memory", "mcp_gateway")
 
 app = typer.Typer(
     name="ai-coding",
+    cls=RootGroup,
     help="A terminal AI coding agent. Run with no command for an interactive session.",
     no_args_is_help=False,
     add_completion=False,
@@ -36,8 +38,10 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Print the version."),
-    workspace: str = typer.Option("", "--workspace", "-w", help="Workspace root (default: current dir)."),
-    session: str = typer.Option("", "--session", help="Continue this session (id or unique prefix)."),
+    workspace: str = typer.Option("", "--workspace", "-w",
+                                  help="Workspace root (default: current dir); also passed to the command."),
+    session: str = typer.Option("", "--session",
+                                help="Continue this session (id or unique prefix); also passed to the command."),
 ) -> None:
     """ai-coding: a terminal AI coding agent."""
     if ctx.invoked_subcommand is None:

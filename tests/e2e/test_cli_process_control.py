@@ -25,9 +25,9 @@ from services.fake_model import FakeModelServer
 SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False, cwd=cwd)
 
 
 def cli_bg(*args: str) -> subprocess.Popen[str]:
@@ -178,3 +178,36 @@ def test_down_status_and_logs_work_from_the_runtime_dir_while_the_config_is_brok
     up = cli("up")
     assert up.returncode == 2 and "invalid YAML" in up.stderr and where in up.stderr
     assert "Traceback" not in up.stderr
+
+
+class TestGlobalOptions:
+    """``ai-coding -w DIR`` / ``--session S`` before a command apply to it, or are refused."""
+
+    @pytest.fixture
+    def model(self) -> Iterator[FakeModelServer]:
+        with FakeModelServer([{"name": "first", "text": "First answer."},
+                              {"name": "second", "match": "again", "text": "Second answer."}]) as server:
+            yield server
+
+    def test_global_workspace_and_session_reach_run(self, env: dict[str, Any], tmp_path: Path) -> None:
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        first = cli("-w", str(env["workspace"]), "run", "--json", "hello", cwd=elsewhere)
+        assert first.returncode == 0, first.stderr[-2000:]
+        session_id = _events(first.stdout)[0]["sessionId"]
+        listed = cli("sessions", "list", "--json", "-w", str(env["workspace"]))
+        assert [row["id"] for row in json.loads(listed.stdout)] == [session_id], listed.stderr
+        assert json.loads(cli("-w", str(elsewhere), "sessions", "list", "--json").stdout) == []
+
+        second = cli("-w", str(env["workspace"]), "--session", session_id, "run", "--json", "again", cwd=elsewhere)
+        assert second.returncode == 0, second.stderr[-2000:]
+        assert {e["sessionId"] for e in _events(second.stdout)} == {session_id}
+
+    def test_global_options_a_command_cannot_take_are_refused_in_one_line(self, env: dict[str, Any]) -> None:
+        for args, flag in ((["-w", str(env["workspace"]), "status"], "-w/--workspace"),
+                           (["--session", "abc", "down"], "--session")):
+            done = cli(*args)
+            assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+                f"ai-coding: {flag} does not apply to `ai-coding {args[-1]}`; leave it out"]
+        both = cli("-w", str(env["workspace"]), "run", "-w", str(env["workspace"]), "hi")
+        assert both.returncode == 2 and "given both before and after `run`" in both.stderr
