@@ -94,8 +94,11 @@ class StreamAssembler:
         if isinstance(index, int):
             return self._calls.setdefault(index, _PartialCall())
         call_id = call.get("id")
-        for partial in self._calls.values():
-            if call_id and partial.id == call_id:
+        function = call.get("function")
+        names_a_call = isinstance(function, Mapping) and bool(function.get("name"))
+        for partial in reversed(self._calls.values()):  # the latest call holding the id
+            # A second named call under a known id is a new call that reuses the id, not more of the first.
+            if call_id and partial.id == call_id and not (names_a_call and partial.name):
                 return partial
         if not call_id and self._calls:
             return self._calls[max(self._calls)]  # a continuation without index or id

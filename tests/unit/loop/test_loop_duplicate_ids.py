@@ -50,3 +50,15 @@ def test_a_non_streamed_reply_with_repeated_and_empty_ids_gets_distinct_ids() ->
     asm = StreamAssembler()
     asm.feed(completion_as_chunk(body))
     assert [c.id for c in asm.tool_calls("call_y")] == ["dup", "dup_2", "call_y_2"]
+
+
+def test_without_an_index_a_second_named_call_under_the_same_id_is_a_new_call() -> None:
+    asm = StreamAssembler()
+    for delta in ({"id": "dup", "function": {"name": "read", "arguments": '{"path": '}},
+                  {"id": "dup", "function": {"arguments": '"calc.py"}'}},
+                  {"id": "dup", "function": {"name": "glob", "arguments": '{"pattern": '}},
+                  {"id": "dup", "function": {"arguments": '"*.py"}'}}):
+        asm.feed({"choices": [{"index": 0, "delta": {"tool_calls": [delta]}}]})
+    calls = asm.tool_calls("call_z")
+    assert [(c.id, c.name, c.arguments()) for c in calls] == [
+        ("dup", "read", {"path": "calc.py"}), ("dup_2", "glob", {"pattern": "*.py"})]
