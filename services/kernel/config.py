@@ -365,9 +365,9 @@ def load_config(
     return cfg
 
 
-def _file_stamp(path: Path) -> tuple[int, int, int, int, int] | None:
+def _file_stamp(path: str) -> tuple[int, int, int, int, int] | None:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode, st.st_uid)
@@ -377,14 +377,20 @@ def layer_stamp(workspace: Path | None, user_path: Path | None) -> tuple[Any, ..
     """What :func:`load_config` read, as cheap ``stat`` results: it differs when a config file
     was created, edited, removed or re-permissioned (the user file and every project-file
     candidate upward from ``workspace``), so a caller can skip reloading an unchanged config."""
-    stamps: list[Any] = [_file_stamp(user_path) if user_path is not None else None]
+    stamps: list[Any] = [_file_stamp(str(user_path)) if user_path is not None else None]
     if workspace is not None:
-        current = workspace.resolve()
-        home = Path.home().resolve()
-        for directory in (current, *current.parents):
+        # The same walk as find_project_files, on strings: this runs at every OpenSession.
+        current = os.path.realpath(workspace)
+        home = os.path.realpath(Path.home())
+        directory = current
+        while True:
             if directory == home and directory != current:
                 break
-            stamps.extend(_file_stamp(directory / name) for name in PROJECT_FILES)
+            stamps.extend(_file_stamp(os.path.join(directory, name)) for name in PROJECT_FILES)
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
     return tuple(stamps)
 
 
