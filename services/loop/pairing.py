@@ -51,8 +51,11 @@ def repair_pairing(messages: list[Message]) -> tuple[list[Message], int]:
     """Return ``(paired messages, number of fixes)``.
 
     Missing results are filled with a short error message in call order;
-    orphan or duplicate tool messages are dropped. Already-paired input comes
-    back as the same list object with 0 fixes (cheap on long sessions).
+    orphan or duplicate tool messages are dropped. Calls of one message that
+    share an id (or have none) are renamed as :func:`unique_call_ids` does, and
+    the k-th result carrying a shared id answers the k-th call that had it.
+    Already-paired input comes back as the same list object with 0 fixes
+    (cheap on long sessions).
     """
     if is_paired(messages):
         return messages, 0
@@ -65,17 +68,26 @@ def repair_pairing(messages: list[Message]) -> tuple[list[Message], int]:
         if message.get("role") == "tool":
             fixes += 1  # orphan: no assistant call right before it
             continue
+        raw_ids = call_ids(message)
+        ids = unique_call_ids(raw_ids, "call")
+        if ids != raw_ids:
+            fixes += sum(a != b for a, b in zip(raw_ids, ids, strict=True))
+            message = {**message, "tool_calls": [
+                {**call, "id": new} for call, new in zip(message["tool_calls"], ids, strict=True)]}
         out.append(message)
-        ids = call_ids(message)
         if not ids:
             continue
+        slots = _occurrence_slots(raw_ids, ids)
+        seen: dict[str, int] = {}
         answered: dict[str, Message] = {}
         while i < len(messages) and messages[i].get("role") == "tool":
             tool_msg = messages[i]
             i += 1
             tid = str(tool_msg.get("tool_call_id", ""))
-            if tid in ids and tid not in answered:
-                answered[tid] = tool_msg
+            seen[tid] = seen.get(tid, 0) + 1
+            cid = slots.get((tid, seen[tid]))
+            if cid is not None and cid not in answered:
+                answered[cid] = tool_msg if cid == tid else {**tool_msg, "tool_call_id": cid}
             else:
                 fixes += 1
         for cid in ids:
@@ -85,6 +97,16 @@ def repair_pairing(messages: list[Message]) -> tuple[list[Message], int]:
                 fixes += 1
                 out.append({"role": "tool", "tool_call_id": cid, "content": MISSING_RESULT})
     return out, fixes
+
+
+def _occurrence_slots(raw_ids: list[str], ids: list[str]) -> dict[tuple[str, int], str]:
+    """``(sent id, k)`` -> the final id of the k-th call sent with that id."""
+    count: dict[str, int] = {}
+    slots: dict[tuple[str, int], str] = {}
+    for raw, new in zip(raw_ids, ids, strict=True):
+        count[raw] = count.get(raw, 0) + 1
+        slots[(raw, count[raw])] = new
+    return slots
 
 
 def is_paired(messages: list[Message]) -> bool:
@@ -99,4 +121,6 @@ def is_paired(messages: list[Message]) -> bool:
         if expected:
             return False
         expected = call_ids(message)
+        if len(set(expected)) != len(expected) or "" in expected:
+            return False  # results to shared or empty ids cannot be told apart
     return not expected

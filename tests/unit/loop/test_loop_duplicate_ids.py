@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.loop.model.stream import StreamAssembler, completion_as_chunk
-from services.loop.pairing import is_paired, unique_call_ids
+from services.loop.pairing import MISSING_RESULT, is_paired, repair_pairing, unique_call_ids
 
 
 def _calls_chunk(*calls: tuple[str, str, str]) -> dict[str, Any]:
@@ -62,3 +62,37 @@ def test_without_an_index_a_second_named_call_under_the_same_id_is_a_new_call() 
     calls = asm.tool_calls("call_z")
     assert [(c.id, c.name, c.arguments()) for c in calls] == [
         ("dup", "read", {"path": "calc.py"}), ("dup_2", "glob", {"pattern": "*.py"})]
+
+
+def _dup_history() -> list[dict[str, Any]]:
+    """What a session saved before the fix holds: one id on two calls, each answered once."""
+    return [
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "dup", "type": "function", "function": {"name": "read", "arguments": "{}"}},
+            {"id": "dup", "type": "function", "function": {"name": "glob", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "dup", "content": "read output"},
+        {"role": "tool", "tool_call_id": "dup", "content": "glob output"},
+    ]
+
+
+def test_a_history_with_one_id_on_two_calls_is_not_paired() -> None:
+    assert not is_paired(_dup_history())
+
+
+def test_repair_renames_the_repeated_call_and_gives_it_the_second_result() -> None:
+    history = _dup_history()
+    repaired, fixes = repair_pairing(history)
+    assert fixes == 1
+    assert [c["id"] for c in repaired[1]["tool_calls"]] == ["dup", "dup_2"]
+    assert [(m["tool_call_id"], m["content"]) for m in repaired[2:]] == [
+        ("dup", "read output"), ("dup_2", "glob output")]
+    assert is_paired(repaired)
+    assert history == _dup_history()  # the input is not changed in place
+
+
+def test_repair_of_a_repeated_id_with_one_result_fills_the_other_as_interrupted() -> None:
+    repaired, _ = repair_pairing(_dup_history()[:3])
+    assert [(m["tool_call_id"], m["content"]) for m in repaired[2:]] == [
+        ("dup", "read output"), ("dup_2", MISSING_RESULT)]
+    assert is_paired(repaired)
