@@ -12,11 +12,12 @@ Saving a step appends only the new messages, so its cost does not grow with
 the session; the journal is folded into the snapshot at turn end when it gets
 long. A kill -9 at any instant loses at most the record being written: a torn
 last line (never reported saved) is dropped on load. Otherwise loading never
-destroys bytes it could not use: a snapshot that does not parse is moved aside as ``<id>.json.corrupt-<time>``,
-the messages that can still be decoded are kept and the journal records that
-continue them are replayed; a journal with records that could not be applied
-(unreadable, beyond a gap, of another generation) is moved aside as ``<id>.journal.corrupt-<time>``
-before the next compaction replaces it. Warnings name every file set aside.
+destroys bytes it could not use: a snapshot that does not parse is moved aside
+as ``<id>.json.corrupt-<time>``, the messages that can still be decoded are
+kept and the journal records that continue them are replayed; a journal with
+records that could not be applied (unreadable, beyond a gap, of another
+generation) is moved aside as ``<id>.journal.corrupt-<time>`` before the next
+compaction replaces it. Warnings name every file set aside.
 """
 
 from __future__ import annotations
