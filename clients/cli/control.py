@@ -52,6 +52,15 @@ class Setup:
     rdir: Path
     supervisor: SupervisorConfig
     endpoints: dict[str, Endpoint]
+    config_error: ConfigError | None = None
+    """Set when the config could not be read and this setup comes from the runtime dir alone."""
+
+    def warn_config(self, command: str) -> None:
+        """Say once on stderr that the config is broken, where, and what this command used instead."""
+        if self.config_error is not None:
+            print(f"ai-coding {command}: warning: the config cannot be read ({self.config_error}); using the "
+                  f"runtime dir {self.rdir} alone (if your config sets endpoints.runtime_dir, fix it first)",
+                  file=sys.stderr)
 
 
 def resolve(workspace: Path | None = None) -> Setup:
@@ -71,10 +80,10 @@ def resolve(workspace: Path | None = None) -> Setup:
     return Setup(config, rdir, sup, endpoints)
 
 
-def resolve_without_config(workspace: Path | None = None, command: str = "") -> Setup:
+def resolve_without_config(workspace: Path | None = None) -> Setup:
     """Like :func:`resolve`, but when the config cannot be read, fall back on the runtime dir
     alone (its default or ``AI_CODING_RUNTIME_DIR``, and the endpoints the running supervisor
-    recorded), saying once on stderr that the config is broken and where.
+    recorded); ``config_error`` then holds why (see :meth:`Setup.warn_config`).
 
     For ``down``, ``status`` and ``logs``: a user must be able to stop the services to fix things.
     """
@@ -83,16 +92,13 @@ def resolve_without_config(workspace: Path | None = None, command: str = "") -> 
     except ConfigError as exc:
         broken = exc
     rdir = runtime_dir(None)
-    print(f"ai-coding {command}: warning: the config cannot be read ({broken.message}); using the runtime dir "
-          f"{rdir} alone (if your config sets endpoints.runtime_dir elsewhere, fix the config first)",
-          file=sys.stderr)
     if rdir.exists():
         ensure_runtime_dir(rdir)
     state = read_state(rdir)
     endpoints = {name: fallback_endpoint(name, state.services.get(name) if state else None)
                  for name in ALL_SERVICES}
     services = [n for n in ALL_SERVICES if state is None or n in state.services]
-    return Setup(Config(), rdir, SupervisorConfig(services=services), endpoints)
+    return Setup(Config(), rdir, SupervisorConfig(services=services), endpoints, config_error=broken)
 
 
 def fallback_endpoint(name: str, recorded: ServiceState | None) -> Endpoint:

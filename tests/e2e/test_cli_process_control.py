@@ -175,6 +175,8 @@ def test_down_status_and_logs_work_from_the_runtime_dir_while_the_config_is_brok
     assert wait_until(lambda: not any(pid_alive(p) for p in tree), 15)
 
     # What truly needs the config still fails with one clear line naming the file.
+    idle = cli("status")
+    assert idle.returncode == 2 and idle.stderr.strip().count("\n") == 0 and where in idle.stderr
     up = cli("up")
     assert up.returncode == 2 and "invalid YAML" in up.stderr and where in up.stderr
     assert "Traceback" not in up.stderr

@@ -41,7 +41,8 @@ def down() -> None:
     from clients.cli import control
 
     with cli_errors("down"):
-        setup = control.resolve_without_config(command="down")
+        setup = control.resolve_without_config()
+        setup.warn_config("down")
         stopped = control.stop(setup)
     print("services stopped" if stopped else "no services were running")
 
@@ -52,9 +53,14 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON ob
     Exits 0 when every service is SERVING, 3 otherwise.
     """
     from clients.cli import control
+    from clients.cli.runtime import supervisor_running
 
     with cli_errors("status"):
-        report = control.status_report(control.resolve_without_config(command="status"))
+        setup = control.resolve_without_config()
+        if setup.config_error is not None and not supervisor_running(setup.rdir):
+            raise setup.config_error  # nothing runs: fixing the config is all there is to do
+        setup.warn_config("status")
+        report = control.status_report(setup)
     if as_json:  # exactly the shape issue 2 gives: {"services": {name: {pid, endpoint, health, restarts, uptime_s}}}
         print(json.dumps({"services": report["services"]}, indent=2))
     else:
@@ -81,7 +87,8 @@ def logs(
     if service not in (*SERVICE_NAMES, "supervisor"):
         raise fail("logs", f"unknown service {service!r}; use one of: {', '.join(SERVICE_NAMES)}, supervisor")
     with cli_errors("logs"):
-        setup = control.resolve_without_config(command="logs")
+        setup = control.resolve_without_config()
+        setup.warn_config("logs")
     path = setup.rdir / "logs" / f"{service}.log"
     if not path.exists():
         raise fail("logs", f"no log yet at {path}; start the services with `ai-coding up`")
