@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from services.kernel.ids import new_id
+from services.kernel.statedir import ensure_state_dir
 from services.loop.errors import SessionNotFound
 from services.loop.pairing import repair_pairing
 
@@ -194,12 +195,16 @@ class SessionStore:
     def summary_path(self, session_id: str) -> Path:
         return self.dir / f"{session_id}.meta.json"
 
+    def _make_dir(self) -> None:
+        ensure_state_dir(self.workspace)
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+
     def seq_path(self, session_id: str) -> Path:
         return self.dir / f"{session_id}.seq"
 
     def reserve_seq(self, session_id: str, mark: int) -> None:
         """Record that event numbers up to ``mark`` may be issued (before the first of them is)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._make_dir()
         _atomic_write(self.seq_path(session_id), f"{mark}\n".encode(), self.fsync)
 
     def reserved_seq(self, session_id: str) -> int | None:
@@ -311,11 +316,10 @@ class SessionStore:
 
     def compact(self, session: Session) -> None:
         """Write the full snapshot atomically and start a fresh journal."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._make_dir()
         self.close(session.id)  # the journal file is about to be replaced
         state = self._state.setdefault(session.id, _JournalState())
         state.generation += 1
-        session.updated = time.time()
         doc = {**session.meta(), "generation": state.generation,
                "messages": [message_to_disk(m) for m in session.messages]}
         _atomic_write(self.snapshot_path(session.id), json.dumps(doc, ensure_ascii=False).encode(), self.fsync)
@@ -502,7 +506,7 @@ def salvage_messages(text: str) -> list[Message]:
 def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as fh:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
             fh.write(data)
             if fsync:
                 os.fsync(fh.fileno())

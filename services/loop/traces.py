@@ -14,6 +14,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.loop.events import Event
 
 PREVIEW_CHARS = 500
@@ -47,7 +48,8 @@ class TraceWriter:
     """Writes one session's turn traces (best effort: a full disk never fails a turn)."""
 
     def __init__(self, workspace: str, session_id: str) -> None:
-        self.dir = Path(workspace) / ".ai-coding" / "traces" / session_id
+        self.workspace = workspace
+        self.dir = Path(workspace) / STATE_DIR / "traces" / session_id
         self._fh: IO[str] | None = None
         self._counts: dict[str, int] = {}
         self._turn = 0
@@ -57,7 +59,8 @@ class TraceWriter:
         self.end_turn()
         self._turn, self._counts = number, {}
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            ensure_state_dir(self.workspace)
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._fh = open(self.dir / f"turn-{number}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         except OSError:
             self._fh = None

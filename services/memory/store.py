@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
+from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.memory.errors import StoreUnavailable
 from services.memory.gates import shape_rejection
 from services.memory.index import InvertedIndex
@@ -47,7 +48,7 @@ log = logging.getLogger("ai_coding.memory")
 # a write's near-duplicate search off the long posting lists of common words.
 SIMILAR_PROBE_TERMS = 6
 SIMILAR_PROBE_POSTINGS = 256
-DB_DIR = ".ai-coding"
+DB_DIR = STATE_DIR
 DB_NAME = "memory.db"
 _COLUMNS = (
     "id, text, kind, importance, pinned, scene, evidence, scope, source_message_ids, "
@@ -125,6 +126,8 @@ class MemoryStore:
         self.path = path
         self._lock = threading.RLock()
         try:
+            if path.parent.name == STATE_DIR:
+                ensure_state_dir(path.parent.parent)
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._db = sqlite3.connect(
                 str(path), timeout=busy_timeout_ms / 1000.0, isolation_level=None, check_same_thread=False
