@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.memory.model import Action, Candidate, RecallQuery
+from services.memory.model import KINDS, Action, Candidate, RecallQuery
 
 MEMORY_SEARCH_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -129,7 +129,10 @@ def parse_write_args(args: dict[str, Any]) -> Candidate:
     target = _text_arg(args, "target_id")
     if action_name != "ADD" and not target:
         raise ToolArgumentError(f"`target_id` is required with action {action_name}: the id of the note it replaces")
+    kind = _text_arg(args, "kind") or "fact"
+    if kind not in KINDS:
+        raise ToolArgumentError(f"`kind` must be one of {', '.join(KINDS)}, not {kind!r}")
     return Candidate(
-        text=text, kind=_text_arg(args, "kind") or "fact", importance=min(max(importance, 1), 5),
+        text=text, kind=kind, importance=min(max(importance, 1), 5),
         action=Action[action_name], target_id=target, scene=_text_arg(args, "scene"), evidence="model",
     )

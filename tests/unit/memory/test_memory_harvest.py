@@ -60,3 +60,5 @@ def test_tool_arguments_are_validated_with_a_sentence_saying_what_to_send() -> N
     assert (c.kind, c.importance, c.action, c.evidence) == ("decision", 5, Action.ADD, "model")
     with pytest.raises(ToolArgumentError, match="`target_id` is required with action SUPERSEDE"):
         parse_write_args({"text": "Builds use pip", "action": "supersede"})
+    with pytest.raises(ToolArgumentError, match="`kind` must be one of fact, decision"):
+        parse_write_args({"text": "Builds use pip", "kind": "gossip"})
