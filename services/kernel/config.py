@@ -4,7 +4,8 @@ Layers, lowest first:
 
 1. user layer ``~/.config/ai-coding/config.yaml`` (or ``$AI_CODING_CONFIG``): trusted;
 2. project layer: ``config.yaml`` then ``config.local.yaml`` found upward from the
-   workspace (the nearest directory that has either wins; local beats plain);
+   workspace (the nearest directory that has either wins; local beats plain). A file
+   there that is not a YAML mapping (another tool's config.yaml) is skipped with a warning;
 3. environment: ``AI_CODING_MODEL``, ``AI_CODING_PROVIDER``, ``AI_CODING_BASE_URL``,
    ``AI_CODING_API_KEY`` (fill the default model entry).
 
