@@ -45,7 +45,7 @@ TRUST_ENV = "AI_CODING_TRUST_PROJECT"
 PROJECT_FILES = ("config.yaml", "config.local.yaml")
 # Children of these keys are names the user chose (variables, headers, model
 # entries), kept as written; keys below them are normalized again.
-CASE_SENSITIVE_PARENTS = frozenset({"environment", "headers", "models"})
+CASE_SENSITIVE_PARENTS = frozenset({"environment", "env", "headers", "models"})
 
 # Dotted paths (``*`` = any key) that only the user layer may set: each one
 # runs a program, adds a root, loosens the sandbox, moves where data is written,

@@ -170,3 +170,11 @@ def test_entries_written_as_other_agents_write_them_are_read_in_our_shape() -> N
     reasons = {b.name: b.reason for b in bad}
     assert "both `env` and `environment`" in reasons["both"]
     assert "the program alone" in reasons["spaced"]
+
+
+def test_an_env_block_from_a_config_file_keeps_its_variable_names(tmp_path: Path) -> None:
+    user = {"mcp": {"servers": [{"name": "gh", "command": "npx", "args": ["-y", "server-github"],
+                                 "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "LogLevel": "debug"}}]}}
+    [server] = _load(tmp_path, user).servers
+    assert dict(server.environment) == {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "LogLevel": "debug"}
+    assert server.command == ("npx", "-y", "server-github")
