@@ -458,7 +458,15 @@ class LoopRuntime:
         try:
             client = deps.model_for(model or session.model)
         except ConfigError as err:
-            raise with_environment_hint(err) from None
+            if model or not session.model:
+                raise with_environment_hint(err) from None
+            # The session's model left the config: continue it with the default rather than refuse it.
+            try:
+                client = deps.model_for("")
+            except ConfigError:
+                raise with_environment_hint(err) from None
+            warnings.append(f"this session used model `{session.model}`, which is no longer configured "
+                            f"({err}); continuing with `{client.model_name}`")
         session.model = client.model_name
         rt = SessionRuntime(session, store, deps, client, options)
         await rt.attach_tools()

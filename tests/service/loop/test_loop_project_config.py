@@ -171,3 +171,19 @@ def test_a_missing_variable_in_the_user_config_says_the_services_keep_their_star
         loop.open(workspace)
     message = err.value.details() or ""
     assert "AIC_TEST_UNSET_KEY_VARIABLE" in message and "ai-coding down" in message, message
+
+
+def test_a_session_whose_model_left_the_config_continues_with_the_default_and_says_so(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    from services.loop.sessions import SessionStore
+
+    old = SessionStore(workspace).create("retired-model")  # saved when that model was configured
+    old.messages.append({"role": "user", "content": "earlier work"})
+    SessionStore(workspace).compact(old)
+    stack = make_stack([{"match": "carry on", "text": "carried on"}])
+    opened = stack.open(old.id)
+    assert opened.session_id == old.id and opened.model == "fake"
+    assert any("`retired-model`" in w and "continuing with `fake`" in w for w in opened.warnings), opened.warnings
+    end = finished(stack.start(old.id, "carry on").drain())
+    assert status_name(end) == "completed" and end.text == "carried on"
+    assert stack.fake.chat_requests[0].messages[1]["content"] == "earlier work"
