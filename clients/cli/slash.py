@@ -128,10 +128,17 @@ def subcommand_completions(command: str, prefix: str) -> list[tuple[str, str]]:
             if shown.startswith(prefix.lower())]
 
 
+# Commands of the product that this version does not have yet: /help says so instead of
+# letting a user find out by trying.
+NOT_IN_THIS_VERSION = frozenset({"tasks", "skills", "plan", "compact"})
+
+
 def help_text() -> str:
     """The /help listing, one command a line."""
     width = max(len(name) + len(hint) for name, (hint, _) in COMMANDS.items()) + 3
-    rows = [f"  /{name} {hint}".ljust(width + 2) + doc for name, (hint, doc) in COMMANDS.items()]
+    rows = [f"  /{name} {hint}".ljust(width + 2) + doc + (" (not in this version)" if name in NOT_IN_THIS_VERSION
+                                                         else "")
+            for name, (hint, doc) in COMMANDS.items()]
     keys = ("  keys: Enter send (queued while a turn runs) · Esc cancel running tools · Ctrl-C abort the turn"
             " · Ctrl-C twice or Ctrl-D exit · Ctrl-Y copy the last tool call")
     return "\n".join([*rows, keys])

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
 
 LATER = {
-    "compact": "/compact is not available yet (context compaction comes with a later release).",
+    "compact": "/compact is not available in this version (context compaction comes later).",
 }
 
 
@@ -39,7 +39,9 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
             rt.session.model = rt.model.model_name
         elif wanted:
             return "cannot switch model while a turn runs; try again when it ends", json.dumps({"error": "busy"})
-        return f"model: {rt.model.model_name}", json.dumps({"model": rt.model.model_name})
+        configured = sorted(str(name) for name in (rt.deps.config_data.get("models") or {}))
+        text = f"model: {rt.model.model_name}" + (f" · configured: {', '.join(configured)}" if configured else "")
+        return text, json.dumps({"model": rt.model.model_name, "configured": configured})
     if name == "todo":
         items = rt.session.task_state.get("items") or []
         if not items:

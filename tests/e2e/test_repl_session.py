@@ -339,7 +339,7 @@ def test_a_near_miss_command_says_did_you_mean_and_is_not_sent(stack: Stack, ter
     term.line("/help")
     term.expect("/permissions")
     term.line("/skills")
-    term.expect("/skills is not available yet")
+    term.expect("/skills is not available in this version")
     term.line("/status")
     term.expect("messages")
     term.key("/re")

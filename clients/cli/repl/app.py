@@ -276,11 +276,11 @@ class Repl:
             response = await self.client.run_command(self.session_id, name, args)
         except ClientError as err:
             if err.reason in ("unimplemented", "unknown_command", "not_implemented"):
-                self._print(literal(f"/{name} is not available yet: it lands with a later issue", "dim"))
+                self._print(literal(f"/{name} is not available in this version", "dim"))
                 return
             raise
         if _data_error(response.data_json) == "unknown_command":
-            self._print(literal(f"/{name} is not available yet: it lands with a later issue", "dim"))
+            self._print(literal(f"/{name} is not available in this version", "dim"))
             return
         self._print(literal(response.text.rstrip("\n") or f"/{name}: done"))
 

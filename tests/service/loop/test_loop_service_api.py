@@ -80,7 +80,7 @@ def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopS
     trace = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="trace"), timeout=10)
     assert "turn 1: completed · 2 steps" in trace.text
     later = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="compact"), timeout=10)
-    assert "not available yet" in later.text
+    assert "not available in this version" in later.text
 
 
 def test_the_batched_stream_carries_the_same_numbered_events(make_stack: Callable[..., LoopStack]) -> None:
@@ -137,7 +137,7 @@ def test_model_switches_by_name_and_an_unknown_name_answers_one_line(make_stack:
     bad = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="model", args="gpt-9"), timeout=10)
     assert bad.text.startswith("cannot switch model") and "fake" in bad.text
     good = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="model", args="fake"), timeout=10)
-    assert good.text == "model: fake"
+    assert good.text == "model: fake · configured: fake"  # the bare /model lists what there is
 
 
 def test_a_tools_service_that_comes_up_after_the_session_opened_is_attached_at_the_next_turn(
