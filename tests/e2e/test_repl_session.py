@@ -180,7 +180,7 @@ def test_approvals_answered_y_n_and_enter_alone(stack: Stack, term: Term, worksp
     term.line("then say when done")  # typed text is not an answer: it is queued, the approval waits
     term.expect("queued #1: then say when done")
     term.expect("an approval is still waiting")
-    term.key("y")
+    term.line("yes")  # the whole word: "y" answers, "es" is not sent to the model
     term.expect("→ allowed once")
     term.expect("approve? [y/a/n/s]")
     term.key("n")
@@ -197,6 +197,8 @@ def test_approvals_answered_y_n_and_enter_alone(stack: Stack, term: Term, worksp
     assert not (workspace / "denied-by-n").exists()
     assert not (workspace / "denied-by-enter").exists()
     assert text.count("→ denied") == 2
+    assert "queued #2" not in text and "› es" not in text and all(m["content"] != "es" for r in stack.model.chat_requests
+                                      for m in r.messages if m.get("role") == "user")
 
 
 def test_ask_user_is_answered_with_a_digit_then_with_the_arrow_keys(stack: Stack, term: Term) -> None:

@@ -73,6 +73,7 @@ class Repl:
         self.session_id = ""
         self.last_seq = 0
         self.turn_running = False
+        self.last_answer: tuple[str, float] | None = None  # (key, monotonic time) of the last one-key approval
         self.queued: list[str] = []
         self.session_rows: list[resume.SessionRow] = []
         self.console = Console()

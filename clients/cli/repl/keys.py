@@ -7,6 +7,7 @@ Ctrl-D exits; Ctrl-Y copies the last tool call.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ai_coding.v1 import loop_pb2
@@ -15,7 +16,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from clients.cli.render import last_tool_text
-from clients.cli.repl.state import approval_decision, osc52
+from clients.cli.repl.state import approval_decision, is_answer_tail, osc52
 
 if TYPE_CHECKING:
     from clients.cli.repl.app import Repl
@@ -36,6 +37,11 @@ def build_bindings(repl: Repl) -> KeyBindings:
             buffer.apply_completion(buffer.complete_state.current_completion)
             return
         line = buffer.text
+        answered = repl.last_answer
+        if answered is not None and is_answer_tail(line, answered[0], time.monotonic() - answered[1]):
+            buffer.reset()  # "yes" typed at an approval: "y" answered it, "es" is not a message
+            repl.last_answer = None
+            return
         if line.strip():
             buffer.append_to_history()
         buffer.reset()
@@ -46,6 +52,7 @@ def build_bindings(repl: Repl) -> KeyBindings:
         @kb.add(key, filter=approving)
         def _approve(event: KeyPressEvent, key: str = key) -> None:
             repl.answer_approval(approval_decision("" if key == "enter" else key))
+            repl.last_answer = (key, time.monotonic()) if key != "enter" else None
 
     for digit in "123456789":
         @kb.add(digit, filter=options)

@@ -32,6 +32,18 @@ def is_approval_answer(line: str) -> bool:
     return not line.strip() or line.strip().lower() in APPROVAL_KEYS
 
 
+# Letters typed right after a one-key approval answer ("yes", "no", "always", "stop") finish
+# the word the user was typing; they are not a message for the model.
+ANSWER_TAIL_SECONDS = 2.0
+
+
+def is_answer_tail(line: str, answer_key: str, seconds_since_answer: float) -> bool:
+    """Whether ``line`` is the rest of a word whose first letter answered an approval just now."""
+    word = answer_key + line.strip().lower()
+    return (seconds_since_answer <= ANSWER_TAIL_SECONDS and bool(line.strip())
+            and word in ("yes", "yep", "no", "nope", "always", "allow", "stop", "skip", "deny"))
+
+
 def question_answer(line: str, options: list[str]) -> str:
     """A digit picks that option (1-based); any other text is the answer as typed."""
     text = line.strip()

@@ -137,3 +137,12 @@ def test_only_known_words_or_nothing_answer_an_approval() -> None:
 
     assert all(is_approval_answer(w) for w in ("", "  ", "y", "YES", "a", "n", "no", "s", "stop"))
     assert not is_approval_answer("also fix the docs please")
+
+
+def test_the_rest_of_an_answer_word_typed_right_after_the_key_is_not_a_message() -> None:
+    from clients.cli.repl.state import is_answer_tail
+
+    assert is_answer_tail("es", "y", 0.3) and is_answer_tail("lways", "a", 1.0) and is_answer_tail("o", "n", 0.1)
+    assert not is_answer_tail("es", "y", 5.0)  # much later: a message of its own
+    assert not is_answer_tail("es please fix x", "y", 0.3)
+    assert not is_answer_tail("", "y", 0.1)
