@@ -96,6 +96,16 @@ def test_run_in_a_missing_workspace_says_which_directory(isolated_home: Path, tm
     assert f"workspace {tmp_path / 'nope'} is not a directory" in one_error_line(done)
 
 
+def test_a_negative_run_timeout_and_a_missing_sessions_workspace_are_usage_errors(
+        isolated_home: Path, tmp_path: Path) -> None:
+    done = cli("run", "--timeout", "-5", "-w", str(tmp_path), "hello")
+    assert done.returncode == 2 and "--timeout -5 is negative" in one_error_line(done)
+    for command in (("sessions", "list"), ("sessions", "show", "abc")):
+        done = cli(*command, "-w", str(tmp_path / "nope"))
+        assert done.returncode == 2, command
+        assert f"workspace {tmp_path / 'nope'} is not a directory" in one_error_line(done)
+
+
 def test_logs_before_anything_ran_says_how_to_start(isolated_home: Path) -> None:
     done = cli("logs", "loop")
     assert done.returncode == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,8 @@ def run(
         raise fail("run", f"workspace {workspace} is not a directory; pass an existing one with -w")
     if not prompt.strip():
         raise fail("run", "the prompt is empty; say what the agent should do")
+    if timeout < 0:
+        raise fail("run", f"--timeout {timeout:g} is negative; give seconds, or 0 for the loop's own limit")
     with cli_errors("run"):
         setup = control.resolve(root)
         control.ensure_running(setup, ["loop"], quiet=as_json)
@@ -82,8 +85,14 @@ def _json_sink() -> tuple[Callable[[loop_pb2.TurnEvent], None], Callable[[], Non
     from google.protobuf.json_format import MessageToDict
 
     def sink(event: loop_pb2.TurnEvent) -> None:
-        sys.stdout.write(json.dumps(MessageToDict(event), ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps(MessageToDict(event), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader left (`| head -1`): the rest goes nowhere, quietly; the turn still ends normally.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
     return sink, lambda: None
 

@@ -58,10 +58,12 @@ def list_sessions(
     """List sessions, newest activity first, with the first user message and message count."""
     from rich.console import Console
 
-    from clients.cli.commands.common import cli_errors
+    from clients.cli.commands.common import cli_errors, fail
     from clients.cli.render import literal
 
     root = Path(workspace).expanduser().resolve()
+    if not root.is_dir():
+        raise fail("sessions list", f"workspace {workspace} is not a directory; pass an existing one with -w")
     with cli_errors("sessions list"):
         rows = session_rows(root)
     if as_json:
@@ -89,11 +91,13 @@ def show_session(
     from ai_coding.v1 import loop_pb2
     from rich.console import Console
 
-    from clients.cli.commands.common import cli_errors
+    from clients.cli.commands.common import cli_errors, fail
     from clients.cli.render import literal
     from clients.cli.repl.resume import history_items, history_lines
 
     root = Path(workspace).expanduser().resolve()
+    if not root.is_dir():
+        raise fail("sessions show", f"workspace {workspace} is not a directory; pass an existing one with -w")
     with cli_errors("sessions show"):
         response = _loop_call(root, lambda stub: stub.GetSession(
             loop_pb2.GetSessionRequest(workspace=str(root), session_id=session), timeout=15))
