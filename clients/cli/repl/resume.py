@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,7 +109,14 @@ def _tool_line(call: dict[str, Any], result: str) -> str:
     return f"{title} · {first}" if first else title
 
 
+# The loop writes a failed call's result as "<error_code>: <message>" (denied_by_user: ...,
+# edit_no_match: ..., cancelled: ...).
+_FAILED_RESULT = re.compile(r"^(?:[a-z]+(?:_[a-z]+)+|cancelled|timeout): ")
+
+
 def _looks_ok(result: str) -> bool:
+    if _FAILED_RESULT.match(result):
+        return False
     tail = result.rstrip().rsplit("\n", 1)[-1]
     if tail.startswith("(exit code ") and tail != "(exit code 0)":  # a command that exited non-zero
         return False

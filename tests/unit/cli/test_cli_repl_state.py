@@ -76,10 +76,12 @@ def test_history_redraw_collapses_tool_calls_to_their_final_result() -> None:
         {"role": "assistant", "content": "", "toolCalls": [
             {"id": "c1", "name": "bash", "arguments": json.dumps({"command": "pytest -q"})},
             {"id": "c2", "name": "read", "arguments": json.dumps({"path": "missing.py"})},
-            {"id": "c3", "name": "bash", "arguments": json.dumps({"command": "make"})}]},
+            {"id": "c3", "name": "bash", "arguments": json.dumps({"command": "make"})},
+            {"id": "c4", "name": "bash", "arguments": json.dumps({"command": "rm -rf build"})}]},
         {"role": "tool", "toolCallId": "c1", "content": "3 passed\nmore"},
         {"role": "tool", "toolCallId": "c2", "content": json.dumps({"ok": False, "error": "not found"})},
         {"role": "tool", "toolCallId": "c3", "content": "make: *** No rule\n(exit code 2)"},
+        {"role": "tool", "toolCallId": "c4", "content": "denied_by_user: the user did not approve this call"},
         {"role": "assistant", "content": "All green."},
     ]
     items = resume.history_items(json.dumps(messages))
@@ -88,6 +90,7 @@ def test_history_redraw_collapses_tool_calls_to_their_final_result() -> None:
         ("tool", "Running · pytest -q · 3 passed", True),
         ("tool", 'Reading · missing.py · {"ok": false, "error": "not found"}', False),
         ("tool", "Running · make · make: *** No rule", False),  # the command exited non-zero
+        ("tool", "Running · rm -rf build · denied_by_user: the user did not approve this call", False),
         ("assistant", "All green.", True)]
 
 
