@@ -54,6 +54,8 @@ def list_tools() -> None:
     with _gateway("list") as stub:
         servers = stub.ListServers(pb.ListServersRequest(), timeout=10).servers
         entries = stub.GetCatalog(pb.GetCatalogRequest(), timeout=10).entries
+    if not servers:
+        print(view.server_lines(servers)[0])  # says how to add one
     for s in servers:
         print(view.server_line(s))
         for e in (e for e in entries if e.server == s.name):

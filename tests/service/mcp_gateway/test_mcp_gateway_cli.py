@@ -83,3 +83,16 @@ def test_signing_in_to_a_local_server_is_one_readable_error(served: Path) -> Non
 def test_a_missing_gateway_is_reported_with_what_to_do(isolated_home: Path) -> None:
     result = CliRunner().invoke(app, ["status"])
     assert result.exit_code == 3 and "ai-coding up" in result.output
+
+
+def test_list_with_no_servers_says_how_to_add_one(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = isolated_home / "cfg.yaml"
+    config.write_text("mcp: {servers: []}\n")
+    monkeypatch.setenv("AI_CODING_CONFIG", str(config))
+    proc = subprocess.Popen([AI_CODING, "serve", "mcp_gateway"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = _until(["list"], "no MCP servers")
+        assert "add one with `ai-coding mcp add`" in out, out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
