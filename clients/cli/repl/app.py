@@ -52,9 +52,10 @@ _PARTIAL_SHOWN = 2000
 FOLLOW_POLL_SECONDS = 0.3
 # ... backing off to this while nothing happens (a turn another client starts shows within it).
 FOLLOW_POLL_MAX_SECONDS = 1.0
-# How long a turn's Start is retried while the loop service is restarting (the supervisor's
-# restart measured 1-4 s here, under load).
-START_RETRY_SECONDS = 15.0
+# How long a turn's Start is retried while the loop service is restarting: the supervisor's
+# restart measured 1-4 s here, but a loaded machine (a whole test suite running) stretches the
+# loop's start, and giving up loses nothing but makes the user type the input again.
+START_RETRY_SECONDS = 30.0
 
 
 class Repl:
