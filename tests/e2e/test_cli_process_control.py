@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -214,13 +213,3 @@ class TestGlobalOptions:
                 f"ai-coding: {flag} does not apply to `ai-coding {args[-1]}`; leave it out"]
         both = cli("-w", str(env["workspace"]), "run", "-w", str(env["workspace"]), "hi")
         assert both.returncode == 2 and "given both before and after `run`" in both.stderr
-
-    def test_run_json_piped_into_head_ends_quietly(self, env: dict[str, Any]) -> None:
-        # `head -1` leaves after the first event; later writes must not end in a traceback.
-        done = subprocess.run(f"{shlex.quote(sys.executable)} -m clients.cli.main run --json "
-                              f"-w {shlex.quote(str(env['workspace']))} hello | head -1; exit ${{PIPESTATUS[0]}}",
-                              shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120,
-                              stdin=subprocess.DEVNULL, check=False)
-        assert len(done.stdout.splitlines()) == 1 and json.loads(done.stdout)["seq"]
-        assert "Error" not in done.stderr and "unexpected" not in done.stderr, done.stderr
-        assert done.returncode == 0  # the turn itself completed

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -85,14 +84,8 @@ def _json_sink() -> tuple[Callable[[loop_pb2.TurnEvent], None], Callable[[], Non
     from google.protobuf.json_format import MessageToDict
 
     def sink(event: loop_pb2.TurnEvent) -> None:
-        try:
-            sys.stdout.write(json.dumps(MessageToDict(event), ensure_ascii=False) + "\n")
-            sys.stdout.flush()
-        except BrokenPipeError:
-            # The reader left (`| head -1`): the rest goes nowhere, quietly; the turn still ends normally.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+        sys.stdout.write(json.dumps(MessageToDict(event), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
 
     return sink, lambda: None
 
