@@ -476,12 +476,16 @@ class LoopRuntime:
 
     async def _evict_idle(self, keep: str) -> None:
         idle = [rt for sid, rt in self.sessions.items() if rt.idle and sid != keep]
-        for rt in sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]:
-            rt.store.compact(rt.session)
-            rt.store.close(rt.session.id)
-            await self.deps.tools.close_session(rt.session.id)
+        victims = sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]
+        # Take every victim out before the first await: an open that overlaps this one must not
+        # pick the same sessions again (it did, and its `del` raised KeyError).
+        for rt in victims:
             del self.sessions[rt.session.id]
             self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
+            rt.store.compact(rt.session)
+            rt.store.close(rt.session.id)
+        for rt in victims:
+            await self.deps.tools.close_session(rt.session.id)
 
     async def get(self, session_id: str) -> SessionRuntime:
         """An open session; one evicted from memory for being idle is loaded again."""
