@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,13 +16,13 @@ from services.tools import limits
 from services.tools.domain import ToolOutput
 from services.tools.editing import replace_exact, unified_diff, with_line_endings_of
 from services.tools.errors import ToolError
-from services.tools.filestate import FileStateTracker, snapshot_of
+from services.tools.filestate import FileStateTracker, Snapshot, snapshot_of
 from services.tools.paths import (
     check_not_protected,
     display_path,
+    open_parent_dir,
     read_inside,
     resolve_path,
-    verify_fd_inside,
 )
 
 
@@ -83,26 +85,54 @@ def read_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
     return ToolOutput(output, data_out)
 
 
-def _atomic_write(path: Path, content: str, shown: str, roots: Sequence[Path]) -> None:
-    """Write through a temp file and rename, keeping the file's mode. The temp file is checked to be
-    inside the roots once created, so a parent directory swapped for a symlink is caught."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # An existing file keeps its mode; a new one gets what open() would give it (mkstemp's is 0600).
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~process_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _atomic_write(path: Path, content: str, shown: str, roots: Sequence[Path]) -> Snapshot:
+    """Write through a temp file and rename, keeping the file's mode; returns the new snapshot.
+
+    Every step (creating missing directories, creating the temp file, reading the old mode, the
+    rename) is relative to a descriptor of the parent directory reached without following links
+    (:func:`open_parent_dir`), so a directory swapped for a symlink after the path check cannot
+    move any of it outside the workspace."""
+    data = content.encode("utf-8")
+    parent, name = open_parent_dir(path, roots, shown, create=True)
     try:
-        verify_fd_inside(fd, shown, roots)
-    except ToolError:
-        os.unlink(tmp)
-        raise
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            mode = 0o666 & ~process_umask()  # what open() would give a new file (mkstemp's is 0600)
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError("not_a_file", f"{shown} is not a regular file (it may have just changed)",
+                                "Pick another path.")
+            mode = st.st_mode & 0o7777
+        tmp = _create_temp(parent, name)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)
+                written = os.fstat(handle.fileno())
+            os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=parent)
+            raise
+    finally:
+        os.close(parent)
+    return Snapshot(written.st_mtime_ns, written.st_size, hashlib.sha256(data).hexdigest())
+
+
+def _create_temp(parent: int, name: str) -> str:
+    """A new empty temp file next to ``name`` (O_EXCL: never an existing file or link)."""
+    for _ in range(100):
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=parent))
+        except FileExistsError:
+            continue
+        return tmp
+    raise ToolError("io_error", f"could not create a temporary file next to {name}", "Try again.")
 
 
 @functools.cache
@@ -142,8 +172,7 @@ def _write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateT
         diff = unified_diff(before, content, shown)
         return ToolOutput(diff or f"{shown} unchanged.",
                           {"path": shown, "created": not existed, "lines": lines, "diff": diff, "dry_run": True})
-    _atomic_write(path, content, shown, roots)
-    tracker.record(path, snapshot_of(path))
+    tracker.record(path, _atomic_write(path, content, shown, roots))
     if existed:
         diff = unified_diff(before, content, shown)
         output = f"Replaced {shown} ({lines} lines).\n{diff}" if diff else f"{shown} unchanged."
@@ -174,8 +203,7 @@ def _edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
     if dry_run:
         diff = unified_diff(before, after, shown)
         return ToolOutput(diff, {"path": shown, "replacements": count, "diff": diff, "dry_run": True})
-    _atomic_write(path, after, shown, roots)
-    tracker.record(path, snapshot_of(path))
+    tracker.record(path, _atomic_write(path, after, shown, roots))
     diff = unified_diff(before, after, shown)
     return ToolOutput(f"Edited {shown}: {count} replacement{'s' if count != 1 else ''}.\n{diff}",
                       {"path": shown, "replacements": count, "diff": diff})

@@ -3,6 +3,8 @@ included) and refused when it leaves the session's roots."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +46,11 @@ def resolve_path(raw: str, roots: Sequence[Path]) -> Path:
     candidate = Path(raw).expanduser() if raw == "~" or raw.startswith("~/") else Path(raw)
     if not candidate.is_absolute():
         candidate = roots[0] / candidate
-    real = Path(os.path.realpath(candidate))
+    try:
+        real = Path(os.path.realpath(candidate))
+    except OSError:  # a component changed between realpath's lstat and readlink
+        raise ToolError("path_changed", f"{raw} changed while it was being resolved",
+                        "Something is modifying this path right now; try again when it is settled.") from None
     if not is_inside(real, roots):
         shown = ", ".join(str(r) for r in roots)
         raise ToolError(
@@ -89,6 +95,59 @@ def verify_fd_inside(fd: int, shown: str, roots: Sequence[Path]) -> None:
     if not is_inside(Path(real), roots):
         os.close(fd)
         raise _escape_error(shown, real, roots)
+
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _root_of(path: Path, roots: Sequence[Path]) -> Path:
+    """The deepest root holding ``path`` (an extra root may sit inside the first one)."""
+    holding = [root for root in roots if path == root or path.is_relative_to(root)]
+    if not holding:
+        raise _escape_error(str(path), str(path), roots)
+    return max(holding, key=lambda root: len(root.parts))
+
+
+def open_parent_dir(path: Path, roots: Sequence[Path], shown: str, create: bool) -> tuple[int, str]:
+    """A descriptor of ``path``'s parent directory and the final name, reached from the root one
+    component at a time with ``O_NOFOLLOW`` (``create``: missing directories are made with
+    ``mkdirat`` on the descriptor of their parent). No step goes by path after a check, so a
+    directory swapped for a symlink at any moment makes the call fail instead of leaving the
+    workspace. The caller closes the descriptor."""
+    root = _root_of(path, roots)
+    parts = path.relative_to(root).parts
+    if not parts:
+        raise ToolError("not_a_file", f"{shown} is a directory", "Pick a file path.")
+    fd = os.open(root, DIR_FLAGS)
+    try:
+        for n, part in enumerate(parts[:-1]):
+            try:
+                child = _open_dir_at(fd, part, create)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EEXIST):
+                    raise
+                raise ToolError("path_outside_workspace",
+                                f"{shown}: {Path(*parts[: n + 1])} is a symlink or not a directory (it may have "
+                                "been swapped a moment ago); nothing was written",
+                                "Write below real directories of the workspace; links are not followed "
+                                "when writing.") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _open_dir_at(parent: int, name: str, create: bool) -> int:
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o777, dir_fd=parent)
+    return os.open(name, DIR_FLAGS, dir_fd=parent)
 
 
 def read_inside(path: Path, shown: str, roots: Sequence[Path]) -> bytes:
