@@ -3,9 +3,14 @@
 Layers, lowest first:
 
 1. user layer ``~/.config/ai-coding/config.yaml`` (or ``$AI_CODING_CONFIG``): trusted;
-2. project layer: ``config.yaml`` then ``config.local.yaml`` found upward from the
-   workspace (the nearest directory that has either wins; local beats plain). A file
-   there that is not a YAML mapping (another tool's config.yaml) is skipped with a warning;
+2. project layer: ``ai-coding.yaml`` (meant to be committed and shared) then
+   ``ai-coding.local.yaml`` (personal), found upward from the workspace (the nearest
+   directory that has one of ours wins; local beats shared). A ``config.yaml`` /
+   ``config.local.yaml`` there is read only when it declares itself with a top-level
+   ``ai-coding:`` key (``ai-coding: 1`` on a file that is all ours, or ``ai-coding:``
+   holding our keys inside another tool's file); any other one belongs to another tool
+   and is left alone, with one note (``Config.notes``). A file of ours that is not a
+   YAML mapping is skipped with a warning; a key we do not know warns with a did-you-mean;
 3. environment: ``AI_CODING_MODEL``, ``AI_CODING_PROVIDER``, ``AI_CODING_BASE_URL``,
    ``AI_CODING_API_KEY`` (fill the default model entry).
 
@@ -42,7 +47,18 @@ import yaml
 from services.kernel.errors import ConfigError
 
 TRUST_ENV = "AI_CODING_TRUST_PROJECT"
-PROJECT_FILES = ("config.yaml", "config.local.yaml")
+# The project layer's files, lowest priority first: ours by name, and the generic names that
+# are read only when the file declares itself (DECLARATION_KEY at its top level).
+PROJECT_FILES = ("config.yaml", "ai-coding.yaml", "config.local.yaml", "ai-coding.local.yaml")
+OUR_FILE_NAMES = frozenset({"ai-coding.yaml", "ai-coding.local.yaml"})
+DECLARATION_KEY = "ai_coding"
+_DECLARED = re.compile(r"^[\"']?ai[-_]?coding[\"']?\s*:", re.IGNORECASE | re.MULTILINE)
+# Top-level keys of our files; anything else warns with a did-you-mean (add a section here when
+# a component starts reading one).
+KNOWN_TOP_LEVEL_KEYS = frozenset({
+    DECLARATION_KEY, "ai", "compaction", "default_model", "endpoints", "hooks", "loop", "mcp", "memory",
+    "models", "plans", "sessions", "skills", "subagents", "supervisor", "tools", "tracing", "traces",
+})
 # Children of these keys are names the user chose (variables, headers, model
 # entries), kept as written; keys below them are normalized again.
 CASE_SENSITIVE_PARENTS = frozenset({"environment", "env", "headers", "models"})
@@ -179,17 +195,63 @@ def read_yaml_file(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
-def find_project_files(workspace: Path) -> list[Path]:
-    """The project layer's files, lowest priority first, found upward."""
+def declares_itself(path: Path) -> bool:
+    """True when a generic-named file (``config.yaml``) says it is ours: an ``ai-coding:`` key at
+    its top level. Read as text, so a declared file with broken YAML still reports its error."""
+    try:
+        return _DECLARED.search(path.read_text(encoding="utf-8", errors="replace")) is not None
+    except OSError:
+        return False
+
+
+def _is_ours(path: Path) -> bool:
+    return path.name in OUR_FILE_NAMES or declares_itself(path)
+
+
+def project_candidates(workspace: Path) -> tuple[list[Path], list[Path]]:
+    """``(our project files lowest priority first, other tools' files passed on the way)``, found
+    upward: the nearest directory holding a file of ours wins."""
     current = workspace.resolve()
     home = Path.home().resolve()
+    foreign: list[Path] = []
     for directory in (current, *current.parents):
         if directory == home and directory != current:
             break  # the user's home is not a project
-        found = [directory / name for name in PROJECT_FILES if (directory / name).is_file()]
-        if found:
-            return found
-    return []
+        present = [directory / name for name in PROJECT_FILES if (directory / name).is_file()]
+        ours = [p for p in present if _is_ours(p)]
+        foreign += [p for p in present if p not in ours]
+        if ours:
+            return ours, foreign
+    return [], foreign
+
+
+def find_project_files(workspace: Path) -> list[Path]:
+    """The project layer's files, lowest priority first, found upward."""
+    return project_candidates(workspace)[0]
+
+
+def project_layer(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys a (normalized) project file contributes: under ``ai-coding:`` when that holds a
+    mapping (our section of another tool's file), else the whole file without the declaration."""
+    marker = data.get(DECLARATION_KEY)
+    if isinstance(marker, Mapping):
+        return dict(marker)
+    return {k: v for k, v in data.items() if k != DECLARATION_KEY}
+
+
+def unknown_key_warnings(layer: Mapping[str, Any], known: frozenset[str] | set[str], source: str,
+                         prefix: str = "") -> list[str]:
+    """One warning per key of ``layer`` not in ``known``, with the closest known key if any."""
+    import difflib
+
+    out = []
+    for key in layer:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+        hint = f" (did you mean `{prefix}{close[0]}`?)" if close else ""
+        out.append(f"{source}: unknown key `{prefix}{key}`{hint}; it is ignored")
+    return out
 
 
 def foreign_file_reason(path: Path) -> str:
@@ -270,6 +332,8 @@ class Config:
     data: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Files of other tools passed over on the way up (worth saying once, not on every run)."""
     files: list[Path] = field(default_factory=list)
     user_path: Path | None = None
     """Where the user layer was looked for (it may not exist yet); None for a config built in memory."""
@@ -283,12 +347,18 @@ class Config:
         return node
 
     def section(self, cls: type[T], key: str) -> T:
-        """A typed view of one section (unknown keys are ignored with no error)."""
+        """A typed view of one section; an unknown key in it is ignored with a did-you-mean warning."""
         raw = self.get(key, {})
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             raise ConfigError(f"config key `{key}` must be a mapping, got {type(raw).__name__}")
+        fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set(raw)
+        for name in raw:
+            where = self.source_of(f"{key}.{name}").partition(":")[2] or "config"
+            for warning in unknown_key_warnings({name: None}, fields, where, prefix=f"{key}."):
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
         return from_mapping(cls, raw, key)
 
     def source_of(self, dotted: str) -> str:
@@ -333,13 +403,17 @@ def load_config(
         cfg.user_path = upath
         if upath.exists():
             user = _normalize(read_yaml_file(upath))
+            cfg.warnings += unknown_key_warnings(user, KNOWN_TOP_LEVEL_KEYS, str(upath))
             cfg.files.append(upath)
             _record_sources(user, "", f"user:{upath}", cfg.sources)
     merged = dict(user)
     trusted = environ.get(TRUST_ENV, "") in ("1", "true", "yes")
     if workspace is not None:
         user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
-        for pfile in find_project_files(workspace):
+        ours, foreign = project_candidates(workspace)
+        cfg.notes += [f"{path}: not read, it is not an ai-coding file (rename it ai-coding.yaml, or add "
+                      f"`ai-coding: 1` at its top, if it is meant for us)" for path in foreign]
+        for pfile in ours:
             if upath is not None and upath.exists() and pfile.resolve() == upath.resolve():
                 continue  # the user file is not also a project layer
             doubt = foreign_file_reason(pfile)
@@ -347,12 +421,12 @@ def load_config(
                 cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; export {TRUST_ENV}=1 to use it)")
                 continue
             try:
-                layer = _normalize(read_yaml_file(pfile))
+                layer = project_layer(_normalize(read_yaml_file(pfile)))
             except ConfigError as err:
-                # Discovery walks upward, so a config.yaml of another tool (a Helm values list, a
-                # template) can sit here; it is not ours and must not stop every run.
-                cfg.warnings.append(f"skipped project config: {err.message} (not an ai-coding config; fix it if it is meant to be)")
+                # A broken project file must not stop every run: run without it and say why.
+                cfg.warnings.append(f"skipped project config: {err.message} (fix it, or move it aside)")
                 continue
+            cfg.warnings += unknown_key_warnings(layer, KNOWN_TOP_LEVEL_KEYS, str(pfile))
             if not trusted:
                 layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)
             cfg.files.append(pfile)
@@ -529,7 +603,7 @@ def effective_config_report(
 
 USER_CONFIG_TEMPLATE = """\
 # ai-coding user configuration: the trusted layer.
-# A project's config.yaml / config.local.yaml may tune behaviour keys, but execution
+# A project's ai-coding.yaml / ai-coding.local.yaml may tune behaviour keys, but execution
 # keys (models' base_url/api_key/provider, hooks, mcp, endpoints, sandbox) come only
 # from this file unless you export AI_CODING_TRUST_PROJECT=1 for a repository.
 # Keys may be written snake_case or camelCase. Uncomment what you need.

@@ -116,6 +116,7 @@ class WorkspaceDeps:
         self.base = base
         self.shared = shared
         self._cache: dict[str, tuple[tuple[Any, ...], LoopDeps, list[str]]] = {}
+        self._noted: set[str] = set()
 
     def __call__(self, workspace: str) -> tuple[LoopDeps, list[str]]:
         """The deps for ``workspace`` and the config's warnings (dropped keys, skipped files)."""
@@ -125,9 +126,9 @@ class WorkspaceDeps:
         if hit is not None and hit[0] == stamp:
             return hit[1], list(hit[2])
         config = self._load(path)
-        warnings = list(config.warnings)
         try:
             deps = build_deps(config, shared=self.shared)
+            warnings = list(config.warnings)  # after build_deps: reading the sections warns too
         except ConfigError as err:
             project = [str(f) for f in config.files if f != config.user_path]
             if not project:
@@ -138,7 +139,9 @@ class WorkspaceDeps:
             deps = build_deps(user_only, shared=self.shared)
             warnings = [*user_only.warnings, f"ignored project config {', '.join(project)}: {err}"]
         self._cache[workspace] = (stamp, deps, warnings)
-        return deps, list(warnings)
+        notes = [n for n in config.notes if n not in self._noted]  # another tool's file: said once
+        self._noted.update(notes)
+        return deps, [*warnings, *notes]
 
     def _load(self, workspace: Path | None) -> Config:
         if self.base.user_path is not None:

@@ -60,3 +60,5 @@ def show(
         print(f"{key} = {json.dumps(value, default=str)}  [{source}]")
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for note in config.notes:
+        print(f"note: {note}", file=sys.stderr)

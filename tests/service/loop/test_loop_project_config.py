@@ -28,7 +28,7 @@ LOOPING = [
 
 def test_a_project_config_local_lowering_max_tool_iterations_ends_the_turn_at_that_limit(
         make_stack: Callable[..., LoopStack], workspace: Path) -> None:
-    (workspace / "config.local.yaml").write_text("ai:\n  maxToolIterations: 2\n  max_auto_continuations: 0\n")
+    (workspace / "ai-coding.local.yaml").write_text("ai:\n  maxToolIterations: 2\n  max_auto_continuations: 0\n")
     stack = make_stack(LOOPING, with_tools=True)
     _, events = stack.turn("loop forever")
     end = finished(events)
@@ -40,13 +40,13 @@ def test_a_project_config_local_lowering_max_tool_iterations_ends_the_turn_at_th
 def test_a_project_layer_pointing_a_model_elsewhere_is_dropped_with_a_warning_to_the_client(
         make_stack: Callable[..., LoopStack], workspace: Path) -> None:
     with FakeModelServer([{"text": "the project's endpoint answered"}]) as elsewhere:
-        (workspace / "config.yaml").write_text(
+        (workspace / "ai-coding.yaml").write_text(
             f"models:\n  fake:\n    base_url: {elsewhere.url}\n    temperature: 0.1\n")
         stack = make_stack([{"text": "the user's endpoint answered"}])
         opened = stack.open()
         dropped = [w for w in opened.warnings if "models.fake.base_url" in w]
         assert len(dropped) == 1 and "AI_CODING_TRUST_PROJECT" in dropped[0], list(opened.warnings)
-        assert str(workspace / "config.yaml") in dropped[0]
+        assert str(workspace / "ai-coding.yaml") in dropped[0]
         end = finished(stack.start(opened.session_id, "hello").drain())
         assert status_name(end) == "completed", end.reason
         assert end.text == "the user's endpoint answered"
@@ -55,28 +55,31 @@ def test_a_project_layer_pointing_a_model_elsewhere_is_dropped_with_a_warning_to
         assert stack.fake.chat_requests[0].body.get("temperature") == 0.1
 
 
-def test_a_list_shaped_config_yaml_above_the_workspace_is_skipped_with_a_warning_and_the_turn_runs(
+def test_a_list_shaped_config_yaml_above_the_workspace_is_noted_once_and_the_turn_runs(
         make_stack: Callable[..., LoopStack], workspace: Path) -> None:
     helm = workspace.parent / "config.yaml"
     helm.write_text("- name: web\n  image: nginx\n- name: db\n  image: postgres\n")
-    stack = make_stack([{"text": "done"}])
+    stack = make_stack([{"text": "done"}, {"text": "again"}])
     opened = stack.open()
-    skipped = [w for w in opened.warnings if str(helm) in w]
-    assert len(skipped) == 1 and "mapping" in skipped[0], list(opened.warnings)
+    noted = [w for w in opened.warnings if str(helm) in w]
+    assert len(noted) == 1 and "not an ai-coding file" in noted[0], list(opened.warnings)
     end = finished(stack.start(opened.session_id, "hello").drain())
     assert status_name(end) == "completed", end.reason
+    again = stack.open()
+    assert not [w for w in again.warnings if str(helm) in w], list(again.warnings)
 
 
-def test_a_mapping_shaped_foreign_config_with_a_wrong_typed_section_is_set_aside_and_the_turn_runs(
+def test_an_ml_repositorys_config_yaml_naming_a_default_model_leaves_the_run_untouched(
         make_stack: Callable[..., LoopStack], workspace: Path) -> None:
     values = workspace / "config.yaml"
-    values.write_text("replicaCount: 2\nai:\n  - name: inference\n    image: vllm\n")
+    values.write_text("default_model: resnet50\nepochs: 90\nai:\n  - name: inference\n    image: vllm\n")
     stack = make_stack([{"text": "done"}])
     opened = stack.open()
-    set_aside = [w for w in opened.warnings if str(values) in w]
-    assert len(set_aside) == 1 and "`ai` must be a mapping" in set_aside[0], list(opened.warnings)
+    assert [w for w in opened.warnings if str(values) in w and "not read" in w], list(opened.warnings)
+    assert not [w for w in opened.warnings if "resnet50" in w or "must be a mapping" in w], list(opened.warnings)
     end = finished(stack.start(opened.session_id, "hello").drain())
     assert status_name(end) == "completed", end.reason
+    assert stack.fake.chat_requests[0].body.get("model") != "resnet50"
 
 
 def test_a_project_layer_added_while_the_loop_runs_applies_to_the_next_open_session(
@@ -84,7 +87,7 @@ def test_a_project_layer_added_while_the_loop_runs_applies_to_the_next_open_sess
     stack = make_stack(LOOPING, with_tools=True)
     first = stack.open()
     assert not [w for w in first.warnings if "config" in w]
-    (workspace / "config.local.yaml").write_text("ai:\n  max_tool_iterations: 2\n  max_auto_continuations: 0\n")
+    (workspace / "ai-coding.local.yaml").write_text("ai:\n  max_tool_iterations: 2\n  max_auto_continuations: 0\n")
     _, events = stack.turn("loop forever")
     end = finished(events)
     assert status_name(end) == "max_iterations" and end.iterations == 2, end.reason
@@ -95,7 +98,7 @@ def test_reopening_an_idle_live_session_after_the_project_config_changed_applies
     stack = make_stack([{"text": "first turn done"}, *LOOPING], with_tools=True)
     sid, events = stack.turn("warm up")
     assert status_name(finished(events)) == "completed"
-    (workspace / "config.local.yaml").write_text("ai:\n  max_tool_iterations: 2\n  max_auto_continuations: 0\n")
+    (workspace / "ai-coding.local.yaml").write_text("ai:\n  max_tool_iterations: 2\n  max_auto_continuations: 0\n")
     assert stack.open(sid).session_id == sid
     end = finished(stack.start(sid, "loop forever").drain())
     assert status_name(end) == "max_iterations" and end.iterations == 2, end.reason

@@ -70,13 +70,13 @@ def test_path_prints_the_user_file_and_the_project_files(tmp_path: Path) -> None
     home.mkdir()
     repo = tmp_path / "repo"
     (repo / "sub").mkdir(parents=True)
-    (repo / "config.local.yaml").write_text("ai: {}\n")
+    (repo / "ai-coding.local.yaml").write_text("ai: {}\n")
     result = cli(home, "path", "-w", str(repo / "sub"))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith(str(home / ".config" / "ai-coding" / "config.yaml"))
     assert "not created yet" in lines[0]
-    assert lines[1] == f"{repo / 'config.local.yaml'} (project layer)"
+    assert lines[1] == f"{repo / 'ai-coding.local.yaml'} (project layer)"
 
 
 def test_show_prints_values_with_sources_and_warnings(tmp_path: Path) -> None:
@@ -84,9 +84,9 @@ def test_show_prints_values_with_sources_and_warnings(tmp_path: Path) -> None:
     home.mkdir()
     repo = tmp_path / "repo"
     repo.mkdir()
-    (repo / "config.yaml").write_text("ai:\n  max_tool_iterations: 4\nhooks:\n  x: 1\n")
+    (repo / "ai-coding.yaml").write_text("ai:\n  max_tool_iterations: 4\nhooks:\n  x: 1\n")
     result = cli(home, "show", "-w", str(repo))
     assert result.returncode == 0, result.stderr
-    assert f"ai.max_tool_iterations = 4  [project:{repo / 'config.yaml'}]" in result.stdout
+    assert f"ai.max_tool_iterations = 4  [project:{repo / 'ai-coding.yaml'}]" in result.stdout
     assert "ai.turn_timeout_seconds = 600.0  [default]" in result.stdout
     assert "ignored `hooks`" in result.stderr

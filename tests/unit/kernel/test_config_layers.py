@@ -33,9 +33,9 @@ def layers(tmp_path: Path, user: str, project: str = "", local: str = "", env: d
     ws = tmp_path / "repo" / "src"
     ws.mkdir(parents=True, exist_ok=True)
     if project:
-        (tmp_path / "repo" / "config.yaml").write_text(project)
+        (tmp_path / "repo" / "ai-coding.yaml").write_text(project)
     if local:
-        (tmp_path / "repo" / "config.local.yaml").write_text(local)
+        (tmp_path / "repo" / "ai-coding.local.yaml").write_text(local)
     return load_config(ws, env=env or {}, user_path=upath)
 
 
@@ -47,7 +47,7 @@ def test_layers_merge_per_key_and_local_beats_plain(tmp_path: Path) -> None:
         local="ai:\n  max_tool_iterations: 30\n  stall_iterations: 5\n",
     )
     assert c.get("ai") == {"max_tool_iterations": 30, "turn_timeout_seconds": 600, "stall_iterations": 5}
-    assert c.source_of("ai.max_tool_iterations").startswith("project:") and "config.local.yaml" in c.source_of(
+    assert c.source_of("ai.max_tool_iterations").startswith("project:") and "ai-coding.local.yaml" in c.source_of(
         "ai.max_tool_iterations")
     assert c.source_of("ai.turn_timeout_seconds").startswith("user:")
     assert c.source_of("nothing.here") == "default"
@@ -89,7 +89,7 @@ def test_a_project_cannot_set_execution_keys_and_each_drop_warns(tmp_path: Path,
     assert c.get(dropped) is None
     assert len(c.warnings) == 1
     assert f"`{dropped}`" in c.warnings[0] and "AI_CODING_TRUST_PROJECT=1" in c.warnings[0]
-    assert "config.yaml" in c.warnings[0]
+    assert "ai-coding.yaml" in c.warnings[0]
 
 
 def test_behaviour_keys_next_to_dropped_ones_still_apply(tmp_path: Path) -> None:
@@ -149,8 +149,8 @@ def test_invalid_project_yaml_is_skipped_with_a_warning_naming_the_file_and_line
     assert len(c.warnings) == 1
     message = c.warnings[0]
     assert "invalid YAML in" in message
-    assert str(tmp_path / "repo" / "config.yaml") + ":" in message
-    assert message.split("config.yaml:")[1].split(":")[0].isdigit()
+    assert str(tmp_path / "repo" / "ai-coding.yaml") + ":" in message
+    assert message.split("ai-coding.yaml:")[1].split(":")[0].isdigit()
 
 
 def test_a_top_level_list_is_refused_with_the_file_name(tmp_path: Path) -> None:
@@ -195,7 +195,7 @@ def test_a_config_file_in_the_home_directory_is_not_a_project_layer(isolated_hom
 def test_a_world_writable_project_file_is_ignored_with_a_warning(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    planted = repo / "config.yaml"
+    planted = repo / "ai-coding.yaml"
     planted.write_text("ai:\n  max_tool_iterations: 1\n")
     planted.chmod(0o666)
     c = load_config(repo, env={}, user_path=tmp_path / "none.yaml")
@@ -209,7 +209,7 @@ def test_a_project_file_owned_by_another_user_is_ignored(tmp_path: Path) -> None
         pytest.skip("needs root to give a file to another user")
     repo = tmp_path / "repo"
     repo.mkdir()
-    planted = repo / "config.yaml"
+    planted = repo / "ai-coding.yaml"
     planted.write_text("ai:\n  max_tool_iterations: 1\n")
     os.chown(planted, 65534, 65534)
     c = load_config(repo, env={}, user_path=tmp_path / "none.yaml")

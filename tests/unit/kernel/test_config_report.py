@@ -26,10 +26,10 @@ def test_each_leaf_comes_with_its_source_layer(tmp_path: Path) -> None:
     user.write_text("sec:\n  limit: 5\nmodels:\n  m:\n    model: x\n")
     repo = tmp_path / "repo"
     repo.mkdir()
-    (repo / "config.yaml").write_text("sec:\n  timeout: 30\n")
+    (repo / "ai-coding.yaml").write_text("sec:\n  timeout: 30\n")
     rows = {k: (v, s) for k, v, s in effective_config_report(load_config(repo, env={}, user_path=user))}
     assert rows["sec.limit"] == (5, f"user:{user}")
-    assert rows["sec.timeout"] == (30, f"project:{repo / 'config.yaml'}")
+    assert rows["sec.timeout"] == (30, f"project:{repo / 'ai-coding.yaml'}")
     assert rows["models.m.model"] == ("x", f"user:{user}")
 
 

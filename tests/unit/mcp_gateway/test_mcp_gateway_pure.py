@@ -33,7 +33,7 @@ def _load(tmp_path: Path, user: dict[str, Any], project: dict[str, Any] | None =
     ws = tmp_path / "ws"
     ws.mkdir()
     if project is not None:
-        (ws / "config.yaml").write_text(yaml.safe_dump(project))
+        (ws / "ai-coding.yaml").write_text(yaml.safe_dump(project))
     env = {"HOME": str(tmp_path), "AI_CODING_TRUST_PROJECT": "1" if trust else ""}
     return load_mcp_settings(load_config(ws, env=env, user_path=upath), tmp_path / "mcp.local.yaml")
 
