@@ -101,6 +101,7 @@ class OpenSessionLoopRequest(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     AUTO_APPROVE_FIELD_NUMBER: _builtins.int
     INTERACTIVE_FIELD_NUMBER: _builtins.int
+    CWD_FIELD_NUMBER: _builtins.int
     workspace: _builtins.str
     """Absolute workspace root."""
     session_id: _builtins.str
@@ -111,6 +112,10 @@ class OpenSessionLoopRequest(_message.Message):
     """Answer WARN-level approvals automatically (non-interactive entry points)."""
     interactive: _builtins.bool
     """Whether a human can answer ask_user questions on this session's streams."""
+    cwd: _builtins.str
+    """Where the user runs the client (absolute, inside the workspace); project instructions
+    (AGENTS.md, CLAUDE.md) are read from the workspace root down to here. Empty = the root.
+    """
     def __init__(
         self,
         *,
@@ -119,10 +124,11 @@ class OpenSessionLoopRequest(_message.Message):
         model: _builtins.str = ...,
         auto_approve: _builtins.bool = ...,
         interactive: _builtins.bool = ...,
+        cwd: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_approve", b"auto_approve", "interactive", b"interactive", "model", b"model", "session_id", b"session_id", "workspace", b"workspace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_approve", b"auto_approve", "cwd", b"cwd", "interactive", b"interactive", "model", b"model", "session_id", b"session_id", "workspace", b"workspace"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -332,24 +338,63 @@ class RunCommandResponse(_message.Message):
 Global___RunCommandResponse: _TypeAlias = RunCommandResponse  # noqa: Y015
 
 @_typing.final
-class StartTurn(_message.Message):
-    """---- the turn stream: client -> loop ----"""
+class InputAttachment(_message.Message):
+    """---- the turn stream: client -> loop ----
 
+    A file the user named in the input (`@path`): text, or an image for models that take images.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    TRUNCATED_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """As the user wrote it (relative to where they run the client, or absolute)."""
+    mime_type: _builtins.str
+    """"text/plain" for text; "image/png", "image/jpeg", "image/gif" or "image/webp" for images."""
+    data: _builtins.bytes
+    """The content: UTF-8 text for text, the file's bytes for images (the client bounds the size)."""
+    truncated: _builtins.bool
+    """True when the client cut the file at its size limit."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        mime_type: _builtins.str = ...,
+        data: _builtins.bytes = ...,
+        truncated: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "mime_type", b"mime_type", "path", b"path", "truncated", b"truncated"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InputAttachment: _TypeAlias = InputAttachment  # noqa: Y015
+
+@_typing.final
+class StartTurn(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SESSION_ID_FIELD_NUMBER: _builtins.int
     INPUT_FIELD_NUMBER: _builtins.int
+    ATTACHMENTS_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     input: _builtins.str
+    @_builtins.property
+    def attachments(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputAttachment]: ...
     def __init__(
         self,
         *,
         session_id: _builtins.str = ...,
         input: _builtins.str = ...,
+        attachments: _abc.Iterable[Global___InputAttachment] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attachments", b"attachments", "input", b"input", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -446,15 +491,19 @@ class QueueInput(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     INPUT_FIELD_NUMBER: _builtins.int
+    ATTACHMENTS_FIELD_NUMBER: _builtins.int
     input: _builtins.str
+    @_builtins.property
+    def attachments(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputAttachment]: ...
     def __init__(
         self,
         *,
         input: _builtins.str = ...,
+        attachments: _abc.Iterable[Global___InputAttachment] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attachments", b"attachments", "input", b"input"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
