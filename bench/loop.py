@@ -38,6 +38,7 @@ from ai_coding.v1 import loop_pb2  # noqa: E402
 
 from services.fake_model import FakeModelServer  # noqa: E402
 from services.loop.sessions import SessionStore  # noqa: E402
+from services.loop.turn_events import TextDelta  # noqa: E402
 from tests.service.loop.harness import LoopStack, model_config  # noqa: E402
 
 LONG_SESSION_MESSAGES = 4000  # ~4 MB of history
@@ -144,7 +145,7 @@ def events_per_second(base: Path, count: int) -> tuple[float, float, float]:
             async def emit_all() -> float:
                 start = time.perf_counter()
                 for i in range(count):
-                    rt.events.emit("text_delta", 1, text=f"token{i} ")
+                    rt.events.emit(1, TextDelta(text=f"token{i} "))
                 return time.perf_counter() - start
 
             emit_s = stack.services.run(emit_all())

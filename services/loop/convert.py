@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
+from enum import StrEnum
 from typing import Any
 
 from ai_coding.v1 import common_pb2, loop_pb2
@@ -11,17 +12,19 @@ from ai_coding.v1 import common_pb2, loop_pb2
 from services.loop import inbound
 from services.loop.approvals import Decision
 from services.loop.events import Event
+from services.loop.policy.turn import Status
 from services.loop.ports import ToolOutcome, Usage
 from services.loop.sessions import Session, SessionSummary, message_to_disk
+from services.loop.turn_events import EventBody, LayerStat, TaskItem
 
-_STATUS = {
-    "completed": loop_pb2.TURN_STATUS_COMPLETED,
-    "max_iterations": loop_pb2.TURN_STATUS_MAX_ITERATIONS,
-    "budget": loop_pb2.TURN_STATUS_BUDGET,
-    "timeout": loop_pb2.TURN_STATUS_TIMEOUT,
-    "interrupted": loop_pb2.TURN_STATUS_INTERRUPTED,
-    "approval_stop": loop_pb2.TURN_STATUS_APPROVAL_STOP,
-    "failed": loop_pb2.TURN_STATUS_FAILED,
+_STATUS: dict[Status, int] = {
+    Status.COMPLETED: loop_pb2.TURN_STATUS_COMPLETED,
+    Status.MAX_ITERATIONS: loop_pb2.TURN_STATUS_MAX_ITERATIONS,
+    Status.BUDGET: loop_pb2.TURN_STATUS_BUDGET,
+    Status.TIMEOUT: loop_pb2.TURN_STATUS_TIMEOUT,
+    Status.INTERRUPTED: loop_pb2.TURN_STATUS_INTERRUPTED,
+    Status.APPROVAL_STOP: loop_pb2.TURN_STATUS_APPROVAL_STOP,
+    Status.FAILED: loop_pb2.TURN_STATUS_FAILED,
 }
 _DECISION_TO_PB = {
     Decision.ALLOW_ONCE: loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
@@ -30,10 +33,9 @@ _DECISION_TO_PB = {
     Decision.STOP: loop_pb2.APPROVAL_DECISION_STOP,
 }
 _DECISION_FROM_PB = {v: k for k, v in _DECISION_TO_PB.items()}
-_EVENT_CLASSES: dict[str, Any] = {
-    f.name: getattr(f.message_type, "_concrete_class", None)
-    for f in loop_pb2.TurnEvent.DESCRIPTOR.oneofs_by_name["event"].fields
-}
+_TURN_EVENT_FIELDS = loop_pb2.TurnEvent.DESCRIPTOR.fields_by_name
+# Payload type -> its proto message class (by the oneof field that ``kind`` names).
+_MESSAGE_OF: dict[type[EventBody], Any] = {}
 
 
 def usage_to_proto(usage: Usage) -> common_pb2.Usage:
@@ -51,24 +53,41 @@ def outcome_to_proto(outcome: ToolOutcome) -> common_pb2.ToolResult:
     return result
 
 
-def _field(value: Any) -> Any:
+def _value(value: Any) -> Any:
+    """One payload field as the proto wants it (by the value's type)."""
+    if isinstance(value, Status):
+        return _STATUS[value]
+    if isinstance(value, Decision):
+        return _DECISION_TO_PB[value]
+    if isinstance(value, StrEnum):
+        return str(value)
     if isinstance(value, Usage):
         return usage_to_proto(value)
     if isinstance(value, ToolOutcome):
         return outcome_to_proto(value)
+    if isinstance(value, TaskItem):
+        return loop_pb2.TaskItem(id=value.id, content=value.content, status=value.status,
+                                 depends_on=value.depends_on)
+    if isinstance(value, LayerStat):
+        return loop_pb2.LayerStat(**asdict(value))
+    if isinstance(value, list):
+        return [_value(v) for v in value]
     return value
 
 
+def body_to_proto(body: EventBody) -> Any:
+    """A payload as its proto message: the class by the payload's type, fields by name."""
+    cls = type(body)
+    message: Any = _MESSAGE_OF.get(cls)
+    if message is None:
+        message = _MESSAGE_OF[cls] = getattr(_TURN_EVENT_FIELDS[cls.kind].message_type, "_concrete_class", None)
+    return message(**{f.name: _value(getattr(body, f.name)) for f in fields(body)})  # type: ignore[arg-type]
+
+
 def event_to_proto(event: Event) -> loop_pb2.TurnEvent:
-    """A domain event as a TurnEvent (``event.data`` keys are the message's field names)."""
-    data = event.data
-    if event.kind == "turn_finished":
-        data = {**data, "status": _STATUS.get(str(data.get("status")), loop_pb2.TURN_STATUS_FAILED)}
-    elif event.kind == "approval_resolved":
-        data = {**data, "decision": _DECISION_TO_PB[Decision(data["decision"])]}
-    body = _EVENT_CLASSES[event.kind](**{k: _field(v) for k, v in data.items()})
+    """A numbered event as a TurnEvent."""
     return loop_pb2.TurnEvent(seq=event.seq, session_id=event.session_id, turn=event.turn, ts=event.ts,
-                              **{event.kind: body})
+                              **{event.body.kind: body_to_proto(event.body)})
 
 
 def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:

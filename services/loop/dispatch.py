@@ -30,8 +30,18 @@ from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.ports import ToolCall, ToolChunkEvent, ToolOutcome, ToolRunner
 from services.loop.previews import approval_preview, changed_first, checked_preview, tool_title, wants_dry_run
+from services.loop.turn_events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    EventBody,
+    QuestionAsked,
+    QuestionResolved,
+    ToolChunk,
+    ToolFinished,
+    ToolStarted,
+)
 
-Emit = Callable[..., None]
+Emit = Callable[[EventBody], None]
 # (tool, arguments, level the tool declares) -> the gate's verdict.
 Gate = Callable[[str, dict[str, Any], str], Verdict]
 # (call, arguments) -> a guard's refusal (duplicate call, strict path escape) or None.
@@ -83,8 +93,8 @@ async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
     """Run ``calls``; results land in ``ctx.outcomes`` by call id (also when cancelled)."""
     runnable: list[ToolCall] = []
     for call in calls:
-        ctx.emit("tool_started", call_id=call.id, tool=call.name, arguments_json=call.arguments_json,
-                 title=tool_title(call.name, _args(call)))
+        ctx.emit(ToolStarted(call_id=call.id, tool=call.name, arguments_json=call.arguments_json,
+                             title=tool_title(call.name, _args(call))))
     stop = False
     for call in calls:
         if stop:
@@ -170,15 +180,14 @@ async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[st
                         earlier: list[ToolCall]) -> Resolution:
     preview = await _preview(ctx, call, arguments, earlier)
     request_id, future = ctx.pending.open("a")
-    ctx.emit("approval_requested", request_id=request_id, call_id=call.id, tool=call.name,
-             arguments_json=call.arguments_json, preview=preview, reason=reason)
+    ctx.emit(ApprovalRequested(request_id=request_id, call_id=call.id, tool=call.name,
+                               arguments_json=call.arguments_json, preview=preview, reason=reason))
     try:
         resolution = await asyncio.wait_for(future, timeout=max(ctx.remaining(), 0.01))
     except TimeoutError:
         ctx.pending.forget(request_id)
         resolution = Resolution(request_id, Decision.DENY, source="timeout")
-    ctx.emit("approval_resolved", request_id=request_id, decision=resolution.decision.value,
-             source=resolution.source)
+    ctx.emit(ApprovalResolved(request_id=request_id, decision=resolution.decision, source=resolution.source))
     return resolution
 
 
@@ -232,7 +241,7 @@ async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
     async for item in ctx.tools.call(ctx.session_id, call.id, call.name, call.arguments_json,
                                      max(ctx.remaining(), 0.5)):
         if isinstance(item, ToolChunkEvent):
-            ctx.emit("tool_chunk", call_id=item.call_id, stream=item.stream, text=item.text)
+            ctx.emit(ToolChunk(call_id=item.call_id, stream=item.stream, text=item.text))
         else:
             outcome = item
     if outcome is None:
@@ -266,7 +275,7 @@ async def _run_local(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
         if call.name == "mcp_call" and ctx.mcp is not None:
             out = await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")),
                                      mcp_input_json(args), max(ctx.remaining(), 0.5),
-                                     lambda c: ctx.emit("tool_chunk", call_id=call.id, stream=c.stream, text=c.text))
+                                     lambda c: ctx.emit(ToolChunk(call_id=call.id, stream=c.stream, text=c.text)))
             out.call_id, out.tool = call.id, call.name
             return out
     except ValueError as err:  # the memory tools' argument validation says what to send instead
@@ -285,14 +294,14 @@ async def _ask_user(ctx: DispatchContext, call: ToolCall, args: dict[str, Any]) 
         return ToolOutcome(call.id, call.name, True, "no_user: nobody can answer; state your assumption and decide",
                            data={"status": "no_user"})
     request_id, future = ctx.pending.open("q")
-    ctx.emit("question_asked", request_id=request_id, question=question, options=options)
+    ctx.emit(QuestionAsked(request_id=request_id, question=question, options=options))
     try:
         resolution = await asyncio.wait_for(future, timeout=max(min(ctx.remaining(), ctx.ask_timeout_seconds), 0.01))
     except TimeoutError:
         ctx.pending.forget(request_id)
         resolution = Resolution(request_id, Decision.DENY, source="timeout")
     answer = resolution.answer.strip()
-    ctx.emit("question_resolved", request_id=request_id, answer=answer, source=resolution.source)
+    ctx.emit(QuestionResolved(request_id=request_id, answer=answer, source=resolution.source))
     if not answer:
         return ToolOutcome(call.id, call.name, True, "no_answer: the user gave no answer; decide yourself",
                            data={"status": "no_answer"})
@@ -303,7 +312,7 @@ def _finish(ctx: DispatchContext, outcome: ToolOutcome) -> None:
     if outcome.call_id in ctx.outcomes:
         return
     ctx.outcomes[outcome.call_id] = outcome
-    ctx.emit("tool_finished", result=outcome)
+    ctx.emit(ToolFinished(result=outcome))
 
 
 def tool_message(outcome: ToolOutcome) -> dict[str, Any]:

@@ -23,8 +23,10 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from services.loop.turn_events import EventBody, EventsSkipped
 
 # A turn of a busy session emits a few thousand events (mostly text deltas);
 # the window keeps several turns so a late re-attach is still served, while 50
@@ -38,15 +40,24 @@ SKIPPED_HINT = ("the loop keeps only the newest events of a session; the saved s
 
 @dataclass(frozen=True)
 class Event:
-    """One turn event. ``kind`` names the TurnEvent oneof field (e.g. ``"text_delta"``);
-    ``data`` holds that message's fields by their proto names (convert.py maps it)."""
+    """One numbered turn event: the envelope (seq, session, turn, time) around a typed
+    payload from services/loop/turn_events.py (convert.py maps it by type)."""
 
     seq: int
     session_id: str
     turn: int
     ts: float
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict)
+    body: EventBody
+
+    @property
+    def kind(self) -> str:
+        """The TurnEvent oneof field name of the payload (e.g. ``"text_delta"``)."""
+        return self.body.kind
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload's fields by name (read-only use: traces, tests)."""
+        return self.body.fields()
 
 
 class EventLog:
@@ -75,13 +86,14 @@ class EventLog:
         """Call ``listener`` synchronously for every new event (traces use this)."""
         self._listeners.append(listener)
 
-    def emit(self, kind: str, turn: int, /, **data: Any) -> Event:
-        """Append an event with the next sequence number and wake every follower."""
+    def emit(self, turn: int, body: EventBody) -> Event:
+        """Append ``body`` as an event of ``turn`` with the next sequence number and wake
+        every follower."""
         if self._reserve is not None and self._last_seq + 1 > self._reserved:
             self._reserved = self._last_seq + SEQ_BLOCK
             self._reserve(self._reserved)
         self._last_seq += 1
-        event = Event(self._last_seq, self.session_id, turn, time.time(), kind, data)
+        event = Event(self._last_seq, self.session_id, turn, time.time(), body)
         self._events.append(event)
         for listener in self._listeners:
             listener(event)
@@ -115,8 +127,7 @@ class EventLog:
             return None
         turn = self._events[0].turn if self._events else 0
         hint = SKIPPED_HINT.format(short=self.session_id[:8], session=self.session_id)
-        return Event(gap[1], self.session_id, turn, time.time(), "events_skipped",
-                     {"from_seq": gap[0], "to_seq": gap[1], "hint": hint})
+        return Event(gap[1], self.session_id, turn, time.time(), EventsSkipped(gap[0], gap[1], hint))
 
     async def follow(self, after_seq: int, done: Callable[[], bool]) -> AsyncIterator[Event]:
         """Every event after ``after_seq``, then live ones, until ``done()`` holds

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from services.loop.approvals import Pending
+from services.loop.approvals import Decision, Pending
 from services.loop.dispatch import ApprovalStop, DispatchContext, fill_cancelled, run_batch, tool_message
 from services.loop.local_tools import visible_tools
 from services.loop.policy.guards import DuplicateCallGuard, StrategyGate
@@ -24,6 +24,19 @@ from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_
 from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
 from services.loop.ports import ModelError, StepResult, ToolCall, ToolOutcome, Usage
 from services.loop.prompt import assemble_view, environment_block, tail_blocks
+from services.loop.turn_events import (
+    ApprovalResolved,
+    ContextAssembled,
+    EventBody,
+    ModelStepFinished,
+    Notice,
+    QuestionResolved,
+    ReasoningDelta,
+    SearchStalled,
+    TextDelta,
+    TurnFinished,
+    TurnStarted,
+)
 
 if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
@@ -70,15 +83,16 @@ class Turn:
         self._started = time.monotonic()
         self._deadline = self._started + rt.settings.turn_timeout_seconds if rt.settings.turn_timeout_seconds > 0 else 0.0
 
-    def emit(self, kind: str, **data: Any) -> None:
-        self.rt.events.emit(kind, self.number, **data)
+    def emit(self, body: EventBody) -> None:
+        """Emit one typed event of this turn (the seam every part of the turn reports through)."""
+        self.rt.events.emit(self.number, body)
 
     def remaining(self) -> float:
         return self._deadline - time.monotonic() if self._deadline else 3600.0
 
     async def run(self) -> None:
         """Run the turn to its TurnFinished event (never raises for turn-level failures)."""
-        self.emit("turn_started", turn=self.number, input=self.text, model=self.rt.model.model_name)
+        self.emit(TurnStarted(turn=self.number, input=self.text, model=self.rt.model.model_name))
         self._append({"role": "user", "content": self.text})
         self._save()
         status, reason = await self._guarded()
@@ -146,30 +160,31 @@ class Turn:
         tail = tail_blocks({**self.aux_tail, **step_parts, **rt.tail_parts(),
                             "environment": environment_block(rt.session.workspace, rt.model.model_name)})
         messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
-        self.emit("context_assembled", instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
-                  history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
-                  estimated_tokens=stats.estimated_tokens, tail_parts_json=_json(stats.tail_parts))
+        self.emit(ContextAssembled(
+            instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
+            history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
+            estimated_tokens=stats.estimated_tokens, tail_parts_json=_json(stats.tail_parts)))
         step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
                                    timeout_seconds=self.remaining(), on_reset=self._on_reset)
         self.iterations += 1
         self.round_iterations += 1
         self.usage = self.usage.add(step.usage)
         rt.add_usage(step.usage)
-        self.emit("model_step_finished", step=self.iterations, usage=step.usage, latency_ms=step.latency_ms,
-                  finish_reason=step.finish_reason)
+        self.emit(ModelStepFinished(step=self.iterations, usage=step.usage, latency_ms=step.latency_ms,
+                                    finish_reason=step.finish_reason))
         return step
 
     def _on_text(self, text: str) -> None:
         self._step.partial_text += text
-        self.emit("text_delta", text=text)
+        self.emit(TextDelta(text=text))
 
     def _on_reset(self) -> None:
         self._step.partial_text = ""
-        self.emit("notice", level="warning",
-                  text="the model's stream broke off; retrying the step (its partial text above is discarded)")
+        self.emit(Notice(level="warning",
+                         text="the model's stream broke off; retrying the step (its partial text above is discarded)"))
 
     def _on_reasoning(self, text: str) -> None:
-        self.emit("reasoning_delta", text=text)
+        self.emit(ReasoningDelta(text=text))
 
     def _append_assistant(self, step: StepResult) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
@@ -218,8 +233,8 @@ class Turn:
             nudges.append(strategy)
         stalled = self.ladder.check(self.iterations)
         if stalled is not None:
-            self.emit("search_stalled", iteration=stalled.iteration, level=stalled.level, streak=stalled.streak,
-                      stale_streak=stalled.stale_streak, novel=stalled.novel, reason=stalled.reason)
+            self.emit(SearchStalled(iteration=stalled.iteration, level=stalled.level, streak=stalled.streak,
+                                    stale_streak=stalled.stale_streak, novel=stalled.novel, reason=stalled.reason))
             if not stalled.unconverged:
                 commands = tuple(self.rt.settings.static_check.commands)
                 nudges.append(search_gate_message(stalled, commands=commands))
@@ -263,15 +278,15 @@ class Turn:
         cleared = self.pending.clear()
         for request_id in cleared:
             if "-q" in request_id:
-                self.emit("question_resolved", request_id=request_id, answer="", source="turn_ended")
+                self.emit(QuestionResolved(request_id=request_id, answer="", source="turn_ended"))
             else:
-                self.emit("approval_resolved", request_id=request_id, decision="deny", source="turn_ended")
+                self.emit(ApprovalResolved(request_id=request_id, decision=Decision.DENY, source="turn_ended"))
         handoff = ""
         if handoff_needed(status, self.final_text):
             handoff = handoff_report(self._handoff_facts(status, reason))
-        self.emit("turn_finished", status=status.value, text=self.final_text, handoff=handoff, usage=self.usage,
-                  iterations=self.iterations, duration_ms=(time.monotonic() - self._started) * 1000.0,
-                  reason="" if status == COMPLETED else reason, cleared_requests=cleared)
+        self.emit(TurnFinished(status=status, text=self.final_text, handoff=handoff, usage=self.usage,
+                               iterations=self.iterations, duration_ms=(time.monotonic() - self._started) * 1000.0,
+                               reason="" if status == COMPLETED else reason, cleared_requests=cleared))
         self.finished = True
         self._save()
         # Folding the journal and rewriting the summaries waits until the clients have had the

@@ -25,11 +25,21 @@ from services.loop.pipeline import Turn
 from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
 from services.loop.policy.permissions import Level, Verdict, decide_permission
 from services.loop.policy.settings import LoopSettings
+from services.loop.policy.turn import Status
 from services.loop.ports import ModelClient, ToolCall, ToolOutcome, ToolRunner, Usage
 from services.loop.prompt import BASE_INSTRUCTIONS, HistoryView, build_instructions, read_project_notes
 from services.loop.sessions import Session, SessionStore
 from services.loop.tasks import TaskState, render_task_state, todo_write
 from services.loop.traces import TraceWriter
+from services.loop.turn_events import (
+    Degraded,
+    EventBody,
+    InputQueued,
+    Notice,
+    TaskItem,
+    TaskListUpdated,
+    TurnFinished,
+)
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -164,13 +174,13 @@ class SessionRuntime:
         names = {t["function"]["name"] for t in remote}
         self.catalog = [*remote, *(t for t in self.catalog if t["function"]["name"] not in names)]
 
-    async def turn_preflight(self, emit: Callable[..., None]) -> dict[str, str]:
+    async def turn_preflight(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         """Before a turn's first step: re-attach tools if needed, report degraded parts, and
         gather the auxiliary tail blocks."""
         if not self.tools_attached:
             await self.attach_tools()
         for component, warning in self.tool_warnings:
-            emit("degraded", component=component, reason=warning)
+            emit(Degraded(component=component, reason=warning))
         return await self.auxiliary_tail(emit)
 
     @property
@@ -192,7 +202,7 @@ class SessionRuntime:
             self.task = asyncio.create_task(self._drain())
         else:
             turn = self.turn.number if self.turn else self.session.turns
-            self.events.emit("input_queued", turn, input=text, position=len(self.queue))
+            self.events.emit(turn, InputQueued(input=text, position=len(self.queue)))
 
     async def _drain(self) -> None:
         try:
@@ -207,9 +217,10 @@ class SessionRuntime:
         except Exception as exc:
             log.exception("turn of session %s crashed", self.session.id)
             if self.turn is not None and not self.turn.finished:  # clients must still see an end
-                self.events.emit("turn_finished", self.turn.number, status="failed",
-                                 reason=f"internal_error: {type(exc).__name__}", usage=self.turn.usage,
-                                 iterations=self.turn.iterations)
+                self.events.emit(self.turn.number, TurnFinished(
+                    status=Status.FAILED, text="", handoff="", usage=self.turn.usage,
+                    iterations=self.turn.iterations, duration_ms=0.0,
+                    reason=f"internal_error: {type(exc).__name__}"))
         finally:
             self.turn = None
             self.task = None
@@ -287,7 +298,7 @@ class SessionRuntime:
             remaining=turn.remaining, gate=self.gate, memory=self.deps.memory, mcp=self.deps.mcp,
             guard=lambda call, args: self.guard(turn, call, args), todo=lambda args: self.todo(turn, args),
             ask_timeout_seconds=self.settings.question_timeout_seconds,
-            on_degraded=lambda component, reason: turn.emit("degraded", component=component, reason=reason),
+            on_degraded=lambda component, reason: turn.emit(Degraded(component=component, reason=reason)),
         )
 
     def gate(self, tool: str, arguments: dict[str, Any], declared: str) -> Verdict:
@@ -320,7 +331,7 @@ class SessionRuntime:
             escaped, refusal = check_path_escape(str(arguments.get("command", "")), self.session.workspace,
                                                  self.settings.strict_paths)
             if escaped and refusal is None:  # observe mode: recorded, not refused
-                turn.emit("notice", level="info", text=f"bash names paths outside the workspace: {', '.join(escaped)}")
+                turn.emit(Notice(level="info", text=f"bash names paths outside the workspace: {', '.join(escaped)}"))
         return refusal
 
     def todo(self, turn: Turn, arguments: dict[str, Any]) -> ToolOutcome:
@@ -328,9 +339,9 @@ class SessionRuntime:
         result = todo_write(self.tasks(), arguments, enforce_dependencies=self.settings.enforce_dependencies)
         if result.ok:
             self.session.task_state = result.state.to_json()
-            turn.emit("task_list_updated", goal=result.state.goal, items=[
-                {"id": i.id, "content": i.content, "status": i.status, "depends_on": i.depends_on}
-                for i in result.state.items])
+            turn.emit(TaskListUpdated(goal=result.state.goal, items=[
+                TaskItem(id=i.id, content=i.content, status=i.status, depends_on=list(i.depends_on))
+                for i in result.state.items]))
         return ToolOutcome("", "todo_write", result.ok, result.output, data=result.data,
                            error_code=result.error_code, error_message=result.output if not result.ok else "")
 
@@ -345,7 +356,7 @@ class SessionRuntime:
             parts["task-state"] = block.removeprefix("<task-state>\n").removesuffix("\n</task-state>")
         return parts
 
-    async def auxiliary_tail(self, emit: Callable[..., None]) -> dict[str, str]:
+    async def auxiliary_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         """Memory constraints for this turn's tail; a failing service degrades (a Degraded
         event) instead of failing the turn."""
         parts: dict[str, str] = {}
@@ -357,10 +368,10 @@ class SessionRuntime:
                     self.deps.memory.constraints(self.session.workspace, 0, budget), budget + 0.5)
                 parts["memory-constraints"] = _untag(block, "memory-constraints")
             except (AuxiliaryError, TimeoutError) as err:
-                emit("degraded", component="memory_constraints", reason=_why(err))
+                emit(Degraded(component="memory_constraints", reason=_why(err)))
         return parts
 
-    async def step_tail(self, emit: Callable[..., None]) -> dict[str, str]:
+    async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         """The MCP catalog, fetched every step so a server that reconnects is usable on the next
         one; each failed server is reported once, a failing gateway once per turn."""
         if self.deps.mcp is None:
@@ -371,13 +382,13 @@ class SessionRuntime:
         except (AuxiliaryError, TimeoutError) as err:
             if not self.mcp_failure_reported:
                 self.mcp_failure_reported = True
-                emit("degraded", component="mcp_catalog", reason=_why(err))
+                emit(Degraded(component="mcp_catalog", reason=_why(err)))
             return {}
         self.mcp_permissions = catalog.permissions
         for server, why in catalog.degraded.items():
             if server not in self.mcp_reported:
                 self.mcp_reported.add(server)
-                emit("degraded", component=f"mcp:{server}", reason=why)
+                emit(Degraded(component=f"mcp:{server}", reason=why))
         return {"mcp-catalog": _untag(catalog.text, "mcp-catalog")}
 
     def open_tasks(self) -> list[str]:
@@ -403,7 +414,7 @@ class SessionRuntime:
         except OSError as err:
             log.error("saving session %s failed: %s", self.session.id, err)
             turn = self.turn.number if self.turn else self.session.turns
-            self.events.emit("degraded", turn, component="session_save", reason=f"{err.strerror or err}")
+            self.events.emit(turn, Degraded(component="session_save", reason=f"{err.strerror or err}"))
 
     def end_of_turn(self) -> None:
         try:

@@ -17,6 +17,7 @@ from services.loop.commands import run_command
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import Event
 from services.loop.runtime import LoopRuntime, SessionOptions, SessionRuntime
+from services.loop.turn_events import Notice
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -157,8 +158,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             try:
                 self._handle(message, rt)
             except AiCodingError as err:
-                rt.events.emit("notice", rt.turn.number if rt.turn else rt.session.turns, level="warning",
-                               text=str(err))
+                rt.events.emit(rt.turn.number if rt.turn else rt.session.turns, Notice(level="warning", text=str(err)))
 
     @staticmethod
     def _handle(message: inbound.Inbound, rt: SessionRuntime) -> None:

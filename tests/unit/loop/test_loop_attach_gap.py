@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from services.loop.events import Event, EventLog, skipped_range
+from services.loop.turn_events import Notice
 
 
 def test_no_gap_when_the_follower_is_inside_the_window_or_ahead() -> None:
@@ -31,7 +32,7 @@ def test_a_late_follower_gets_one_skipped_event_then_every_held_event_once() -> 
     async def scenario() -> list[Event]:
         log = EventLog("s1", window=5)
         for n in range(12):
-            log.emit("notice", 1, level="info", text=str(n))
+            log.emit(1, Notice(level="info", text=str(n)))
         return await _collect(log, after_seq=2, max_batch=1)
 
     events = asyncio.run(scenario())
@@ -46,7 +47,7 @@ def test_a_follower_inside_the_window_gets_no_skipped_event() -> None:
     async def scenario() -> list[Event]:
         log = EventLog("s1", window=5)
         for n in range(12):
-            log.emit("notice", 1, level="info", text=str(n))
+            log.emit(1, Notice(level="info", text=str(n)))
         return await _collect(log, after_seq=7)
 
     assert [e.kind for e in asyncio.run(scenario())] == ["notice"] * 5
@@ -56,14 +57,14 @@ def test_a_reader_slower_than_the_window_is_told_about_the_gap_mid_stream() -> N
     async def scenario() -> list[Event]:
         log = EventLog("s1", window=4)
         for n in range(3):
-            log.emit("notice", 1, level="info", text=str(n))
+            log.emit(1, Notice(level="info", text=str(n)))
         seen: list[Event] = []
         finished = [False]
         async for batch in log.follow_batches(0, lambda: finished[0], max_batch=512):
             seen.extend(batch)
             if len(seen) == 3:  # while this reader is busy, ten more events overrun its window
                 for n in range(10):
-                    log.emit("notice", 1, level="info", text=f"late {n}")
+                    log.emit(1, Notice(level="info", text=f"late {n}"))
                 finished[0] = True
         return seen
 

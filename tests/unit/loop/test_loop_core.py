@@ -11,6 +11,7 @@ from services.loop.events import EventLog
 from services.loop.pairing import MISSING_RESULT, repair_pairing
 from services.loop.previews import approval_preview
 from services.loop.prompt import assemble, build_instructions, tail_blocks
+from services.loop.turn_events import Notice
 
 
 def _call(*ids: str) -> dict[str, Any]:
@@ -37,7 +38,7 @@ def test_a_follower_after_a_seq_gets_each_later_event_once_then_live_ones() -> N
     async def scenario() -> list[int]:
         log = EventLog("s1")
         for _ in range(5):
-            log.emit("notice", 1, level="info", text="x")
+            log.emit(1, Notice(level="info", text="x"))
         done = False
         got: list[int] = []
 
@@ -47,7 +48,7 @@ def test_a_follower_after_a_seq_gets_each_later_event_once_then_live_ones() -> N
 
         task = asyncio.create_task(follow())
         await asyncio.sleep(0)
-        log.emit("notice", 1, level="info", text="live")
+        log.emit(1, Notice(level="info", text="live"))
         await asyncio.sleep(0)
         done = True
         log.wake()
@@ -59,7 +60,7 @@ def test_a_follower_after_a_seq_gets_each_later_event_once_then_live_ones() -> N
 
 def test_numbering_continues_from_the_saved_last_seq() -> None:
     async def scenario() -> int:
-        return EventLog("s1", last_seq=41).emit("notice", 1, level="info", text="x").seq
+        return EventLog("s1", last_seq=41).emit(1, Notice(level="info", text="x")).seq
 
     assert asyncio.run(scenario()) == 42
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from services.loop.events import SEQ_BLOCK, EventLog, resume_point, skipped_range
+from services.loop.turn_events import TextDelta
 
 
 def test_a_block_of_numbers_is_reserved_before_the_first_of_them_is_issued() -> None:
@@ -15,12 +16,12 @@ def test_a_block_of_numbers_is_reserved_before_the_first_of_them_is_issued() -> 
         reserved.append((mark, log.last_seq))  # what had been issued when the reservation was asked
 
     log = EventLog("s", 0, reserve=reserve)
-    log.emit("text_delta", 1, text="a")
+    log.emit(1, TextDelta(text="a"))
     assert reserved == [(SEQ_BLOCK, 0)]
     for _ in range(SEQ_BLOCK - 1):
-        log.emit("text_delta", 1, text="b")
+        log.emit(1, TextDelta(text="b"))
     assert log.last_seq == SEQ_BLOCK and len(reserved) == 1  # one write per block, not per event
-    log.emit("text_delta", 1, text="c")
+    log.emit(1, TextDelta(text="c"))
     assert reserved[-1] == (2 * SEQ_BLOCK, SEQ_BLOCK)
 
 
@@ -50,7 +51,7 @@ def test_a_follower_from_before_a_restart_receives_every_new_event_in_order() ->
         start, unissued = resume_point(100, 10_000)
         log = EventLog("s", start, unissued=unissued)
         for n in range(5):
-            log.emit("text_delta", 2, text=str(n))
+            log.emit(2, TextDelta(text=str(n)))
         got: list[int] = []
         async for event in log.follow(130, lambda: True):
             got.append(event.seq)

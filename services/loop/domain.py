@@ -1,0 +1,105 @@
+"""The loop's value types: messages, token usage, tool calls and their outcomes, model steps.
+
+Plain data shared by the pipeline, the policies, the adapters and the typed
+events (services/loop/turn_events.py); services/loop/ports.py re-exports them
+next to the Protocols that carry them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+"""A Chat Completions message dict (``role``, ``content``, ``tool_calls``, ``tool_call_id``)."""
+
+
+@dataclass
+class Usage:
+    """Normalized token usage; ``None`` means the provider did not say (never a guess)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    prefix_ratio: float | None = None
+
+    def add(self, other: Usage) -> Usage:
+        def opt(a: float | None, b: float | None) -> Any:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            cached_tokens=opt(self.cached_tokens, other.cached_tokens),
+            cache_creation_tokens=opt(self.cache_creation_tokens, other.cache_creation_tokens),
+            reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
+            cost_usd=opt(self.cost_usd, other.cost_usd),
+            prefix_ratio=other.prefix_ratio if other.prefix_ratio is not None else self.prefix_ratio,
+        )
+
+
+@dataclass
+class ToolCall:
+    """One tool call assembled from the stream."""
+
+    id: str
+    name: str
+    arguments_json: str
+    # Set when arguments_json is not a JSON object: the loop turns it into an
+    # error result the model sees ("invalid_arguments"), never a crash.
+    parse_error: str = ""
+
+    def arguments(self) -> dict[str, Any]:
+        value = json.loads(self.arguments_json or "{}")
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class StepResult:
+    """What one model step produced."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = ""
+    latency_ms: float = 0.0
+
+
+class ModelError(Exception):
+    """A model step failed after its retries. ``reason`` is stable:
+    ``context_length``, ``rate_limited``, ``server_error``, ``connection``,
+    ``auth``, ``timeout``, ``bad_request``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass
+class ToolOutcome:
+    """A finished tool call as the pipeline records it."""
+
+    call_id: str
+    tool: str
+    ok: bool
+    output: str
+    data: dict[str, Any] = field(default_factory=dict)
+    error_code: str = ""
+    error_message: str = ""
+    duration_ms: float = 0.0
+    limit_hit: str = ""
+
+
+@dataclass
+class ToolChunkEvent:
+    call_id: str
+    stream: str
+    text: str

@@ -1,0 +1,248 @@
+"""What a turn tells its clients: one frozen dataclass per ``TurnEvent`` kind.
+
+The pipeline and its parts build these and hand them to ``EventLog.emit``;
+``convert.event_to_proto`` maps each to its proto message by type. Fields are
+named and typed as the proto message's fields, so a misspelled or mistyped
+field is a mypy error where the event is built, not a broken client stream.
+
+To add an event kind (compaction, subagents, plans, hooks):
+1. add the message and a ``TurnEvent.event`` oneof field in your number range
+   to protos/ai_coding/v1/loop.proto and regenerate;
+2. add a frozen dataclass here, subclassing ``EventBody`` with ``kind`` set
+   to the oneof field's name and the message's fields by name;
+3. nothing else: convert copies plain fields by name and the known value
+   types (``Usage``, ``ToolOutcome``, ``TaskItem``, ``LayerStat``, the status and
+   decision enums) by type; tests/unit/loop/test_turn_events.py fails if the
+   fields and the proto message disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from services.loop.approvals import Decision
+from services.loop.domain import ToolOutcome, Usage
+from services.loop.policy.turn import Status
+
+
+class EventBody:
+    """Base of every event payload; ``kind`` names its ``TurnEvent`` oneof field."""
+
+    kind: ClassVar[str] = ""
+
+    def fields(self) -> dict[str, Any]:
+        """The payload's fields by name (shallow), for traces and tests."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TurnStarted(EventBody):
+    kind: ClassVar[str] = "turn_started"
+    turn: int
+    input: str
+    model: str
+
+
+@dataclass(frozen=True)
+class TextDelta(EventBody):
+    kind: ClassVar[str] = "text_delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta(EventBody):
+    kind: ClassVar[str] = "reasoning_delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted(EventBody):
+    kind: ClassVar[str] = "tool_started"
+    call_id: str
+    tool: str
+    arguments_json: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class ToolChunk(EventBody):
+    kind: ClassVar[str] = "tool_chunk"
+    call_id: str
+    stream: str
+    text: str
+    progress: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True)
+class ToolFinished(EventBody):
+    kind: ClassVar[str] = "tool_finished"
+    result: ToolOutcome
+
+
+@dataclass(frozen=True)
+class ApprovalRequested(EventBody):
+    kind: ClassVar[str] = "approval_requested"
+    request_id: str
+    call_id: str
+    tool: str
+    arguments_json: str
+    preview: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApprovalResolved(EventBody):
+    kind: ClassVar[str] = "approval_resolved"
+    request_id: str
+    decision: Decision
+    source: str
+
+
+@dataclass(frozen=True)
+class QuestionAsked(EventBody):
+    kind: ClassVar[str] = "question_asked"
+    request_id: str
+    question: str
+    options: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class QuestionResolved(EventBody):
+    kind: ClassVar[str] = "question_resolved"
+    request_id: str
+    answer: str
+    source: str
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    """One todo item as the client shows it (not an event: a part of TaskListUpdated)."""
+
+    id: str
+    content: str
+    status: str
+    depends_on: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TaskListUpdated(EventBody):
+    kind: ClassVar[str] = "task_list_updated"
+    goal: str
+    items: list[TaskItem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LayerStat:
+    """What one compaction layer did (a part of CompactionEnded)."""
+
+    name: str
+    removed: int = 0
+    rewritten: int = 0
+    skipped: int = 0
+    before_tokens: int = 0
+    after_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class CompactionStarted(EventBody):
+    kind: ClassVar[str] = "compaction_started"
+    estimated_tokens: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompactionEnded(EventBody):
+    kind: ClassVar[str] = "compaction_ended"
+    layers: list[LayerStat]
+    estimated_before: int
+    estimated_after: int
+
+
+@dataclass(frozen=True)
+class MemoryRecalled(EventBody):
+    kind: ClassVar[str] = "memory_recalled"
+    count: int
+    note_ids: list[str]
+    elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class Degraded(EventBody):
+    kind: ClassVar[str] = "degraded"
+    component: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SearchStalled(EventBody):
+    kind: ClassVar[str] = "search_stalled"
+    iteration: int
+    level: int
+    streak: int
+    stale_streak: int
+    novel: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ContextAssembled(EventBody):
+    kind: ClassVar[str] = "context_assembled"
+    instructions_bytes: int
+    tools_bytes: int
+    history_bytes: int
+    tail_bytes: int
+    estimated_tokens: int
+    tail_parts_json: str
+
+
+@dataclass(frozen=True)
+class ModelStepFinished(EventBody):
+    kind: ClassVar[str] = "model_step_finished"
+    step: int
+    usage: Usage
+    latency_ms: float
+    finish_reason: str
+
+
+@dataclass(frozen=True)
+class InputQueued(EventBody):
+    kind: ClassVar[str] = "input_queued"
+    input: str
+    position: int
+
+
+@dataclass(frozen=True)
+class Notice(EventBody):
+    kind: ClassVar[str] = "notice"
+    level: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFinished(EventBody):
+    """Only ``Turn._end`` builds this, with the status ``policy.turn.decide`` returned."""
+
+    kind: ClassVar[str] = "turn_finished"
+    status: Status
+    text: str
+    handoff: str
+    usage: Usage
+    iterations: int
+    duration_ms: float
+    reason: str
+    cleared_requests: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EventsSkipped(EventBody):
+    kind: ClassVar[str] = "events_skipped"
+    from_seq: int
+    to_seq: int
+    hint: str
+
+
+def body_classes() -> list[type[EventBody]]:
+    """Every event payload class (convert's table and the proto-agreement test use it)."""
+    return list(EventBody.__subclasses__())
