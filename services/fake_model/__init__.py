@@ -23,7 +23,11 @@ script and rewinds), ``POST /_admin/reset`` (rewinds and clears the log).
 
 Script format (YAML or JSON)
 ----------------------------
-A list of steps, or a mapping ``{steps: [...], models: [ids], order: strict}``.
+A list of steps, or a mapping ``{steps: [...], models: [ids], order: strict, context_window: 0}``.
+``context_window`` (tokens; also ``FakeModelServer(context_window=N)``) makes the server
+enforce a window as a provider does: a request over it (request bytes / 4) gets the
+400 ``context_length_exceeded`` error, consumes no step and is listed in
+``server.over_window``.
 Each request to ``/v1/chat/completions`` consumes the next step, in order
 (``order: first_match`` instead lets the first unused step whose ``match``
 holds answer: for concurrent callers such as subagents, whose order varies)::

@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="TCP port (default 0: any free port)")
     parser.add_argument("--api-key", default=None, help="require this bearer key (default: accept any)")
+    parser.add_argument("--context-window", type=int, default=None,
+                        help="refuse requests over this many tokens with the context_length error "
+                             "(default: the script's context_window, else unlimited)")
     return parser
 
 
@@ -33,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve until SIGTERM/SIGINT; returns the process exit code."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     try:
-        server = FakeModelServer(args.script, host=args.host, port=args.port, api_key=args.api_key).start()
+        server = FakeModelServer(args.script, host=args.host, port=args.port, api_key=args.api_key,
+                                 context_window=args.context_window).start()
     except FakeModelError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

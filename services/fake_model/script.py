@@ -86,6 +86,9 @@ class Script:
     steps: tuple[Step, ...] = ()
     models: tuple[str, ...] = DEFAULT_MODELS
     order: str = "strict"
+    context_window: int = 0
+    """Tokens a request may have (request bytes / 4, as usage counts them); over it the reply is the
+    provider's context_length error and no step is consumed. 0 = unlimited."""
 
 
 def load_script_file(path: str | Path) -> Script:
@@ -126,11 +129,16 @@ def parse_script(data: Any) -> Script:
         return Script()
     models: tuple[str, ...] = DEFAULT_MODELS
     order = "strict"
+    context_window = 0
     if isinstance(data, dict):
-        unknown = set(data) - {"steps", "models", "order"}
+        unknown = set(data) - {"steps", "models", "order", "context_window"}
         if unknown:
             raise ScriptError(f"unknown top-level key(s) {sorted(unknown)} in the fake-model script.",
-                              hint="Use 'steps' (a list), optionally 'models' (a list of ids) and 'order'.")
+                              hint="Use 'steps' (a list), optionally 'models' (a list of ids), 'order' and "
+                                   "'context_window'.")
+        context_window = data.get("context_window", 0)
+        if not isinstance(context_window, int) or isinstance(context_window, bool) or context_window < 0:
+            raise ScriptError(f"'context_window' must be a non-negative integer (tokens), not {context_window!r}.")
         order = data.get("order", "strict")
         if order not in ORDERS:
             raise ScriptError(f"'order' must be one of {', '.join(ORDERS)}, not {order!r}.")
@@ -142,7 +150,8 @@ def parse_script(data: Any) -> Script:
     if not isinstance(data, list):
         raise ScriptError(f"a fake-model script must be a list of steps, not {type(data).__name__}.",
                           hint="Write '- text: ...' items, or a mapping with a 'steps' list.")
-    return Script(steps=tuple(parse_step(raw, i) for i, raw in enumerate(data)), models=models, order=order)
+    return Script(steps=tuple(parse_step(raw, i) for i, raw in enumerate(data)), models=models, order=order,
+                  context_window=context_window)
 
 
 def parse_step(raw: Any, index: int) -> Step:

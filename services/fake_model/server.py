@@ -113,8 +113,10 @@ class FakeModelServer:
     """
 
     def __init__(self, script: ScriptSource = None, host: str = "127.0.0.1", port: int = 0,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, context_window: int | None = None) -> None:
         self._cursor = ScriptCursor(coerce_script(script))
+        self._window_override = context_window
+        self._over_window: list[int] = []
         self._host = host
         self._port = port
         self.api_key = api_key
@@ -197,6 +199,7 @@ class FakeModelServer:
             self._cursor = ScriptCursor(self._cursor.script)
             self._requests.clear()
             self._errors.clear()
+            self._over_window.clear()
             self._previous_prompt = ""
 
     @property
@@ -209,6 +212,29 @@ class FakeModelServer:
     def chat_requests(self) -> list[RecordedRequest]:
         """Only the ``POST /v1/chat/completions`` requests."""
         return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+
+    @property
+    def context_window(self) -> int:
+        """The enforced window in tokens (0: none): the constructor's, else the script's."""
+        if self._window_override is not None:
+            return self._window_override
+        return self._cursor.script.context_window
+
+    @property
+    def over_window(self) -> list[int]:
+        """Prompt token counts of the requests refused for exceeding the window, in order."""
+        with self._lock:
+            return list(self._over_window)
+
+    def _refuse_over_window(self, request_bytes: int) -> int:
+        """The request's prompt tokens when they exceed the window (recorded), else 0."""
+        window = self.context_window
+        tokens = replies.token_estimate(request_bytes)
+        if not window or tokens <= window:
+            return 0
+        with self._lock:
+            self._over_window.append(tokens)
+        return tokens
 
     @property
     def errors(self) -> list[str]:
@@ -374,6 +400,10 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.api_key is not None and self.headers.get("Authorization", "") != f"Bearer {owner.api_key}":
             return self._error(record, 401, "Incorrect API key provided.", type_="invalid_request_error",
                                code="invalid_api_key")
+        over = owner._refuse_over_window(len(raw))
+        if over:
+            return self._error(record, 400, replies.context_length_message(over, owner.context_window),
+                               type_="invalid_request_error", code="context_length_exceeded", param="messages")
         outcome, usage, number = owner._select(body, len(raw))
         if isinstance(outcome, Refused):
             return self._error(record, 400, outcome.message, type_="invalid_request_error", code=outcome.code)

@@ -1,0 +1,237 @@
+"""The layers that need no model: L3 (persist), L1 (snip), L2 (envelopes) and the fallback trim.
+
+Each is a pure function ``(Inputs, CompactionState) -> (CompactionState, LayerStat | None)``
+over the record; the only effect is writing bodies under transcripts/ (written
+before the state that refers to them exists, so a crash leaves at worst an
+unreferenced file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from services.loop.compaction.settings import Budget, CompactionSettings
+from services.loop.compaction.state import (
+    CompactionState,
+    Omission,
+    Overlay,
+    build_view,
+    content_digest,
+    view_message,
+    visible_indices,
+)
+from services.loop.compaction.tokens import history_tokens, message_tokens
+from services.loop.compaction.transcripts import Transcripts
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LayerStat:
+    """What one layer did (CompactionEnded.layers)."""
+
+    name: str
+    removed: int = 0
+    """Messages taken out of the view, net of the marker or note that replaces them (L1, L4, fallback)."""
+    rewritten: int = 0
+    """Messages kept but with new content (L2, L3)."""
+    skipped: int = 0
+    """Candidates looked at and left alone (L2, L3)."""
+    before_tokens: int = 0
+    after_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What every layer reads."""
+
+    messages: list[Message]
+    """The session's record (never modified)."""
+    session_id: str
+    budget: Budget
+    settings: CompactionSettings
+    transcripts: Transcripts
+    fixed_tokens: int = 0
+    """Tokens of the request outside the history (instructions, tools, tail)."""
+    pinned: int = -1
+    """Index of the current user request: never hidden, whatever is compacted."""
+
+    def tokens(self, state: CompactionState) -> int:
+        """Estimated tokens of the request this state gives."""
+        return self.fixed_tokens + history_tokens(build_view(self.messages, state))
+
+
+def is_boundary(messages: list[Message], index: int) -> bool:
+    """True when a cut before ``index`` separates no call from its results."""
+    return index >= len(messages) or messages[index].get("role") != "tool"
+
+
+def next_boundary(messages: list[Message], index: int) -> int:
+    while not is_boundary(messages, index):
+        index += 1
+    return index
+
+
+def previous_boundary(messages: list[Message], index: int) -> int:
+    while index > 0 and not is_boundary(messages, index):
+        index -= 1
+    return index
+
+
+def last_exchange(messages: list[Message]) -> int:
+    """Start of the newest exchange (the last non-tool message: an answer, or a call and its results)."""
+    return previous_boundary(messages, len(messages) - 1) if messages else 0
+
+
+# ---- L3 ----------------------------------------------------------------------------------------------
+
+
+def persisted_placeholder(path: str, body: str, window: int) -> str:
+    head, tail = body[:window], body[-window:] if len(body) > 2 * window else ""
+    shown = f"{head}\n[...]\n{tail}" if tail else head
+    return (f"<persisted-output path=\"{path}\" chars=\"{len(body)}\">\nThe full output was saved to {path} "
+            f"(read it in parts, or history_search). Start and end:\n{shown}\n</persisted-output>")
+
+
+def l3_persist(inp: Inputs, state: CompactionState) -> tuple[CompactionState, LayerStat]:
+    """Mid-turn guard: only the trailing batch of tool results, only when it is over half the window,
+    and only its results over ``per_result_persist_bytes``."""
+    messages, s = inp.messages, inp.settings
+    start = len(messages)
+    while start > state.consumed and messages[start - 1].get("role") == "tool":
+        start -= 1
+    batch = [i for i in range(start, len(messages)) if i not in state.overlays]
+    sizes = {i: len(str(messages[i].get("content") or "").encode("utf-8", "surrogatepass")) for i in batch}
+    if not batch or sum(sizes.values()) // 4 <= inp.budget.window // 2:
+        return state, LayerStat("L3", skipped=len(batch))
+    overlays = dict(state.overlays)
+    rewritten = 0
+    for i in batch:
+        if sizes[i] <= s.per_result_persist_bytes:
+            continue
+        body = str(messages[i].get("content") or "")
+        path = inp.transcripts.persist(body)
+        overlays[i] = Overlay("L3", content_digest(messages[i]), persisted_placeholder(path, body, s.l2_window_chars))
+        rewritten += 1
+    return replace(state, overlays=overlays), LayerStat("L3", rewritten=rewritten, skipped=len(batch) - rewritten)
+
+
+# ---- omissions (L1, fallback) --------------------------------------------------------------------------
+
+
+def omit(inp: Inputs, state: CompactionState, start: int, end: int, kind: str) -> tuple[CompactionState, int]:
+    """Hide ``messages[start:end]`` (boundaries) except the pinned request, merged with the omissions it
+    touches; archived first. Returns the new state and how many messages became hidden."""
+    if end <= start:
+        return state, 0
+    pieces = [(start, end)]
+    if start <= inp.pinned < end:
+        pieces = [(start, inp.pinned), (inp.pinned + 1, end)]
+    kept = list(state.omissions)
+    added = 0
+    for lo, hi in pieces:
+        if hi <= lo:
+            continue
+        touching = [o for o in kept if o.start <= hi and o.end >= lo]
+        merged_lo = min([lo, *(o.start for o in touching)])
+        merged_hi = max([hi, *(o.end for o in touching)])
+        merged_kind = "overflow" if kind == "overflow" or any(o.kind == "overflow" for o in touching) else kind
+        already = sum(o.end - o.start for o in touching)
+        inp.transcripts.archive(inp.session_id, inp.messages, range(merged_lo, merged_hi))
+        kept = [o for o in kept if o not in touching] + [Omission(merged_lo, merged_hi, merged_kind)]
+        added += (merged_hi - merged_lo) - already
+    kept.sort(key=lambda o: o.start)
+    overlays = {i: o for i, o in state.overlays.items() if not any(x.start <= i < x.end for x in kept)}
+    return replace(state, omissions=tuple(kept), overlays=overlays), added
+
+
+# ---- L1 ----------------------------------------------------------------------------------------------
+
+
+def l1_snip(inp: Inputs, state: CompactionState) -> tuple[CompactionState, LayerStat | None]:
+    """Over ``max_messages`` in view, hide the middle, keeping ``snip_keep_head`` / ``snip_keep_tail``.
+    Not when a checkpoint exists: then the head is the checkpoint and the tail the record's true suffix."""
+    s = inp.settings
+    if state.checkpoint is not None:
+        return state, None
+    visible = visible_indices(len(inp.messages), state)
+    if len(visible) <= s.max_messages:
+        return state, LayerStat("L1")
+    messages = inp.messages
+    start = next_boundary(messages, visible[s.snip_keep_head])
+    end = previous_boundary(messages, visible[len(visible) - s.snip_keep_tail])
+    if end <= start:
+        end = next_boundary(messages, visible[len(visible) - s.snip_keep_tail])
+    new, _ = omit(inp, state, start, end, "snipped")
+    return new, LayerStat("L1")
+
+
+# ---- L2 ----------------------------------------------------------------------------------------------
+
+
+def envelope(path: str, body: str, window: int) -> str:
+    """The view of an old tool result: what was cleared, where it is, and its first and last characters."""
+    line = f"[elided: {len(body)} chars cleared; the full output is in {path}]"
+    if window <= 0:
+        return line
+    half = window // 2
+    if len(body) <= window:
+        return f"{line}\n{body}"
+    return f"{line}\n{body[:half]}\n[...]\n{body[-half:]}"
+
+
+def l2_envelopes(inp: Inputs, state: CompactionState) -> tuple[CompactionState, LayerStat]:
+    """Tool results older than the newest ``keep_recent_tool_results`` become envelopes; their windows
+    share ``l2_window_budget``, newest first. Bodies shorter than their envelope stay."""
+    s, messages = inp.settings, inp.messages
+    tools = [i for i in visible_indices(len(messages), state) if messages[i].get("role") == "tool"]
+    older = tools[: max(len(tools) - s.keep_recent_tool_results, 0)]
+    overlays = {i: o for i, o in state.overlays.items() if o.layer != "L2" or i in older}
+    budget = s.l2_window_budget
+    rewritten = skipped = 0
+    for i in reversed(older):
+        if i in overlays and overlays[i].layer == "L3":
+            skipped += 1
+            continue
+        body = str(messages[i].get("content") or "")
+        window = min(2 * s.l2_window_chars, budget)
+        probe = envelope("." * 80, body, window)
+        if len(body) <= len(probe):
+            overlays.pop(i, None)
+            skipped += 1
+            continue
+        budget -= min(window, len(body))
+        text = envelope(inp.transcripts.elide(body), body, window)
+        previous = state.overlays.get(i)
+        if previous is None or previous.content != text:
+            rewritten += 1
+        overlays[i] = Overlay("L2", content_digest(messages[i]), text)
+    return replace(state, overlays=overlays), LayerStat("L2", rewritten=rewritten, skipped=skipped)
+
+
+# ---- fallback ----------------------------------------------------------------------------------------
+
+
+def hard_trim(inp: Inputs, state: CompactionState, goal: int) -> tuple[CompactionState, LayerStat | None]:
+    """Hide the oldest visible messages until the request is at most ``goal`` tokens. Always kept: the
+    checkpoint note, the pinned request and the newest exchange. What it hides is archived and the view
+    says so (``[context overflow] N messages omitted; use history_search``)."""
+    messages = inp.messages
+    before = inp.tokens(state)
+    if before <= goal:
+        return state, None
+    limit = last_exchange(messages)
+    visible = [i for i in visible_indices(len(messages), state) if i < limit and i != inp.pinned]
+    if not visible:
+        return state, None
+    excess = before - goal + 40  # the marker's own size
+    freed, end = 0, visible[0]
+    for i in visible:
+        if freed >= excess:
+            break
+        freed += message_tokens(view_message(messages, i, state))
+        end = i + 1
+    end = min(next_boundary(messages, end), limit)
+    new, hidden = omit(inp, state, visible[0], end, "overflow")
+    return (new, LayerStat("fallback")) if hidden else (state, None)
