@@ -195,6 +195,8 @@ class ContextAssembled(EventBody):
     tail_bytes: int
     estimated_tokens: int
     tail_parts_json: str
+    ceiling_tokens: int = 0
+    window_tokens: int = 0
 
 
 @dataclass(frozen=True)

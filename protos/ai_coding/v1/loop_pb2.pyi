@@ -1007,6 +1007,8 @@ class ContextAssembled(_message.Message):
     TAIL_BYTES_FIELD_NUMBER: _builtins.int
     ESTIMATED_TOKENS_FIELD_NUMBER: _builtins.int
     TAIL_PARTS_JSON_FIELD_NUMBER: _builtins.int
+    CEILING_TOKENS_FIELD_NUMBER: _builtins.int
+    WINDOW_TOKENS_FIELD_NUMBER: _builtins.int
     instructions_bytes: _builtins.int
     """Bytes per part of the request: instructions, tools, history, tail blocks."""
     tools_bytes: _builtins.int
@@ -1015,6 +1017,11 @@ class ContextAssembled(_message.Message):
     estimated_tokens: _builtins.int
     tail_parts_json: _builtins.str
     """JSON object: tail block name -> bytes."""
+    ceiling_tokens: _builtins.int
+    """How full the window is: estimated_tokens against the compaction ceiling and the window
+    (0 when unknown), for /budget and the REPL's status.
+    """
+    window_tokens: _builtins.int
     def __init__(
         self,
         *,
@@ -1024,10 +1031,12 @@ class ContextAssembled(_message.Message):
         tail_bytes: _builtins.int = ...,
         estimated_tokens: _builtins.int = ...,
         tail_parts_json: _builtins.str = ...,
+        ceiling_tokens: _builtins.int = ...,
+        window_tokens: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["estimated_tokens", b"estimated_tokens", "history_bytes", b"history_bytes", "instructions_bytes", b"instructions_bytes", "tail_bytes", b"tail_bytes", "tail_parts_json", b"tail_parts_json", "tools_bytes", b"tools_bytes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ceiling_tokens", b"ceiling_tokens", "estimated_tokens", b"estimated_tokens", "history_bytes", b"history_bytes", "instructions_bytes", b"instructions_bytes", "tail_bytes", b"tail_bytes", "tail_parts_json", b"tail_parts_json", "tools_bytes", b"tools_bytes", "window_tokens", b"window_tokens"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
