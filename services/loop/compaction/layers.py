@@ -23,23 +23,9 @@ from services.loop.compaction.state import (
 )
 from services.loop.compaction.tokens import history_tokens, message_tokens
 from services.loop.compaction.transcripts import Transcripts
+from services.loop.turn_events import LayerStat
 
 Message = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class LayerStat:
-    """What one layer did (CompactionEnded.layers)."""
-
-    name: str
-    removed: int = 0
-    """Messages taken out of the view, net of the marker or note that replaces them (L1, L4, fallback)."""
-    rewritten: int = 0
-    """Messages kept but with new content (L2, L3)."""
-    skipped: int = 0
-    """Candidates looked at and left alone (L2, L3)."""
-    before_tokens: int = 0
-    after_tokens: int = 0
 
 
 @dataclass(frozen=True)

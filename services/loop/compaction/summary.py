@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
-from services.loop.compaction.layers import Inputs, LayerStat, last_exchange, next_boundary, previous_boundary
+from services.loop.compaction.layers import Inputs, last_exchange, next_boundary, previous_boundary
 from services.loop.compaction.state import (
     Checkpoint,
     CompactionState,
@@ -26,6 +26,7 @@ from services.loop.compaction.state import (
 from services.loop.compaction.tokens import message_tokens, text_bytes, tokens_of_bytes
 from services.loop.compaction.transcripts import message_text
 from services.loop.ports import ModelClient, ModelError
+from services.loop.turn_events import LayerStat
 
 Message = dict[str, Any]
 
