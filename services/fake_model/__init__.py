@@ -51,6 +51,10 @@ holds answer: for concurrent callers such as subagents, whose order varies)::
       chunk_chars: 12                  # text/reasoning characters per chunk
       repeat: 1                        # answer this many requests (or "forever")
       fault: ...                       # instead of a normal reply, see below
+      wire: openai                     # or a provider's quirk: index_zero | no_index | message |
+                                       # split_surrogates (see services/fake_model/wire.py)
+      require_reasoning_echo: false    # refuse (HTTP 400) as DeepSeek's thinking mode does when a
+                                       # tool-calling turn's reasoning_content is not sent back
 
 Faults (``fault: KIND`` or ``fault: {kind: KIND, ...}``):
 

@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any
 
+from services.fake_model import wire
 from services.fake_model.script import Step
 
 # Characters per tool-argument fragment in a stream: real providers send a few
@@ -146,7 +147,8 @@ def stream_deltas(step: Step, ids: list[str]) -> list[dict[str, Any]]:
                                        "function": {"name": call.name, "arguments": ""}}]})
         deltas += [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
                    for piece in split_text(call.arguments_json, ARGUMENT_FRAGMENT_CHARS)]
-    return deltas
+    calls = [(call_id, c.name, c.arguments_json) for call_id, c in zip(ids, step.tool_calls, strict=True)]
+    return wire.shape_deltas(step.wire, deltas, calls, step.chunk_chars)
 
 
 def stream_chunks(step: Step, *, completion_id: str, model: str, created: int, ids: list[str],
@@ -161,6 +163,7 @@ def stream_chunks(step: Step, *, completion_id: str, model: str, created: int, i
 
     chunks = [chunk([{"index": 0, "delta": d, "finish_reason": None}]) for d in stream_deltas(step, ids)]
     chunks.append(chunk([{"index": 0, "delta": {}, "finish_reason": step.effective_finish_reason()}]))
+    chunks = [wire.shape_chunk(step.wire, c) for c in chunks]
     if include_usage and usage is not None:
         chunks.append({**chunk([]), "usage": usage})
     return chunks

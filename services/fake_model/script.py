@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from services.fake_model.errors import ScriptError
+from services.fake_model.wire import WIRE_SHAPES
 
 USAGE_SHAPES = ("openai", "deepseek", "bare", "none")
 ORDERS = ("strict", "first_match")
@@ -21,7 +22,7 @@ DEFAULT_MODELS = ("fake-model",)
 
 _STEP_KEYS = {
     "match", "text", "reasoning", "tool_calls", "usage_shape", "usage", "delay_ms", "chunk_delay_ms",
-    "finish_reason", "repeat", "fault", "chunk_chars", "name",
+    "finish_reason", "repeat", "fault", "chunk_chars", "name", "wire", "require_reasoning_echo",
 }
 _TOOL_KEYS = {"name", "arguments", "arguments_raw", "id"}
 _FAULT_KEYS = {"kind", "retry_after", "after_chunks", "seconds", "status", "message", "code"}
@@ -67,6 +68,8 @@ class Step:
     fault: Fault | None = None
     chunk_chars: int = 12
     name: str = ""
+    wire: str = "openai"
+    require_reasoning_echo: bool = False
 
     def effective_finish_reason(self) -> str:
         """The scripted finish reason, else ``tool_calls`` when the step calls tools, else ``stop``."""
@@ -166,6 +169,9 @@ def parse_step(raw: Any, index: int) -> Step:
     usage_shape = _get(raw, "usage_shape", str, where, "openai")
     if usage_shape not in USAGE_SHAPES:
         raise ScriptError(f"{where}: usage_shape must be one of {', '.join(USAGE_SHAPES)}, not {usage_shape!r}.")
+    wire = _get(raw, "wire", str, where, "openai")
+    if wire not in WIRE_SHAPES:
+        raise ScriptError(f"{where}: wire must be one of {', '.join(WIRE_SHAPES)}, not {wire!r}.")
     chunk_chars = _get(raw, "chunk_chars", int, where, 12)
     if chunk_chars < 1:
         raise ScriptError(f"{where}: chunk_chars must be at least 1.")
@@ -184,6 +190,8 @@ def parse_step(raw: Any, index: int) -> Step:
         fault=_parse_fault(raw.get("fault"), where),
         chunk_chars=chunk_chars,
         name=_get(raw, "name", str, where, ""),
+        wire=wire,
+        require_reasoning_echo=_get(raw, "require_reasoning_echo", bool, where, False),
     )
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from services.fake_model import replies
+from services.fake_model import replies, wire
 from services.fake_model.cursor import Refused, ScriptCursor, Selected
 from services.fake_model.errors import FakeModelError, ScriptError
 from services.fake_model.script import Fault, Script, Step, coerce_script, parse_script
@@ -409,6 +409,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(record, 400, outcome.message, type_="invalid_request_error", code=outcome.code)
         step = outcome.step
         record.step = outcome.index
+        if step.require_reasoning_echo and (refusal := wire.reasoning_echo_refusal(body["messages"])):
+            return self._error(record, 400, refusal, type_="invalid_request_error", code="invalid_request_error")
         self._wait(step.delay_ms / 1000)
         if step.fault is not None and step.fault.kind not in ("stall", "drop"):
             return self._fault_reply(record, step.fault, usage)
@@ -463,7 +465,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._interrupt(record, step.fault)
             if sent and step.chunk_delay_ms:
                 self._wait(step.chunk_delay_ms / 1000)
-            self._write_chunk(b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n")
+            self._write_chunk(b"data: " + wire.encode_chunk(chunk) + b"\n\n")
         if step.fault is not None and step.fault.after_chunks >= len(chunks):
             self._interrupt(record, step.fault)
         self._settle()

@@ -140,6 +140,8 @@ def _spec(ctx: DispatchContext, name: str) -> dict[str, Any] | None:
 async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall]) -> ToolOutcome | None:
     """None when ``call`` may run, else its refusal. ``earlier``: calls of this batch already
     cleared to run (they run first, so an approval preview must not assume the files as they are)."""
+    if call.truncated:
+        return error_outcome(call.id, call.name, "truncated_call", call.parse_error)
     if call.parse_error:
         return error_outcome(call.id, call.name, "invalid_arguments",
                              f"the arguments are not a JSON object ({call.parse_error}); send valid JSON")

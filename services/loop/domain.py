@@ -54,6 +54,8 @@ class ToolCall:
     # Set when arguments_json is not a JSON object: the loop turns it into an
     # error result the model sees ("invalid_arguments"), never a crash.
     parse_error: str = ""
+    # Set with parse_error when the stream hit the output limit inside this call's arguments.
+    truncated: bool = False
 
     def arguments(self) -> dict[str, Any]:
         value = json.loads(self.arguments_json or "{}")

@@ -87,10 +87,11 @@ def tail_blocks(parts: dict[str, str]) -> list[tuple[str, str]]:
 
 
 def for_request(message: Message) -> Message:
-    """A history message as sent: private keys (``_ts``) and stored reasoning left out."""
-    if not any(k.startswith("_") or k == "reasoning" for k in message):
+    """A history message as sent: private keys (``_ts``) left out. Stored ``reasoning`` stays:
+    the model client sends it back or drops it by its provider's rule."""
+    if not any(k.startswith("_") for k in message):
         return message
-    return {k: v for k, v in message.items() if not k.startswith("_") and k != "reasoning"}
+    return {k: v for k, v in message.items() if not k.startswith("_")}
 
 
 def approx_bytes(message: Message) -> int:

@@ -34,7 +34,7 @@ from typing import Any
 import httpx2
 import openai
 
-from services.loop.model.providers import get_provider
+from services.loop.model.providers import echoes_reasoning, get_provider, thinking_options, with_reasoning
 from services.loop.model.retry import (
     Failure,
     classify_status,
@@ -164,18 +164,20 @@ class OpenAIModelClient:
         await self._client.close()
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        s = self.settings
         request: dict[str, Any] = {
-            "model": self.settings.model,
-            "messages": messages,
+            "model": s.model,
+            "messages": with_reasoning(messages, echoes_reasoning(s.provider, s.thinking)),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
         if tools:
             request["tools"] = tools
-        if self.settings.max_tokens is not None:
-            request["max_tokens"] = self.settings.max_tokens
-        if self.settings.temperature is not None:
-            request["temperature"] = self.settings.temperature
+        if s.max_tokens is not None:
+            request["max_tokens"] = s.max_tokens
+        if s.temperature is not None:
+            request["temperature"] = s.temperature
+        request.update(thinking_options(s.provider, s.thinking, s.reasoning_effort))
         return request
 
     async def _attempt(
@@ -209,6 +211,9 @@ class OpenAIModelClient:
             await response.aclose()
         if not asm.finish_reason:
             raise _AttemptFailed(Failure("stream_dropped", True), "it ended before the model finished")
+        if asm.produced_nothing and asm.shapeless_choices:
+            raise _AttemptFailed(Failure("not_an_api", False), f"its {asm.shapeless_choices} stream chunk(s) "
+                                 "carry neither `delta` nor `message`, so nothing in them can be read")
 
     async def _read_stream(self, response: httpx2.Response, asm: StreamAssembler,
                            on_text: Callable[[str], None], on_reasoning: Callable[[str], None]) -> None:
@@ -286,7 +291,8 @@ class OpenAIModelClient:
     def _result(self, asm: StreamAssembler, request: dict[str, Any], body: bytes, started: float) -> StepResult:
         usage = normalize_usage(asm.usage)
         s = self.settings
-        usage.cost_usd = step_cost(
+        # No usage reported means the cost is unknown, not zero.
+        usage.cost_usd = None if asm.usage is None else step_cost(
             usage,
             input_per_mtok=s.price_input_per_mtok,
             output_per_mtok=s.price_output_per_mtok,

@@ -3,14 +3,33 @@
 Each row has three consumers: its default ``base_url`` (``provider: deepseek``
 needs no endpoint), the conventional environment variable holding its key, and
 the key itself (shown in ``/config`` and traces). There is no capability
-matrix: usage shapes, reasoning fields and context-overflow errors are read by
-trying each known form (see ``usage.py`` and ``client.py``).
+matrix for what comes back: usage shapes, reasoning fields and context-overflow
+errors are read by trying each known form (see ``usage.py`` and ``client.py``).
+
+What goes out differs by provider and is written down here, from each
+provider's documentation:
+
+- thinking on/off and effort (:func:`thinking_options`): DeepSeek takes
+  ``thinking: {type: enabled|disabled}`` plus ``reasoning_effort``; Qwen
+  (DashScope) takes ``enable_thinking`` and has no effort knob in Chat
+  Completions; OpenAI, Ollama and generic servers take ``reasoning_effort``,
+  where ``none`` turns thinking off.
+- reasoning sent back (:func:`with_reasoning`): DeepSeek's thinking mode
+  requires the ``reasoning_content`` of the assistant messages of every user
+  turn that made tool calls in all later requests (HTTP 400 otherwise) and
+  ignores it on turns without tool calls, so it is sent exactly there; the
+  others do not take it back, so it is never sent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
+
+REASONING_KEY = "reasoning"
+"""Where the loop keeps an assistant message's reasoning in its history (never sent as is)."""
 
 
 @dataclass(frozen=True)
@@ -68,3 +87,63 @@ def infer_provider(base_url: str) -> str:
 def get_provider(name: str) -> Provider | None:
     """The row for ``name`` (case-insensitive), or None when unknown."""
     return PROVIDERS.get(name.strip().lower())
+
+
+def thinking_options(provider: str, thinking: bool | None, effort: str) -> dict[str, Any]:
+    """The request fields that set thinking on/off and its effort, the way ``provider`` reads them.
+
+    ``thinking`` None and ``effort`` "" leave the endpoint's default (nothing is sent).
+    """
+    out: dict[str, Any] = {}
+    if provider == "deepseek":
+        if thinking is not None:
+            out["thinking"] = {"type": "enabled" if thinking else "disabled"}
+        if effort and thinking is not False:
+            out["reasoning_effort"] = effort
+    elif provider == "qwen":
+        if thinking is not None:
+            out["enable_thinking"] = thinking
+    elif thinking is False:
+        out["reasoning_effort"] = "none"
+    elif effort:
+        out["reasoning_effort"] = effort
+    return out
+
+
+def echoes_reasoning(provider: str, thinking: bool | None) -> bool:
+    """True when ``provider`` must get earlier reasoning back (DeepSeek in thinking mode, its default)."""
+    return provider == "deepseek" and thinking is not False
+
+
+def with_reasoning(messages: list[dict[str, Any]], echo: bool) -> list[dict[str, Any]]:
+    """``messages`` as sent: stored reasoning dropped, or (``echo``) sent as ``reasoning_content``
+    on the assistant messages of each user turn that made tool calls.
+
+    Messages without reasoning are passed through unchanged (the list is copied only when needed).
+    """
+    if not any(REASONING_KEY in m for m in messages):
+        return messages
+    in_tool_turn = _tool_turns(messages) if echo else [False] * len(messages)
+    out: list[dict[str, Any]] = []
+    for message, keep in zip(messages, in_tool_turn, strict=True):
+        if REASONING_KEY not in message:
+            out.append(message)
+            continue
+        sent = {k: v for k, v in message.items() if k != REASONING_KEY}
+        if keep and message.get("role") == "assistant" and message[REASONING_KEY]:
+            sent["reasoning_content"] = message[REASONING_KEY]
+        out.append(sent)
+    return out
+
+
+def _tool_turns(messages: Sequence[Mapping[str, Any]]) -> list[bool]:
+    """Per message: does the user turn it belongs to (the span up to the next user message) make tool calls?"""
+    flags = [False] * len(messages)
+    start = 0
+    for end in [n for n, m in enumerate(messages) if m.get("role") == "user"] + [len(messages)]:
+        span = range(start, end)
+        if any(messages[n].get("role") == "assistant" and messages[n].get("tool_calls") for n in span):
+            for n in span:
+                flags[n] = True
+        start = end
+    return flags

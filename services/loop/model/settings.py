@@ -9,6 +9,8 @@ Config shape (user layer; a project may tune but not add entries)::
         model: deepseek-chat        # defaults to the entry's name
         api_key: ${DEEPSEEK_API_KEY}
         price_input_per_mtok: 0.27
+        thinking: on                # optional: on/off; unset = the provider's default
+        reasoning_effort: high      # optional: passed the way the provider takes it
 
 ``api_key`` resolves in this order: a ``${VAR}`` reference (missing or empty is
 a hard error naming VAR) -> a literal -> the provider's conventional variable.
@@ -68,6 +70,12 @@ class ModelSettings:
     """Total time the retries of one step may spend waiting."""
     context_window: int | None = None
     """Context size in tokens, when known (compaction reads it)."""
+    thinking: bool | None = None
+    """Thinking (reasoning) on or off; None = the provider's default. Sent as DeepSeek's
+    ``thinking.type``, Qwen's ``enable_thinking``, or ``reasoning_effort: none`` (off) elsewhere."""
+    reasoning_effort: str = ""
+    """Reasoning effort (``low``/``medium``/``high``/``max``, as the model names them); "" = the
+    endpoint's default. Sent as ``reasoning_effort``; Qwen's Chat Completions has no such field."""
 
 
 def _models_section(config: Config) -> dict[str, Any]:
@@ -130,6 +138,12 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
     base_url = expand_vars(settings.base_url, environ) if settings.base_url else row.default_base_url
     if not base_url:
         raise ConfigError(f"model `{name}` has no base_url", hint="The generic provider needs `base_url:`.")
+    if settings.reasoning_effort and provider == "qwen":
+        raise ConfigError(
+            f"config key `models.{name}.reasoning_effort` is set, but Qwen (DashScope) Chat Completions "
+            "has no effort setting",
+            hint=f"Remove it; use models.{name}.thinking: on/off.",
+        )
     api_key = resolve_api_key(settings.api_key, provider, environ)
     if not api_key and row.key_env:
         raise ConfigError(

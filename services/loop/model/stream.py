@@ -5,11 +5,27 @@ deltas are returned as they come so the caller can stream them; tool calls
 are put together from partial deltas keyed by ``index`` (falling back to
 ``id`` for endpoints that omit the index). Arguments that are not a JSON
 object set ``ToolCall.parse_error``; nothing here raises on model output.
+
+Provider quirks handled here, each seen in the wild:
+
+- every parallel call carrying ``index: 0`` (Ollama, some Gemini and SGLang
+  adapters), or carrying neither index nor id: a delta with a new id, or one
+  naming a function while the open call is already complete, starts a new call;
+- an emoji sent as a JSON surrogate-pair escape cut between two chunks: a high
+  surrogate at the end of a piece is held for the next one, pairs are joined
+  and a surrogate left alone becomes U+FFFD (a lone surrogate cannot be encoded
+  and used to crash the turn);
+- chunks carrying ``message`` instead of ``delta``: read as the delta when no
+  delta was seen in the stream; a choice with neither is counted so the caller
+  can fail loudly instead of reporting an empty success;
+- ``finish_reason: length`` while a call's arguments are still open: the call is
+  marked ``truncated`` with a sentence asking for a shorter call.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +34,37 @@ from services.loop.pairing import unique_call_ids
 from services.loop.ports import ToolCall
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+TRUNCATED_CALL = (
+    "the call was cut off at the model's output limit (finish_reason: length) after {chars} characters of "
+    "arguments, so it was not run; send a shorter call: split a large write or edit into several smaller ones"
+)
+
+
+def join_surrogates(text: str) -> str:
+    """``text`` with UTF-16 surrogate pairs joined into their characters and lone surrogates as U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+class SurrogateJoiner:
+    """Pieces of one streamed string, with a high surrogate at a piece's end held for the next (pure)."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The part of ``held + piece`` that is safe to hand on now."""
+        piece, self._held = self._held + piece, ""
+        if piece and "\ud800" <= piece[-1] <= "\udbff":
+            piece, self._held = piece[:-1], piece[-1]
+        return join_surrogates(piece)
+
+    @property
+    def pending(self) -> str:
+        """What is held back, as it would read if no pair came (U+FFFD, or "")."""
+        return join_surrogates(self._held)
 
 
 @dataclass
@@ -25,6 +72,11 @@ class _PartialCall:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    index: int | None = None
+
+    def complete(self) -> bool:
+        """True when the arguments so far are already a whole JSON object (so more cannot belong to it)."""
+        return bool(self.arguments) and not arguments_error("".join(self.arguments))
 
 
 @dataclass
@@ -54,7 +106,13 @@ class StreamAssembler:
     def __init__(self) -> None:
         self._text: list[str] = []
         self._reasoning: list[str] = []
-        self._calls: dict[int, _PartialCall] = {}
+        self._text_joiner = SurrogateJoiner()
+        self._reasoning_joiner = SurrogateJoiner()
+        self._calls: list[_PartialCall] = []
+        self._open: dict[int, _PartialCall] = {}  # the call each provider index currently feeds
+        self._saw_delta = False
+        self.shapeless_choices = 0
+        """Choices that carried neither ``delta`` nor ``message`` (an endpoint we cannot read)."""
         self.finish_reason = ""
         self.usage: dict[str, Any] | None = None
         self.chunks = 0
@@ -71,38 +129,69 @@ class StreamAssembler:
                 continue
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
-            delta = choice.get("delta")
-            if not isinstance(delta, Mapping):
+            delta = self._delta_of(choice)
+            if delta is None:
                 continue
             content = delta.get("content")
             if isinstance(content, str) and content:
-                self._text.append(content)
-                out.text += content
+                text = self._text_joiner.feed(content)
+                self._text.append(text)
+                out.text += text
             for key in REASONING_KEYS:
-                piece = delta.get(key)
-                if isinstance(piece, str) and piece:
-                    self._reasoning.append(piece)
-                    out.reasoning += piece
+                raw = delta.get(key)
+                if isinstance(raw, str) and raw:
+                    reasoning = self._reasoning_joiner.feed(raw)
+                    self._reasoning.append(reasoning)
+                    out.reasoning += reasoning
                     break
             for call in delta.get("tool_calls") or ():
                 if isinstance(call, Mapping):
                     self._add_call_delta(call)
         return out
 
+    def _delta_of(self, choice: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        delta = choice.get("delta")
+        if isinstance(delta, Mapping):
+            self._saw_delta = True
+            return delta
+        message = choice.get("message")
+        if isinstance(message, Mapping):
+            # Some endpoints stream whole ``message`` objects; one that also sent deltas
+            # repeats them in a closing message, which must not be counted twice.
+            return None if self._saw_delta else message
+        if not choice.get("finish_reason"):
+            self.shapeless_choices += 1
+        return None
+
     def _slot(self, call: Mapping[str, Any]) -> _PartialCall:
         index = call.get("index")
-        if isinstance(index, int):
-            return self._calls.setdefault(index, _PartialCall())
-        call_id = call.get("id")
+        call_id = str(call.get("id") or "")
         function = call.get("function")
         names_a_call = isinstance(function, Mapping) and bool(function.get("name"))
-        for partial in reversed(self._calls.values()):  # the latest call holding the id
+        if isinstance(index, int):
+            current = self._open.get(index)
+        else:
+            current = self._by_id(call_id, names_a_call) if call_id else (self._calls[-1] if self._calls else None)
+        if current is None or self._starts_new_call(current, call_id, names_a_call):
+            current = _PartialCall(index=index if isinstance(index, int) else None)
+            self._calls.append(current)
+            if isinstance(index, int):
+                self._open[index] = current
+        return current
+
+    def _by_id(self, call_id: str, names_a_call: bool) -> _PartialCall | None:
+        for partial in reversed(self._calls):  # the latest call holding the id
             # A second named call under a known id is a new call that reuses the id, not more of the first.
-            if call_id and partial.id == call_id and not (names_a_call and partial.name):
+            if partial.id == call_id and not (names_a_call and partial.name):
                 return partial
-        if not call_id and self._calls:
-            return self._calls[max(self._calls)]  # a continuation without index or id
-        return self._calls.setdefault(len(self._calls), _PartialCall())
+        return None
+
+    @staticmethod
+    def _starts_new_call(current: _PartialCall, call_id: str, names_a_call: bool) -> bool:
+        """A delta under the same index (or none) that cannot continue ``current``."""
+        if call_id and current.id and call_id != current.id:
+            return True
+        return names_a_call and bool(current.name) and current.complete()
 
     def _add_call_delta(self, call: Mapping[str, Any]) -> None:
         slot = self._slot(call)
@@ -117,13 +206,17 @@ class StreamAssembler:
 
     @property
     def text(self) -> str:
-        """All text so far."""
-        return "".join(self._text)
+        """All text so far (a surrogate still held for its pair is shown as U+FFFD)."""
+        return "".join(self._text) + self._text_joiner.pending
 
     @property
     def reasoning(self) -> str:
         """All reasoning so far."""
-        return "".join(self._reasoning)
+        return "".join(self._reasoning) + self._reasoning_joiner.pending
+    @property
+    def produced_nothing(self) -> bool:
+        """True when the stream gave no text, reasoning or tool call."""
+        return not (self.text or self.reasoning or self._calls)
 
     @property
     def streamed_anything(self) -> bool:
@@ -131,25 +224,30 @@ class StreamAssembler:
         return bool(self._text or self._reasoning)
 
     def tool_calls(self, id_prefix: str = "call") -> list[ToolCall]:
-        """The assembled calls in index order; bad JSON is flagged.
+        """The assembled calls; bad JSON is flagged, a call cut off at the limit named.
 
         Every call gets a distinct id (see :func:`unique_call_ids`): missing ids are
         made up and a repeated id is renamed, so each result pairs with its own call.
         """
-        partials = [self._calls[index] for index in sorted(self._calls)]
+        # Index order; calls sharing an index (or without one) keep their arrival order (a stable sort).
+        partials = sorted(self._calls, key=lambda p: p.index if p.index is not None else len(self._calls))
         ids = unique_call_ids([p.id.strip() for p in partials], id_prefix)
         out: list[ToolCall] = []
         for partial, call_id in zip(partials, ids, strict=True):
-            arguments = "".join(partial.arguments)
+            arguments = join_surrogates("".join(partial.arguments))
             error = arguments_error(arguments)
+            truncated = bool(error) and self.finish_reason == "length" and partial is self._calls[-1]
+            if truncated:
+                error = TRUNCATED_CALL.format(chars=len(arguments))
             if not partial.name:
-                error = "the tool call has no function name"
+                error, truncated = "the tool call has no function name", False
             out.append(
                 ToolCall(
                     id=call_id,
-                    name=partial.name,
+                    name=join_surrogates(partial.name),
                     arguments_json=arguments or "{}",
                     parse_error=error,
+                    truncated=truncated,
                 )
             )
         return out

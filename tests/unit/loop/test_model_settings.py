@@ -109,3 +109,17 @@ def test_model_entry_names_keep_their_case_while_their_keys_are_normalized(tmp_p
     s = resolve_model(c, env={})
     assert (s.name, s.model, s.max_tokens, s.api_key) == ("GPT4o", "GPT4o", 5, "k")
     assert resolve_model(c, "deepseekChat", env={}).provider == "deepseek"
+
+
+def test_thinking_on_off_and_effort_are_read_per_model(tmp_path: Path) -> None:
+    c = cfg(tmp_path, "models:\n  ds:\n    provider: deepseek\n    api_key: k\n    thinking: off\n"
+                      "    reasoning_effort: high\n")
+    s = resolve_model(c, env={})
+    assert (s.thinking, s.reasoning_effort) == (False, "high")
+
+
+def test_an_effort_for_qwen_is_refused_naming_the_setting_it_has(tmp_path: Path) -> None:
+    c = cfg(tmp_path, "models:\n  q:\n    provider: qwen\n    api_key: k\n    reasoning_effort: high\n")
+    with pytest.raises(ConfigError) as err:
+        resolve_model(c, env={})
+    assert "models.q.reasoning_effort" in str(err.value) and "thinking: on/off" in str(err.value)

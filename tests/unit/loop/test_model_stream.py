@@ -189,3 +189,92 @@ def test_no_line_is_invented_from_an_empty_chunk_or_an_unterminated_end() -> Non
     assert splitter.feed(b"") == []
     assert splitter.finish() == ["data: par"]
     assert splitter.finish() == []
+
+
+def test_parallel_calls_that_all_carry_index_zero_with_their_own_ids_stay_apart() -> None:
+    asm = StreamAssembler()  # Ollama: every call complete in one delta, each with index 0
+    asm.feed(chunk(call(0, id="a", name="read", args='{"path": "a.py"}')))
+    asm.feed(chunk(call(0, id="b", name="read", args='{"path": "b.py"}'), finish="tool_calls"))
+    assert [(c.id, c.name, c.arguments()) for c in asm.tool_calls()] == [
+        ("a", "read", {"path": "a.py"}), ("b", "read", {"path": "b.py"})]
+
+
+def test_complete_calls_without_ids_under_one_index_or_none_stay_apart() -> None:
+    for index in (0, None):
+        asm = StreamAssembler()
+        asm.feed(chunk(call(index, name="read", args='{"path": "a.py"}')))
+        asm.feed(chunk(call(index, name="glob", args='{"pattern": "*.py"}')))
+        calls = asm.tool_calls()
+        assert [(c.name, c.arguments(), c.parse_error) for c in calls] == [
+            ("read", {"path": "a.py"}, ""), ("glob", {"pattern": "*.py"}, "")]
+        assert len({c.id for c in calls}) == 2
+
+
+def test_a_name_split_across_deltas_is_still_one_call() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(0, id="a", name="re")))
+    asm.feed(chunk(call(0, name="ad", args='{"path": "x"}')))
+    (c,) = asm.tool_calls()
+    assert (c.name, c.arguments()) == ("read", {"path": "x"})
+
+
+def test_a_surrogate_pair_split_across_chunks_is_joined_into_its_character() -> None:
+    asm = StreamAssembler()
+    first = asm.feed(chunk({"content": "ok \ud83d"}))
+    second = asm.feed(chunk({"content": "\ude00!"}, finish="stop"))
+    assert (first.text, second.text) == ("ok ", "\U0001F600!")
+    assert asm.text == "ok \U0001F600!"
+    asm.text.encode("utf-8")  # would raise on a lone surrogate
+
+
+def test_a_lone_surrogate_becomes_the_replacement_character_and_never_crashes() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk({"content": "a\ude00b"}))
+    asm.feed(chunk({"reasoning_content": "think \ud83d"}, finish="stop"))
+    asm.feed(chunk(call(0, id="a", name="write", args='{"content": "x\ud83d')))
+    asm.feed(chunk(call(0, args='\ude00"}')))
+    assert asm.text == "a\ufffdb"
+    assert asm.reasoning == "think \ufffd"
+    (c,) = asm.tool_calls()
+    assert c.arguments() == {"content": "x\U0001F600"}
+
+
+def test_length_inside_a_call_names_the_truncation_and_asks_for_a_shorter_call() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(0, id="a", name="read", args='{"path": "a"}')))
+    asm.feed(chunk(call(1, id="b", name="write", args='{"path": "big.txt", "content": "aaaa'), finish="length"))
+    ok, cut = asm.tool_calls()
+    assert (ok.parse_error, ok.truncated) == ("", False)
+    assert cut.truncated
+    assert "cut off at the model's output limit" in cut.parse_error and "shorter call" in cut.parse_error
+
+
+def test_broken_json_without_length_is_not_called_truncated() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk(call(0, id="a", name="write", args='{"path": '), finish="tool_calls"))
+    (c,) = asm.tool_calls()
+    assert c.parse_error.startswith("arguments are not valid JSON") and not c.truncated
+
+
+def test_chunks_carrying_message_instead_of_delta_are_read_as_deltas() -> None:
+    asm = StreamAssembler()
+    asm.feed({"choices": [{"index": 0, "message": {"content": "Hel"}}]})
+    asm.feed({"choices": [{"index": 0, "message": {"content": "lo", "tool_calls": [
+        {"id": "a", "function": {"name": "read", "arguments": '{"path": "x"}'}}]}, "finish_reason": "tool_calls"}]})
+    assert asm.text == "Hello"
+    assert [(c.name, c.arguments()) for c in asm.tool_calls()] == [("read", {"path": "x"})]
+    assert asm.shapeless_choices == 0
+
+
+def test_a_closing_message_after_deltas_is_not_counted_twice() -> None:
+    asm = StreamAssembler()
+    asm.feed(chunk({"content": "Hi"}))
+    asm.feed({"choices": [{"index": 0, "message": {"content": "Hi"}, "finish_reason": "stop"}]})
+    assert asm.text == "Hi"
+
+
+def test_choices_with_neither_delta_nor_message_are_counted_as_unreadable() -> None:
+    asm = StreamAssembler()
+    asm.feed({"choices": [{"index": 0, "text": "Hi"}]})
+    asm.feed({"choices": [{"index": 0, "finish_reason": "stop"}]})
+    assert (asm.produced_nothing, asm.shapeless_choices) == (True, 1)
