@@ -619,9 +619,9 @@ USER_CONFIG_TEMPLATE = """\
 #     # price_output_per_mtok: 1.10
 
 # ai:
-#   max_tool_iterations: 10           # model steps per round
+#   max_tool_iterations: 50           # model steps per round (a backstop: the guards stop loops)
 #   max_auto_continuations: 3         # extra rounds while the todo list has open items
-#   turn_timeout_seconds: 600         # wall clock of one turn; 0 = none
+#   turn_timeout_seconds: 1800        # wall clock of one turn; 0 = none
 #   turn_token_budget: 0              # tokens per turn; 0 = none
 #   strict_paths: false               # refuse bash naming paths outside the workspace
 #   bash_policy:

@@ -29,12 +29,21 @@ class StaticCheck:
 class LoopSettings:
     """How a turn runs and when it stops (config section ``ai``)."""
 
-    max_tool_iterations: int = 10
-    """Model steps per round before the turn stops as max_iterations (or auto-continues)."""
+    max_tool_iterations: int = 50
+    """Model steps per round before the turn stops as max_iterations (or auto-continues).
+
+    50, not 10: an ordinary change across a few files (read them, edit each, run the tests, fix,
+    rerun) takes 15-40 steps, and 10 stopped such tasks half done (exit 6). Codex CLI and Claude
+    Code have no per-turn step cap at all. Loops are not what this number is for: the duplicate
+    call guard, the strategy gate (steps whose calls all fail) and the search ladder stop a turn
+    that makes no progress within a few steps; this is only the backstop."""
     max_auto_continuations: int = 3
     """Extra rounds granted with a `[continue]` nudge while the todo list has open items; 0 = off."""
-    turn_timeout_seconds: float = 600.0
-    """Wall clock of one turn, approval waits included; 0 = no limit. On expiry: status timeout."""
+    turn_timeout_seconds: float = 1800.0
+    """Wall clock of one turn, approval waits included; 0 = no limit. On expiry: status timeout.
+
+    30 minutes, not 10: 50 steps at the 5-20 s a real model step takes, plus test runs (bash allows
+    up to 600 s per call), do not fit in 600 s; a stuck turn is still cut, and --timeout shortens it."""
     turn_token_budget: int = 0
     """Tokens (prompt + completion, summed over steps) one turn may use; 0 = no budget. Terminal."""
     failed_streak_threshold: int = 2

@@ -55,7 +55,7 @@ class Facts:
     """The last model step asked for at least one tool call."""
     round_iterations: int
     """Model steps in the current round (reset when a continuation re-arms the budget)."""
-    max_tool_iterations: int = 10
+    max_tool_iterations: int = 50
     """Steps per round (``ai.max_tool_iterations``)."""
     open_items: list[str] = field(default_factory=list)
     """Contents of todo items still pending / in progress / blocked."""
@@ -65,7 +65,7 @@ class Facts:
     """``ai.max_auto_continuations``; 0 turns continuation off."""
     elapsed_seconds: float = 0.0
     """Wall time since the turn started, approval waits included."""
-    turn_timeout_seconds: float = 600.0
+    turn_timeout_seconds: float = 1800.0
     """``ai.turn_timeout_seconds``; 0 = no clock."""
     clock_expired: bool = False
     """A wait (model step, tool call) was cut by the turn clock."""

@@ -70,9 +70,9 @@ def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopS
     status = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="status"), timeout=10)
     assert json.loads(status.data_json)["turns"] == 1
     config = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="config"), timeout=10)
-    assert "ai.turn_timeout_seconds: 600.0  (default)" in config.text
+    assert "ai.turn_timeout_seconds: 1800.0  (default)" in config.text
     assert "models.fake.api_key: ***" in config.text and "models.fake.base_url: http://" in config.text
-    assert json.loads(config.data_json)["values"]["ai.max_tool_iterations"] == 10
+    assert json.loads(config.data_json)["values"]["ai.max_tool_iterations"] == 50
     perms = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="permissions", args="readonly"),
                                   timeout=10)
     assert perms.text.startswith("permissions: readonly")

@@ -88,5 +88,5 @@ def test_show_prints_values_with_sources_and_warnings(tmp_path: Path) -> None:
     result = cli(home, "show", "-w", str(repo))
     assert result.returncode == 0, result.stderr
     assert f"ai.max_tool_iterations = 4  [project:{repo / 'ai-coding.yaml'}]" in result.stdout
-    assert "ai.turn_timeout_seconds = 600.0  [default]" in result.stdout
+    assert "ai.turn_timeout_seconds = 1800.0  [default]" in result.stdout
     assert "ignored `hooks`" in result.stderr

@@ -10,10 +10,10 @@ from services.kernel.errors import ConfigError
 from services.loop.policy.settings import LoopSettings, loop_settings
 
 
-def test_defaults_match_the_product_description() -> None:
+def test_defaults_let_a_real_task_finish_while_the_guards_stop_loops() -> None:
     s = LoopSettings()
     assert (s.max_tool_iterations, s.max_auto_continuations, s.turn_timeout_seconds, s.turn_token_budget) == (
-        10, 3, 600.0, 0)
+        50, 3, 1800.0, 0)
     assert (s.failed_streak_threshold, s.max_strategy_nudges, s.stall_iterations) == (2, 3, 3)
     assert (s.search_streak_threshold, s.search_streak_l2, s.search_streak_l3) == (4, 6, 0)
     assert (s.stale_streak_l1, s.stale_streak_l2, s.stale_streak_l3, s.repeated_nonempty_l3) == (3, 4, 6, 2)

@@ -4,7 +4,7 @@ from services.loop.policy.turn import Action, Decision, Facts, Status, decide, h
 
 
 def facts(**kw: object) -> Facts:
-    base: dict[str, object] = {"made_tool_calls": True, "round_iterations": 1}
+    base: dict[str, object] = {"made_tool_calls": True, "round_iterations": 1, "max_tool_iterations": 10}
     base.update(kw)
     return Facts(**base)  # type: ignore[arg-type]
 
