@@ -2,8 +2,9 @@
 
 Local servers run over stdio (``stdio_client`` spawns the argv in its own
 process group and kills the tree on exit); remote servers use streamable HTTP
-with the configured headers and, when the server answers 401, OAuth through
-the SDK's provider (see :mod:`services.mcp_gateway.oauth`).
+(or, with ``transport: sse``, the SDK's legacy HTTP+SSE client) with the
+configured headers and, when the server answers 401, OAuth through the SDK's
+provider (see :mod:`services.mcp_gateway.oauth`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from services.kernel import __version__
 from services.kernel.config import expand_vars
 from services.kernel.errors import ConfigError
 from services.mcp_gateway.catalog import ToolEntry
@@ -39,6 +42,12 @@ log = logging.getLogger("ai_coding.mcp_gateway.connection")
 # "legacy" = the initialize handshake every published server speaks; "auto" would
 # first probe server/discover, which costs a round trip on each connect.
 CONNECT_MODE = "legacy"
+# Who we are in the initialize handshake (the SDK's default names the SDK itself).
+CLIENT_INFO = types.Implementation(name="ai-coding", version=__version__)
+
+
+def _client(transport: Any) -> Client:
+    return Client(transport, mode=CONNECT_MODE, cache=None, client_info=CLIENT_INFO)
 
 
 class SdkSession:
@@ -168,10 +177,14 @@ async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None
             yield session
         return
     headers = expanded(settings.headers, "headers", settings.name)
+    if settings.transport == "sse":
+        async with _client(sse_client(settings.url, headers=headers or None, auth=auth)) as client:
+            yield SdkSession(settings.name, client)
+        return
     http = create_mcp_http_client(headers=headers or None, auth=auth)
     async with http:
         transport = streamable_http_client(settings.url, http_client=http)
-        async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
+        async with _client(transport) as client:
             yield SdkSession(settings.name, client)
 
 
@@ -185,7 +198,7 @@ async def _local_session(settings: ServerSettings) -> AsyncIterator[SdkSession]:
         await tail.start()
         assert tail.writer is not None
         transport: Any = stdio_client(params, errlog=tail.writer)
-        async with Client(transport, mode=CONNECT_MODE, cache=None) as client:
+        async with _client(transport) as client:
             tail.close_writer()
             ready = True
             yield SdkSession(settings.name, client)

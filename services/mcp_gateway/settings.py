@@ -73,6 +73,9 @@ class ServerSettings:
     """Working directory of a local server (empty = the gateway's)."""
     url: str = ""
     """Endpoint of a remote server."""
+    transport: str = "streamable_http"
+    """How a remote server is spoken to: ``streamable_http`` (current MCP) or ``sse`` (the legacy
+    HTTP+SSE transport; ``type: sse`` in other agents' files selects it)."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """HTTP headers sent to a remote server (keys kept exactly as written)."""
     oauth: OAuthOptions | None = None
@@ -137,6 +140,7 @@ class _RawServer:
     environment: dict[str, Any] = field(default_factory=dict)
     cwd: str = ""
     url: str = ""
+    transport: str = "streamable_http"
     headers: dict[str, Any] = field(default_factory=dict)
     oauth: _RawOAuth = field(default_factory=_RawOAuth)
     disabled: bool = False
@@ -177,6 +181,9 @@ def parse_server(raw: Mapping[str, Any], source: str = "") -> ServerSettings:
                     'Write e.g. `command: ["npx", "-y", "@modelcontextprotocol/server-everything"]`.')
     if r.type == "local" and not all(isinstance(a, str) and a for a in r.command):
         raise _fail(r.name, source, "`command` items must be non-empty strings", "Quote each argument.")
+    if r.transport not in TRANSPORTS:
+        raise _fail(r.name, source, f"`transport` must be one of {', '.join(TRANSPORTS)}, not {r.transport!r}",
+                    "Use sse for a server that only speaks the legacy HTTP+SSE transport.")
     if r.type == "remote" and not r.url.startswith(("http://", "https://")):
         raise _fail(r.name, source, "a remote server needs an http(s) `url`",
                     "Write e.g. `url: https://example.com/mcp`.")
@@ -195,6 +202,7 @@ def parse_server(raw: Mapping[str, Any], source: str = "") -> ServerSettings:
         environment={str(k): str(v) for k, v in r.environment.items()},
         cwd=os.path.expanduser(r.cwd) if r.cwd else "",
         url=r.url,
+        transport=r.transport,
         headers={str(k): str(v) for k, v in r.headers.items()},
         oauth=oauth,
         disabled=r.disabled,
@@ -219,6 +227,7 @@ def _normalize_entry(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 _TYPE_ALIASES = {"stdio": "local", "http": "remote", "streamable-http": "remote", "streamable_http": "remote",
                  "sse": "remote"}
+TRANSPORTS = ("streamable_http", "sse")
 
 
 def from_common_shape(entry: dict[str, Any], source: str = "") -> dict[str, Any]:
@@ -243,6 +252,8 @@ def from_common_shape(entry: dict[str, Any], source: str = "") -> dict[str, Any]
     elif program:
         out["command"] = [command]
     if isinstance(out.get("type"), str):
+        if out["type"].lower() == "sse":
+            out.setdefault("transport", "sse")
         out["type"] = _TYPE_ALIASES.get(out["type"].lower(), out["type"])
     if "type" not in out and "url" in out and "command" not in out:
         out["type"] = "remote"

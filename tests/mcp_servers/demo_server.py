@@ -1,7 +1,8 @@
 """Our own MCP test server (official SDK): stdio or streamable HTTP.
 
 Tools: echo, add, count_with_progress, crash (the process exits mid-call),
-hang (never answers), fail (an ordinary tool error), whoami (environment).
+hang (never answers), fail (an ordinary tool error), whoami (environment),
+client (the name and version the client announced).
 
     python tests/mcp_servers/demo_server.py stdio
     python tests/mcp_servers/demo_server.py http PORT
@@ -76,6 +77,14 @@ def header(name: str, ctx: Context) -> str:
     request = ctx.request_context.request
     headers = getattr(request, "headers", None)
     return f"{name}={headers.get(name, '') if headers is not None else ''}"
+
+
+@server.tool()
+def client(ctx: Context) -> str:
+    """Return the clientInfo name and version the client sent in its initialize request."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return f"{info.name} {info.version}" if info is not None else "unknown"
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -270,3 +271,40 @@ def test_a_disabled_server_is_listed_but_never_started(gateway: Callable[..., An
             assert not result.ok and "disabled" in result.error.hint
 
     asyncio.run(scenario())
+
+
+def test_the_gateway_introduces_itself_by_its_own_name_and_version(gateway: Callable[..., Any]) -> None:
+    from services.kernel import __version__
+
+    async def scenario() -> None:
+        async with gateway([demo_server("demo")]) as gw:
+            await gw.wait_state("demo", CONNECTED)
+            _, result = await gw.call("demo", "client")
+            assert result.ok, result.error
+            assert result.output == f"ai-coding {__version__}"
+
+    asyncio.run(scenario())
+
+
+def test_a_legacy_sse_server_written_as_type_sse_connects_and_answers(gateway: Callable[..., Any]) -> None:
+    from .conftest import EVERYTHING, free_port, wait_port
+
+    port = free_port()
+    proc = subprocess.Popen(["node", str(EVERYTHING), "sse"], env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    async def scenario() -> None:
+        # Claude Code's shape: type sse + url; read as a remote server over the legacy transport.
+        async with gateway([{"name": "legacy", "type": "sse", "url": f"http://127.0.0.1:{port}/sse"}]) as gw:
+            status = await gw.wait_state("legacy", CONNECTED)
+            assert status.tool_count >= 10
+            _, result = await gw.call("legacy", "get-sum", json.dumps({"a": 20, "b": 22}))
+            assert result.ok, result.error
+            assert "42" in result.output
+
+    try:
+        wait_port(port, proc)
+        asyncio.run(scenario())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
