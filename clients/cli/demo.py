@@ -140,18 +140,11 @@ def demo_prompt() -> str:
 
 
 def _one_turn(setup: Setup, workspace: Path, console: Console) -> int:
-    from ai_coding.v1 import loop_pb2_grpc
-
     from clients.cli.render import EventRenderer
     from clients.cli.turn import AutoApprover, drive_turn, open_session
-    from services.kernel.channels import sync_channel
 
     endpoint = setup.endpoints["loop"]
-    channel = sync_channel(endpoint)
-    try:
-        opened = open_session(loop_pb2_grpc.AgentLoopStub(channel), str(workspace), auto_approve=True)
-    finally:
-        channel.close()
+    opened = open_session(endpoint, str(workspace), auto_approve=True)
     prompt = demo_prompt()
     renderer = EventRenderer(console)
     console.print()

@@ -10,13 +10,16 @@ as the characters they are.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
 
-from ai_coding.v1 import common_pb2, loop_pb2
 from rich.console import Console
 from rich.text import Text
+
+from clients.cli import approvals, views
+from services.kernel.titles import tool_title
 
 # C0 controls except \t and \n, DEL, the C1 range (0x80-0x9f: 8-bit CSI/OSC), and the bidi
 # embedding/override/isolate marks that can make shown text read differently from what it is.
@@ -29,13 +32,19 @@ PARTIAL_ROWS_KEPT = 3
 _MAX_RESULT_CHARS = 80
 
 STATUS_NAMES = {
-    loop_pb2.TURN_STATUS_COMPLETED: "completed",
-    loop_pb2.TURN_STATUS_MAX_ITERATIONS: "max iterations",
-    loop_pb2.TURN_STATUS_BUDGET: "budget",
-    loop_pb2.TURN_STATUS_TIMEOUT: "timeout",
-    loop_pb2.TURN_STATUS_INTERRUPTED: "interrupted",
-    loop_pb2.TURN_STATUS_APPROVAL_STOP: "stopped at approval",
-    loop_pb2.TURN_STATUS_FAILED: "failed",
+    views.TurnStatus.COMPLETED: "completed",
+    views.TurnStatus.MAX_ITERATIONS: "max iterations",
+    views.TurnStatus.BUDGET: "budget",
+    views.TurnStatus.TIMEOUT: "timeout",
+    views.TurnStatus.INTERRUPTED: "interrupted",
+    views.TurnStatus.APPROVAL_STOP: "stopped at approval",
+    views.TurnStatus.FAILED: "failed",
+}
+DECISION_NAMES = {
+    views.Decision.ALLOW_ONCE: "allowed once",
+    views.Decision.ALLOW_ALWAYS: "allowed for this session",
+    views.Decision.DENY: "denied",
+    views.Decision.STOP: "stopped",
 }
 
 _TASK_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "⊘", "dropped": "✗"}
@@ -85,35 +94,20 @@ def human_duration(ms: float) -> str:
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
-def cache_hit(usage: common_pb2.Usage) -> str:
+def cache_hit(usage: views.Usage) -> str:
     """Cache hit as the provider reported it, else the prefix ratio, else 'n/a' (never a guess)."""
-    if usage.HasField("cached_tokens") and usage.prompt_tokens > 0:
+    if usage.cached_tokens is not None and usage.prompt_tokens > 0:
         return f"{100 * usage.cached_tokens / usage.prompt_tokens:.0f}%"
-    if usage.HasField("prefix_ratio"):
+    if usage.prefix_ratio is not None:
         return f"~{100 * usage.prefix_ratio:.0f}%"
     return "n/a"
 
 
-def tool_title(tool: str, arguments_json: str) -> str:
-    """A verb-target title when the loop sent none: 'Running · pytest -q', 'Reading · src/a.py'."""
-    try:
-        args = json.loads(arguments_json) if arguments_json else {}
-    except json.JSONDecodeError:
-        args = {}
-    if not isinstance(args, dict):
-        args = {}
-    verbs = {"bash": ("Running", "command"), "read": ("Reading", "path"), "write": ("Writing", "path"),
-             "edit": ("Editing", "path"), "glob": ("Finding", "pattern"), "grep": ("Searching", "pattern")}
-    verb, key = verbs.get(tool, (tool, ""))
-    target = str(args.get(key, "")) if key else ""
-    return f"{verb} · {one_line(target, 60)}" if target else verb
-
-
-def status_line(finished: loop_pb2.TurnFinished) -> str:
+def status_line(finished: views.TurnFinished) -> str:
     """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s' for a finished turn."""
     usage = finished.usage
     parts = [STATUS_NAMES.get(finished.status, "unknown")]
-    if finished.reason and finished.status != loop_pb2.TURN_STATUS_COMPLETED:
+    if finished.reason and finished.status != views.TurnStatus.COMPLETED:
         parts[0] += f" ({one_line(finished.reason, 60)})"
     parts.append(f"{human_count(usage.prompt_tokens)} in / {human_count(usage.completion_tokens)} out")
     parts.append(f"cache {cache_hit(usage)}")
@@ -126,7 +120,7 @@ def status_line(finished: loop_pb2.TurnFinished) -> str:
 _EXIT_LINE = re.compile(r"^\(exit code (-?\d+)\)$")
 
 
-def command_failure(result: common_pb2.ToolResult) -> str:
+def command_failure(result: views.ToolResult) -> str:
     """For a command that ran but exited non-zero (the tool worked, the command failed):
     "exit N · <its last output line>", the line that usually says why; else ""."""
     try:
@@ -139,7 +133,7 @@ def command_failure(result: common_pb2.ToolResult) -> str:
     return f"exit {code}" + (f" · {one_line(lines[-1])}" if lines else "")
 
 
-def tool_result_summary(result: common_pb2.ToolResult) -> str:
+def tool_result_summary(result: views.ToolResult) -> str:
     """The short text after ✓/✗: the error code and sentence, or the output's first line."""
     if not result.ok:
         code = result.error.code or result.limit_hit or "error"
@@ -194,8 +188,8 @@ class EventRenderer:
         self._in_code = False
         self.last_tool: LastTool | None = None
         self.last_reasoning = ""
-        self.pending_approval: loop_pb2.ApprovalRequested | None = None
-        self.pending_question: loop_pb2.QuestionAsked | None = None
+        self.pending_approval: views.ApprovalRequested | None = None
+        self.pending_question: views.QuestionAsked | None = None
         self.last_seq = 0
         self._tools: dict[str, _Tool] = {}
         self._turn = _TurnState()
@@ -244,15 +238,14 @@ class EventRenderer:
 
     # ---- dispatch ----
 
-    def handle(self, event: loop_pb2.TurnEvent) -> None:
+    def handle(self, event: views.Event) -> None:
         """Render one event. Unknown or empty events are ignored."""
         self.last_seq = max(self.last_seq, event.seq)
-        kind = event.WhichOneof("event")
-        if kind is None:
+        if event.body is None:
             return
-        handler = getattr(self, f"_on_{kind}", None)
+        handler = getattr(self, "_on_" + _snake(type(event.body).__name__), None)
         if handler is not None:
-            handler(getattr(event, kind))
+            handler(event.body)
 
     def close(self) -> None:
         """Finish any half-written line (call when the stream ends)."""
@@ -260,13 +253,13 @@ class EventRenderer:
 
     # ---- events ----
 
-    def _on_turn_started(self, ev: loop_pb2.TurnStarted) -> None:
+    def _on_turn_started(self, ev: views.TurnStarted) -> None:
         self._turn = _TurnState()
         self._tools.clear()
         if self.verbose:
             self._line(literal(f"turn {ev.turn} · {ev.model}", "dim"))
 
-    def _on_text_delta(self, ev: loop_pb2.TextDelta) -> None:
+    def _on_text_delta(self, ev: views.TextDelta) -> None:
         if not ev.text:
             return
         self._flush_reasoning()
@@ -294,7 +287,7 @@ class EventRenderer:
         styled, _ = markdown_line(head, self._in_code)
         self.console.print(styled, soft_wrap=True, highlight=False)
 
-    def _on_reasoning_delta(self, ev: loop_pb2.ReasoningDelta) -> None:
+    def _on_reasoning_delta(self, ev: views.ReasoningDelta) -> None:
         turn = self._turn
         if not turn.in_reasoning:
             self._end_text()
@@ -304,13 +297,13 @@ class EventRenderer:
         turn.reasoning_text[-1] += ev.text
         self.last_reasoning = "\n\n".join(turn.reasoning_text)
 
-    def _on_tool_started(self, ev: loop_pb2.ToolStarted) -> None:
+    def _on_tool_started(self, ev: views.ToolStarted) -> None:
         title = ev.title or tool_title(ev.tool, ev.arguments_json)
         self._tools[ev.call_id] = _Tool(title=title, tool=ev.tool, arguments_json=ev.arguments_json)
         self._line(literal(f"▸ {title}", "yellow"))
         self._last_line_tool = ev.call_id
 
-    def _on_tool_chunk(self, ev: common_pb2.ToolChunk) -> None:
+    def _on_tool_chunk(self, ev: views.ToolChunk) -> None:
         tool = self._tools.get(ev.call_id)
         if tool is None:
             return
@@ -330,7 +323,7 @@ class EventRenderer:
         tool.chunk_lines += 1
         self._line(literal(f"  │ {line}", "dim"))
 
-    def _on_tool_finished(self, ev: loop_pb2.ToolFinished) -> None:
+    def _on_tool_finished(self, ev: views.ToolFinished) -> None:
         result = ev.result
         tool = self._tools.pop(result.call_id, None) or _Tool(
             title=tool_title(result.tool, "{}"), tool=result.tool, arguments_json="{}")
@@ -350,25 +343,20 @@ class EventRenderer:
             self.console.file.write("\x1b[1A\x1b[2K\r")
         self._line(literal(text, style))
 
-    def _on_approval_requested(self, ev: loop_pb2.ApprovalRequested) -> None:
+    def _on_approval_requested(self, ev: views.ApprovalRequested) -> None:
         self.pending_approval = ev
         self._line(literal(f"? approve {ev.tool}" + (f" ({ev.reason})" if ev.reason else ""), "bold magenta"))
         self._end_text()
         self.console.print(preview_text(ev.preview or ev.arguments_json), highlight=False)
-        self._line(Text("  y once · a always · n deny · s stop turn · Enter = deny",
-                        style="magenta"))
+        self._line(Text(f"  {approvals.HINT}", style="magenta"))
 
-    def _on_approval_resolved(self, ev: loop_pb2.ApprovalResolved) -> None:
+    def _on_approval_resolved(self, ev: views.ApprovalResolved) -> None:
         if self.pending_approval and self.pending_approval.request_id == ev.request_id:
             self.pending_approval = None
-        names = {loop_pb2.APPROVAL_DECISION_ALLOW_ONCE: "allowed once",
-                 loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS: "allowed for this session",
-                 loop_pb2.APPROVAL_DECISION_DENY: "denied",
-                 loop_pb2.APPROVAL_DECISION_STOP: "stopped"}
         source = f" ({ev.source})" if ev.source and ev.source != "user" else ""
-        self._line(literal(f"  → {names.get(ev.decision, 'denied')}{source}", "dim"))
+        self._line(literal(f"  → {DECISION_NAMES.get(ev.decision, 'denied')}{source}", "dim"))
 
-    def _on_question_asked(self, ev: loop_pb2.QuestionAsked) -> None:
+    def _on_question_asked(self, ev: views.QuestionAsked) -> None:
         self.pending_question = ev
         self._line(literal("◆ Question", "bold cyan"))
         self._end_text()
@@ -379,12 +367,12 @@ class EventRenderer:
             "  type your answer · Esc answers empty"
         self._line(Text(hint, style="cyan"))
 
-    def _on_question_resolved(self, ev: loop_pb2.QuestionResolved) -> None:
+    def _on_question_resolved(self, ev: views.QuestionResolved) -> None:
         if self.pending_question and self.pending_question.request_id == ev.request_id:
             self.pending_question = None
         self._line(literal(f"  → {one_line(ev.answer) or '(no answer)'}", "dim"))
 
-    def _on_task_list_updated(self, ev: loop_pb2.TaskListUpdated) -> None:
+    def _on_task_list_updated(self, ev: views.TaskListUpdated) -> None:
         tasks = tuple((item.content, item.status) for item in ev.items)
         if tasks == self._turn.tasks:
             return
@@ -395,56 +383,56 @@ class EventRenderer:
         for content, status in tasks:
             self._line(literal(f"  {_TASK_MARKS.get(status, '·')} {one_line(content)}", "dim"))
 
-    def _on_compaction_started(self, ev: loop_pb2.CompactionStarted) -> None:
+    def _on_compaction_started(self, ev: views.CompactionStarted) -> None:
         self._line(literal(f"  compacting ~{human_count(ev.estimated_tokens)} tokens ({ev.reason})", "dim"))
 
-    def _on_compaction_ended(self, ev: loop_pb2.CompactionEnded) -> None:
+    def _on_compaction_ended(self, ev: views.CompactionEnded) -> None:
         self._line(literal(f"  compacted {human_count(ev.estimated_before)} → "
                            f"{human_count(ev.estimated_after)} tokens", "dim"))
 
-    def _on_memory_recalled(self, ev: loop_pb2.MemoryRecalled) -> None:
+    def _on_memory_recalled(self, ev: views.MemoryRecalled) -> None:
         if self.verbose and ev.count:
             self._line(literal(f"  recalled {ev.count} notes ({ev.elapsed_ms:.1f}ms)", "dim"))
 
-    def _on_degraded(self, ev: loop_pb2.Degraded) -> None:
+    def _on_degraded(self, ev: views.Degraded) -> None:
         self._line(literal(f"  degraded · {ev.component}: {one_line(ev.reason, 100)}", "yellow"))
 
-    def _on_search_stalled(self, ev: loop_pb2.SearchStalled) -> None:
+    def _on_search_stalled(self, ev: views.SearchStalled) -> None:
         if self.verbose:
             self._line(literal(f"  search stalled (level {ev.level}): {one_line(ev.reason)}", "dim"))
 
-    def _on_context_assembled(self, ev: loop_pb2.ContextAssembled) -> None:
+    def _on_context_assembled(self, ev: views.ContextAssembled) -> None:
         if self.verbose:
             self._line(literal(f"  context ~{human_count(ev.estimated_tokens)} tokens", "dim"))
 
-    def _on_model_step_finished(self, ev: loop_pb2.ModelStepFinished) -> None:
+    def _on_model_step_finished(self, ev: views.ModelStepFinished) -> None:
         if self.verbose:
             self._line(literal(f"  step {ev.step} · {ev.finish_reason} · {human_duration(ev.latency_ms)}", "dim"))
 
-    def _on_input_queued(self, ev: loop_pb2.InputQueued) -> None:
+    def _on_input_queued(self, ev: views.InputQueued) -> None:
         self._line(literal(f"  queued #{ev.position}: {one_line(ev.input, 60)}", "dim"))
 
-    def _on_notice(self, ev: loop_pb2.Notice) -> None:
+    def _on_notice(self, ev: views.Notice) -> None:
         style = {"warning": "yellow", "error": "red"}.get(ev.level, "dim")
         self._line(literal(ev.text, style))
 
-    def _on_events_skipped(self, ev: loop_pb2.EventsSkipped) -> None:
+    def _on_events_skipped(self, ev: views.EventsSkipped) -> None:
         count = max(ev.to_seq - ev.from_seq + 1, 0)
         noun = "event" if count == 1 else "events"
         self.print(literal(f"  … {count:,} earlier {noun} skipped (no longer held by the loop) · "
                            "the saved session has the full history: /resume", "dim"))
 
-    def _on_turn_finished(self, ev: loop_pb2.TurnFinished) -> None:
+    def _on_turn_finished(self, ev: views.TurnFinished) -> None:
         self._end_text()
         self.pending_approval = None
         self.pending_question = None
         if ev.handoff:
             self.console.print(literal(ev.handoff), highlight=False)
-        ok = ev.status == loop_pb2.TURN_STATUS_COMPLETED
+        ok = ev.status == views.TurnStatus.COMPLETED
         self._line(literal(f"● {status_line(ev)}", "dim" if ok else "yellow"))
 
 
-def _failure_text(result: common_pb2.ToolResult) -> str:
+def _failure_text(result: views.ToolResult) -> str:
     parts = [f"error: {result.error.code}: {result.error.message}"]
     if result.error.hint:
         parts.append(f"hint: {result.error.hint}")
@@ -479,6 +467,15 @@ def preview_text(preview: str) -> Text:
             text.stylize(style, offset, offset + len(line))
         offset += len(line) + 1
     return text
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+@functools.cache
+def _snake(name: str) -> str:
+    """``ToolStarted`` -> ``tool_started``: a view's class name is its TurnEvent field in CamelCase."""
+    return _CAMEL.sub("_", name).lower()
 
 
 _INLINE = re.compile(r"(`[^`\n]+`)|(\*\*[^*\n]+\*\*)")

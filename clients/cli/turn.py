@@ -22,59 +22,47 @@ from typing import Any, Protocol
 import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
-from clients.cli import exit_codes
+from clients.cli import convert, exit_codes, views
+from clients.cli.approvals import CHOICES, approval_decision
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import ServiceUnavailable
 
-Sink = Callable[[loop_pb2.TurnEvent], None]
+Sink = Callable[[views.Event], None]
 
 
 class Approver(Protocol):
     """Decides one approval request (the loop already applied the permission table)."""
 
-    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
-        """An ``ApprovalDecision`` value."""
+    def decide(self, request: views.ApprovalRequested) -> views.Decision:
+        """How to answer ``request``."""
         ...
 
 
 class AutoApprover:
     """``--auto-approve``: every WARN-level call is allowed once (DENY stays denied by the loop)."""
 
-    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
-        return loop_pb2.APPROVAL_DECISION_ALLOW_ONCE
+    def decide(self, request: views.ApprovalRequested) -> views.Decision:
+        return views.Decision.ALLOW_ONCE
 
 
 class NoTtyApprover:
     """No terminal and no flag: refuse, and say which flag would have allowed it."""
 
-    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
+    def decide(self, request: views.ApprovalRequested) -> views.Decision:
         print(f"ai-coding run: refused `{request.tool}`: it needs approval and there is no terminal to ask; "
               "pass --auto-approve to allow such tools without a prompt", file=sys.stderr)
-        return loop_pb2.APPROVAL_DECISION_DENY
-
-
-_KEYS = {
-    "y": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
-    "yes": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
-    "a": loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS,
-    "s": loop_pb2.APPROVAL_DECISION_STOP,
-}
-
-
-def decision_for_answer(answer: str) -> int:
-    """The decision a typed answer means: y/yes once, a always, s stop; anything else denies."""
-    return _KEYS.get(answer.strip().lower(), loop_pb2.APPROVAL_DECISION_DENY)
+        return views.Decision.DENY
 
 
 class TtyApprover:
     """Ask on the terminal: y once, a always (this session), n deny, s stop; Enter alone denies."""
 
-    def decide(self, request: loop_pb2.ApprovalRequested) -> int:
+    def decide(self, request: views.ApprovalRequested) -> views.Decision:
         try:
-            answer = input(f"allow {request.tool}? [y/a/n/s] ")
+            answer = input(f"allow {request.tool}? {CHOICES} ")
         except EOFError:
             answer = ""
-        return decision_for_answer(answer)
+        return approval_decision(answer)
 
 
 @dataclass
@@ -85,17 +73,32 @@ class TurnOutcome:
     status: str
     """TurnStatus name, or a client-side reason such as ``stream_lost``."""
     session_id: str
-    finished: loop_pb2.TurnFinished | None = None
+    finished: views.TurnFinished | None = None
 
 
-def open_session(stub: loop_pb2_grpc.AgentLoopStub, workspace: str, *, session_id: str = "", model: str = "",
-                 auto_approve: bool = False) -> loop_pb2.OpenSessionLoopResponse:
-    """``OpenSession`` for a non-interactive turn."""
+def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", model: str = "",
+                 auto_approve: bool = False) -> views.OpenedSession:
+    """``OpenSession`` for a non-interactive turn, on the loop just found healthy.
+
+    No channel_ready_future: it leaves a connectivity-polling thread that makes closing the
+    channel wait ~200 ms."""
+    from services.kernel.channels import sync_channel
+
     request = loop_pb2.OpenSessionLoopRequest(
         workspace=workspace, session_id=session_id, model=model, auto_approve=auto_approve, interactive=False,
     )
-    response: loop_pb2.OpenSessionLoopResponse = stub.OpenSession(request, timeout=30)
-    return response
+    channel = sync_channel(endpoint)
+    try:
+        response: loop_pb2.OpenSessionLoopResponse = loop_pb2_grpc.AgentLoopStub(channel).OpenSession(
+            request, timeout=30)
+    except grpc.RpcError as err:
+        if err.code() != grpc.StatusCode.UNAVAILABLE:
+            raise
+        raise ServiceUnavailable(f"the loop service at {endpoint} is not answering",
+                                 hint="Start it with `ai-coding up`.") from None
+    finally:
+        channel.close()
+    return convert.opened(response)
 
 
 def _requests(outbox: queue.Queue[loop_pb2.ClientMessage | None]) -> Iterator[loop_pb2.ClientMessage]:
@@ -143,7 +146,7 @@ def drive_turn(
     from services.kernel.channels import sync_channel
 
     outbox: queue.Queue[loop_pb2.ClientMessage | None] = queue.Queue()
-    outbox.put(loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=prompt)))
+    outbox.put(convert.start(session_id, prompt))
     channel = sync_channel(endpoint)
     stub = loop_pb2_grpc.AgentLoopStub(channel)
     # Batched: every event ready at one moment travels in one message (a token stream is a few
@@ -152,7 +155,7 @@ def drive_turn(
     call = stub.ConverseBatched(_requests(outbox))
     # The stream is read on its own thread and Ctrl-C only counted (see _CtrlC): a KeyboardInterrupt
     # inside grpc's receive leaves a call that cannot be resumed.
-    inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None] = queue.Queue()
+    inbox: queue.Queue[views.Event | grpc.RpcError | None] = queue.Queue()
     threading.Thread(target=_read, args=(call, inbox), name="turn-events", daemon=True).start()
     handled = 0
     deadline = time.monotonic() + timeout if timeout else None
@@ -166,8 +169,7 @@ def drive_turn(
                     if stopping is not None:
                         print(f"ai-coding run: {stopping.message}", file=sys.stderr)
                         give_up_at = time.monotonic() + STOP_GRACE_SECONDS
-                        outbox.put(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
-                            scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
+                        outbox.put(convert.interrupt(views.Scope.TURN))
                 elif time.monotonic() >= give_up_at:
                     print("ai-coding run: the loop did not confirm the interrupt; "
                           "check the session with `ai-coding sessions`", file=sys.stderr)
@@ -177,8 +179,7 @@ def drive_turn(
                     if handled >= 2:
                         return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
                     print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
-                    outbox.put(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
-                        scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
+                    outbox.put(convert.interrupt(views.Scope.TURN))
                 try:
                     item = inbox.get(timeout=0.1)
                 except queue.Empty:
@@ -190,20 +191,19 @@ def drive_turn(
                         return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
                     return _rpc_failure(item, endpoint, session_id)
                 sink(item)
-                kind = item.WhichOneof("event")
-                if kind == "approval_requested":
+                body = item.body
+                if isinstance(body, views.ApprovalRequested):
                     if stopping is not None:
-                        decision: int = loop_pb2.APPROVAL_DECISION_STOP
+                        decision = views.Decision.STOP
                     else:
-                        decision = ctrl_c.around_prompt(functools.partial(approver.decide, item.approval_requested))
+                        decision = ctrl_c.around_prompt(functools.partial(approver.decide, body))
                         handled = ctrl_c.presses  # a Ctrl-C at the prompt already answered "stop"
-                    outbox.put(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
-                        request_id=item.approval_requested.request_id, decision=decision)))  # type: ignore[arg-type]
-                elif kind == "turn_finished":
+                    outbox.put(convert.approval(body.request_id, decision))
+                elif isinstance(body, views.TurnFinished):
                     if stopping is not None:
-                        return TurnOutcome(stopping.exit_code, stopping.status, session_id, item.turn_finished)
-                    name = loop_pb2.TurnStatus.Name(item.turn_finished.status)
-                    return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, item.turn_finished)
+                        return TurnOutcome(stopping.exit_code, stopping.status, session_id, body)
+                    name = body.status.value
+                    return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, body)
         finally:
             outbox.put(None)
             call.cancel()
@@ -242,23 +242,23 @@ class _CtrlC:
         if self._in_prompt:
             raise KeyboardInterrupt
 
-    def around_prompt(self, ask: Callable[[], int]) -> int:
+    def around_prompt(self, ask: Callable[[], views.Decision]) -> views.Decision:
         """Run an approval prompt; Ctrl-C while it waits stops the turn."""
         self._in_prompt = True
         try:
             return ask()
         except KeyboardInterrupt:
-            return loop_pb2.APPROVAL_DECISION_STOP
+            return views.Decision.STOP
         finally:
             self._in_prompt = False
 
 
 def _read(call: Iterator[loop_pb2.TurnEventBatch],
-          inbox: queue.Queue[loop_pb2.TurnEvent | grpc.RpcError | None]) -> None:
+          inbox: queue.Queue[views.Event | grpc.RpcError | None]) -> None:
     try:
         for batch in call:
             for event in batch.events:
-                inbox.put(event)
+                inbox.put(convert.event(event))
         inbox.put(None)
     except grpc.RpcError as err:
         inbox.put(err)

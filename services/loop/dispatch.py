@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.kernel.titles import tool_title
 from services.loop.approvals import Decision, Pending, Resolution, is_allowed
 from services.loop.local_tools import (
     AuxiliaryError,
@@ -29,7 +30,7 @@ from services.loop.local_tools import (
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.ports import ToolCall, ToolChunkEvent, ToolOutcome, ToolRunner
-from services.loop.previews import approval_preview, changed_first, checked_preview, tool_title, wants_dry_run
+from services.loop.previews import approval_preview, changed_first, checked_preview, wants_dry_run
 from services.loop.turn_events import (
     ApprovalRequested,
     ApprovalResolved,

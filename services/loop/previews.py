@@ -85,16 +85,6 @@ def approval_preview(tool: str, arguments: dict[str, Any]) -> str:
     return ", ".join(f"{k}={str(v)[:60]}" for k, v in arguments.items())
 
 
-def tool_title(tool: str, arguments: dict[str, Any]) -> str:
-    """A short verb-target title, e.g. ``Running · pytest -q``."""
-    target = str(arguments.get("command") or arguments.get("path") or arguments.get("pattern")
-                 or arguments.get("query") or arguments.get("question") or "")
-    target = target.splitlines()[0][:80] if target else ""
-    verb = {"bash": "Running", "read": "Reading", "write": "Writing", "edit": "Editing", "glob": "Finding",
-            "grep": "Searching", "ask_user": "Asking", "tool_search": "Loading tools"}.get(tool, tool)
-    return f"{verb} · {target}" if target else verb
-
-
 def _path(arguments: dict[str, Any]) -> str:
     return str(arguments.get("path") or arguments.get("file_path") or "")
 

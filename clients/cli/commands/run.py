@@ -14,9 +14,7 @@ from clients.cli import exit_codes
 from clients.cli.commands.common import cli_errors, fail
 
 if TYPE_CHECKING:
-    from ai_coding.v1 import loop_pb2
-
-    from services.kernel.endpoints import Endpoint
+    from clients.cli.views import Event
 
 
 def run(
@@ -31,7 +29,7 @@ def run(
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended."""
     from clients.cli import control
-    from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn
+    from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
     root = Path(workspace).expanduser().resolve()
     if not root.is_dir():
@@ -43,7 +41,8 @@ def run(
     with cli_errors("run"):
         setup = control.resolve(root)
         control.ensure_running(setup, ["loop"], quiet=as_json)
-        opened = _open(setup.endpoints["loop"], str(root), session, model, auto_approve)
+        opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,
+                              auto_approve=auto_approve)
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         approver = AutoApprover() if auto_approve else (TtyApprover() if sys.stdin.isatty() else NoTtyApprover())
@@ -56,41 +55,17 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-def _open(endpoint: Endpoint, workspace: str, session: str, model: str, auto_approve: bool
-          ) -> loop_pb2.OpenSessionLoopResponse:
-    """OpenSession on the loop (just found healthy). No channel_ready_future: it leaves a
-    connectivity-polling thread that makes closing the channel wait ~200 ms."""
-    import grpc
-    from ai_coding.v1 import loop_pb2_grpc
+def _json_sink() -> tuple[Callable[[Event], None], Callable[[], None]]:
+    from clients.cli.convert import event_json
 
-    from clients.cli.turn import open_session
-    from services.kernel.channels import sync_channel
-    from services.kernel.errors import ServiceUnavailable
-
-    channel = sync_channel(endpoint)
-    try:
-        return open_session(loop_pb2_grpc.AgentLoopStub(channel), workspace, session_id=session, model=model,
-                            auto_approve=auto_approve)
-    except grpc.RpcError as err:
-        if err.code() != grpc.StatusCode.UNAVAILABLE:
-            raise
-        raise ServiceUnavailable(f"the loop service at {endpoint} is not answering",
-                                 hint="Start it with `ai-coding up`.") from None
-    finally:
-        channel.close()
-
-
-def _json_sink() -> tuple[Callable[[loop_pb2.TurnEvent], None], Callable[[], None]]:
-    from google.protobuf.json_format import MessageToDict
-
-    def sink(event: loop_pb2.TurnEvent) -> None:
-        sys.stdout.write(json.dumps(MessageToDict(event), ensure_ascii=False) + "\n")
+    def sink(event: Event) -> None:
+        sys.stdout.write(json.dumps(event_json(event), ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
     return sink, lambda: None
 
 
-def _rich_sink(verbose: bool) -> tuple[Callable[[loop_pb2.TurnEvent], None], Callable[[], None]]:
+def _rich_sink(verbose: bool) -> tuple[Callable[[Event], None], Callable[[], None]]:
     from rich.console import Console
 
     from clients.cli.render import EventRenderer

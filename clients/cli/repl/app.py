@@ -22,13 +22,16 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from ai_coding.v1 import loop_pb2
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import ThreadedCompleter
 from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
 
+from clients.cli import views
+from clients.cli.approvals import CHOICES as APPROVAL_CHOICES
+from clients.cli.approvals import HINT as APPROVAL_HINT
+from clients.cli.approvals import approval_decision, is_approval_answer
 from clients.cli.render import EventRenderer, last_tool_text, literal, visible_controls
 from clients.cli.repl import resume
 from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
@@ -41,7 +44,7 @@ from clients.cli.repl.service_commands import (
     memory_command,
 )
 from clients.cli.repl.services import ServiceClients
-from clients.cli.repl.state import approval_decision, ctrl_c, is_approval_answer, question_answer
+from clients.cli.repl.state import ctrl_c, question_answer
 from clients.cli.repl.terminal import SlashCompleter, Timings, log_crash, stdout_above_prompt, terminal_width
 from clients.cli.slash import SlashCommand, SlashReply, help_text, parse_slash
 
@@ -158,7 +161,7 @@ class Repl:
         if self.services is not None:
             await self.services.close()
 
-    async def _switch_to(self, opened: loop_pb2.OpenSessionLoopResponse, redraw: bool,
+    async def _switch_to(self, opened: views.OpenedSession, redraw: bool,
                          replay_in_flight: bool = False) -> None:
         self.session_id = opened.session_id
         self.last_seq = opened.last_seq
@@ -181,7 +184,7 @@ class Repl:
                 return ""
             # Text typed before the approval appeared is input, not an answer: queue it.
             self._send_input(line)
-            self.note("an approval is still waiting: y once · a always · n deny · s stop")
+            self.note(f"an approval is still waiting: {APPROVAL_HINT}")
             return ""
         if self.renderer.pending_question is not None:
             self.answer_question(question_answer(line, list(self.renderer.pending_question.options)))
@@ -219,7 +222,7 @@ class Repl:
             self.queued.append(text)
             self._shown_queued.append(text)
             if stream is not None:
-                stream.send(loop_pb2.ClientMessage(queue=loop_pb2.QueueInput(input=text)))
+                stream.queue(text)
             self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
             return
         self.turn_running = True
@@ -412,7 +415,7 @@ class Repl:
             async for event in stream.events():
                 received = True
                 self._deliver(event)
-                if event.WhichOneof("event") == "turn_finished" and not self.queued:
+                if isinstance(event.body, views.TurnFinished) and not self.queued:
                     break
         except ClientError as err:
             deadline = retry_until or time.monotonic() + START_RETRY_SECONDS
@@ -466,7 +469,7 @@ class Repl:
         session_id = self.session_id
         replaying = replay_in_flight and after_seq > 0
         self.last_seq = 0 if replaying else after_seq
-        backlog: list[loop_pb2.TurnEvent] = []
+        backlog: list[views.Event] = []
 
         def end_replay() -> None:
             nonlocal replaying
@@ -509,24 +512,24 @@ class Repl:
         self._tasks.add(self._follower_task)
         self._follower_task.add_done_callback(self._task_done)
 
-    def _deliver(self, event: loop_pb2.TurnEvent) -> None:
+    def _deliver(self, event: views.Event) -> None:
         if event.seq and event.seq <= self.last_seq:
             return
         self.last_seq = max(self.last_seq, event.seq)
-        kind = event.WhichOneof("event")
-        if kind == "turn_started":
+        body = event.body
+        if isinstance(body, views.TurnStarted):
             self.turn_running = True
-            if self.queued and self.queued[0] == event.turn_started.input:
+            if self.queued and self.queued[0] == body.input:
                 self.queued.pop(0)
             if not self._echoed_input:
-                self._print(literal(f"› {event.turn_started.input}", "bold"))
+                self._print(literal(f"› {body.input}", "bold"))
             self._echoed_input = False
-        elif kind == "turn_finished":
+        elif isinstance(body, views.TurnFinished):
             self.turn_running = bool(self.queued)
-        elif kind == "input_queued" and event.input_queued.input in self._shown_queued:
-            self._shown_queued.remove(event.input_queued.input)
+        elif isinstance(body, views.InputQueued) and body.input in self._shown_queued:
+            self._shown_queued.remove(body.input)
             return
-        if kind == "text_delta":
+        if isinstance(body, views.TextDelta):
             self._timings.mark("event")
         self._sync_width()
         self.renderer.handle(event)
@@ -534,15 +537,14 @@ class Repl:
 
     # ---- answers, interrupts, keys ----
 
-    def answer_approval(self, decision: int) -> None:
+    def answer_approval(self, decision: views.Decision) -> None:
         """Send ``decision`` for the pending approval (once; later keys find nothing pending)."""
         pending = self.renderer.pending_approval
         stream = self._control_stream()
         if pending is None or stream is None:
             return
         self.renderer.pending_approval = None
-        stream.send(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(request_id=pending.request_id,
-                                                                           decision=decision)))  # type: ignore[arg-type]
+        stream.approve(pending.request_id, decision)
         self._invalidate()
 
     def answer_question(self, answer: str) -> None:
@@ -552,8 +554,7 @@ class Repl:
         if pending is None or stream is None:
             return
         self.renderer.pending_question = None
-        stream.send(loop_pb2.ClientMessage(answer=loop_pb2.QuestionAnswer(request_id=pending.request_id,
-                                                                          answer=answer)))
+        stream.answer(pending.request_id, answer)
         self._invalidate()
 
     def press_ctrl_c(self) -> None:
@@ -565,7 +566,7 @@ class Repl:
         self.last_ctrl_c = now
         if action == "abort_turn":
             self.queued.clear()
-            self.interrupt(loop_pb2.INTERRUPT_SCOPE_TURN, "aborting the turn…")
+            self.interrupt(views.Scope.TURN, "aborting the turn…")
         elif action == "clear_line":
             buffer.reset()
         elif action == "warn":
@@ -575,12 +576,12 @@ class Repl:
         else:
             self._lines.put_nowait(None)
 
-    def interrupt(self, scope: int, note: str) -> None:
+    def interrupt(self, scope: views.Scope, note: str) -> None:
         """Ask the loop to cancel the tool batch or the turn, and say so."""
         stream = self._control_stream()
         if stream is None:
             return
-        stream.send(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(scope=scope)))  # type: ignore[arg-type]
+        stream.interrupt(scope)
         self.note(note)
 
     # ---- output ----
@@ -592,7 +593,7 @@ class Repl:
             self._timings.drawn()
             parts.append(("", visible_controls(partial[-_PARTIAL_SHOWN:]) + "\n"))
         if self.renderer.pending_approval is not None:
-            parts.append(("fg:ansimagenta bold", "approve? [y/a/n/s] "))
+            parts.append(("fg:ansimagenta bold", f"approve? {APPROVAL_CHOICES} "))
         elif self.renderer.pending_question is not None:
             parts.append(("fg:ansicyan bold", "answer› "))
         elif self._picker is not None:
@@ -642,14 +643,13 @@ def _data_error(data_json: str) -> str:
     return str(data.get("error", "")) if isinstance(data, dict) else ""
 
 
-def _turn_in_flight(backlog: list[loop_pb2.TurnEvent]) -> list[loop_pb2.TurnEvent]:
+def _turn_in_flight(backlog: list[views.Event]) -> list[views.Event]:
     """The replayed events of the last turn if it has not finished yet, else nothing."""
     start = None
     for index, event in enumerate(backlog):
-        kind = event.WhichOneof("event")
-        if kind == "turn_started":
+        if isinstance(event.body, views.TurnStarted):
             start = index
-        elif kind == "turn_finished":
+        elif isinstance(event.body, views.TurnFinished):
             start = None
     return backlog[start:] if start is not None else []
 

@@ -1,7 +1,8 @@
 """The REPL's side of the loop service: unary calls with deadlines and the Converse stream.
 
 gRPC stays here: the rest of the REPL sees ``LoopClient`` methods, ``TurnStream``
-and ``ClientError`` (one readable line, never a traceback).
+and ``ClientError`` (one readable line, never a traceback), with view models
+(:mod:`clients.cli.views`) in and out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import AsyncIterator
 import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
+from clients.cli import convert, views
 from services.kernel.channels import aio_channel
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import AiCodingError, reason_of
@@ -60,17 +62,33 @@ class TurnStream:
                 return
             yield message
 
-    def send(self, message: loop_pb2.ClientMessage) -> None:
+    def _send(self, message: loop_pb2.ClientMessage) -> None:
         """Queue a message for the loop (ignored once the stream is closed)."""
         if not self.closed:
             self._outbox.put_nowait(message)
 
-    async def events(self) -> AsyncIterator[loop_pb2.TurnEvent]:
+    def approve(self, request_id: str, decision: views.Decision) -> None:
+        """Answer an approval request."""
+        self._send(convert.approval(request_id, decision))
+
+    def answer(self, request_id: str, text: str) -> None:
+        """Answer an ask_user question."""
+        self._send(convert.answer(request_id, text))
+
+    def interrupt(self, scope: views.Scope) -> None:
+        """Cancel the running tool batch or the whole turn."""
+        self._send(convert.interrupt(scope))
+
+    def queue(self, text: str) -> None:
+        """Input for after the running turn."""
+        self._send(convert.queue(text))
+
+    async def events(self) -> AsyncIterator[views.Event]:
         """The events the loop sends until it ends the stream; errors become ``ClientError``."""
         try:
             async for batch in self._call:
                 for event in batch.events:
-                    yield event
+                    yield convert.event(event)
         except grpc.aio.AioRpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 raise _error(err, "the turn stream broke") from None
@@ -91,51 +109,49 @@ class LoopClient:
         self._channel = aio_channel(endpoint, options=list(_FAST_RECONNECT))
         self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
 
-    async def open_session(self, workspace: str, session_id: str = "") -> loop_pb2.OpenSessionLoopResponse:
+    async def open_session(self, workspace: str, session_id: str = "") -> views.OpenedSession:
         """Create a session, or load one by id or unique prefix."""
         request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, interactive=True)
         try:
             response: loop_pb2.OpenSessionLoopResponse = await self.stub.OpenSession(request, timeout=UNARY_TIMEOUT)
-            return response
+            return convert.opened(response)
         except grpc.aio.AioRpcError as err:
             raise _error(err, "cannot open the session") from None
 
-    async def list_sessions(self, workspace: str) -> list[loop_pb2.SessionSummary]:
+    async def list_sessions(self, workspace: str) -> list[views.SessionSummary]:
         """Saved sessions of ``workspace``, newest activity first."""
         try:
             response = await self.stub.ListSessions(loop_pb2.ListSessionsRequest(workspace=workspace),
                                                     timeout=UNARY_TIMEOUT)
         except grpc.aio.AioRpcError as err:
             raise _error(err, "cannot list sessions") from None
-        return list(response.sessions)
+        return [convert.session_summary(summary) for summary in response.sessions]
 
-    async def get_session(self, workspace: str, session_id: str) -> loop_pb2.GetSessionResponse:
+    async def get_session(self, workspace: str, session_id: str) -> views.SessionDetail:
         """One session with its messages (for the redraw after /resume)."""
         request = loop_pb2.GetSessionRequest(workspace=workspace, session_id=session_id)
         try:
             response: loop_pb2.GetSessionResponse = await self.stub.GetSession(request, timeout=UNARY_TIMEOUT)
-            return response
+            return convert.session_detail(response)
         except grpc.aio.AioRpcError as err:
             raise _error(err, "cannot load the session") from None
 
-    async def run_command(self, session_id: str, command: str, args: str) -> loop_pb2.RunCommandResponse:
+    async def run_command(self, session_id: str, command: str, args: str) -> views.CommandReply:
         """A slash command the loop handles; UNIMPLEMENTED surfaces as reason ``unimplemented``."""
         request = loop_pb2.RunCommandRequest(session_id=session_id, command=command, args=args)
         try:
             response: loop_pb2.RunCommandResponse = await self.stub.RunCommand(request, timeout=UNARY_TIMEOUT)
-            return response
+            return convert.command_reply(response)
         except grpc.aio.AioRpcError as err:
             raise _error(err, f"/{command} failed") from None
 
     def start(self, session_id: str, text: str) -> TurnStream:
         """Open a stream that starts a turn with ``text``."""
-        first = loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text))
-        return TurnStream(self.stub, first)
+        return TurnStream(self.stub, convert.start(session_id, text))
 
     def attach(self, session_id: str, after_seq: int) -> TurnStream:
         """Open a stream that follows the session from event ``after_seq`` on."""
-        first = loop_pb2.ClientMessage(attach=loop_pb2.AttachTurn(session_id=session_id, after_seq=after_seq))
-        return TurnStream(self.stub, first)
+        return TurnStream(self.stub, convert.attach(session_id, after_seq))
 
     async def close(self) -> None:
         """Close the channel (open streams end)."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ai_coding.v1 import loop_pb2
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from clients.cli import views
+from clients.cli.approvals import ONE_KEYS, approval_decision
 from clients.cli.render import last_tool_text
-from clients.cli.repl.state import approval_decision, is_answer_tail, osc52
+from clients.cli.repl.state import cycle_option, is_answer_tail, osc52
 
 if TYPE_CHECKING:
     from clients.cli.repl.app import Repl
@@ -48,7 +49,7 @@ def build_bindings(repl: Repl) -> KeyBindings:
         repl.submit_line(line)
 
     # Registered after the plain Enter: for the same key the binding added last wins.
-    for key in ("y", "a", "n", "s", "enter"):
+    for key in (*ONE_KEYS, "enter"):
         @kb.add(key, filter=approving)
         def _approve(event: KeyPressEvent, key: str = key) -> None:
             repl.answer_approval(approval_decision("" if key == "enter" else key))
@@ -70,20 +71,18 @@ def build_bindings(repl: Repl) -> KeyBindings:
         pending = repl.renderer.pending_question
         if pending is None:
             return
-        options = list(pending.options)
-        text = event.current_buffer.text
         step = -1 if event.key_sequence[0].key == "up" else 1
-        index = (options.index(text) + step) % len(options) if text in options else (0 if step > 0 else -1)
-        event.current_buffer.set_document(Document(options[index]), bypass_readonly=True)
+        choice = cycle_option(list(pending.options), event.current_buffer.text, step)
+        event.current_buffer.set_document(Document(choice), bypass_readonly=True)
 
     @kb.add("escape", eager=True)
     def _escape(event: KeyPressEvent) -> None:
         if repl.renderer.pending_question is not None:
             repl.answer_question("")
         elif repl.renderer.pending_approval is not None:
-            repl.answer_approval(approval_decision("n"))
+            repl.answer_approval(views.Decision.DENY)
         elif repl.turn_running:
-            repl.interrupt(loop_pb2.INTERRUPT_SCOPE_BATCH, "cancelling the running tools…")
+            repl.interrupt(views.Scope.BATCH, "cancelling the running tools…")
         else:
             event.current_buffer.reset()
 

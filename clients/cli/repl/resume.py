@@ -102,7 +102,8 @@ def _content_text(content: Any) -> str:
 
 
 def _tool_line(call: dict[str, Any], result: str) -> str:
-    from clients.cli.render import one_line, tool_title
+    from clients.cli.render import one_line
+    from services.kernel.titles import tool_title
 
     title = tool_title(str(call.get("name", "")), str(call.get("arguments", "")))
     first = one_line(result)

@@ -5,32 +5,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from ai_coding.v1 import loop_pb2
-
 # Two Ctrl-C presses on an empty idle prompt within this many seconds exit.
 DOUBLE_PRESS_SECONDS = 2.0
-
-APPROVAL_KEYS: dict[str, int] = {
-    "y": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
-    "yes": loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
-    "a": loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS,
-    "always": loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS,
-    "n": loop_pb2.APPROVAL_DECISION_DENY,
-    "no": loop_pb2.APPROVAL_DECISION_DENY,
-    "s": loop_pb2.APPROVAL_DECISION_STOP,
-    "stop": loop_pb2.APPROVAL_DECISION_STOP,
-}
-
-
-def approval_decision(answer: str) -> int:
-    """The decision a typed answer means; anything else (Enter alone included) is deny."""
-    return APPROVAL_KEYS.get(answer.strip().lower(), loop_pb2.APPROVAL_DECISION_DENY)
-
-
-def is_approval_answer(line: str) -> bool:
-    """Whether a submitted line answers an approval (a known key word, or nothing at all = deny)."""
-    return not line.strip() or line.strip().lower() in APPROVAL_KEYS
-
 
 # Letters typed right after a one-key approval answer ("yes", "no", "always", "stop") finish
 # the word the user was typing; they are not a message for the model.

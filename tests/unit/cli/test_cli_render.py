@@ -8,7 +8,8 @@ import pytest
 from ai_coding.v1 import common_pb2, loop_pb2
 from rich.console import Console
 
-from clients.cli.render import EventRenderer, last_tool_text, status_line, tool_title, visible_controls
+from clients.cli import convert, views
+from clients.cli.render import EventRenderer, last_tool_text, status_line, visible_controls
 
 
 def make(width: int = 200, terminal: bool = False) -> tuple[EventRenderer, io.StringIO]:
@@ -21,16 +22,17 @@ def make(width: int = 200, terminal: bool = False) -> tuple[EventRenderer, io.St
 _seq = iter(range(1, 1_000_000))
 
 
-def ev(**kwargs: object) -> loop_pb2.TurnEvent:
-    return loop_pb2.TurnEvent(seq=next(_seq), session_id="s1", turn=1, **kwargs)  # type: ignore[arg-type]
+def ev(**kwargs: object) -> views.Event:
+    """A wire event as the renderer gets it: through the client's converter."""
+    return convert.event(loop_pb2.TurnEvent(seq=next(_seq), session_id="s1", turn=1, **kwargs))  # type: ignore[arg-type]
 
 
-def finished(status: int = loop_pb2.TURN_STATUS_COMPLETED, **usage: int) -> loop_pb2.TurnEvent:
+def finished(status: int = loop_pb2.TURN_STATUS_COMPLETED, **usage: int) -> views.Event:
     return ev(turn_finished=loop_pb2.TurnFinished(
         status=status, usage=common_pb2.Usage(**usage), iterations=2, duration_ms=2300))  # type: ignore[arg-type]
 
 
-def tool(call_id: str, ok: bool = True, output: str = "", code: str = "", ms: float = 1200) -> loop_pb2.TurnEvent:
+def tool(call_id: str, ok: bool = True, output: str = "", code: str = "", ms: float = 1200) -> views.Event:
     result = common_pb2.ToolResult(call_id=call_id, tool="bash", ok=ok, output=output, duration_ms=ms,
                                    error=common_pb2.ErrorInfo(code=code, message="stopped by the user" if code else ""))
     return ev(tool_finished=loop_pb2.ToolFinished(result=result))
@@ -166,17 +168,13 @@ def test_status_and_tool_lines_never_wrap(width: int) -> None:
 
 
 def test_cache_is_reported_as_unknown_when_the_provider_did_not_say() -> None:
-    line = status_line(loop_pb2.TurnFinished(status=loop_pb2.TURN_STATUS_COMPLETED,
-                                             usage=common_pb2.Usage(prompt_tokens=10, completion_tokens=2)))
+    line = status_line(convert.copy(loop_pb2.TurnFinished(
+        status=loop_pb2.TURN_STATUS_COMPLETED, usage=common_pb2.Usage(prompt_tokens=10, completion_tokens=2)),
+        views.TurnFinished))
     assert "cache n/a" in line
-    ratio = status_line(loop_pb2.TurnFinished(usage=common_pb2.Usage(prompt_tokens=10, prefix_ratio=0.5)))
+    ratio = status_line(convert.copy(loop_pb2.TurnFinished(usage=common_pb2.Usage(prompt_tokens=10, prefix_ratio=0.5)),
+                                     views.TurnFinished))
     assert "cache ~50%" in ratio
-
-
-def test_a_title_is_derived_from_the_arguments_when_the_loop_sent_none() -> None:
-    assert tool_title("bash", '{"command": "pytest -q\\necho"}') == "Running · pytest -q"
-    assert tool_title("read", '{"path": "src/a.py"}') == "Reading · src/a.py"
-    assert tool_title("mystery", "not json") == "mystery"
 
 
 def test_task_list_prints_only_when_it_changes() -> None:

@@ -1,4 +1,4 @@
-"""Pure REPL decisions: approval keys, question answers, Ctrl-C, OSC 52, and the /resume helpers."""
+"""Pure REPL decisions: question answers, Ctrl-C, OSC 52, and the /resume helpers."""
 
 from __future__ import annotations
 
@@ -6,21 +6,8 @@ import base64
 import datetime as dt
 import json
 
-import pytest
-from ai_coding.v1 import loop_pb2
-
 from clients.cli.repl import resume
-from clients.cli.repl.state import approval_decision, ctrl_c, osc52, question_answer
-
-
-@pytest.mark.parametrize(("answer", "decision"), [
-    ("y", loop_pb2.APPROVAL_DECISION_ALLOW_ONCE), ("Y", loop_pb2.APPROVAL_DECISION_ALLOW_ONCE),
-    ("a", loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS), ("n", loop_pb2.APPROVAL_DECISION_DENY),
-    ("s", loop_pb2.APPROVAL_DECISION_STOP), ("", loop_pb2.APPROVAL_DECISION_DENY),
-    ("sure why not", loop_pb2.APPROVAL_DECISION_DENY),
-])
-def test_approval_answers_and_enter_alone_is_deny(answer: str, decision: int) -> None:
-    assert approval_decision(answer) == decision
+from clients.cli.repl.state import ctrl_c, osc52, question_answer
 
 
 def test_a_digit_picks_an_option_and_other_text_is_the_answer() -> None:
@@ -136,7 +123,7 @@ def test_history_and_group_lines_carry_their_styles() -> None:
 
 
 def test_only_known_words_or_nothing_answer_an_approval() -> None:
-    from clients.cli.repl.state import is_approval_answer
+    from clients.cli.approvals import is_approval_answer
 
     assert all(is_approval_answer(w) for w in ("", "  ", "y", "YES", "a", "n", "no", "s", "stop"))
     assert not is_approval_answer("also fix the docs please")

@@ -17,7 +17,6 @@ from clients.cli.runtime import (
     write_atomic,
 )
 from clients.cli.supervisor import next_streak, restart_delay
-from clients.cli.turn import decision_for_answer
 
 
 @pytest.mark.parametrize(("streak", "delay"), [(1, 1.0), (2, 2.0), (3, 4.0), (5, 16.0), (6, 30.0), (40, 30.0)])
@@ -45,16 +44,6 @@ def test_each_turn_status_maps_to_its_documented_exit_code() -> None:
     }
     codes = {exit_codes.FAILED, exit_codes.UNAVAILABLE, exit_codes.TIMEOUT, exit_codes.INTERRUPTED}
     assert len(codes) == 4 and exit_codes.OK not in codes
-
-
-@pytest.mark.parametrize(("answer", "decision"), [
-    ("y", loop_pb2.APPROVAL_DECISION_ALLOW_ONCE), ("YES ", loop_pb2.APPROVAL_DECISION_ALLOW_ONCE),
-    ("a", loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS), ("s", loop_pb2.APPROVAL_DECISION_STOP),
-    ("n", loop_pb2.APPROVAL_DECISION_DENY), ("", loop_pb2.APPROVAL_DECISION_DENY),
-    ("yolo", loop_pb2.APPROVAL_DECISION_DENY),
-])
-def test_an_approval_answer_other_than_yes_always_or_stop_denies(answer: str, decision: int) -> None:
-    assert decision_for_answer(answer) == decision
 
 
 def test_the_state_file_round_trips_and_a_torn_one_reads_as_none(tmp_path: Path) -> None:

@@ -1,0 +1,154 @@
+"""Wire messages -> view models (and the few messages the client sends), in one place.
+
+Only the connection modules and this one import ``*_pb2``; everything else in the client
+sees :mod:`clients.cli.views`. A view dataclass names the proto fields it keeps (a subset:
+what a newer loop adds is dropped until a view wants it), so the copy is by field name,
+checked against the descriptors by tests/unit/cli/test_cli_convert.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, TypeVar
+
+from ai_coding.v1 import common_pb2, loop_pb2
+from google.protobuf.message import Message
+
+from clients.cli import views
+
+T = TypeVar("T")
+
+# TurnEvent oneof field -> its view dataclass.
+EVENT_BODIES: dict[str, type[views.Body]] = {
+    "turn_started": views.TurnStarted,
+    "text_delta": views.TextDelta,
+    "reasoning_delta": views.ReasoningDelta,
+    "tool_started": views.ToolStarted,
+    "tool_chunk": views.ToolChunk,
+    "tool_finished": views.ToolFinished,
+    "approval_requested": views.ApprovalRequested,
+    "approval_resolved": views.ApprovalResolved,
+    "question_asked": views.QuestionAsked,
+    "question_resolved": views.QuestionResolved,
+    "task_list_updated": views.TaskListUpdated,
+    "compaction_started": views.CompactionStarted,
+    "compaction_ended": views.CompactionEnded,
+    "memory_recalled": views.MemoryRecalled,
+    "degraded": views.Degraded,
+    "search_stalled": views.SearchStalled,
+    "context_assembled": views.ContextAssembled,
+    "model_step_finished": views.ModelStepFinished,
+    "input_queued": views.InputQueued,
+    "notice": views.Notice,
+    "turn_finished": views.TurnFinished,
+    "events_skipped": views.EventsSkipped,
+}
+# Messages nested in events (full proto name -> view).
+PARTS: dict[str, type[Any]] = {
+    "ai_coding.v1.Usage": views.Usage,
+    "ai_coding.v1.ToolResult": views.ToolResult,
+    "ai_coding.v1.ErrorInfo": views.ToolError,
+    "ai_coding.v1.TaskItem": views.TaskItem,
+    "ai_coding.v1.LayerStat": views.LayerStat,
+}
+ENUMS: dict[str, type[enum.Enum]] = {
+    "ai_coding.v1.ApprovalDecision": views.Decision,
+    "ai_coding.v1.TurnStatus": views.TurnStatus,
+}
+
+
+def copy(message: Message, view: type[T]) -> T:
+    """The view dataclass ``view`` filled from the same-named fields of ``message``."""
+    fields = message.DESCRIPTOR.fields_by_name
+    values = {f.name: _value(message, fields[f.name]) for f in dataclasses.fields(view)}  # type: ignore[arg-type]
+    return view(**values)
+
+
+def _value(message: Message, field: Any) -> Any:
+    value = getattr(message, field.name)
+    if field.is_repeated:
+        return tuple(_part(item, field) for item in value)
+    if field.message_type is None and field.has_presence and not message.HasField(field.name):
+        return None  # an `optional` scalar the sender left out: "not reported", not zero
+    return _part(value, field)
+
+
+def _part(value: Any, field: Any) -> Any:
+    if field.message_type is not None:
+        return copy(value, PARTS[field.message_type.full_name])
+    if field.enum_type is not None:
+        kind = ENUMS[field.enum_type.full_name]
+        number = field.enum_type.values_by_number.get(value)
+        try:
+            return kind(number.name if number is not None else "")
+        except ValueError:
+            return kind[next(iter(kind.__members__))]  # a value newer than this client: unspecified
+    return value
+
+
+def event(message: loop_pb2.TurnEvent) -> views.Event:
+    """One ``TurnEvent`` as a view (``body`` is ``None`` for a kind this client does not know)."""
+    kind = message.WhichOneof("event")
+    body_view = EVENT_BODIES.get(kind) if kind else None
+    body = copy(getattr(message, kind), body_view) if kind and body_view else None
+    return views.Event(seq=message.seq, session_id=message.session_id, turn=message.turn, ts=message.ts,
+                       body=body, wire=message)
+
+
+def event_json(ev: views.Event) -> dict[str, Any]:
+    """The event as the proto's JSON mapping (what ``run --json`` prints)."""
+    from google.protobuf.json_format import MessageToDict
+
+    if not isinstance(ev.wire, Message):
+        raise TypeError("event_json needs an event converted from the wire")
+    return MessageToDict(ev.wire)
+
+
+def tool_result(message: common_pb2.ToolResult) -> views.ToolResult:
+    return copy(message, views.ToolResult)
+
+
+def opened(message: loop_pb2.OpenSessionLoopResponse) -> views.OpenedSession:
+    return copy(message, views.OpenedSession)
+
+
+def session_summary(message: loop_pb2.SessionSummary) -> views.SessionSummary:
+    return copy(message, views.SessionSummary)
+
+
+def session_detail(message: loop_pb2.GetSessionResponse) -> views.SessionDetail:
+    return views.SessionDetail(summary=session_summary(message.summary), messages_json=message.messages_json)
+
+
+def command_reply(message: loop_pb2.RunCommandResponse) -> views.CommandReply:
+    return copy(message, views.CommandReply)
+
+
+# ---- what the client sends ----
+
+
+def start(session_id: str, text: str) -> loop_pb2.ClientMessage:
+    return loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text))
+
+
+def attach(session_id: str, after_seq: int) -> loop_pb2.ClientMessage:
+    return loop_pb2.ClientMessage(attach=loop_pb2.AttachTurn(session_id=session_id, after_seq=after_seq))
+
+
+def approval(request_id: str, decision: views.Decision) -> loop_pb2.ClientMessage:
+    value = loop_pb2.ApprovalDecision.Value(decision.value)
+    return loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(request_id=request_id, decision=value))
+
+
+def answer(request_id: str, text: str) -> loop_pb2.ClientMessage:
+    return loop_pb2.ClientMessage(answer=loop_pb2.QuestionAnswer(request_id=request_id, answer=text))
+
+
+def interrupt(scope: views.Scope) -> loop_pb2.ClientMessage:
+    value = loop_pb2.InterruptScope.Value(scope.value)
+    return loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(scope=value))
+
+
+def queue(text: str) -> loop_pb2.ClientMessage:
+    return loop_pb2.ClientMessage(queue=loop_pb2.QueueInput(input=text))

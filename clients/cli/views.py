@@ -1,0 +1,376 @@
+"""What the client shows and answers, as plain values: the view models.
+
+The wire messages (``*_pb2``) stop at the connection modules; :mod:`clients.cli.convert`
+turns them into these dataclasses, and the renderer, the REPL and the commands work on
+these alone. Stdlib only: ``ai-coding --help`` paths import this.
+
+Each turn event kind is one frozen dataclass named after its ``TurnEvent`` oneof field;
+:class:`Event` is the envelope (sequence number, turn) around one of them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Decision(enum.Enum):
+    """An answer to an approval request (``ApprovalDecision``)."""
+
+    UNSPECIFIED = "APPROVAL_DECISION_UNSPECIFIED"
+    ALLOW_ONCE = "APPROVAL_DECISION_ALLOW_ONCE"
+    ALLOW_ALWAYS = "APPROVAL_DECISION_ALLOW_ALWAYS"
+    DENY = "APPROVAL_DECISION_DENY"
+    STOP = "APPROVAL_DECISION_STOP"
+
+
+class TurnStatus(enum.Enum):
+    """How a turn ended (``TurnStatus``); the value is the enum name on the wire."""
+
+    UNSPECIFIED = "TURN_STATUS_UNSPECIFIED"
+    COMPLETED = "TURN_STATUS_COMPLETED"
+    MAX_ITERATIONS = "TURN_STATUS_MAX_ITERATIONS"
+    BUDGET = "TURN_STATUS_BUDGET"
+    TIMEOUT = "TURN_STATUS_TIMEOUT"
+    INTERRUPTED = "TURN_STATUS_INTERRUPTED"
+    APPROVAL_STOP = "TURN_STATUS_APPROVAL_STOP"
+    FAILED = "TURN_STATUS_FAILED"
+
+
+class Scope(enum.Enum):
+    """What an interrupt cancels (``InterruptScope``): the running tool batch, or the turn."""
+
+    BATCH = "INTERRUPT_SCOPE_BATCH"
+    TURN = "INTERRUPT_SCOPE_TURN"
+
+
+# ---- parts of events ----
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage as the provider reported it; ``None`` where it reported nothing."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    prefix_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class ToolError:
+    code: str = ""
+    message: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str = ""
+    tool: str = ""
+    ok: bool = False
+    output: str = ""
+    data_json: str = ""
+    error: ToolError = field(default_factory=ToolError)
+    duration_ms: float = 0.0
+    limit_hit: str = ""
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    id: str = ""
+    content: str = ""
+    status: str = ""
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LayerStat:
+    name: str = ""
+    removed: int = 0
+    rewritten: int = 0
+    skipped: int = 0
+    before_tokens: int = 0
+    after_tokens: int = 0
+
+
+# ---- turn events (one per TurnEvent oneof field) ----
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    turn: int = 0
+    input: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str = ""
+    tool: str = ""
+    arguments_json: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class ToolChunk:
+    call_id: str = ""
+    stream: str = ""
+    text: str = ""
+    progress: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    result: ToolResult = field(default_factory=ToolResult)
+
+
+@dataclass(frozen=True)
+class ApprovalRequested:
+    request_id: str = ""
+    call_id: str = ""
+    tool: str = ""
+    arguments_json: str = ""
+    preview: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ApprovalResolved:
+    request_id: str = ""
+    decision: Decision = Decision.UNSPECIFIED
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class QuestionAsked:
+    request_id: str = ""
+    question: str = ""
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class QuestionResolved:
+    request_id: str = ""
+    answer: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class TaskListUpdated:
+    goal: str = ""
+    items: tuple[TaskItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompactionStarted:
+    estimated_tokens: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CompactionEnded:
+    layers: tuple[LayerStat, ...] = ()
+    estimated_before: int = 0
+    estimated_after: int = 0
+
+
+@dataclass(frozen=True)
+class MemoryRecalled:
+    count: int = 0
+    note_ids: tuple[str, ...] = ()
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Degraded:
+    component: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SearchStalled:
+    iteration: int = 0
+    level: int = 0
+    streak: int = 0
+    stale_streak: int = 0
+    novel: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ContextAssembled:
+    instructions_bytes: int = 0
+    tools_bytes: int = 0
+    history_bytes: int = 0
+    tail_bytes: int = 0
+    estimated_tokens: int = 0
+    tail_parts_json: str = ""
+
+
+@dataclass(frozen=True)
+class ModelStepFinished:
+    step: int = 0
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    finish_reason: str = ""
+
+
+@dataclass(frozen=True)
+class InputQueued:
+    input: str = ""
+    position: int = 0
+
+
+@dataclass(frozen=True)
+class Notice:
+    level: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    status: TurnStatus = TurnStatus.UNSPECIFIED
+    text: str = ""
+    handoff: str = ""
+    usage: Usage = field(default_factory=Usage)
+    iterations: int = 0
+    duration_ms: float = 0.0
+    reason: str = ""
+    cleared_requests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EventsSkipped:
+    from_seq: int = 0
+    to_seq: int = 0
+    hint: str = ""
+
+
+Body = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | ToolFinished | ApprovalRequested
+        | ApprovalResolved | QuestionAsked | QuestionResolved | TaskListUpdated | CompactionStarted
+        | CompactionEnded | MemoryRecalled | Degraded | SearchStalled | ContextAssembled | ModelStepFinished
+        | InputQueued | Notice | TurnFinished | EventsSkipped)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One turn event: its per-session sequence number and what happened (``None``: a kind
+    this client does not know, sent by a newer loop; it is counted, never shown)."""
+
+    seq: int = 0
+    session_id: str = ""
+    turn: int = 0
+    ts: float = 0.0
+    body: Body | None = None
+    wire: object = field(default=None, repr=False, compare=False)
+    """The message as received, for ``run --json`` (:func:`clients.cli.convert.event_json`)."""
+
+
+# ---- sessions ----
+
+
+@dataclass(frozen=True)
+class OpenedSession:
+    session_id: str
+    message_count: int = 0
+    last_seq: int = 0
+    model: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session_id: str
+    created: float = 0.0
+    last_activity: float = 0.0
+    preview: str = ""
+    message_count: int = 0
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class SessionDetail:
+    summary: SessionSummary
+    messages_json: str = ""
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    text: str = ""
+    data_json: str = ""
+
+
+# ---- memory and MCP ----
+
+
+@dataclass(frozen=True)
+class Note:
+    id: str = ""
+    text: str = ""
+    kind: str = ""
+    importance: int = 0
+    pinned: bool = False
+    scene: str = ""
+    evidence: str = ""
+    scope: str = ""
+    source_message_ids: tuple[str, ...] = ()
+    hits: int = 0
+    last_used: float = 0.0
+    created: float = 0.0
+    updated: float = 0.0
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    note: Note = field(default_factory=Note)
+    score: float = 0.0
+    relevance: float = 0.0
+    matched_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recall:
+    hits: tuple[RecallHit, ...] = ()
+    diagnostics_json: str = ""
+    rendered: str = ""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str = ""
+    type: str = ""
+    state: int = 0
+    """The ``ServerState`` number (``services_view.state_name`` says it as a word)."""
+    reason: str = ""
+    tool_count: int = 0
+    attempts: int = 0
+    next_retry_in_s: float = 0.0
+    auto_approve: bool = False
+    degraded: bool = False
+    degraded_reason: str = ""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    server: str = ""
+    tool: str = ""
+    qualified_name: str = ""
+    description: str = ""
+    input_schema_json: str = ""
+    permission: str = ""
