@@ -116,14 +116,15 @@ class AioTurns:
         return factory(endpoint)
 
     async def _turn(self) -> float:
+        from clients.cli import views
+
         start = time.perf_counter()
         stream = self.client.start(self.session, "hello")
         got = None
         async for event in stream.events():
-            kind = event.WhichOneof("event")
-            if kind == "text_delta" and got is None:
+            if isinstance(event.body, views.TextDelta) and got is None:
                 got = time.perf_counter() - start
-            if kind == "turn_finished":
+            if isinstance(event.body, views.TurnFinished):
                 break
         stream.close()
         assert got is not None
@@ -170,10 +171,12 @@ class ReplTurns:
 
 
 def bench_renderer(deltas: int = 20_000) -> float:
-    """Microseconds the renderer spends per text delta (line-buffered, as in the REPL)."""
+    """Microseconds the client spends per text delta: converting it from the wire and rendering it
+    (line-buffered, as in the REPL)."""
     from ai_coding.v1 import loop_pb2
     from rich.console import Console
 
+    from clients.cli.convert import event as view_of
     from clients.cli.render import EventRenderer
 
     renderer = EventRenderer(Console(file=io.StringIO(), width=120, force_terminal=True), line_buffered=True)
@@ -181,7 +184,7 @@ def bench_renderer(deltas: int = 20_000) -> float:
               for i in range(deltas)]
     start = time.perf_counter()
     for event in events:
-        renderer.handle(event)
+        renderer.handle(view_of(event))
     return (time.perf_counter() - start) / deltas * 1e6
 
 
