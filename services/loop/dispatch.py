@@ -9,7 +9,6 @@ running when the batch is interrupted come back as ``cancelled_by_user``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,34 +16,33 @@ from typing import Any
 
 from services.kernel.titles import tool_title
 from services.loop.approvals import Decision, Pending, Resolution, is_allowed
-from services.loop.local_tools import (
-    AuxiliaryError,
-    McpClient,
-    MemoryClient,
-    error_outcome,
-    mcp_input_json,
-    search_tools,
-    tool_name,
-    tool_search_outcome,
-)
+from services.loop.errors import AuxiliaryError
+from services.loop.local_tools import error_outcome
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
-from services.loop.ports import ToolCall, ToolChunkEvent, ToolOutcome, ToolRunner
+from services.loop.ports import (
+    McpClient,
+    MemoryClient,
+    ToolCall,
+    ToolChunkEvent,
+    ToolDef,
+    ToolOutcome,
+    ToolRunner,
+)
 from services.loop.previews import approval_preview, changed_first, checked_preview, wants_dry_run
+from services.loop.registry import ToolRegistry
 from services.loop.turn_events import (
     ApprovalRequested,
     ApprovalResolved,
     EventBody,
-    QuestionAsked,
-    QuestionResolved,
     ToolChunk,
     ToolFinished,
     ToolStarted,
 )
 
 Emit = Callable[[EventBody], None]
-# (tool, arguments, level the tool declares) -> the gate's verdict.
-Gate = Callable[[str, dict[str, Any], str], Verdict]
+# (tool, arguments) -> the gate's verdict.
+Gate = Callable[[ToolDef, dict[str, Any]], Verdict]
 # (call, arguments) -> a guard's refusal (duplicate call, strict path escape) or None.
 Guard = Callable[[ToolCall, dict[str, Any]], Refusal | None]
 # Chat Completions tool messages beyond this are cut (head and tail kept) so one
@@ -67,13 +65,12 @@ def no_guard(call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
 
 @dataclass
 class DispatchContext:
-    """What a batch needs from its session and turn."""
+    """What a batch needs from its session and turn (also the ``ports.ToolContext`` handlers get)."""
 
     session_id: str
     workspace: str
-    tools: ToolRunner
-    catalog: list[dict[str, Any]]
-    loaded: set[str]
+    runner: ToolRunner
+    registry: ToolRegistry
     allowed_always: list[str]
     interactive: bool
     emit: Emit
@@ -83,7 +80,6 @@ class DispatchContext:
     memory: MemoryClient | None = None
     mcp: McpClient | None = None
     guard: Guard = no_guard
-    todo: Callable[[dict[str, Any]], ToolOutcome] | None = None
     ask_timeout_seconds: float = 300.0
     on_degraded: Callable[[str, str], None] = lambda component, reason: None
     preview_timeout_seconds: float = PREVIEW_TIMEOUT_S
@@ -131,13 +127,6 @@ def _args(call: ToolCall) -> dict[str, Any]:
         return {}
 
 
-def _spec(ctx: DispatchContext, name: str) -> dict[str, Any] | None:
-    for tool in ctx.catalog:
-        if tool_name(tool) == name:
-            return tool
-    return None
-
-
 async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall]) -> ToolOutcome | None:
     """None when ``call`` may run, else its refusal. ``earlier``: calls of this batch already
     cleared to run (they run first, so an approval preview must not assume the files as they are)."""
@@ -146,13 +135,13 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if call.parse_error:
         return error_outcome(call.id, call.name, "invalid_arguments",
                              f"the arguments are not a JSON object ({call.parse_error}); send valid JSON")
-    spec = _spec(ctx, call.name)
-    if spec is None:
-        names = ", ".join(sorted(tool_name(t) for t in ctx.catalog if not t.get("x-deferred")))
+    tool = ctx.registry.get(call.name)
+    if tool is None:
+        names = ", ".join(ctx.registry.names())
         return error_outcome(call.id, call.name, "unknown_tool",
                              f"no tool named {call.name!r}; available: {names} (more via tool_search)")
-    if spec.get("x-deferred") and call.name not in ctx.loaded:
-        ctx.loaded.add(call.name)  # the model knew the name; load it rather than bounce
+    if tool.deferred:
+        ctx.registry.load([call.name])  # the model knew the name; load it rather than bounce
     arguments = _args(call)
     try:
         refusal = ctx.guard(call, arguments)
@@ -161,7 +150,7 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if refusal is not None:
         return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
                            error_code=refusal.code, error_message=refusal.message)
-    verdict = ctx.gate(call.name, arguments, str(spec.get("x-permission", "")))
+    verdict = ctx.gate(tool, arguments)
     if verdict.level == Level.DENY:
         return error_outcome(call.id, call.name, "permission_denied",
                              f"{verdict.reason}; choose another approach")
@@ -203,7 +192,7 @@ async def _preview(ctx: DispatchContext, call: ToolCall, arguments: dict[str, An
     dry_run: ToolOutcome | None = None
     try:
         dry_run = await asyncio.wait_for(
-            ctx.tools.dry_run(ctx.session_id, call.id, call.name, call.arguments_json, wait), wait + 0.5)
+            ctx.runner.dry_run(ctx.session_id, call.id, call.name, call.arguments_json, wait), wait + 0.5)
         no_answer = ""
     except TimeoutError:
         no_answer = f"did not answer within {wait:g} s"
@@ -226,13 +215,14 @@ def _groups(ctx: DispatchContext, calls: list[ToolCall]) -> list[list[ToolCall]]
 
 
 def _safe(ctx: DispatchContext, call: ToolCall) -> bool:
-    return bool((_spec(ctx, call.name) or {}).get("x-parallel-safe"))
+    tool = ctx.registry.get(call.name)
+    return tool is not None and tool.parallel_safe
 
 
 async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
-    spec = _spec(ctx, call.name) or {}
-    if spec.get("x-local"):
-        outcome = await _run_local(ctx, call)
+    tool = ctx.registry.get(call.name)
+    if tool is not None and tool.handler is not None:
+        outcome = await _run_local(ctx, call, tool)
         outcome.call_id, outcome.tool = call.id, call.name
     else:
         outcome = await _run_remote(ctx, call)
@@ -241,7 +231,7 @@ async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
 
 async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
     outcome: ToolOutcome | None = None
-    async for item in ctx.tools.call(ctx.session_id, call.id, call.name, call.arguments_json,
+    async for item in ctx.runner.call(ctx.session_id, call.id, call.name, call.arguments_json,
                                      max(ctx.remaining(), 0.5)):
         if isinstance(item, ToolChunkEvent):
             ctx.emit(ToolChunk(call_id=item.call_id, stream=item.stream, text=item.text))
@@ -255,60 +245,17 @@ async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
     return outcome
 
 
-async def _run_local(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
-    args = _args(call)
-    timeout = max(min(ctx.remaining(), 30.0), 0.5)
+async def _run_local(ctx: DispatchContext, call: ToolCall, tool: ToolDef) -> ToolOutcome:
+    """A loop tool's handler; the failures every handler may meet become the call's result."""
+    assert tool.handler is not None
     try:
-        if call.name == "tool_search":
-            found = search_tools(ctx.catalog, str(args.get("query", "")))
-            ctx.loaded.update(tool_name(t) for t in found)
-            return tool_search_outcome(call.id, found)
-        if call.name == "todo_write" and ctx.todo is not None:
-            return ctx.todo(args)
-        if call.name == "ask_user":
-            return await _ask_user(ctx, call, args)
-        if call.name == "memory_search" and ctx.memory is not None:
-            recalled = await ctx.memory.search(ctx.workspace, args, timeout)
-            if recalled.timed_out:
-                ctx.on_degraded("memory_recall", "recall ran past its time budget; hits returned as ranked")
-            return ToolOutcome(call.id, call.name, True, recalled.text)
-        if call.name == "memory_write" and ctx.memory is not None:
-            text = await ctx.memory.write(ctx.workspace, args, timeout)
-            return ToolOutcome(call.id, call.name, True, text)
-        if call.name == "mcp_call" and ctx.mcp is not None:
-            out = await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")),
-                                     mcp_input_json(args), max(ctx.remaining(), 0.5),
-                                     lambda c: ctx.emit(ToolChunk(call_id=call.id, stream=c.stream, text=c.text)))
-            out.call_id, out.tool = call.id, call.name
-            return out
-    except ValueError as err:  # the memory tools' argument validation says what to send instead
+        return await tool.handler(ctx, call, _args(call))
+    except ValueError as err:  # argument validation says what to send instead
         return error_outcome(call.id, call.name, "invalid_arguments", str(err))
     except AuxiliaryError as err:
         ctx.on_degraded(err.component, err.reason)
         return error_outcome(call.id, call.name, f"{err.component}_unavailable",
                              f"{err.reason}; continue without it")
-    return error_outcome(call.id, call.name, "unavailable", f"{call.name} is not available in this session")
-
-
-async def _ask_user(ctx: DispatchContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
-    question = str(args.get("question", ""))
-    options = [str(o) for o in args.get("options") or []]
-    if not ctx.interactive:
-        return ToolOutcome(call.id, call.name, True, "no_user: nobody can answer; state your assumption and decide",
-                           data={"status": "no_user"})
-    request_id, future = ctx.pending.open("q")
-    ctx.emit(QuestionAsked(request_id=request_id, question=question, options=options))
-    try:
-        resolution = await asyncio.wait_for(future, timeout=max(min(ctx.remaining(), ctx.ask_timeout_seconds), 0.01))
-    except TimeoutError:
-        ctx.pending.forget(request_id)
-        resolution = Resolution(request_id, Decision.DENY, source="timeout")
-    answer = resolution.answer.strip()
-    ctx.emit(QuestionResolved(request_id=request_id, answer=answer, source=resolution.source))
-    if not answer:
-        return ToolOutcome(call.id, call.name, True, "no_answer: the user gave no answer; decide yourself",
-                           data={"status": "no_answer"})
-    return ToolOutcome(call.id, call.name, True, f"user answered: {answer}", data={"status": "answered"})
 
 
 def _finish(ctx: DispatchContext, outcome: ToolOutcome) -> None:
@@ -328,11 +275,3 @@ def tool_message(outcome: ToolOutcome) -> dict[str, Any]:
         text = f"{outcome.error_code}: {text}"
     # "_ok" is private (never sent, not saved): the harvest reads it to tell tool evidence from talk.
     return {"role": "tool", "tool_call_id": outcome.call_id, "content": text, "_ok": outcome.ok}
-
-
-def arguments_digest(arguments_json: str) -> str:
-    """Canonical JSON of a call's arguments (for duplicate detection)."""
-    try:
-        return json.dumps(json.loads(arguments_json), sort_keys=True)
-    except ValueError:
-        return arguments_json

@@ -105,3 +105,23 @@ class ToolChunkEvent:
     call_id: str
     stream: str
     text: str
+
+
+@dataclass(frozen=True)
+class MemorySearchResult:
+    """What ``memory_search`` gives the model, and whether recall ran past its budget."""
+
+    text: str
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class McpCatalog:
+    """What the gateway offers right now."""
+
+    text: str
+    """The budgeted catalog for the ``<mcp-catalog>`` tail block."""
+    permissions: dict[str, str] = field(default_factory=dict)
+    """``server__tool`` -> "allow" / "warn" / "deny" (the servers' own permission settings)."""
+    degraded: dict[str, str] = field(default_factory=dict)
+    """Server name -> why it failed (sticky; the loop reports each server once)."""

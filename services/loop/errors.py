@@ -27,3 +27,12 @@ class BadRequest(LoopError):
     """A client message is missing something or malformed."""
 
     reason = "bad_request"
+
+
+class AuxiliaryError(Exception):
+    """An auxiliary service (memory, MCP gateway) failed; ``component`` names it."""
+
+    def __init__(self, component: str, reason: str) -> None:
+        super().__init__(f"{component}: {reason}")
+        self.component = component
+        self.reason = reason

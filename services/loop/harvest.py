@@ -14,8 +14,8 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
-from services.loop.local_tools import AuxiliaryError, MemoryClient
-from services.loop.ports import Message, ModelClient, ModelError
+from services.loop.errors import AuxiliaryError
+from services.loop.ports import MemoryClient, Message, ModelClient, ModelError
 
 log = logging.getLogger("ai_coding.loop")
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from services.loop.approvals import Decision, Pending
 from services.loop.dispatch import ApprovalStop, DispatchContext, fill_cancelled, run_batch, tool_message
-from services.loop.local_tools import visible_tools
 from services.loop.policy.guards import DuplicateCallGuard, StrategyGate
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
@@ -155,7 +154,7 @@ class Turn:
         rt = self.rt
         self._step = _StepState()
         history, history_bytes = rt.history_view.update(rt.session.messages)
-        tools = visible_tools(rt.catalog, rt.loaded) if with_tools else []
+        tools = [t.spec for t in rt.tools.visible()] if with_tools else []
         step_parts = await rt.step_tail(self.emit)
         tail = tail_blocks({**self.aux_tail, **step_parts, **rt.tail_parts(),
                             "environment": environment_block(rt.session.workspace, rt.model.model_name)})

@@ -8,13 +8,29 @@ meet the orchestrator here. Messages are Chat Completions dicts
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
-from services.loop.domain import Message, ModelError, StepResult, ToolCall, ToolChunkEvent, ToolOutcome, Usage
+from services.loop.approvals import Pending
+from services.loop.domain import (
+    McpCatalog,
+    MemorySearchResult,
+    Message,
+    ModelError,
+    StepResult,
+    ToolCall,
+    ToolChunkEvent,
+    ToolOutcome,
+    Usage,
+)
+from services.loop.policy.permissions import Level
+from services.loop.turn_events import EventBody
 
-__all__ = ["Message", "ModelClient", "ModelError", "StepResult", "ToolCall", "ToolChunkEvent", "ToolOutcome",
-           "ToolRunner", "Usage"]
+__all__ = ["McpCatalog", "McpClient", "MemoryClient", "MemorySearchResult", "Message", "ModelClient", "ModelError",
+           "StepResult", "ToolCall", "ToolChunkEvent", "ToolContext", "ToolDef", "ToolHandler", "ToolIndex",
+           "ToolOutcome", "ToolRunner", "Usage"]
 
 
 class ModelClient(Protocol):
@@ -50,8 +66,8 @@ class ToolRunner(Protocol):
 
     async def close_session(self, session_id: str) -> None: ...
 
-    async def list_tools(self, session_id: str) -> list[dict[str, Any]]:
-        """OpenAI-style tool dicts with an extra "x-permission" and "x-parallel-safe"."""
+    async def list_tools(self, session_id: str) -> list[ToolDef]:
+        """The service's tools (``handler`` None: the loop sends their calls to ``call``)."""
         ...
 
     def call(
@@ -67,3 +83,140 @@ class ToolRunner(Protocol):
         Raises TimeoutError when no answer came within ``timeout_seconds``, another exception when the
         service is not reachable."""
         ...
+
+
+class MemoryClient(Protocol):
+    """The memory service as the loop uses it.
+
+    ``search`` and ``write`` take the model's arguments as sent; invalid ones raise
+    ``ValueError`` with a sentence that says what to send instead.
+    """
+
+    async def search(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> MemorySearchResult: ...
+
+    async def write(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> str: ...
+
+    async def constraints(self, workspace: str, max_chars: int, timeout_seconds: float) -> str: ...
+
+    async def existing_notes(self, workspace: str, limit: int, timeout_seconds: float) -> list[tuple[str, str]]:
+        """``(id, text)`` of recent notes, for the harvest extractor to update instead of duplicate."""
+        ...
+
+    async def reconcile(self, workspace: str, candidates: list[dict[str, Any]], timeout_seconds: float) -> int:
+        """Send harvested candidates (NoteCandidate fields by name); returns how many were applied."""
+        ...
+
+
+class McpClient(Protocol):
+    """The MCP gateway as the loop uses it."""
+
+    async def catalog(self, timeout_seconds: float) -> McpCatalog: ...
+
+    async def call(
+        self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
+        on_chunk: Callable[[ToolChunkEvent], None],
+    ) -> ToolOutcome: ...
+
+
+# -- tools the loop answers itself (services/loop/registry.py keeps them per session) --
+
+
+class ToolIndex(Protocol):
+    """The session's tool registry as a handler sees it (``tool_search`` uses it)."""
+
+    def search(self, query: str, limit: int = 5) -> list[ToolDef]:
+        """Deferred tools ranked for ``query``."""
+        ...
+
+    def load(self, names: Iterable[str]) -> None:
+        """Send these deferred tools to the model from the next step on."""
+        ...
+
+
+class ToolContext(Protocol):
+    """What a loop-answered tool's handler may use during one call (dispatch.DispatchContext is one).
+
+    A handler needing more of the session (its task state, plans, checkpoints) is best a bound
+    method of the component that owns that state, registered per session (see
+    ``SessionRuntime.tool_defs``); add a member here only for what every handler may use."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def interactive(self) -> bool:
+        """Someone can answer approvals and questions."""
+        ...
+    @property
+    def registry(self) -> ToolIndex: ...
+    @property
+    def pending(self) -> Pending:
+        """The turn's open approvals and questions (``open("q")`` asks the user)."""
+        ...
+    @property
+    def memory(self) -> MemoryClient | None: ...
+    @property
+    def mcp(self) -> McpClient | None: ...
+    @property
+    def ask_timeout_seconds(self) -> float: ...
+    @property
+    def emit(self) -> Callable[[EventBody], None]:
+        """Report a typed event of this turn (services/loop/turn_events.py)."""
+        ...
+    @property
+    def remaining(self) -> Callable[[], float]:
+        """Seconds left on the turn clock."""
+        ...
+    @property
+    def on_degraded(self) -> Callable[[str, str], None]:
+        """(component, reason): an auxiliary part failed; the turn goes on without it."""
+        ...
+
+
+ToolHandler = Callable[[ToolContext, ToolCall, dict[str, Any]], Awaitable[ToolOutcome]]
+"""Runs one call with its parsed arguments. Raise ``ValueError`` for arguments the model must
+fix (its text is the result), ``errors.AuxiliaryError`` for a failed auxiliary service; the
+dispatcher fills the outcome's call id and tool name."""
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """One tool the model can call: its schema, how the gate treats it, and who runs it.
+
+    To add a tool the loop answers itself (subAgent, skill, checkpoint_write, history_search,
+    plan tools), build a ``ToolDef`` with a ``handler`` and register it into the session's
+    ``ToolRegistry`` (``SessionRuntime.tool_defs`` lists the loop's own); no other table needs it.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    permission: Level = Level.WARN
+    """The level this tool asks for. A loop tool's ALLOW is taken as is; a remote tool cannot
+    declare itself out of WARN (policy/permissions.py decides it by name), only into DENY."""
+    parallel_safe: bool = False
+    """May run concurrently with neighbouring parallel-safe calls of the same batch."""
+    deferred: bool = False
+    """Not sent to the model until ``tool_search`` loads it (or the model names it anyway)."""
+    handler: ToolHandler | None = field(default=None, compare=False)
+    """None: a tools-service tool (``ToolRunner.call`` runs it)."""
+
+    @property
+    def local(self) -> bool:
+        """Answered by the loop itself."""
+        return self.handler is not None
+
+    @cached_property
+    def spec(self) -> dict[str, Any]:
+        """The Chat Completions tool dict the model is sent."""
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], *, permission: Level = Level.WARN, parallel_safe: bool = False,
+                  deferred: bool = False, handler: ToolHandler | None = None) -> ToolDef:
+        """A ToolDef from a Chat Completions tool dict (a schema another package owns)."""
+        fn = spec["function"]
+        return cls(fn["name"], fn.get("description", ""), fn.get("parameters", {"type": "object"}),
+                   permission=permission, parallel_safe=parallel_safe, deferred=deferred, handler=handler)

@@ -17,19 +17,30 @@ from typing import Any
 from services.kernel.errors import ConfigError
 from services.loop.approvals import Decision, Resolution
 from services.loop.dispatch import DispatchContext
-from services.loop.errors import BadRequest, SessionNotFound
+from services.loop.errors import AuxiliaryError, BadRequest, SessionNotFound
 from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
-from services.loop.local_tools import AuxiliaryError, McpClient, MemoryClient, local_tools
+from services.loop.local_tools import local_tools
 from services.loop.pipeline import Turn
 from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
 from services.loop.policy.permissions import Level, Verdict, decide_permission
 from services.loop.policy.settings import LoopSettings
 from services.loop.policy.turn import Status
-from services.loop.ports import ModelClient, ToolCall, ToolOutcome, ToolRunner, Usage
+from services.loop.ports import (
+    McpClient,
+    MemoryClient,
+    ModelClient,
+    ToolCall,
+    ToolContext,
+    ToolDef,
+    ToolOutcome,
+    ToolRunner,
+    Usage,
+)
 from services.loop.prompt import BASE_INSTRUCTIONS, HistoryView, build_instructions, read_project_notes
+from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore
-from services.loop.tasks import TaskState, render_task_state, todo_write
+from services.loop.tasks import TODO_WRITE_TOOL, TaskState, render_task_state, todo_write
 from services.loop.traces import TraceWriter
 from services.loop.turn_events import (
     Degraded,
@@ -110,9 +121,7 @@ class SessionRuntime:
         start, unissued = resume_point(session.last_seq, store.reserved_seq(session.id))
         self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
                                unissued=unissued)
-        self.catalog: list[dict[str, Any]] = local_tools(options.interactive, deps.memory is not None,
-                                                         deps.mcp is not None)
-        self.loaded: set[str] = set()
+        self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.history_view = HistoryView()
         self.queue: deque[str] = deque()
         self.turn: Turn | None = None
@@ -137,10 +146,7 @@ class SessionRuntime:
     def set_options(self, options: SessionOptions) -> None:
         """A client re-opened the session: take its approval mode and whether someone can answer."""
         if options.interactive != self.options.interactive:
-            names = {t["function"]["name"] for t in local_tools(True, True, True)}
-            remote = [t for t in self.catalog if t["function"]["name"] not in names]
-            self.catalog = [*remote, *local_tools(options.interactive, self.deps.memory is not None,
-                                                  self.deps.mcp is not None)]
+            self.tools.set_local(self.tool_defs(options.interactive))
         if options.auto_approve != self.options.auto_approve:
             self.permission_mode = "auto" if options.auto_approve else "confirm"
         self.options = options
@@ -171,8 +177,7 @@ class SessionRuntime:
         self.tools_attached = True
         self.tool_warnings = [("sandbox", w) for w in warnings]
         self.warnings += warnings
-        names = {t["function"]["name"] for t in remote}
-        self.catalog = [*remote, *(t for t in self.catalog if t["function"]["name"] not in names)]
+        self.tools.set_remote(remote)
 
     async def turn_preflight(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         """Before a turn's first step: re-attach tools if needed, report degraded parts, and
@@ -290,23 +295,32 @@ class SessionRuntime:
 
     # -- what the turn needs --
 
+    def tool_defs(self, interactive: bool) -> list[ToolDef]:
+        """The loop's own tools for this session: todo_write (it changes this session's task
+        state, so its handler is ours) and the stateless ones of local_tools."""
+        todo = ToolDef.from_spec(TODO_WRITE_TOOL, permission=Level.ALLOW, handler=self._todo_handler)
+        return [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None)]
+
+    async def _todo_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+        return self.todo(ctx.emit, arguments)
+
     def dispatch_context(self, turn: Turn) -> DispatchContext:
         return DispatchContext(
-            session_id=self.session.id, workspace=self.session.workspace, tools=self.deps.tools,
-            catalog=self.catalog, loaded=self.loaded, allowed_always=self.session.allowed_tools,
+            session_id=self.session.id, workspace=self.session.workspace, runner=self.deps.tools,
+            registry=self.tools, allowed_always=self.session.allowed_tools,
             interactive=self.options.interactive, emit=turn.emit, pending=turn.pending,
             remaining=turn.remaining, gate=self.gate, memory=self.deps.memory, mcp=self.deps.mcp,
-            guard=lambda call, args: self.guard(turn, call, args), todo=lambda args: self.todo(turn, args),
+            guard=lambda call, args: self.guard(turn, call, args),
             ask_timeout_seconds=self.settings.question_timeout_seconds,
             on_degraded=lambda component, reason: turn.emit(Degraded(component=component, reason=reason)),
         )
 
-    def gate(self, tool: str, arguments: dict[str, Any], declared: str) -> Verdict:
+    def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
-        if tool == "mcp_call":
+        if tool.name == "mcp_call":
             return self._mcp_gate(arguments)
-        return decide_permission(tool, arguments, self.session.allowed_tools, self.permission_mode,
-                                 bash_policy=self.bash_policy, declared=declared)
+        return decide_permission(tool.name, arguments, self.session.allowed_tools, self.permission_mode,
+                                 bash_policy=self.bash_policy, declared=tool.permission, trusted=tool.local)
 
     def _mcp_gate(self, arguments: dict[str, Any]) -> Verdict:
         """A remote tool: the server's deny beats its allow, which beats an "always" answer."""
@@ -334,12 +348,12 @@ class SessionRuntime:
                 turn.emit(Notice(level="info", text=f"bash names paths outside the workspace: {', '.join(escaped)}"))
         return refusal
 
-    def todo(self, turn: Turn, arguments: dict[str, Any]) -> ToolOutcome:
+    def todo(self, emit: Callable[[EventBody], None], arguments: dict[str, Any]) -> ToolOutcome:
         """Apply a todo_write call to the session's task state."""
         result = todo_write(self.tasks(), arguments, enforce_dependencies=self.settings.enforce_dependencies)
         if result.ok:
             self.session.task_state = result.state.to_json()
-            turn.emit(TaskListUpdated(goal=result.state.goal, items=[
+            emit(TaskListUpdated(goal=result.state.goal, items=[
                 TaskItem(id=i.id, content=i.content, status=i.status, depends_on=list(i.depends_on))
                 for i in result.state.items]))
         return ToolOutcome("", "todo_write", result.ok, result.output, data=result.data,

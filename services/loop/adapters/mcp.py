@@ -1,4 +1,4 @@
-"""The MCP gateway behind the loop's ``McpClient`` port (services/loop/local_tools.py)."""
+"""The MCP gateway behind the loop's ``McpClient`` port (services/loop/ports.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
-from services.loop.local_tools import AuxiliaryError, McpCatalog
-from services.loop.ports import ToolChunkEvent, ToolOutcome
+from services.loop.errors import AuxiliaryError
+from services.loop.ports import McpCatalog, ToolChunkEvent, ToolOutcome
 
 
 class GrpcMcpClient:

@@ -1,4 +1,4 @@
-"""The memory service behind the loop's ``MemoryClient`` port (services/loop/local_tools.py)."""
+"""The memory service behind the loop's ``MemoryClient`` port (services/loop/ports.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
-from services.loop.local_tools import AuxiliaryError, MemorySearchResult
+from services.loop.errors import AuxiliaryError
+from services.loop.ports import MemorySearchResult
 from services.memory.tools_schema import parse_search_args, parse_write_args
 
 

@@ -21,7 +21,8 @@ from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import reason_of
-from services.loop.ports import ToolChunkEvent, ToolOutcome
+from services.loop.policy.permissions import Level
+from services.loop.ports import ToolChunkEvent, ToolDef, ToolOutcome
 
 # Control calls (open, list, close) are local and quick; a longer wait means the
 # service is wedged, and the loop would rather degrade than hang.
@@ -38,19 +39,18 @@ class ToolServiceError(Exception):
     """A control call to the tools service failed (message is one readable line)."""
 
 
-def tool_spec_to_dict(spec: common_pb2.ToolSpec) -> dict[str, Any]:
-    """A ToolSpec as an OpenAI tool dict plus the loop's ``x-`` keys."""
+def tool_spec_to_def(spec: common_pb2.ToolSpec) -> ToolDef:
+    """A ToolSpec as a registry entry (no handler: the tools service runs it)."""
     try:
         params = json.loads(spec.parameters_json or "{}")
     except ValueError:
         params = {"type": "object"}
-    return {
-        "type": "function",
-        "function": {"name": spec.name, "description": spec.description, "parameters": params},
-        "x-permission": spec.permission or "warn",
-        "x-parallel-safe": spec.parallel_safe,
-        "x-deferred": spec.deferred,
-    }
+    try:
+        permission = Level(spec.permission or "warn")
+    except ValueError:  # a level this loop does not know asks, as an unknown tool does
+        permission = Level.WARN
+    return ToolDef(spec.name, spec.description, params, permission=permission, parallel_safe=spec.parallel_safe,
+                   deferred=spec.deferred)
 
 
 def result_to_outcome(result: Any) -> ToolOutcome:
@@ -167,7 +167,7 @@ class GrpcToolRunner:
                 tools_pb2.CloseSessionRequest(session_id=session_id), timeout=CONTROL_DEADLINE_S
             )
 
-    async def list_tools(self, session_id: str) -> list[dict[str, Any]]:
+    async def list_tools(self, session_id: str) -> list[ToolDef]:
         try:
             response = await self._control(lambda: self._stub.ListTools(
                 tools_pb2.ListToolsRequest(session_id=session_id), timeout=CONTROL_DEADLINE_S,
@@ -175,7 +175,7 @@ class GrpcToolRunner:
             ))
         except grpc.RpcError as err:
             raise ToolServiceError(f"tools service: {_describe(err)}") from None
-        return [tool_spec_to_dict(spec) for spec in response.tools]
+        return [tool_spec_to_def(spec) for spec in response.tools]
 
     async def call(
         self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float

@@ -1,7 +1,8 @@
 """The permission gate: a static ALLOW / WARN / DENY table plus the session's grants.
 
-- ALLOW: tools that only read or only touch the session (read, glob, grep,
-  todo_write, skill, subAgent, memory_search, memory_write, ...).
+- ALLOW: tools-service tools that only read (read, glob, grep, job_output,
+  job_list) and the loop's own tools whose registry entry declares ALLOW
+  (todo_write, tool_search, ask_user, memory_*; ``trusted``).
 - WARN (ask): write, edit, bash, mcp_call, and any tool not in the table.
 - DENY: bash commands on the hard list (``command_policy.denied_reason``) or
   matching an operator ``bash_policy.deny`` pattern.
@@ -12,15 +13,14 @@ ALLOW for the rest of the session, except commands matching ``bash_policy.confir
 which always ask. ``declared`` is the level the owning service reports: its
 "deny" always wins; its "allow" counts only for ``mcp_call`` (an auto_approve
 MCP server, a user-layer setting); a tool cannot declare itself out of WARN. Mode ``auto`` allows every WARN; ``readonly`` denies writes
-(including bash that writes files). A call whose parameters were rewritten (by
-a hook or guard) must pass the gate again: use :func:`regate`. Any exception
-inside the gate is a DENY (fail closed).
+(including bash that writes files). Any exception inside the gate is a DENY
+(fail closed).
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -36,14 +36,12 @@ class Level(StrEnum):
     DENY = "deny"
 
 
-ALLOW_TOOLS = frozenset({
-    "read", "glob", "grep", "todo_write", "skill", "subAgent", "memory_search", "memory_write",
-    "tool_search", "ask_user", "checkpoint_write", "history_search", "job_output", "job_list",
-})
+# Tools-service tools that only read. The loop's own tools declare their level in the registry
+# (ports.ToolDef.permission); a tool the loop does not know is not listed here and asks.
+ALLOW_TOOLS = frozenset({"read", "glob", "grep", "job_output", "job_list"})
 WARN_TOOLS = frozenset({"write", "edit", "bash", "mcp_call", "job_start", "job_stop", "webfetch", "websearch"})
 WRITE_TOOLS = frozenset({"write", "edit"})
 MODES = ("confirm", "auto", "readonly")
-_ORDER = {Level.ALLOW: 0, Level.WARN: 1, Level.DENY: 2}
 
 
 @dataclass(frozen=True)
@@ -101,19 +99,26 @@ def decide_permission(
     *,
     bash_policy: CompiledBashPolicy | None = None,
     declared: str = "",
+    trusted: bool = False,
 ) -> Verdict:
-    """ALLOW, WARN or DENY for one call; never raises (an internal error is a DENY)."""
+    """ALLOW, WARN or DENY for one call; never raises (an internal error is a DENY).
+
+    ``trusted``: ``declared`` comes from the loop's own tool registry (a tool the loop answers
+    itself), so its ALLOW is taken as is."""
     try:
-        return _decide(tool, args, session_grants, mode, bash_policy or CompiledBashPolicy(), declared)
+        return _decide(tool, args, session_grants, mode, bash_policy or CompiledBashPolicy(), declared, trusted)
     except Exception as exc:  # fail closed: a broken rule must not let a call through
         return Verdict(Level.DENY, f"the permission check failed ({type(exc).__name__}); refused")
 
 
 def _decide(
-    tool: str, args: Mapping[str, Any], grants: Collection[str], mode: str, policy: CompiledBashPolicy, declared: str
+    tool: str, args: Mapping[str, Any], grants: Collection[str], mode: str, policy: CompiledBashPolicy, declared: str,
+    trusted: bool = False,
 ) -> Verdict:
     if declared == "deny":
         return Verdict(Level.DENY, "denied by the tool's own policy")
+    if trusted and declared == "allow":
+        return Verdict(Level.ALLOW, "read-only or session tool")
     if tool == "bash":
         return _bash_verdict(str(args.get("command", "")), grants, mode, policy)
     if tool in ALLOW_TOOLS:
@@ -129,25 +134,3 @@ def _decide(
     if tool in WARN_TOOLS:
         return Verdict(Level.WARN, "changes files or runs something", tool)
     return Verdict(Level.WARN, "unknown tool: asking to be safe", tool)
-
-
-def strictest(a: Verdict, b: Verdict) -> Verdict:
-    """The stricter of two verdicts (the first on a tie)."""
-    return b if _ORDER[b.level] > _ORDER[a.level] else a
-
-
-def regate(
-    tool: str,
-    before: Mapping[str, Any],
-    after: Mapping[str, Any],
-    previous: Verdict,
-    decide: Callable[[str, Mapping[str, Any]], Verdict],
-) -> Verdict:
-    """The verdict for a call whose parameters may have been rewritten after ``previous``.
-
-    Unchanged parameters keep ``previous``; changed ones are gated again from
-    scratch, so an approval given for the old parameters does not carry over.
-    """
-    if dict(before) == dict(after):
-        return previous
-    return decide(tool, after)

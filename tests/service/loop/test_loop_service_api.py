@@ -10,6 +10,7 @@ import grpc
 import pytest
 from ai_coding.v1 import loop_pb2
 
+from services.loop.ports import ToolDef
 from tests.service.loop.harness import LoopStack, finished, status_name
 
 
@@ -76,7 +77,7 @@ def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopS
     perms = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="permissions", args="readonly"),
                                   timeout=10)
     assert perms.text.startswith("permissions: readonly")
-    assert stack.runtime.sessions[sid].gate("write", {"path": "a"}, "").level == "deny"
+    assert stack.runtime.sessions[sid].gate(ToolDef("write", "edits files"), {"path": "a"}).level == "deny"
     trace = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="trace"), timeout=10)
     assert "turn 1: completed · 2 steps" in trace.text
     later = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="compact"), timeout=10)

