@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import services.kernel  # noqa: F401  (first: gRPC's fork handlers off; tests fork with gRPC live)
+
 
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
