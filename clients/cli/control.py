@@ -20,12 +20,13 @@ from typing import Any
 from clients.cli.runtime import (
     LOCK_FILE,
     ServiceState,
+    clear_stale_files,
     descendants,
     group_alive,
+    is_service_process,
     pid_alive,
     read_pid,
     read_state,
-    remove_stale_files,
     signal_group,
     supervisor_running,
     wait_until,
@@ -186,13 +187,16 @@ def _startup_failure(setup: Setup, proc: subprocess.Popen[bytes]) -> str | None:
     """Why start-up cannot succeed any more, or None while it still may."""
     if proc.poll() is not None:
         return f"the supervisor exited with code {proc.returncode}: {_last_log_line(setup.rdir, 'supervisor')}"
-    return _service_failure(setup)
+    return _service_failure(setup, proc.pid)
 
 
-def _service_failure(setup: Setup) -> str | None:
-    """A service that died while starting, as the running supervisor reports it."""
+def _service_failure(setup: Setup, supervisor_pid: int | None) -> str | None:
+    """A service that died while starting, as the supervisor ``supervisor_pid`` reports it.
+
+    The state file of a supervisor that was killed stays until the new one replaces it; its
+    exits (a service killed long ago) say nothing about this start, so they are not read."""
     state = read_state(setup.rdir)
-    if state is None:
+    if state is None or supervisor_pid is None or state.pid != supervisor_pid:
         return None
     for name, svc in state.services.items():
         if svc.last_exit is not None:
@@ -233,7 +237,7 @@ def start(setup: Setup, timeout: float = 20.0) -> bool:
             # Another client started a supervisor at the same moment and ours found the lock
             # taken: wait for that one's services; stopping it would kill the winner's start.
             ours = False
-        failure = _startup_failure(setup, proc) if ours else _service_failure(setup)
+        failure = _startup_failure(setup, proc) if ours else _service_failure(setup, read_pid(setup.rdir))
         if failure:
             if ours:
                 stop(setup)
@@ -266,28 +270,20 @@ def stop(setup: Setup) -> bool:
             signal_group(left, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(left, signal.SIGKILL)
-        remove_stale_files(setup.rdir, ALL_SERVICES)
+        clear_stale_files(setup.rdir, ALL_SERVICES)
         return True
     # No supervisor: leftovers of one that was killed outright. Its services got SIGTERM when it
     # died (PDEATHSIG); what they started may still run in their process groups (pgid = service pid).
     if state:
         for svc in state.services.values():
-            if not svc.pid or (pid_alive(svc.pid) and not _is_our_service(svc.pid)):
+            if not svc.pid or (pid_alive(svc.pid) and not is_service_process(svc.pid)):
                 continue  # the pid now belongs to someone else
             signal_group(svc.pid, signal.SIGTERM)
             wait_until(lambda p=svc.pid: not group_alive(p), setup.supervisor.grace_seconds)
             signal_group(svc.pid, signal.SIGKILL)
     if (setup.rdir / LOCK_FILE).exists():
-        remove_stale_files(setup.rdir, ALL_SERVICES)
+        clear_stale_files(setup.rdir, ALL_SERVICES)
     return False
-
-
-def _is_our_service(pid: int) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"serve" in cmdline
 
 
 def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> None:

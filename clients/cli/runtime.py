@@ -201,10 +201,34 @@ def _refuses_connections(sock: Path) -> bool:
     return False
 
 
+def is_service_process(pid: int, name: str = "") -> bool:
+    """True when ``pid`` runs ``ai-coding serve NAME`` (any service when ``name`` is empty), so a
+    pid recorded by a supervisor that died is not signalled after the system gave it to someone else."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if b"serve" not in argv:
+        return False
+    return not name or name.encode() in argv[argv.index(b"serve") + 1 :]
+
+
+def stop_leftover_services(state: SupervisorState, grace: float) -> list[str]:
+    """Stop the services a supervisor that died left behind (``state`` is what it recorded): they got
+    SIGTERM when it died (PDEATHSIG) but may still be draining, holding their sockets. Returns their names."""
+    stopped: list[str] = []
+    for name, svc in state.services.items():
+        if svc.pid and pid_alive(svc.pid) and is_service_process(svc.pid, name):
+            stop_group(svc.pid, grace)  # each service leads its own process group
+            stopped.append(name)
+    return stopped
+
+
 def remove_stale_files(rdir: Path, services: list[str]) -> list[str]:
     """Remove sockets nobody serves and the old pid/state files; returns what was removed.
 
-    Only call this while holding the supervisor lock (or after checking no supervisor runs).
+    Only call this while holding the supervisor lock: a supervisor that starts meanwhile writes
+    its own pid and state files, and they are not stale (see :func:`clear_stale_files`).
     """
     removed: list[str] = []
     for name in services:
@@ -218,6 +242,12 @@ def remove_stale_files(rdir: Path, services: list[str]) -> list[str]:
             path.unlink()
             removed.append(fname)
     return removed
+
+
+def clear_stale_files(rdir: Path, services: list[str]) -> list[str]:
+    """:func:`remove_stale_files` for a client: only when no supervisor holds the lock (none runs)."""
+    with try_lock(rdir) as got:
+        return remove_stale_files(rdir, services) if got else []
 
 
 def _parent_map() -> dict[int, list[int]]:

@@ -5,7 +5,8 @@ the terminal, which is what the systemd unit does). It
 
 - takes ``<runtime>/supervisor.lock`` with flock, so a second supervisor on the same
   runtime dir is refused while the first lives;
-- removes sockets nobody serves and old pid/state files;
+- stops the services a supervisor that was killed left behind (from its state file), then
+  removes sockets nobody serves and old pid/state files;
 - starts ``ai-coding serve NAME`` for each configured service, each in its own process
   group, and becomes a child subreaper so nothing a service starts can escape it;
 - restarts a service that dies with exponential backoff (1 s doubling, capped at 30 s;
@@ -41,9 +42,11 @@ from clients.cli.runtime import (
     acquire_lock,
     descendants,
     read_pid,
+    read_state,
     remove_stale_files,
     signal_group,
     state_to_json,
+    stop_leftover_services,
     wait_until,
     write_atomic,
 )
@@ -130,6 +133,11 @@ class Supervisor:
                 f"another supervisor{f' (pid {pid})' if pid else ''} already runs on {self.rdir}; "
                 "use `ai-coding status` to see it or `ai-coding down` to stop it"
             )
+        previous = read_state(self.rdir)
+        if previous is not None:  # a supervisor that was killed: its services may still be draining
+            left = stop_leftover_services(previous, self.config.grace_seconds)
+            if left:
+                log.info("stopped services the previous supervisor (pid %d) left: %s", previous.pid, ", ".join(left))
         removed = remove_stale_files(self.rdir, ALL_SERVICES)
         if removed:
             log.info("removed stale files: %s", ", ".join(removed))

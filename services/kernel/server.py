@@ -152,6 +152,7 @@ async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> i
         endpoint = Endpoint(endpoint.service, "tcp", host=endpoint.host, port=endpoint.port, auth=auth_settings(config))
     service = service_factory(config)
     running = await create_server(endpoint, service)
+    socket_id = _inode(endpoint.path) if endpoint.scheme == "unix" else None
     log.info("%s serving on %s (pid %d)", name, running.address, os.getpid())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -160,10 +161,19 @@ async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> i
     await stop.wait()
     log.info("%s shutting down", name)
     await shutdown(running)
-    if endpoint.scheme == "unix":
+    # Only our own socket: a successor that started while we drained has bound a new one there.
+    if socket_id is not None and _inode(endpoint.path) == socket_id:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(endpoint.path)
     return 0
+
+
+def _inode(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def run_service(service_factory: Callable[[Config], ServiceDef], name: str) -> int:
