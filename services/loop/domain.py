@@ -120,8 +120,10 @@ class McpCatalog:
     """What the gateway offers right now."""
 
     text: str
-    """The budgeted catalog for the ``<mcp-catalog>`` tail block."""
+    """The budgeted catalog for the ``<mcp-catalog>`` block of the system message."""
     permissions: dict[str, str] = field(default_factory=dict)
     """``server__tool`` -> "allow" / "warn" / "deny" (the servers' own permission settings)."""
     degraded: dict[str, str] = field(default_factory=dict)
     """Server name -> why it failed (sticky; the loop reports each server once)."""
+    described: dict[str, str] = field(default_factory=dict)
+    """``server__tool`` -> what ``mcp_describe`` answers (full description and input schema)."""

@@ -18,9 +18,9 @@ from typing import Any
 
 from services.loop.approvals import Decision, Resolution
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
 from services.loop.turn_events import QuestionAsked, QuestionResolved, ToolChunk
-from services.mcp_gateway.tool_schema import MCP_CALL_SCHEMA
+from services.mcp_gateway.tool_schema import MCP_CALL_SCHEMA, MCP_DESCRIBE_SCHEMA
 from services.memory.tools_schema import MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA
 
 # Calls to the loop's own tools wait at most this long for an auxiliary service.
@@ -132,6 +132,21 @@ def error_outcome(call_id: str, tool: str, code: str, message: str, *, limit_hit
 
 def unavailable(call: ToolCall) -> ToolOutcome:
     return error_outcome(call.id, call.name, "unavailable", f"{call.name} is not available in this session")
+
+
+def mcp_describe_outcome(call_id: str, described: dict[str, str], arguments: dict[str, Any]) -> ToolOutcome:
+    """The ``mcp_describe`` answer from the last catalog: one tool's whole description and schema."""
+    qualified = f"{arguments.get('server', '')}__{arguments.get('tool', '')}"
+    text = described.get(qualified)
+    if text is None:
+        return error_outcome(call_id, "mcp_describe", "unknown_tool",
+                             f"no MCP tool {qualified!r} is connected; use a server__tool name from the MCP catalog")
+    return ToolOutcome(call_id, "mcp_describe", True, text)
+
+
+def mcp_describe_tool(handler: ToolHandler) -> ToolDef:
+    """``mcp_describe``, answered by ``handler`` (the session runtime holds the catalog it reads)."""
+    return ToolDef.from_spec(MCP_DESCRIBE_SCHEMA, permission=Level.ALLOW, deferred=True, handler=handler)
 
 
 def mcp_input_json(arguments: dict[str, Any]) -> str:

@@ -1,13 +1,15 @@
 """Request assembly: a stable prefix, the history, then a volatile tail.
 
 The system message (base instructions, the workspace's AGENTS.md or CLAUDE.md,
-the skill catalog) is fixed for the life of a session and the history only
-grows, so the stable part of request N is a byte prefix of request N+1 and a
-provider's prefix cache keeps hitting. Everything that changes each step
-(memory constraints, task state, hook context, working memory, the MCP
-catalog, the environment) is appended to the request's last message (the
-user's input or the last tool result) and never stored in the history, so
-everything before it is byte-identical in the next request.
+the skill catalog, the MCP catalog) is fixed for the life of a session and the
+history only grows, so the stable part of request N is a byte prefix of request
+N+1 and a provider's prefix cache keeps hitting. The MCP catalog changes only
+when the set of servers or tools does; that is a declared cache break (see
+``with_mcp_catalog``). Everything that changes each step (memory constraints,
+task state, hook context, working memory, the environment) is appended to the
+request's last message (the user's input or the last tool result) and never
+stored in the history, so everything before it is byte-identical in the next
+request.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ TAIL_ORDER = (
     "task-state",
     "hook-context",
     "working-memory",
-    "mcp-catalog",
     "environment",
 )
 
@@ -69,6 +70,16 @@ def build_instructions(base: str, notes_name: str, notes: str, skill_catalog: st
     if skill_catalog.strip():
         parts.append(f"<skills>\n{skill_catalog.strip()}\n</skills>")
     return "\n\n".join(parts)
+
+
+def with_mcp_catalog(instructions: str, catalog: str) -> str:
+    """The system message with the MCP catalog as its last block (unchanged when there is none).
+
+    Placed in the stable prefix, not the tail: 5-7 KB for a few servers was re-sent uncached on
+    every step. It changes only when the servers' tool set does, which breaks the cache once.
+    """
+    body = catalog.strip()
+    return f"{instructions}\n\n<mcp-catalog>\n{body}\n</mcp-catalog>" if body else instructions
 
 
 def environment_block(workspace: str, model: str) -> str:

@@ -20,7 +20,7 @@ from services.loop.dispatch import DispatchContext
 from services.loop.errors import AuxiliaryError, BadRequest, SessionNotFound
 from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
-from services.loop.local_tools import local_tools
+from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
 from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
 from services.loop.policy.permissions import Level, Verdict, decide_permission
@@ -37,7 +37,13 @@ from services.loop.ports import (
     ToolRunner,
     Usage,
 )
-from services.loop.prompt import BASE_INSTRUCTIONS, HistoryView, build_instructions, read_project_notes
+from services.loop.prompt import (
+    BASE_INSTRUCTIONS,
+    HistoryView,
+    build_instructions,
+    read_project_notes,
+    with_mcp_catalog,
+)
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore
 from services.loop.tasks import TODO_WRITE_TOOL, TaskState, render_task_state, todo_write
@@ -132,11 +138,14 @@ class SessionRuntime:
         self.attached = 0  # streams currently following this session
         self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
         self.mcp_permissions: dict[str, str] = {}
+        self.mcp_described: dict[str, str] = {}
         self.mcp_reported: set[str] = set()
         self.mcp_failure_reported = False
         self.tool_warnings: list[tuple[str, str]] = []
         notes_name, notes = read_project_notes(session.workspace)
         self.instructions = build_instructions(BASE_INSTRUCTIONS, notes_name, notes, "")
+        self.base_instructions = self.instructions  # without the MCP catalog (see step_tail)
+        self.mcp_catalog: str | None = None  # the catalog in the system message; None before the first
         self.trace = TraceWriter(session.workspace, session.id) if deps.traces else None
         if self.trace is not None:
             self.events.add_listener(self.trace.record)
@@ -299,7 +308,13 @@ class SessionRuntime:
         """The loop's own tools for this session: todo_write (it changes this session's task
         state, so its handler is ours) and the stateless ones of local_tools."""
         todo = ToolDef.from_spec(TODO_WRITE_TOOL, permission=Level.ALLOW, handler=self._todo_handler)
-        return [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None)]
+        tools = [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None)]
+        if self.deps.mcp is not None:  # it reads the catalog this session last fetched
+            tools.append(mcp_describe_tool(self._mcp_describe_handler))
+        return tools
+
+    async def _mcp_describe_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+        return mcp_describe_outcome(call.id, self.mcp_described, arguments)
 
     async def _todo_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         return self.todo(ctx.emit, arguments)
@@ -386,8 +401,9 @@ class SessionRuntime:
         return parts
 
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        """The MCP catalog, fetched every step so a server that reconnects is usable on the next
-        one; each failed server is reported once, a failing gateway once per turn."""
+        """Fetch the MCP catalog every step (a server that reconnects is usable on the next one) and
+        keep it in the system message; each failed server is reported once, a failing gateway once
+        per turn (the last catalog stays)."""
         if self.deps.mcp is None:
             return {}
         budget = AUXILIARY_TIMEOUT_S
@@ -399,11 +415,23 @@ class SessionRuntime:
                 emit(Degraded(component="mcp_catalog", reason=_why(err)))
             return {}
         self.mcp_permissions = catalog.permissions
+        self.mcp_described = catalog.described
         for server, why in catalog.degraded.items():
             if server not in self.mcp_reported:
                 self.mcp_reported.add(server)
                 emit(Degraded(component=f"mcp:{server}", reason=why))
-        return {"mcp-catalog": _untag(catalog.text, "mcp-catalog")}
+        self._place_catalog(_untag(catalog.text, "mcp-catalog"), emit)
+        return {}
+
+    def _place_catalog(self, catalog: str, emit: Callable[[EventBody], None]) -> None:
+        """Put ``catalog`` in the system message; a change after the first request is a declared cache break."""
+        if catalog == self.mcp_catalog:
+            return
+        before, self.mcp_catalog = self.mcp_catalog, catalog
+        self.instructions = with_mcp_catalog(self.base_instructions, catalog)
+        if before is not None:
+            emit(Notice(level="info", text=f"the MCP tool set changed ({len(before)} -> {len(catalog)} catalog "
+                                            "bytes): the system message changes, so the prompt cache restarts"))
 
     def open_tasks(self) -> list[str]:
         return [item.content for item in self.tasks().open_items()]

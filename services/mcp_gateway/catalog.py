@@ -15,7 +15,8 @@ DESCRIPTION_LIMIT = 120
 TOTAL_LIMIT = 8_000
 SIGNATURE_LIMIT = 160
 
-HEADER = "MCP tools (call with mcp_call(server, tool, input); * = required):"
+HEADER = ("MCP tools (call with mcp_call(server, tool, input); mcp_describe(server, tool) shows the full "
+          "description and schema; * = required):")
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,11 @@ def catalog_line(entry: ToolEntry) -> str:
 
 
 def render_catalog(entries: Iterable[ToolEntry], total_limit: int = TOTAL_LIMIT) -> tuple[str, list[ToolEntry]]:
-    """The catalog text (empty when there are no tools) and the entries it shows."""
+    """The catalog text (empty when there are no tools) and the entries it summarizes.
+
+    Tools past the budget are named (not summarized) on a last line, up to ``NAMES_LIMIT``
+    characters, so the model can still ask ``mcp_describe`` about them.
+    """
     items = list(entries)
     if not items:
         return "", []
@@ -71,11 +76,19 @@ def render_catalog(entries: Iterable[ToolEntry], total_limit: int = TOTAL_LIMIT)
     for index, entry in enumerate(items):
         line = catalog_line(entry)
         left = len(items) - index - 1
-        reserve = len(f"\n(… {left + 1} more MCP tools not shown: over the catalog budget)") if left else 0
+        reserve = len(_overflow(items[index + 1:])) if left else 0
         if size + 1 + len(line) + reserve > total_limit:
-            lines.append(f"(… {len(items) - index} more MCP tools not shown: over the catalog budget)")
+            lines.append(_overflow(items[index:]))
             break
         lines.append(line)
         shown.append(entry)
         size += 1 + len(line)
     return "\n".join(lines), shown
+
+
+NAMES_LIMIT = 400
+
+
+def _overflow(rest: list[ToolEntry]) -> str:
+    names = shorten(", ".join(e.qualified_name for e in rest), NAMES_LIMIT)
+    return f"(… {len(rest)} more MCP tools not shown: over the catalog budget; names: {names})"

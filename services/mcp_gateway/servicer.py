@@ -34,9 +34,11 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
 
     async def GetCatalog(self, request: mcp_gateway_pb2.GetCatalogRequest,
                          context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.GetCatalogResponse:
-        text, shown = self._gateway.catalog()
+        text, _ = self._gateway.catalog()
         sups = self._gateway.supervisors
-        entries = [convert.entry_to_proto(e, sups[e.server].settings if e.server in sups else None) for e in shown]
+        # Every tool, not only those the budgeted text summarizes: permissions and mcp_describe cover them all.
+        entries = [convert.entry_to_proto(e, sups[e.server].settings if e.server in sups else None)
+                   for e in self._gateway.entries()]
         servers = [convert.status_to_proto(v) for v in self._gateway.servers()]
         return mcp_gateway_pb2.GetCatalogResponse(text=text, entries=entries, servers=servers)
 

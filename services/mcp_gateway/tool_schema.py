@@ -1,8 +1,9 @@
-"""The one function the model sees for every MCP tool (OpenAI function-calling shape).
+"""The two functions the model sees for every MCP tool (OpenAI function-calling shape).
 
-Which tools exist is told by the catalog text in the volatile tail; this schema
-stays byte-identical between steps so the prompt prefix cache holds.
-MCP calls are not parallel-safe (remote side effects are unknown).
+Which tools exist is told by the catalog text in the system message (one compact line per
+tool); ``mcp_describe`` returns one tool's full description and input schema (nested types
+included) on demand, ``mcp_call`` calls it. Both schemas stay byte-identical between steps so
+the prompt prefix cache holds. MCP calls are not parallel-safe (remote side effects are unknown).
 """
 
 from __future__ import annotations
@@ -33,3 +34,30 @@ MCP_CALL_SCHEMA: dict[str, Any] = {
 }
 
 MCP_CALL_PARALLEL_SAFE = False
+
+MCP_DESCRIBE_NAME = "mcp_describe"
+
+MCP_DESCRIBE_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": MCP_DESCRIBE_NAME,
+        "description": (
+            "Show one MCP tool's full description and JSON input schema (the catalog line is a summary). "
+            "Use it before mcp_call when the arguments are nested or unclear."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "server": {"type": "string", "description": "Server name (the part before __)."},
+                "tool": {"type": "string", "description": "Tool name on that server (the part after __)."},
+            },
+            "required": ["server", "tool"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def describe_text(qualified_name: str, description: str, input_schema_json: str) -> str:
+    """What ``mcp_describe`` answers for one tool: its name, whole description and input schema."""
+    return f"{qualified_name}\n\n{description.strip() or '(no description)'}\n\ninput schema:\n{input_schema_json}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -36,10 +37,9 @@ def _demo(**extra: object) -> dict[str, object]:
     return {"name": "demo", "type": "local", "command": [sys.executable, str(DEMO), "stdio"], **extra}
 
 
-def test_the_model_calls_an_mcp_tool_and_sees_its_result_and_the_catalog_rides_in_the_tail(
-        make_stack: Callable[..., LoopStack]) -> None:
+def test_the_model_calls_an_mcp_tool_and_sees_its_result(make_stack: Callable[..., LoopStack]) -> None:
     stack = make_stack([
-        {"match": "<mcp-catalog>", "tool_calls": [{"name": "mcp_call", "arguments": {
+        {"match": "echo ping", "tool_calls": [{"name": "mcp_call", "arguments": {
             "server": "demo", "tool": "echo", "input": {"text": "ping"}}}]},
         {"match": "echo: ping", "text": "The server said ping back."},
     ], mcp_servers=[_demo()])
@@ -77,3 +77,80 @@ def test_a_server_deny_beats_auto_approve_and_the_call_is_refused(make_stack: Ca
     assert finished(events).text == "Not allowed to add."
     result = next(e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished")
     assert result.error.code == "permission_denied" and "denied" in result.error.message
+
+
+def _system(body: dict[str, object]) -> str:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    return str(messages[0]["content"])
+
+
+def test_the_mcp_catalog_is_in_the_system_message_byte_stable_across_steps_and_out_of_the_tail(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "echo twice", "tool_calls": [{"name": "mcp_call", "arguments": {
+            "server": "demo", "tool": "echo", "input": {"text": "one"}}}]},
+        {"match": "echo: one", "tool_calls": [{"name": "mcp_call", "arguments": {
+            "server": "demo", "tool": "echo", "input": {"text": "two"}}}]},
+        {"match": "echo: two", "text": "Echoed twice."},
+    ], mcp_servers=[_demo()])
+    _wait_connected(stack)
+    _, events = stack.turn("echo twice")
+    assert finished(events).text == "Echoed twice."
+    bodies = [r.body for r in stack.fake.chat_requests]
+    systems = [_system(b) for b in bodies]
+    assert len(systems) == 3 and len(set(systems)) == 1, "the system message changed between steps"
+    catalog = systems[0].split("<mcp-catalog>\n", 1)[1].split("\n</mcp-catalog>", 1)[0]
+    assert "- demo__echo(text*: string)" in catalog
+    for body in bodies:
+        assert "<mcp-catalog>" not in str(body["messages"][-1]["content"])  # not re-sent in the volatile tail
+    notices = [e.notice.text for e in events if e.WhichOneof("event") == "notice"]
+    assert not any("MCP tool set changed" in n for n in notices)
+    print(f"catalog bytes in the stable prefix (cached after step 1): {len(catalog.encode())}; "
+          f"in the volatile tail per step: 0")
+
+
+def test_mcp_describe_returns_a_tools_full_schema_with_nested_types(make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "tally", "tool_calls": [{"name": "mcp_describe", "arguments": {"server": "demo", "tool": "tally"}}]},
+        {"match": "input schema", "tool_calls": [{"name": "mcp_call", "arguments": {
+            "server": "demo", "tool": "tally", "input": {"groups": [{"a": [1, 2]}, {"b": [3]}]}}}]},
+        {"match": "total 6", "text": "The total is 6."},
+    ], mcp_servers=[_demo()])
+    _wait_connected(stack)
+    _, events = stack.turn("tally the groups")
+    assert finished(events).text == "The total is 6."
+    system = _system(stack.fake.chat_requests[0].body)
+    assert "- demo__tally(groups*: array)" in system  # the catalog line is a summary
+    described = next(e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished")
+    assert described.tool == "mcp_describe" and described.ok
+    schema = json.loads(described.output.split("input schema:\n", 1)[1])
+    items = schema["properties"]["groups"]["items"]
+    assert items["type"] == "object" and items["additionalProperties"]["items"]["type"] == "integer"
+
+
+def test_a_changed_server_set_is_a_declared_cache_break_once(make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "first", "text": "one server"},
+        {"match": "second", "text": "two servers"},
+        {"match": "third", "text": "still two"},
+    ], mcp_servers=[_demo()])
+    _wait_connected(stack)
+    sid, first = stack.turn("first")
+    channel = grpc.insecure_channel(stack.gateway.address.replace("unix://", "unix:"))
+    try:
+        mcp_gateway_pb2_grpc.McpGatewayStub(channel).AddServer(mcp_gateway_pb2.AddServerRequest(
+            server_json=json.dumps(_demo(name="other"))), timeout=30)
+    finally:
+        channel.close()
+    _wait_connected(stack, "other")
+    _, second = stack.turn("second", session_id=sid)
+    _, third = stack.turn("third", session_id=sid)
+    systems = [_system(r.body) for r in stack.fake.chat_requests]
+    assert systems[0] != systems[1] == systems[2]
+    assert "other__echo" in systems[1] and "other__echo" not in systems[0]
+    breaks = [[e.notice.text for e in events if e.WhichOneof("event") == "notice" and "MCP tool set changed"
+               in e.notice.text] for events in (first, second, third)]
+    assert [len(b) for b in breaks] == [0, 1, 0]
+    print(f"catalog bytes: {len(systems[0]) - len(systems[0].split('<mcp-catalog>')[0])} with one server, "
+          f"{len(systems[1]) - len(systems[1].split('<mcp-catalog>')[0])} with two")

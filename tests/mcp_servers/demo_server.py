@@ -2,7 +2,7 @@
 
 Tools: echo, add, count_with_progress, crash (the process exits mid-call),
 hang (never answers), fail (an ordinary tool error), whoami (environment),
-client (the name and version the client announced).
+client (the name and version the client announced), tally (nested arguments).
 
     python tests/mcp_servers/demo_server.py stdio
     python tests/mcp_servers/demo_server.py http PORT
@@ -77,6 +77,12 @@ def header(name: str, ctx: Context) -> str:
     request = ctx.request_context.request
     headers = getattr(request, "headers", None)
     return f"{name}={headers.get(name, '') if headers is not None else ''}"
+
+
+@server.tool()
+def tally(groups: list[dict[str, list[int]]]) -> str:
+    """Sum every number in a list of {label: [numbers]} groups (nested arguments)."""
+    return f"total {sum(n for group in groups for numbers in group.values() for n in numbers)}"
 
 
 @server.tool()

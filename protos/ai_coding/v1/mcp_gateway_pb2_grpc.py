@@ -82,7 +82,7 @@ class McpGatewayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetCatalog(self, request, context):
-        """The budgeted catalog text for the volatile tail, plus its entries.
+        """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -37,7 +37,7 @@ class McpGatewayStub:
     ListServers: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListServersRequest, _mcp_gateway_pb2.ListServersResponse]
     """Each configured server's state."""
     GetCatalog: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.GetCatalogRequest, _mcp_gateway_pb2.GetCatalogResponse]
-    """The budgeted catalog text for the volatile tail, plus its entries."""
+    """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry."""
     CallTool: _grpc.UnaryStreamMultiCallable[_mcp_gateway_pb2.McpCallToolRequest, _mcp_gateway_pb2.McpCallToolResponse]
     """Call one remote tool; streams progress chunks, then exactly one result."""
     Reconnect: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReconnectRequest, _mcp_gateway_pb2.ReconnectResponse]
@@ -54,7 +54,7 @@ class McpGatewayAsyncStub(McpGatewayStub):
     ListServers: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListServersRequest, _mcp_gateway_pb2.ListServersResponse]  # type: ignore[assignment]
     """Each configured server's state."""
     GetCatalog: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.GetCatalogRequest, _mcp_gateway_pb2.GetCatalogResponse]  # type: ignore[assignment]
-    """The budgeted catalog text for the volatile tail, plus its entries."""
+    """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry."""
     CallTool: _aio.UnaryStreamMultiCallable[_mcp_gateway_pb2.McpCallToolRequest, _mcp_gateway_pb2.McpCallToolResponse]  # type: ignore[assignment]
     """Call one remote tool; streams progress chunks, then exactly one result."""
     Reconnect: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReconnectRequest, _mcp_gateway_pb2.ReconnectResponse]  # type: ignore[assignment]
@@ -80,7 +80,7 @@ class McpGatewayServicer(metaclass=_abc_1.ABCMeta):
         request: _mcp_gateway_pb2.GetCatalogRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_mcp_gateway_pb2.GetCatalogResponse, _abc.Awaitable[_mcp_gateway_pb2.GetCatalogResponse]]:
-        """The budgeted catalog text for the volatile tail, plus its entries."""
+        """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry."""
 
     @_abc_1.abstractmethod
     def CallTool(

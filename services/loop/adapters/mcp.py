@@ -12,6 +12,7 @@ from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
 from services.loop.errors import AuxiliaryError
 from services.loop.ports import McpCatalog, ToolChunkEvent, ToolOutcome
+from services.mcp_gateway.tool_schema import describe_text
 
 
 class GrpcMcpClient:
@@ -46,6 +47,8 @@ class GrpcMcpClient:
             permissions={e.qualified_name or f"{e.server}__{e.tool}": e.permission or "warn"
                          for e in response.entries},
             degraded={s.name: s.degraded_reason or s.reason for s in response.servers if s.degraded},
+            described={e.qualified_name: describe_text(e.qualified_name, e.description, e.input_schema_json)
+                       for e in response.entries},
         )
 
     async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
