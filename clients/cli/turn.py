@@ -160,6 +160,7 @@ def drive_turn(
     handled = 0
     deadline = time.monotonic() + timeout if timeout else None
     stopping: StopReason | None = None
+    unsaved: str | None = None
     give_up_at = 0.0
     with _CtrlC() as ctrl_c:
         try:
@@ -192,6 +193,8 @@ def drive_turn(
                     return _rpc_failure(item, endpoint, session_id)
                 sink(item)
                 body = item.body
+                if isinstance(body, views.Degraded) and body.component == "session_save" and unsaved is None:
+                    unsaved = body.reason
                 if isinstance(body, views.ApprovalRequested):
                     if stopping is not None:
                         decision = views.Decision.STOP
@@ -203,6 +206,9 @@ def drive_turn(
                     if stopping is not None:
                         return TurnOutcome(stopping.exit_code, stopping.status, session_id, body)
                     name = body.status.value
+                    if unsaved is not None:  # the turn ran, but what it did is not (all) on disk
+                        print(f"ai-coding run: the session was not saved: {unsaved}", file=sys.stderr)
+                        return TurnOutcome(exit_codes.FAILED, "session_not_saved", session_id, body)
                     return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, body)
         finally:
             outbox.put(None)

@@ -36,3 +36,15 @@ class AuxiliaryError(Exception):
         super().__init__(f"{component}: {reason}")
         self.component = component
         self.reason = reason
+
+
+class SessionUnreadable(LoopError):
+    """Nothing of a session could be recovered: its snapshot and its journal are both corrupt."""
+
+    reason = "session_unreadable"
+
+
+class SessionStorageError(LoopError):
+    """The session files cannot be written (read-only or full disk, permissions)."""
+
+    reason = "session_storage"

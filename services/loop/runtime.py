@@ -45,7 +45,7 @@ from services.loop.prompt import (
     with_mcp_catalog,
 )
 from services.loop.registry import ToolRegistry
-from services.loop.sessions import Session, SessionStore
+from services.loop.sessions import Session, SessionStore, storage_error
 from services.loop.tasks import TODO_WRITE_TOOL, TaskState, render_task_state, todo_write
 from services.loop.traces import TraceWriter
 from services.loop.turn_events import (
@@ -456,7 +456,7 @@ class SessionRuntime:
         except OSError as err:
             log.error("saving session %s failed: %s", self.session.id, err)
             turn = self.turn.number if self.turn else self.session.turns
-            self.events.emit(turn, Degraded(component="session_save", reason=f"{err.strerror or err}"))
+            self.events.emit(turn, Degraded(component="session_save", reason=str(storage_error(err, self.store.dir))))
 
     def end_of_turn(self) -> None:
         try:

@@ -27,6 +27,8 @@ _CODES = {
     "bad_request": grpc.StatusCode.INVALID_ARGUMENT,
     "session_busy": grpc.StatusCode.FAILED_PRECONDITION,
     "config_invalid": grpc.StatusCode.FAILED_PRECONDITION,
+    "session_unreadable": grpc.StatusCode.DATA_LOSS,
+    "session_storage": grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 

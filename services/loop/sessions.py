@@ -23,6 +23,7 @@ compaction replaces it. Warnings name every file set aside.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -33,7 +34,7 @@ from typing import Any, BinaryIO
 
 from services.kernel.ids import new_id
 from services.kernel.statedir import ensure_state_dir
-from services.loop.errors import SessionNotFound
+from services.loop.errors import SessionNotFound, SessionStorageError, SessionUnreadable
 from services.loop.pairing import repair_pairing
 
 Message = dict[str, Any]
@@ -240,7 +241,10 @@ class SessionStore:
     def create(self, model: str = "") -> Session:
         """A new empty session, written to disk at once."""
         session = Session(id=new_id(), workspace=self.workspace, model=model)
-        self.compact(session)
+        try:
+            self.compact(session)
+        except OSError as err:
+            raise storage_error(err, self.dir) from None
         return session
 
     def ids(self) -> list[str]:
@@ -282,15 +286,15 @@ class SessionStore:
         new = session.messages[state.saved_count :]
         record = {"at": state.saved_count, "messages": [message_to_disk(m) for m in new], "meta": session.meta()}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        if state.handle is None:
-            state.handle = open(self.journal_path(session.id), "ab", buffering=0)  # noqa: SIM115
         try:
+            if state.handle is None:
+                state.handle = open(self.journal_path(session.id), "ab", buffering=0)  # noqa: SIM115
             state.handle.write(line)
             if self.fsync:
                 os.fsync(state.handle.fileno())
-        except OSError:
+        except OSError as err:
             self.close(session.id)  # reopen next time (the file may have been replaced)
-            raise
+            raise OSError(err.errno, err.strerror, str(self.journal_path(session.id))) from err
         state.saved_count = len(session.messages)
         state.journal_bytes += len(line)
 
@@ -338,7 +342,10 @@ class SessionStore:
         state = self._state.setdefault(session_id, _JournalState())
         state.generation = max(generation, 0)
         # Continue from a fresh snapshot so the journal matches memory exactly.
-        self.compact(session)
+        try:
+            self.compact(session)
+        except OSError as err:
+            raise storage_error(err, self.dir) from None
         return session, warnings
 
     def read(self, session_id: str, *, quarantine: bool = False) -> tuple[Session, list[str], int]:
@@ -360,10 +367,13 @@ class SessionStore:
             generation = self._read_snapshot(snap, session, warnings, quarantine)
         salvaged = len(session.messages)
         replay = self._replay_journal(journal, generation, session, warnings)
+        journal_now = journal
         if replay.unused and quarantine:
-            aside = _aside_path(journal)
-            os.replace(journal, aside)
-            warnings.append(f"journal of {session_id}: kept the records it could not apply in {aside.name}")
+            journal_now = _aside_path(journal)
+            os.replace(journal, journal_now)
+            warnings.append(f"journal of {session_id}: kept the records it could not apply in {journal_now.name}")
+        if not session.messages and (generation < 0 or not snap.exists()) and (replay.unused or not journal.exists()):
+            raise _unreadable(session_id, self.dir, warnings, journal_now if journal_now != journal else None)
         elif replay.unused:
             warnings.append(f"journal of {session_id}: has records that could not be applied (left in place)")
         if generation < 0:
@@ -503,6 +513,33 @@ def salvage_messages(text: str) -> list[Message]:
     return out
 
 
+def _unreadable(session_id: str, folder: Path, warnings: list[str], journal: Path | None) -> SessionUnreadable:
+    """Nothing could be recovered: say where the damaged files are now (they were never deleted)."""
+    kept = sorted(p.name for p in folder.glob(f"{session_id}.json.corrupt-*"))
+    if journal is not None:
+        kept.append(journal.name)
+    names = ", ".join(kept) or ", ".join(p.name for p in (folder / f"{session_id}.json", folder / f"{session_id}.journal")
+                                         if p.exists())
+    where = f"{names} in {folder}"
+    return SessionUnreadable(
+        f"session {session_id} cannot be read: its snapshot and its journal are both corrupt and no message "
+        f"could be recovered ({where})",
+        hint="Restore those files from a backup, or start a new session; `ai-coding sessions list` shows the others.",
+    )
+
+
+def storage_error(err: OSError, folder: Path) -> SessionStorageError:
+    """One sentence for a session file that cannot be written: which file, why, what to do."""
+    path = err.filename or str(folder)
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = f"Free disk space on the filesystem of {folder}, then continue the session with --session."
+    elif err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        hint = f"Make {folder} writable (or run in a workspace you can write to)."
+    else:
+        hint = f"Check the disk and the permissions of {folder}."
+    return SessionStorageError(f"cannot write the session file {path}: {err.strerror or err}.", hint=hint)
+
+
 def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -511,6 +548,9 @@ def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
             if fsync:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as err:
+        raise OSError(err.errno, err.strerror, str(path)) from err  # the file meant, not its temporary twin
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        # On a read-only filesystem unlink fails with EROFS, not ENOENT: that must not hide the real error.
+        with contextlib.suppress(OSError):
             tmp.unlink()

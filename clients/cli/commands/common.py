@@ -96,27 +96,31 @@ def fail(command: str, message: str, code: int = exit_codes.USAGE) -> typer.Exit
 @contextlib.contextmanager
 def service_stub(noun: str, command: str, service: str, what: str,
                  make_stub: Callable[[Any], StubT]) -> Iterator[StubT]:
-    """A stub to the running ``service`` for ``ai-coding NOUN COMMAND``; RPC failures become one
-    line and an exit code (``what`` names the service in that line, e.g. "the memory service")."""
+    """A stub to ``service`` for ``ai-coding NOUN COMMAND``, started first when nothing runs (as
+    ``run`` and the REPL do); RPC failures become one line and an exit code (``what`` names the
+    service in that line, e.g. "the memory service")."""
     import grpc
 
+    from clients.cli import control
     from services.kernel.channels import sync_channel
-    from services.kernel.config import load_config
-    from services.kernel.endpoints import endpoint_for
     from services.kernel.errors import reason_of
 
     with cli_errors(f"{noun} {command}"):
-        endpoint = endpoint_for(service, load_config(None))
+        setup = control.resolve(None)
+        control.ensure_running(setup, [service])
+        endpoint = setup.endpoints[service]
     channel = sync_channel(endpoint)
     try:
         yield make_stub(channel)
     except grpc.RpcError as err:
-        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            print(f"ai-coding {noun} {command}: {what} is not reachable at {endpoint}; "
-                  "start the services with `ai-coding up`.", file=sys.stderr)
-            raise typer.Exit(exit_codes.UNAVAILABLE) from None
         reason = reason_of(err)
+        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not reason:
+            print(f"ai-coding {noun} {command}: {what} is not reachable at {endpoint}; "
+                  f"see `ai-coding status` and `ai-coding logs {service}`.", file=sys.stderr)
+            raise typer.Exit(exit_codes.UNAVAILABLE) from None
+        # The service itself answered (a stable reason rides along): its sentence names the cause.
+        code = exit_codes.UNAVAILABLE if err.code() == grpc.StatusCode.UNAVAILABLE else exit_codes.USAGE
         print(f"ai-coding {noun} {command}: {err.details()}" + (f" ({reason})" if reason else ""), file=sys.stderr)
-        raise typer.Exit(exit_codes.USAGE) from None
+        raise typer.Exit(code) from None
     finally:
         channel.close()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from ai_coding.v1 import memory_pb2 as pb
@@ -21,10 +22,11 @@ def service() -> Iterator[ServiceProcess]:
         yield svc
 
 
-def cli(service: ServiceProcess, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def cli(service: ServiceProcess, *args: str, stdin: str = "", **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AI_CODING_")}
     env.update(HOME=str(service.root / "home"), XDG_CONFIG_HOME=str(service.root / "home" / ".config"),
-               AI_CODING_RUNTIME_DIR=str(service.root / "run"), AI_CODING_MEMORY_ENDPOINT=service.address)
+               AI_CODING_RUNTIME_DIR=str(service.root / "run"), AI_CODING_MEMORY_ENDPOINT=service.address,
+               **extra_env)
     return subprocess.run([sys.executable, "-m", "clients.cli.main", "memory", *args], cwd=REPO, env=env,
                           input=stdin, capture_output=True, text=True, timeout=60)
 
@@ -56,9 +58,14 @@ def test_list_search_show_pin_and_forget_from_the_command_line(service: ServiceP
         assert missing.returncode == 2 and "note_not_found" in missing.stderr and "Traceback" not in missing.stderr
 
 
-def test_an_unreachable_service_is_one_line_and_exit_code_3(service: ServiceProcess) -> None:
+def test_an_unreachable_service_is_one_line_and_exit_code_3(service: ServiceProcess, tmp_path: Path) -> None:
+    # A memory service this machine does not run (the supervisor would start a local one).
+    config = tmp_path / "config.yaml"
+    config.write_text("supervisor:\n  services: [loop, tools, mcp_gateway]\n")
     dead = ServiceProcess(service.proc, "unix:/tmp/aic-no-such.sock", service.stub, service.channel, service.root,
                           service.log)
-    got = cli(dead, "list")
+    got = cli(dead, "list", AI_CODING_CONFIG=str(config))
     assert got.returncode == 3
-    assert "not reachable" in got.stderr and len(got.stderr.strip().splitlines()) == 1
+    assert got.stderr.strip() == ("ai-coding memory list: the memory service at unix:///tmp/aic-no-such.sock is not "
+                                  "answering (it runs on another host: start it there with `ai-coding serve memory`)."), \
+        got.stderr

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from services.loop.errors import SessionUnreadable
 from services.loop.sessions import Session, SessionStore
 
 
@@ -58,16 +61,18 @@ def test_records_starting_past_the_salvaged_messages_are_set_aside_with_a_warnin
     assert any("2 record(s) start past message 1" in w for w in warnings)
 
 
-def test_a_journal_that_cannot_be_placed_is_kept_byte_for_byte_not_overwritten(tmp_path: Path) -> None:
+def test_a_journal_that_cannot_be_placed_is_kept_byte_for_byte_and_nothing_recovered_is_an_error(
+        tmp_path: Path) -> None:
     store, session = _saved_session(tmp_path, "one", "two", "three", compact_after=2)
     journal_bytes = store.journal_path(session.id).read_bytes()
     store.snapshot_path(session.id).write_text('{"id": "01a2')
-    loaded, warnings = SessionStore(tmp_path).load(session.id)
-    assert _contents(loaded) == []
+    with pytest.raises(SessionUnreadable) as err:  # never an empty history that looks like a new session
+        SessionStore(tmp_path).load(session.id)
     [kept] = _aside(store, f"{session.id}.journal")
-    assert kept.read_bytes() == journal_bytes
-    assert b"three" not in store.journal_path(session.id).read_bytes()  # a fresh journal took its place
-    assert any("recovered 0 message(s)" in w for w in warnings)
+    [snapshot] = _aside(store, f"{session.id}.json")
+    assert kept.read_bytes() == journal_bytes and snapshot.read_text() == '{"id": "01a2'
+    assert f"({snapshot.name}, {kept.name} in {store.dir})" in str(err.value)
+    assert "Restore those files from a backup, or start a new session" in str(err.value)
 
 
 def test_salvage_and_a_journal_that_continues_it_are_joined(tmp_path: Path) -> None:
@@ -150,6 +155,7 @@ def test_the_snapshot_after_a_recovery_is_newer_than_the_journal_it_replaced(tmp
 def test_reading_a_damaged_session_for_a_listing_moves_nothing(tmp_path: Path) -> None:
     store, session = _saved_session(tmp_path, "one", "two", compact_after=1)
     store.snapshot_path(session.id).write_text('{"id": "01a2')
-    _, warnings, _ = SessionStore(tmp_path).read(session.id)
-    assert any("left it in place" in w for w in warnings)
+    with pytest.raises(SessionUnreadable) as err:  # nothing recoverable: the journal starts past message 0
+        SessionStore(tmp_path).read(session.id)
+    assert f"({session.id}.json, {session.id}.journal in {store.dir})" in str(err.value)
     assert sorted(p.name for p in store.dir.iterdir() if "corrupt" in p.name) == []
