@@ -33,7 +33,7 @@ def _gateway(command: str) -> Iterator[Any]:
 
 @app.command("status")
 def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """Each server's state, tool count and failure reason."""
+    """Each server's state, tool count and failure reason; exits 1 when a server has failed."""
     from ai_coding.v1 import mcp_gateway_pb2 as pb
 
     with _gateway("status") as stub:
@@ -41,9 +41,11 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON ob
     if as_json:
         print(json.dumps({"servers": [{"name": s.name, "type": s.type, "state": view.state_name(s), "reason": s.reason,
                                        "tools": s.tool_count, "attempts": s.attempts} for s in servers]}))
-        return
-    for line in view.server_lines(servers):
-        print(line)
+    else:
+        for line in view.server_lines(servers):
+            print(line)
+    if any(view.state_name(s) == "failed" for s in servers):
+        raise typer.Exit(exit_codes.FAILED)
 
 
 @app.command("list")

@@ -51,10 +51,13 @@ def _until(args: list[str], text: str, timeout: float = 30.0) -> str:
 
 
 def test_status_list_add_and_retry_work_against_the_gateway(served: Path) -> None:
-    out = _until(["status"], "connected")
+    _until(["status"], "connected")
+    out = _until(["status"], "command not found")
     assert "demo" in out and "connected" in out
     ghost = next(line for line in out.splitlines() if "ghost" in line)
     assert "failed" in ghost and "command not found" in ghost
+    status = CliRunner().invoke(app, ["status", "--json"])
+    assert status.exit_code == 1, "a failed server makes `mcp status` exit non-zero"
     listing = CliRunner().invoke(app, ["list"])
     assert listing.exit_code == 0 and "demo__add" in listing.output and "warn" in listing.output
 
@@ -93,6 +96,7 @@ def test_list_with_no_servers_says_how_to_add_one(isolated_home: Path, monkeypat
     try:
         out = _until(["list"], "no MCP servers")
         assert "add one with `ai-coding mcp add`" in out, out
+        assert CliRunner().invoke(app, ["status"]).exit_code == 0  # nothing failed
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
