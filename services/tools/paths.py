@@ -9,11 +9,16 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from services.kernel.statedir import STATE_DIR
 from services.tools.errors import ToolError, WorkspaceError
 
 
-def check_workspace_root(raw: str, home: Path) -> Path:
-    """The real path of a workspace root, or :class:`WorkspaceError` saying why it is refused."""
+def check_workspace_root(raw: str, home: Path, private: Sequence[tuple[str, str]] = ()) -> Path:
+    """The real path of a workspace root, or :class:`WorkspaceError` saying why it is refused.
+
+    A root may not be ``/`` nor contain the user's home or any ``private`` directory (pairs of
+    what it is and where: the runtime dir with the service sockets, the config and data dirs):
+    everything below a root is readable, and writable, by the agent's commands and file tools."""
     if not raw or "\0" in raw:
         raise WorkspaceError("the workspace root is empty", hint="Pass the absolute path of a project directory.")
     path = Path(raw)
@@ -24,9 +29,16 @@ def check_workspace_root(raw: str, home: Path) -> Path:
     if not real.is_dir():
         raise WorkspaceError(f"the workspace root {raw} is not an existing directory",
                              hint="Create it or pass another directory.")
-    if real == Path("/") or real == Path(os.path.realpath(home)):
-        raise WorkspaceError(f"the workspace root {real} is too broad (the filesystem root or your home directory)",
+    if real == Path("/"):
+        raise WorkspaceError(f"the workspace root {real} is too broad (the filesystem root)",
                              hint="Open a session in a project directory instead.")
+    for what, where in (("your home directory", str(home)), *private):
+        inner = Path(os.path.realpath(where))
+        if inner == real or inner.is_relative_to(real):
+            raise WorkspaceError(
+                f"the workspace root {real} is too broad: it contains {what} ({inner}), which the agent's "
+                "commands and file tools could then read and change",
+                hint="Open a session in a project directory that holds none of these, e.g. ~/projects/NAME.")
     return real
 
 
@@ -71,14 +83,21 @@ def display_path(path: Path, roots: Sequence[Path]) -> str:
     return str(path)
 
 
+PROTECTED_NAMES = {
+    ".git": "git runs what its control files say, outside any sandbox",
+    STATE_DIR: "the services load and trust the workspace state (sessions, traces, memory)",
+}
+
+
 def check_not_protected(path: Path, roots: Sequence[Path]) -> None:
-    """Refuse writes to ``.git/hooks`` and ``.git/config`` of a root: git runs what they name, outside any
-    sandbox (bash sees them read-only for the same reason)."""
-    for root in roots:
-        git = root / ".git"
-        if path == git / "config" or path == git / "hooks" or path.is_relative_to(git / "hooks"):
-            raise ToolError("protected_path", f"{display_path(path, roots)} is protected: git would run what it says",
-                            "Change git hooks or git config yourself, outside the agent.")
+    """Refuse writes into any ``.git`` (a repository's control data, a ``gitdir:`` file, a submodule's)
+    or any ``.ai-coding`` (workspace state) below a root: bash sees them read-only for the same reason."""
+    root = _root_of(path, roots)
+    for part in path.relative_to(root).parts:
+        why = PROTECTED_NAMES.get(part)
+        if why:
+            raise ToolError("protected_path", f"{display_path(path, roots)} is protected: {why}",
+                            "Leave it to the user (git commands, ai-coding itself); write elsewhere.")
 
 
 def _escape_error(shown: str, real: str, roots: Sequence[Path]) -> ToolError:

@@ -67,16 +67,17 @@ def decide_sandbox(config: ToolsConfig, requested_mode: str,
     return SandboxPolicy(mode, network), warnings
 
 
-def decide_extra_roots(configured: Sequence[str], requested: Sequence[str]) -> tuple[list[Path], list[str]]:
-    """Extra roots granted: the configured ones (that exist), narrowed to the requested ones if any."""
+def decide_extra_roots(configured: Sequence[str], requested: Sequence[str], home: Path | None = None,
+                       private: Sequence[tuple[str, str]] = ()) -> tuple[list[Path], list[str]]:
+    """Extra roots granted: the configured ones that pass the workspace-root checks (so not one
+    containing home or a private dir), narrowed to the requested ones if any."""
     warnings: list[str] = []
     allowed: list[Path] = []
     for raw in configured:
-        real = Path(os.path.realpath(Path(raw).expanduser()))
-        if real.is_dir() and real != Path("/"):
-            allowed.append(real)
-        else:
-            warnings.append(f"extra workspace root {raw} is not an existing directory; ignored")
+        try:
+            allowed.append(check_workspace_root(str(Path(raw).expanduser()), home or Path.home(), private))
+        except WorkspaceError as exc:
+            warnings.append(f"extra workspace root {raw} ignored: {exc.message}")
     if not requested:
         return allowed, warnings
     granted = []
@@ -116,11 +117,14 @@ class ToolRuntime:
     """Everything the ToolRuntime gRPC service does, in domain types."""
 
     def __init__(self, config: ToolsConfig, *, host_env: Mapping[str, str] | None = None,
-                 home: Path | None = None, hidden_paths: Sequence[str] = (), ripgrep: str | None = None) -> None:
+                 home: Path | None = None, private: Sequence[tuple[str, str]] = (),
+                 ripgrep: str | None = None) -> None:
         self.config = config
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.home = home or Path.home()
-        self.hidden_paths = [str(self.home), *hidden_paths]
+        self.private = list(private)
+        """(what, directory) pairs a root may not contain and commands never see (besides home)."""
+        self.hidden_paths = [str(self.home), *(where for _, where in self.private)]
         self.ripgrep = ripgrep
         self.sessions: dict[str, Session] = {}
         self.probe = BwrapProbe(config.sandbox.bwrap)
@@ -146,9 +150,10 @@ class ToolRuntime:
         """Register a session; a workspace root that is missing, `/` or the home directory is refused."""
         if not request.session_id:
             raise WorkspaceError("the session id is empty", hint="Pass the loop's session id.")
-        root = check_workspace_root(request.workspace_root, self.home)
+        root = check_workspace_root(request.workspace_root, self.home, self.private)
         policy, warnings = decide_sandbox(self.config, request.sandbox_mode, request.network)
-        extra, root_warnings = decide_extra_roots(self.config.extra_workspace_roots, request.extra_roots)
+        extra, root_warnings = decide_extra_roots(self.config.extra_workspace_roots, request.extra_roots,
+                                                  self.home, self.private)
         warnings += root_warnings
         if policy.mode == "bwrap":
             try:
@@ -284,6 +289,7 @@ class ToolRuntime:
         output = result.output or "(no output)"
         if result.exit_code:
             output += f"\n(exit code {result.exit_code})"
+            output += read_only_note(result.output, session.sandbox.mode)
         return ToolOutput(output, data, "output_cap" if result.cut_chars else "")
 
     async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
@@ -312,6 +318,18 @@ class ToolRuntime:
         was_running = await session.jobs.stop(job)
         text = f"Stopped {job.job_id}." if was_running else f"{job.job_id} had already ended."
         return ToolOutput(text, job.describe())
+
+
+READ_ONLY_NOTE = ("\n[sandbox] .git and .ai-coding are read-only inside the sandbox: git would run on the "
+                  "host whatever a command wrote there. git status/diff/log work; commit, branch, stash, "
+                  "checkout and init do not: leave them to the user (say what to run).")
+
+
+def read_only_note(output: str, mode: str) -> str:
+    """The explanation appended when a sandboxed command failed on the read-only git/state dirs."""
+    if mode == "bwrap" and "Read-only file system" in output and (".git" in output or ".ai-coding" in output):
+        return READ_ONLY_NOTE
+    return ""
 
 
 def find_ripgrep() -> str | None:

@@ -4,15 +4,26 @@ Every command gets its own bwrap instance: new session (no TIOCSTI into the
 caller's terminal), dies with the service, its own user namespace with every
 capability dropped (the service runs as root in CI: without this a command
 could remount its way out), its own pid namespace with a fresh /proc (no
-other process's environ), no network unless allowed, the host read-only, the
-workspace read-write except ``.git/hooks`` and ``.git/config``, a private
-/tmp, and the user's home, /run and the runtime dir hidden.
+other process's environ), no network unless allowed, the host read-only, a
+private /tmp, the user's home, /run, the runtime, config and data dirs hidden
+(wherever they are, even inside a root), and each root read-write except what
+the host later trusts:
+
+- git's control data as a whole: ``<root>/.git`` (a directory or a ``gitdir:``
+  file) and the ``.git`` of every submodule path ``.gitmodules`` names are
+  read-only; where there is none, an empty read-only directory stands in, so a
+  command cannot ``git init`` a repository whose config the user's next
+  ``git status`` would run. git reads work; commit/branch/stash do not (the
+  bash tool says so): see docs/security.md for why.
+- the workspace state ``<root>/.ai-coding`` (sessions, traces, memory): the
+  services load and trust it, so commands only read it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import glob
 import os
 import re
@@ -21,7 +32,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from services.kernel.statedir import ensure_state_dir
 from services.tools.errors import ToolError
+from services.tools.paths import is_inside, open_parent_dir
 
 BASE_FLAGS = ("--new-session", "--die-with-parent", "--unshare-user", "--cap-drop", "ALL", "--unshare-pid",
               "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
@@ -58,16 +71,43 @@ def sandbox_env(host: Mapping[str, str], extra_allowed: Sequence[str], secret_na
     return env
 
 
-def protected_git_paths(root: Path) -> list[Path]:
-    """``.git``, ``.git/hooks`` and ``.git/config`` of a root (creating an empty hooks dir so it can be
-    mounted read-only; a missing one could otherwise be created by a command and run later by git)."""
-    git = root / ".git"
-    if git.is_symlink() or not git.is_dir():
+def _gitmodules_paths(root: Path) -> list[str]:
+    """The ``path =`` values of ``<root>/.gitmodules`` (a small, trusted-enough read: a path it names
+    only adds a read-only mount; a path it drops cannot unprotect what git's own index lists,
+    because ``.git`` is read-only)."""
+    try:
+        text = (root / ".gitmodules").read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return []
-    hooks = git / "hooks"
-    if not hooks.exists() and not hooks.is_symlink():
-        hooks.mkdir()
-    return [p for p in (git, hooks, git / "config") if p.exists() and os.path.realpath(p) == str(p)]
+    return [m.group(1).strip() for m in _SUBMODULE_PATH.finditer(text)]
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def read_only_paths(root: Path) -> list[Path]:
+    """What a command may read but not change below ``root``: git's control data and the workspace
+    state. Missing ones are created first (an empty placeholder ``.git``, the state dir with its
+    .gitignore), each relative to a descriptor of its parent so a link swapped in by a running job
+    cannot make this create anything elsewhere."""
+    out = [ensure_state_dir(root)]
+    for raw in [".", *_gitmodules_paths(root)]:
+        git = root / raw / ".git"
+        if ".." in Path(raw).parts or Path(raw).is_absolute() or not is_inside(Path(os.path.realpath(git)), [root]):
+            continue
+        if not os.path.lexists(git):
+            with contextlib.suppress(OSError, ToolError):
+                parent, name = open_parent_dir(Path(os.path.realpath(git.parent)) / ".git", [root], str(git),
+                                               create=True)
+                try:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o755, dir_fd=parent)
+                finally:
+                    os.close(parent)
+        real = Path(os.path.realpath(git))
+        if os.path.lexists(git) and real not in out:
+            out.append(real)
+    return out
 
 
 _EMPTY: list[str] = []
@@ -95,26 +135,31 @@ def hidden_files() -> list[str]:
     return found
 
 
-def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> list[str]:
-    """Existing directories to cover with an empty tmpfs: deduplicated, none inside a root, and none
-    below another one already covered."""
-    out: list[str] = []
+def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> tuple[list[str], list[str]]:
+    """Existing directories to cover with an empty tmpfs, deduplicated and none below another:
+    (those outside every root: mounted before the roots, so a root inside one still shows;
+    those inside a root: mounted after the roots, so they stay hidden there too)."""
+    outside: list[str] = []
+    inside: list[str] = []
     for real in sorted({os.path.realpath(p) for p in paths}):
-        inside_root = any(Path(real) == r or Path(real).is_relative_to(r) for r in roots)
-        covered = any(Path(real).is_relative_to(done) for done in out)
-        if os.path.isdir(real) and not inside_root and not covered:
-            out.append(real)
-    return out
+        if not os.path.isdir(real) or any(Path(real) == r for r in roots):
+            continue
+        group = inside if is_inside(Path(real), roots) else outside
+        if not any(Path(real).is_relative_to(done) for done in group):
+            group.append(real)
+    return outside, inside
 
 
 def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidden: Sequence[str],
                command: str) -> list[str]:
-    """The full bwrap command line for ``command`` (pure apart from creating .git/hooks)."""
+    """The full bwrap command line for ``command`` (creates the placeholders of
+    :func:`read_only_paths` when missing)."""
     argv = [bwrap, *BASE_FLAGS]
     if not network:
         argv.append("--unshare-net")
     argv += SYSTEM_MOUNTS
-    for real in hidden_mounts([*ALWAYS_HIDDEN, *hidden], roots):
+    outside, inside = hidden_mounts([*ALWAYS_HIDDEN, *hidden], roots)
+    for real in outside:
         argv += ["--tmpfs", real]
     files = hidden_files()
     if files:
@@ -124,12 +169,10 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
     for root in roots:
         argv += ["--bind", str(root), str(root)]
     for root in roots:
-        git_paths = protected_git_paths(root)
-        if git_paths:
-            git, *readonly = git_paths
-            argv += ["--bind", str(git), str(git)]  # a mount point cannot be renamed away
-            for protected in readonly:
-                argv += ["--ro-bind", str(protected), str(protected)]
+        for protected in read_only_paths(root):
+            argv += ["--ro-bind", str(protected), str(protected)]  # a mount point cannot be renamed away
+    for real in inside:
+        argv += ["--tmpfs", real, "--remount-ro", real]
     argv += ["--chdir", str(cwd), "--", "/bin/bash", "-c", command]
     return argv
 

