@@ -22,7 +22,9 @@ replace.
 Execution keys (``EXECUTION_KEYS``) may only come from the user layer unless
 ``AI_CODING_TRUST_PROJECT=1``: a repository must not be able to run programs,
 add roots, loosen the sandbox or send a key elsewhere by shipping a config
-file. Each dropped key produces a warning.
+file. Safety settings (``TIGHTEN_RULES``) from a project may only tighten, trusted
+or not: deny lists add up, booleans take the stricter value, limits only go
+down. Each dropped key produces a warning.
 
 ``${VAR}`` references are kept as written and expanded by the consumer with
 :func:`expand_vars`, which fails naming the missing variable.
@@ -89,6 +91,40 @@ MODEL_BEHAVIOUR_KEYS = frozenset({
     "model", "max_tokens", "temperature", "price_input_per_mtok", "price_cached_input_per_mtok",
     "price_output_per_mtok", "step_timeout_seconds", "max_retries", "retry_budget_seconds", "context_window",
 })
+# Safety settings a project may only tighten (applied with or without AI_CODING_TRUST_PROJECT:
+# trusting a repository to run its hooks is not letting it lift your deny list). Rules by dotted
+# path (``*`` = any key), then by a key's own name anywhere; what no rule covers but looks like a
+# safety setting (SAFETY_WORDS) is dropped, so a key added later cannot loosen by default.
+#   union        lists add up (user's first, then the project's)
+#   true_wins    a project may turn it on, not off (strict_paths, enforce_*)
+#   false_wins   a project may turn it off, not on (tool and feature enablement, auto_approve)
+#   lower        a project may lower a limit, never raise it or turn it off with 0 (the user's
+#                value, else the default named here, is the ceiling)
+TIGHTEN_RULES: tuple[tuple[str, str], ...] = (
+    ("ai.bash_policy.deny", "union"),
+    ("ai.bash_policy.confirm", "union"),
+    ("ai.strict_paths", "true_wins"),
+    ("ai.enforce_dependencies", "true_wins"),
+    ("ai.turn_timeout_seconds", "lower"),
+    ("ai.turn_token_budget", "lower"),
+    ("ai.duplicate_call_threshold", "lower"),
+    ("loop.mcp", "false_wins"),
+    ("loop.memory", "false_wins"),
+    ("loop.traces", "true_wins"),
+)
+# Defaults of the ``lower`` keys when the user config does not set them (pinned to the loop's own
+# defaults by tests/unit/kernel/test_kernel_config_tighten.py); 0 = no limit.
+LOWER_DEFAULTS: dict[str, float] = {
+    "ai.turn_timeout_seconds": 600.0, "ai.turn_token_budget": 0, "ai.duplicate_call_threshold": 2,
+}
+NAME_RULES: dict[str, str] = {
+    "deny": "union", "confirm": "union", "denied_tools": "union", "enabled": "false_wins",
+    "auto_approve": "false_wins", "disabled": "true_wins", "readonly": "true_wins", "read_only": "true_wins",
+}
+SAFETY_WORDS = re.compile(
+    r"deny|allow|confirm|approv|permission|sandbox|network|trust|strict|plugin|hook|guard|enabled|"
+    r"unsafe|dangerous|bypass|yolo|policy|secret", re.IGNORECASE)
+
 SECRET_KEY_WORDS = frozenset({"token", "secret", "password", "passwd", "authorization", "apikey", "credentials"})
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -312,6 +348,89 @@ def _drop_execution_keys(
     return walk(layer, ())
 
 
+def _tighten_rule(path: tuple[str, ...]) -> str:
+    dotted = ".".join(path)
+    for pattern, rule in TIGHTEN_RULES:
+        if len(path) == len(pattern.split(".")) and _matches(path, pattern):
+            return rule
+    last = path[-1]
+    if last in NAME_RULES:
+        return NAME_RULES[last]
+    if last.endswith("_enabled"):
+        return "false_wins"
+    if last.startswith(("strict_", "enforce_")):
+        return "true_wins"
+    return "drop" if SAFETY_WORDS.search(dotted) else ""
+
+
+def _get_path(node: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _tightened(rule: str, path: tuple[str, ...], mine: Any, theirs: Any) -> tuple[bool, Any, str]:
+    """(keep, value, why-not) for a project value ``theirs`` over the value so far ``mine``."""
+    if rule == "union":
+        if not isinstance(theirs, list):
+            return False, None, "a project may only add entries to this list"
+        base = list(mine) if isinstance(mine, list) else []
+        return True, base + [v for v in theirs if v not in base], ""
+    if rule in ("true_wins", "false_wins"):
+        if not isinstance(theirs, bool):
+            return False, None, "expected true or false"
+        stricter = rule == "true_wins"
+        if theirs == stricter or mine == theirs:
+            return True, theirs, ""
+        return False, None, f"a project may only set it to {str(stricter).lower()}"
+    if rule == "lower":
+        dotted = ".".join(path)
+        ceiling = mine if isinstance(mine, (int, float)) and not isinstance(mine, bool) else LOWER_DEFAULTS.get(dotted)
+        if not isinstance(theirs, (int, float)) or isinstance(theirs, bool) or ceiling is None:
+            return False, None, "a project may only lower this limit"
+        if theirs > 0 and (ceiling == 0 or theirs <= ceiling):
+            return True, theirs, ""
+        return False, None, f"a project may only lower this limit (yours: {ceiling:g}, 0 = none)"
+    return False, None, "a safety setting with no rule for tightening it comes only from the user config"
+
+
+def _tighten_layer(layer: dict[str, Any], below: Mapping[str, Any], source: str,
+                   warnings: list[str]) -> dict[str, Any]:
+    """A project layer whose safety settings can only tighten what is ``below`` it (the user layer
+    and the project layers merged so far): lists add up, booleans take the stricter value, limits
+    only go down; anything else safety-like is dropped. One warning per key refused."""
+
+    def walk(node: Mapping[str, Any], prefix: tuple[str, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            path = (*prefix, k)
+            if path[:1] == ("models",) or any(_matches(path, pat) for pat in EXECUTION_KEYS):
+                out[k] = v  # model entries are filtered above; execution keys here are trusted
+                continue
+            if isinstance(v, Mapping):
+                out[k] = walk(v, path)
+                continue
+            rule = _tighten_rule(path)
+            if not rule:
+                out[k] = v
+                continue
+            mine = _get_path(below, path)
+            keep, value, why = _tightened(rule, path, mine, v)
+            if keep:
+                out[k] = value
+                if rule == "union" and isinstance(mine, list) and any(m not in v for m in mine):
+                    warnings.append(f"{source}: `{'.'.join(path)}` cannot drop entries of your config "
+                                    "(lists add up: a project may only tighten safety settings)")
+            else:
+                warnings.append(f"{source}: ignored `{'.'.join(path)}` = {v!r:.60} ({why}; a project may "
+                                "only tighten safety settings)")
+        return out
+
+    return walk(layer, ())
+
+
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     entry: dict[str, Any] = {}
     for var, key in (
@@ -429,6 +548,7 @@ def load_config(
             cfg.warnings += unknown_key_warnings(layer, KNOWN_TOP_LEVEL_KEYS, str(pfile))
             if not trusted:
                 layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)
+            layer = _tighten_layer(layer, merged, str(pfile), cfg.warnings)
             cfg.files.append(pfile)
             _record_sources(layer, "", f"project:{pfile}", cfg.sources)
             merged = merge(merged, layer)
