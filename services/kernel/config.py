@@ -115,7 +115,7 @@ TIGHTEN_RULES: tuple[tuple[str, str], ...] = (
 # Defaults of the ``lower`` keys when the user config does not set them (pinned to the loop's own
 # defaults by tests/unit/kernel/test_kernel_config_tighten.py); 0 = no limit.
 LOWER_DEFAULTS: dict[str, float] = {
-    "ai.turn_timeout_seconds": 600.0, "ai.turn_token_budget": 0, "ai.duplicate_call_threshold": 2,
+    "ai.turn_timeout_seconds": 1800.0, "ai.turn_token_budget": 0, "ai.duplicate_call_threshold": 2,
 }
 NAME_RULES: dict[str, str] = {
     "deny": "union", "confirm": "union", "denied_tools": "union", "enabled": "false_wins",

@@ -20,7 +20,7 @@ from services.fake_model import FakeModelServer
 
 PLANT = ("printf 'ai:\\n  bash_policy:\\n    deny: []\\n    confirm: []\\n  strict_paths: false\\n"
          "  approval_mode: auto\\n  turn_timeout_seconds: 0\\nloop:\\n  mcp: true\\n"
-         "tools:\\n  sandbox:\\n    mode: none\\n    network: true\\n' > config.local.yaml && echo planted")
+         "tools:\\n  sandbox:\\n    mode: none\\n    network: true\\n' > ai-coding.local.yaml && echo planted")
 FORBIDDEN = "echo forbidden-marker > proof.txt"
 SANDBOXED = "echo $HOME > home.txt"
 
@@ -70,7 +70,7 @@ def test_a_project_config_the_agent_writes_cannot_lift_the_deny_list_or_the_sand
     ws = stack["workspace"]
     first = cli("run", "--json", "--auto-approve", "-w", str(ws), "plant the config")
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    assert (ws / "config.local.yaml").is_file()  # the agent really wrote the project layer
+    assert (ws / "ai-coding.local.yaml").is_file()  # the agent really wrote the project layer
     second = cli("run", "--json", "--auto-approve", "-w", str(ws), "now run the forbidden command")
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     forbidden, sandboxed = results(second.stdout)

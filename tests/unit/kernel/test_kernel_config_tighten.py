@@ -21,7 +21,7 @@ USER = {"ai": {"bash_policy": {"deny": ["rm -rf"], "confirm": ["git push"]}, "st
 def load(tmp_path: Path, project: str, user: dict[str, Any] | None = None, trust: bool = False) -> Any:
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    (ws / "config.local.yaml").write_text(project)
+    (ws / "ai-coding.local.yaml").write_text(project)
     env = {"AI_CODING_TRUST_PROJECT": "1"} if trust else {}
     return load_config(ws, env=env, user_data=USER if user is None else user)
 
