@@ -220,7 +220,7 @@ class OpenAIModelClient:
         decoder = SseDecoder()
         splitter = LineSplitter()
         raw = response.aiter_raw()
-        async for data in raw:
+        while (data := await self._next_piece(raw)) is not None:
             for line in splitter.feed(data):
                 if any(self._event(asm, payload, on_text, on_reasoning) for _, payload in decoder.feed(line)):
                     await _drain(raw)
@@ -230,6 +230,19 @@ class OpenAIModelClient:
                 self._event(asm, payload, on_text, on_reasoning)
         for _, payload in decoder.finish():
             self._event(asm, payload, on_text, on_reasoning)
+
+    async def _next_piece(self, raw: AsyncIterator[bytes]) -> bytes | None:
+        """The stream's next bytes, None at its end; a stream silent past ``stream_idle_seconds``
+        fails the attempt as a dropped stream (retried), instead of holding the step to its deadline."""
+        idle = self.settings.stream_idle_seconds
+        try:
+            async with asyncio.timeout(idle):
+                return await anext(raw)
+        except StopAsyncIteration:
+            return None
+        except TimeoutError:
+            raise _AttemptFailed(Failure("stream_dropped", True), f"the stream sent nothing for {idle:g} s "
+                                 f"(models.{self.settings.name}.stream_idle_seconds)") from None
 
     @staticmethod
     def _feed(

@@ -64,6 +64,9 @@ class ModelSettings:
     """USD per million completion tokens."""
     step_timeout_seconds: float = 300.0
     """Deadline for one model step including its retries (the turn clock may cut it shorter)."""
+    stream_idle_seconds: float = 60.0
+    """Longest silence between two chunks of a streamed reply: a stream quiet for longer is
+    abandoned and the step retried like a dropped connection (the step's deadline still bounds it)."""
     max_retries: int = 4
     """Retries after the first attempt on 429, 5xx and dropped connections or streams."""
     retry_budget_seconds: float = 60.0
