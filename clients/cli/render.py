@@ -103,8 +103,27 @@ def cache_hit(usage: views.Usage) -> str:
     return "n/a"
 
 
-def status_line(finished: views.TurnFinished) -> str:
-    """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s' for a finished turn."""
+def window_fill(context: views.ContextAssembled) -> str:
+    """'ctx 12k/25.6k/32k' (last request / compaction threshold / window), "" when not known."""
+    if not context.window_tokens:
+        return ""
+    return (f"ctx {human_count(context.estimated_tokens)}/{human_count(context.ceiling_tokens)}/"
+            f"{human_count(context.window_tokens)}")
+
+
+def layer_stats(ended: views.CompactionEnded) -> str:
+    """'L2 12 rewritten · L4 -40 msgs' for the layers that did something."""
+    parts = []
+    for layer in ended.layers:
+        done = [f"{layer.rewritten} rewritten" if layer.rewritten else "",
+                f"-{layer.removed} msgs" if layer.removed else ""]
+        if any(done):
+            parts.append(f"{layer.name} " + " ".join(d for d in done if d))
+    return " · ".join(parts)
+
+
+def status_line(finished: views.TurnFinished, context: views.ContextAssembled | None = None) -> str:
+    """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s · ctx 12k/25.6k/32k' for a finished turn."""
     usage = finished.usage
     parts = [STATUS_NAMES.get(finished.status, "unknown")]
     if finished.reason and finished.status != views.TurnStatus.COMPLETED:
@@ -114,6 +133,9 @@ def status_line(finished: views.TurnFinished) -> str:
     if finished.iterations:
         parts.append(f"{finished.iterations} step{'s' if finished.iterations != 1 else ''}")
     parts.append(human_duration(finished.duration_ms))
+    fill = window_fill(context) if context is not None else ""
+    if fill:
+        parts.append(fill)
     return " · ".join(parts)
 
 
@@ -190,6 +212,7 @@ class EventRenderer:
         self.last_reasoning = ""
         self.pending_approval: views.ApprovalRequested | None = None
         self.pending_question: views.QuestionAsked | None = None
+        self.last_context: views.ContextAssembled | None = None
         self.last_seq = 0
         self._tools: dict[str, _Tool] = {}
         self._turn = _TurnState()
@@ -387,8 +410,9 @@ class EventRenderer:
         self._line(literal(f"  compacting ~{human_count(ev.estimated_tokens)} tokens ({ev.reason})", "dim"))
 
     def _on_compaction_ended(self, ev: views.CompactionEnded) -> None:
+        stats = layer_stats(ev)
         self._line(literal(f"  compacted {human_count(ev.estimated_before)} → "
-                           f"{human_count(ev.estimated_after)} tokens", "dim"))
+                           f"{human_count(ev.estimated_after)} tokens" + (f" ({stats})" if stats else ""), "dim"))
 
     def _on_memory_recalled(self, ev: views.MemoryRecalled) -> None:
         if self.verbose and ev.count:
@@ -402,6 +426,7 @@ class EventRenderer:
             self._line(literal(f"  search stalled (level {ev.level}): {one_line(ev.reason)}", "dim"))
 
     def _on_context_assembled(self, ev: views.ContextAssembled) -> None:
+        self.last_context = ev
         if self.verbose:
             self._line(literal(f"  context ~{human_count(ev.estimated_tokens)} tokens", "dim"))
 
@@ -429,7 +454,7 @@ class EventRenderer:
         if ev.handoff:
             self.console.print(literal(ev.handoff), highlight=False)
         ok = ev.status == views.TurnStatus.COMPLETED
-        self._line(literal(f"● {status_line(ev)}", "dim" if ok else "yellow"))
+        self._line(literal(f"● {status_line(ev, self.last_context)}", "dim" if ok else "yellow"))
 
 
 def _failure_text(result: views.ToolResult) -> str:

@@ -221,6 +221,8 @@ class ContextAssembled:
     tail_bytes: int = 0
     estimated_tokens: int = 0
     tail_parts_json: str = ""
+    ceiling_tokens: int = 0
+    window_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ from services.loop.policy.permissions import MODES
 if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
 
-LATER = {
-    "compact": "/compact is not available in this version (context compaction comes later).",
-}
+LATER: dict[str, str] = {}
 
 
 def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
@@ -51,8 +49,12 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
     if name == "budget":
         usage = rt.session.usage
         limit = rt.settings.turn_token_budget
-        text = f"session tokens: {usage.get('totalTokens', 0)} · turn budget: {limit or 'unlimited'}"
-        return text, json.dumps({"usage": usage, "turn_token_budget": limit})
+        fill = rt.context.fill()
+        text = (f"session tokens: {usage.get('totalTokens', 0)} · turn budget: {limit or 'unlimited'}\n"
+                f"context: ~{fill.used} tokens used / {fill.ceiling} compaction threshold / {fill.window} window"
+                f" · {rt.context.state.compactions} compactions")
+        return text, json.dumps({"usage": usage, "turn_token_budget": limit, "context": asdict(fill),
+                                 "compactions": rt.context.state.compactions})
     if name == "permissions":
         wanted = args.strip().lower()
         if wanted:
@@ -64,7 +66,9 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         return text, json.dumps({"mode": rt.permission_mode, "allowed_always": allowed})
     if name == "config":
         values = {f"ai.{k}": v for k, v in asdict(rt.settings).items()}
-        values.update({k: v for k, v in flatten(rt.deps.config_data).items() if not k.startswith("ai.")})
+        values.update({f"compaction.{k}": v for k, v in asdict(rt.context.settings).items()})
+        values.update({k: v for k, v in flatten(rt.deps.config_data).items()
+                       if not k.startswith(("ai.", "compaction."))})
         values = {k: mask(k, v) for k, v in sorted(values.items())}
         sources = {key: rt.deps.source_of(key) for key in values}
         lines = [f"{key}: {value}  ({sources[key]})" for key, value in values.items()]

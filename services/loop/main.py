@@ -16,6 +16,7 @@ from services.kernel.server import ServiceDef
 from services.loop.adapters.mcp import GrpcMcpClient
 from services.loop.adapters.memory import GrpcMemoryClient
 from services.loop.adapters.tools import GrpcToolRunner
+from services.loop.compaction.settings import compaction_settings
 from services.loop.events import DEFAULT_WINDOW
 from services.loop.policy.settings import loop_settings
 from services.loop.ports import ModelClient
@@ -102,6 +103,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
         harvest=loop.harvest and loop.memory,
         harvest_timeout_seconds=loop.harvest_timeout_seconds,
         event_window=max(1, loop.event_window),
+        compaction=compaction_settings(config),
     )
 
 

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from services.loop.approvals import Decision, Pending
+from services.loop.compaction.keeper import fixed_tokens
 from services.loop.dispatch import ApprovalStop, DispatchContext, fill_cancelled, run_batch, tool_message
 from services.loop.policy.guards import DuplicateCallGuard, StrategyGate
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
 from services.loop.ports import ModelError, StepResult, ToolCall, ToolOutcome, Usage
-from services.loop.prompt import assemble_view, environment_block, tail_blocks
+from services.loop.prompt import Message, assemble_view, environment_block, tail_blocks
 from services.loop.turn_events import (
     ApprovalResolved,
     ContextAssembled,
@@ -153,18 +154,22 @@ class Turn:
     async def _model_step(self, with_tools: bool = True) -> StepResult:
         rt = self.rt
         self._step = _StepState()
-        history, history_bytes = rt.history_view.update(rt.session.messages)
         tools = [t.spec for t in rt.tools.visible()] if with_tools else []
         step_parts = await rt.step_tail(self.emit)
-        tail = tail_blocks({**self.aux_tail, **step_parts, **rt.tail_parts(),
-                            "environment": environment_block(rt.session.workspace, rt.model.model_name)})
-        messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
-        self.emit(ContextAssembled(
-            instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
-            history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
-            estimated_tokens=stats.estimated_tokens, tail_parts_json=_json(stats.tail_parts)))
-        step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
-                                   timeout_seconds=self.remaining(), on_reset=self._on_reset)
+        for hard in (False, True):  # a context_length refusal compacts harder and retries the step once
+            tail = tail_blocks({**self.aux_tail, **step_parts, **rt.tail_parts(), **rt.context.tail_part(),
+                                "environment": environment_block(rt.session.workspace, rt.model.model_name)})
+            messages = await self._request(tools, tail, hard=hard)
+            try:
+                step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
+                                           timeout_seconds=self.remaining(), on_reset=self._on_reset)
+                break
+            except ModelError as err:
+                if err.reason != "context_length" or hard or not rt.context.settings.enabled:
+                    raise
+                self.emit(Notice(level="warning", text="the request was too long for the model; compacting "
+                                                       "harder and retrying the step"))
+        rt.context.observe(step.usage.prompt_tokens)
         self.iterations += 1
         self.round_iterations += 1
         self.usage = self.usage.add(step.usage)
@@ -172,6 +177,21 @@ class Turn:
         self.emit(ModelStepFinished(step=self.iterations, usage=step.usage, latency_ms=step.latency_ms,
                                     finish_reason=step.finish_reason))
         return step
+
+    async def _request(self, tools: list[dict[str, Any]], tail: list[tuple[str, str]], hard: bool) -> list[Message]:
+        """The request's messages: the history compacted first when it would reach the ceiling."""
+        rt = self.rt
+        fixed = fixed_tokens(rt.instructions, tools, sum(len(text.encode()) for _, text in tail))
+        await rt.context.prepare(rt.session.messages, fixed, self.text, rt.model, self.emit, self._save, hard=hard)
+        history, history_bytes = rt.context.request_history(rt.session.messages)
+        messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
+        fill = rt.context.fill()
+        self.emit(ContextAssembled(
+            instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
+            history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
+            estimated_tokens=max(stats.estimated_tokens, fill.used), tail_parts_json=_json(stats.tail_parts),
+            ceiling_tokens=fill.ceiling, window_tokens=fill.window))
+        return messages
 
     def _on_text(self, text: str) -> None:
         self._step.partial_text += text
@@ -274,6 +294,8 @@ class Turn:
         if self._step.partial_text:  # kept: interrupted or timed-out streamed text
             self._append({"role": "assistant", "content": self._step.partial_text})
             self.final_text = self._step.partial_text
+        self.rt.context.end_turn(self.number, status.value, self.text, self.final_text, sorted(
+            {str(o.data["path"]) for o in self.outcomes if o.ok and o.tool in ("write", "edit") and o.data.get("path")}))
         cleared = self.pending.clear()
         for request_id in cleared:
             if "-q" in request_id:

@@ -16,6 +16,8 @@ from typing import Any
 
 from services.kernel.errors import ConfigError
 from services.loop.approvals import Decision, Resolution
+from services.loop.compaction.keeper import ContextKeeper
+from services.loop.compaction.settings import CompactionSettings
 from services.loop.dispatch import DispatchContext
 from services.loop.errors import AuxiliaryError, BadRequest, SessionNotFound
 from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
@@ -39,7 +41,6 @@ from services.loop.ports import (
 )
 from services.loop.prompt import (
     BASE_INSTRUCTIONS,
-    HistoryView,
     build_instructions,
     read_project_notes,
     with_mcp_catalog,
@@ -110,6 +111,8 @@ class LoopDeps:
     """Budget of one harvest (model call + reconcile)."""
     event_window: int = DEFAULT_WINDOW
     """Events kept per session for re-attaching clients."""
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    """The ``compaction`` section (thresholds and layers)."""
 
 
 class SessionRuntime:
@@ -128,11 +131,16 @@ class SessionRuntime:
         self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
                                unissued=unissued)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
-        self.history_view = HistoryView()
+        self.warnings: list[str] = []
+        self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta())
+        dropped = self.context.check(session.messages)
+        if dropped:
+            self.warnings.append(f"compaction: {dropped}")
+        for tool in self.context.tool_defs():
+            self.tools.register(tool)
         self.queue: deque[str] = deque()
         self.turn: Turn | None = None
         self.task: asyncio.Task[None] | None = None
-        self.warnings: list[str] = []
         self.tools_attached = False
         self.harvest_task: asyncio.Task[None] | None = None
         self.attached = 0  # streams currently following this session
@@ -451,6 +459,7 @@ class SessionRuntime:
     def save(self) -> None:
         """Persist the session; a failing disk degrades (an event) instead of ending the turn."""
         self.session.last_seq = self.events.last_seq
+        self.session.compaction, self.session.turn_digests = self.context.state.to_json(), list(self.context.digests)
         try:
             self.store.save(self.session)
         except OSError as err:

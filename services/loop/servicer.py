@@ -14,6 +14,7 @@ from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 from services.kernel.errors import AiCodingError, abort
 from services.loop import convert, inbound
 from services.loop.commands import run_command
+from services.loop.compaction.command import compact_command
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import Event
 from services.loop.runtime import LoopRuntime, SessionOptions, SessionRuntime
@@ -101,7 +102,10 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             await _fail(context, err)
             raise
         try:
-            text, data_json = run_command(rt, request.command, request.args)
+            if request.command.strip().lstrip("/").lower() == "compact":
+                text, data_json = await compact_command(rt)
+            else:
+                text, data_json = run_command(rt, request.command, request.args)
         except Exception as exc:  # a broken command answers one line, never a traceback
             log.exception("/%s failed", request.command)
             text, data_json = f"/{request.command} failed: {type(exc).__name__}", "{}"

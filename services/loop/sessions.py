@@ -74,6 +74,10 @@ class Session:
     usage: dict[str, Any] = field(default_factory=dict)
     harvest_cursor: int = 0
     """Messages before this index were already offered to the memory harvest."""
+    compaction: dict[str, Any] = field(default_factory=dict)
+    """What compaction decided (services/loop/compaction/state.py); the messages stay whole."""
+    turn_digests: list[str] = field(default_factory=list)
+    """The working-memory ring: one line per finished turn."""
 
     def preview(self) -> str:
         """The first user message, at most 80 characters."""
@@ -100,6 +104,8 @@ class Session:
             "allowedTools": self.allowed_tools,
             "usage": self.usage,
             "harvestCursor": self.harvest_cursor,
+            "compaction": self.compaction,
+            "turnDigests": self.turn_digests,
         }
 
     def apply_meta(self, meta: dict[str, Any]) -> None:
@@ -113,6 +119,10 @@ class Session:
         self.allowed_tools = list(meta.get("allowedTools") or self.allowed_tools)
         self.usage = dict(meta.get("usage") or self.usage)
         self.harvest_cursor = int(meta.get("harvestCursor", self.harvest_cursor))
+        if isinstance(meta.get("compaction"), dict):
+            self.compaction = meta["compaction"]
+        if isinstance(meta.get("turnDigests"), list):
+            self.turn_digests = [str(d) for d in meta["turnDigests"]]
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----

@@ -19,6 +19,8 @@ from services.kernel.endpoints import Endpoint
 from services.kernel.errors import AiCodingError, reason_of
 
 UNARY_TIMEOUT = 15.0
+# /compact may ask the model for a summary (in chunks, within the loop's own time budget).
+COMPACT_TIMEOUT = 150.0
 # A client that stays open for hours must find a restarted loop quickly: gRPC's default
 # reconnect backoff grows to minutes, and a turn started meanwhile waited that long.
 _FAST_RECONNECT = [
@@ -140,7 +142,8 @@ class LoopClient:
         """A slash command the loop handles; UNIMPLEMENTED surfaces as reason ``unimplemented``."""
         request = loop_pb2.RunCommandRequest(session_id=session_id, command=command, args=args)
         try:
-            response: loop_pb2.RunCommandResponse = await self.stub.RunCommand(request, timeout=UNARY_TIMEOUT)
+            response: loop_pb2.RunCommandResponse = await self.stub.RunCommand(
+                request, timeout=COMPACT_TIMEOUT if command == "compact" else UNARY_TIMEOUT)
             return convert.command_reply(response)
         except grpc.aio.AioRpcError as err:
             raise _error(err, f"/{command} failed") from None

@@ -42,7 +42,7 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
     """Run the layers in order over ``inp.messages``.
 
     ``force`` (/compact): L4 summarizes even a small new part. ``hard`` (after a context_length error):
-    the fallback trims to the target instead of the ceiling.
+    the fallback trims to the target even when the estimate says the request fits.
     """
     budget = inp.budget
     before = inp.tokens(state)
@@ -67,8 +67,10 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
         if why:
             degraded.append(why)
         current = record((new, stat), current)
-    goal = budget.target if hard else budget.ceiling
-    current = record(hard_trim(inp, current, goal), current)
+    # Over the ceiling still (no summary, a failed one, the breaker open) or refused by the model: trim
+    # down to the target, not just under the ceiling, or every following step would trim again.
+    if hard or inp.tokens(current) >= budget.ceiling:
+        current = record(hard_trim(inp, current, budget.target), current)
     view = build_view(inp.messages, current)
     if not is_paired(view):  # the layers cut on boundaries; this only guards against a bug
         raise AssertionError("compaction produced an unpaired view")

@@ -80,8 +80,9 @@ def test_slash_commands_answer_one_line_and_json(make_stack: Callable[..., LoopS
     assert stack.runtime.sessions[sid].gate(ToolDef("write", "edits files"), {"path": "a"}).level == "deny"
     trace = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="trace"), timeout=10)
     assert "turn 1: completed · 2 steps" in trace.text
-    later = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="compact"), timeout=10)
-    assert "not available in this version" in later.text
+    assert "compaction.threshold: 0.8  (default)" in config.text
+    budget = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="budget"), timeout=10)
+    assert "compaction threshold" in budget.text and json.loads(budget.data_json)["context"]["window"] == 128000
 
 
 def test_the_batched_stream_carries_the_same_numbered_events(make_stack: Callable[..., LoopStack]) -> None:

@@ -54,4 +54,4 @@ def test_help_lists_every_command() -> None:
                  "/review", "/config", "/compact", "/memory", "/trace", "/budget", "/clear", "/quit"):
         assert name in text
     marked = [line.split()[0] for line in text.splitlines() if line.endswith("(not in this version)")]
-    assert marked == ["/tasks", "/skills", "/plan", "/compact"]  # said up front, not found out by trying
+    assert marked == ["/tasks", "/skills", "/plan"]  # said up front, not found out by trying

@@ -119,9 +119,10 @@ def test_failed_summaries_advance_nothing_then_the_breaker_opens_and_the_fallbac
         tmp_path: Path, summary_model: Model, run: Run) -> None:
     server, model = summary_model([{"fault": "server_error", "repeat": "forever"}])
     messages = history(40, 3000)
-    record = copy.deepcopy(messages)
     state = CompactionState()
     for attempt in range(1, 4):
+        for n in range(20 if attempt > 1 else 0):  # the history grows past the ceiling again
+            messages += exchange(1000 * attempt + n, f"more output {n} " + "m" * 3000)
         out = run(inputs(messages, tmp_path), state, model)
         state = out.state
         assert state.checkpoint is None and state.failures == attempt  # nothing advanced
@@ -130,21 +131,26 @@ def test_failed_summaries_advance_nothing_then_the_breaker_opens_and_the_fallbac
         assert any(str(m["content"]).startswith("[context overflow] ") for m in view)
         assert out.after_tokens < inputs(messages, tmp_path).budget.ceiling
     asked = len(server.chat_requests)
+    messages += [m for n in range(20) for m in exchange(5000 + n, "late " + "q" * 3000)]
+    record = copy.deepcopy(messages)
     out = run(inputs(messages, tmp_path), state, model)
     assert len(server.chat_requests) == asked and any("circuit breaker" in why for why in out.degraded)
-    assert messages == record
+    assert messages == record and out.after_tokens <= inputs(messages, tmp_path).budget.target
     hidden = [i for o in state.omissions for i in range(o.start, o.end)]
     assert set(hidden) <= set(archived(tmp_path))  # what the fallback hid was archived first
 
 
 def test_what_l4_consumes_is_archived_before_the_model_is_asked(tmp_path: Path, summary_model: Model, run: Run) -> None:
-    _, model = summary_model([{"fault": "server_error"}, *summary_steps()])
+    server, model = summary_model([{"fault": "server_error"}, *summary_steps()])
     messages = history(40, 3000)
     failed = run(inputs(messages, tmp_path), CompactionState(), model)
     assert failed.state.checkpoint is None and len(archived(tmp_path)) > 10  # archived although it failed
-    done = run(inputs(messages, tmp_path), failed.state, model).state
-    assert done.checkpoint is not None
+    assert failed.state.omissions  # the fallback hid what it had to, declared and archived
+    done = run(inputs(messages, tmp_path), failed.state, model, force=True).state
+    assert done.checkpoint is not None and done.omissions == ()  # the next summary covers what was trimmed
     assert set(range(done.checkpoint.consumed)) <= set(archived(tmp_path))
+    summarized = "".join(r.last_message for r in server.chat_requests[1:])
+    assert "output 1 abc" in summarized and "output 39 abc" in summarized  # a failed summary lost no delta
 
 
 def test_a_summary_over_its_time_budget_degrades_to_the_trim(tmp_path: Path, summary_model: Model, run: Run) -> None:

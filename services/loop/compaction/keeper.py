@@ -1,0 +1,282 @@
+"""``ContextKeeper``: a session's compaction state at work in its turns.
+
+The turn asks it for the history of every request (``prepare``): the
+checkpoint view of the record, compacted first when the request would reach
+the ceiling. It remembers what the provider last reported so the trigger is
+``max(reported, estimate)``, holds the working-memory ring and the
+``checkpoint_write`` note, and answers ``history_search``.
+
+Persistence: ``to_meta`` goes into the session file with every save; a new
+state replaces the old one in memory only once its compaction has finished
+(archive and bodies written first), so a kill -9 at any instant reloads either
+the previous state or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.loop.compaction.layers import Inputs
+from services.loop.compaction.pipeline import Outcome, compact
+from services.loop.compaction.settings import Budget, CompactionSettings, budget_for
+from services.loop.compaction.state import CompactionState, build_view, validate
+from services.loop.compaction.tokens import history_tokens, should_compact, tokens_of_bytes
+from services.loop.compaction.transcripts import Transcripts
+from services.loop.domain import ToolOutcome
+from services.loop.model.settings import ModelSettings
+from services.loop.policy.permissions import Level
+from services.loop.ports import ModelClient, ToolCall, ToolContext, ToolDef
+from services.loop.prompt import HistoryView
+from services.loop.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
+
+Message = dict[str, Any]
+Emit = Callable[[EventBody], None]
+
+CHECKPOINT_WRITE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "checkpoint_write",
+        "description": "Record one sentence on where this turn stands (kept in the working memory of later "
+                       "turns after a compaction). Use memory_write for anything a future session needs.",
+        "parameters": {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]},
+    },
+}
+HISTORY_SEARCH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "history_search",
+        "description": "Search this session's earlier messages that were compacted out of the context "
+                       "(tool outputs included). Returns the best matches with their full text.",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "Words the earlier message contains."},
+            "k": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Max messages (default 3)."}},
+            "required": ["query"]},
+    },
+}
+# A history_search hit longer than this is cut in the result (the archive keeps it whole).
+SEARCH_HIT_CHARS = 4000
+
+
+def model_limits(model: ModelClient) -> tuple[str, int | None, int | None]:
+    """``(entry name, context window, max output tokens)`` of a model client, as far as it says."""
+    settings = getattr(model, "settings", None)
+    if isinstance(settings, ModelSettings):
+        return settings.name, settings.context_window, settings.max_tokens
+    return model.model_name, None, None
+
+
+@dataclass
+class _Observed:
+    """The provider's prompt tokens for the last request, and our estimate of that same request."""
+
+    reported: int = 0
+    estimated: int = 0
+    generation: int = -1
+
+
+@dataclass
+class WindowFill:
+    """How full the window is, for /budget, the REPL status and ContextAssembled."""
+
+    used: int
+    ceiling: int
+    window: int
+
+
+@dataclass
+class ContextKeeper:
+    """The compaction side of one session."""
+
+    settings: CompactionSettings
+    budget: Budget
+    session_id: str
+    transcripts: Transcripts
+    state: CompactionState = field(default_factory=CompactionState)
+    digests: list[str] = field(default_factory=list)
+    """The working-memory ring: one line per finished turn, newest last."""
+    note: str = ""
+    """This turn's checkpoint_write note."""
+    compacted_this_turn: bool = False
+    last_estimate: int = 0
+    _ours: int = 0
+    _observed: _Observed = field(default_factory=_Observed)
+    _view: HistoryView = field(default_factory=HistoryView)
+    _view_generation: int = 0
+
+    @staticmethod
+    def create(settings: CompactionSettings, model: ModelClient, session_id: str, workspace: str,
+               meta: dict[str, Any]) -> ContextKeeper:
+        """A keeper for a session, its state read from the session file's ``compaction`` object."""
+        entry, window, max_output = model_limits(model)
+        keeper = ContextKeeper(settings, budget_for(settings, entry, window, max_output), session_id,
+                               Transcripts(workspace))
+        keeper.state = CompactionState.from_json(meta.get("compaction"))
+        ring = meta.get("turnDigests")
+        keeper.digests = [str(d) for d in ring][-settings.working_memory_keep:] if isinstance(ring, list) else []
+        return keeper
+
+    def set_model(self, model: ModelClient) -> None:
+        """The session switched model: its window gives the budget from now on."""
+        entry, window, max_output = model_limits(model)
+        self.budget = budget_for(self.settings, entry, window, max_output)
+
+    def to_meta(self) -> dict[str, Any]:
+        """What the session file keeps (``compaction``, ``turnDigests``)."""
+        return {"compaction": self.state.to_json(), "turnDigests": list(self.digests)}
+
+    def check(self, messages: list[Message]) -> str:
+        """Drop a checkpoint whose anchor no longer matches the record (on load); returns why, or ""."""
+        self.state, why = validate(messages, self.state)
+        return why
+
+    # -- requests ------------------------------------------------------------------------------------
+
+    def view(self, messages: list[Message]) -> list[Message]:
+        """The history a request carries (the record itself while nothing was compacted)."""
+        if self.state == CompactionState(compactions=self.state.compactions, failures=self.state.failures):
+            return messages
+        return build_view(messages, self.state)
+
+    def request_history(self, messages: list[Message]) -> tuple[list[Message], int]:
+        """The view as sent (private keys dropped, pairing checked) and its approximate bytes."""
+        if self._view_generation != self.state.compactions:
+            self._view = HistoryView()
+            self._view_generation = self.state.compactions
+        return self._view.update(self.view(messages))
+
+    def estimates(self, messages: list[Message], fixed_tokens: int) -> tuple[int, int]:
+        """``(the provider's last figure carried forward by what was added since, our estimate)`` of the
+        next request; the provider's is 0 when unknown or from before the last compaction."""
+        ours = fixed_tokens + history_tokens(self.view(messages))
+        self._ours = ours
+        seen = self._observed
+        carried = seen.reported + (ours - seen.estimated) if seen.generation == self.state.compactions else 0
+        self.last_estimate = max(ours, carried)
+        return carried, ours
+
+    def observe(self, prompt_tokens: int) -> None:
+        """The provider's prompt tokens for the request just sent (0 = it did not say)."""
+        if prompt_tokens > 0:
+            self._observed = _Observed(prompt_tokens, self._ours, self.state.compactions)
+
+    def fill(self) -> WindowFill:
+        return WindowFill(self.last_estimate, self.budget.ceiling, self.budget.window)
+
+    async def prepare(self, messages: list[Message], fixed_tokens: int, request: str, model: ModelClient,
+                      emit: Emit, save: Callable[[], None], *, force: bool = False, hard: bool = False) -> bool:
+        """Compact before a request when it would reach the ceiling (or when ``force`` / ``hard``);
+        returns whether the view changed."""
+        if not self.settings.enabled and not force:
+            return False
+        carried, ours = self.estimates(messages, fixed_tokens)
+        tokens = max(carried, ours)
+        if not (force or hard or should_compact(carried, ours, self.budget.ceiling)):
+            return False
+        reason = "manual /compact" if force else "the model refused the request as too long" if hard else (
+            f"~{tokens} tokens reached the ceiling of {self.budget.ceiling}")
+        emit(CompactionStarted(estimated_tokens=tokens, reason=reason))
+        inp = Inputs(messages=messages, session_id=self.session_id, budget=self.budget, settings=self.settings,
+                     transcripts=self.transcripts, fixed_tokens=fixed_tokens, pinned=pinned_index(messages, request))
+        outcome = await compact(inp, self.state, model, force=force, hard=hard)
+        return self._adopt(outcome, emit, save)
+
+    def _adopt(self, outcome: Outcome, emit: Emit, save: Callable[[], None]) -> bool:
+        for why in outcome.degraded:
+            emit(Degraded(component="compaction", reason=why))
+        changed = outcome.state.compactions != self.state.compactions  # the view changed
+        dirty = outcome.state != self.state  # or only the failure count
+        self.state = outcome.state
+        self.compacted_this_turn = self.compacted_this_turn or changed
+        if dirty:
+            save()  # the new state is durable before any request uses it
+        self.last_estimate = outcome.after_tokens
+        emit(CompactionEnded(layers=list(outcome.layers), estimated_before=outcome.before_tokens,
+                             estimated_after=outcome.after_tokens))
+        return changed
+
+    # -- working memory ------------------------------------------------------------------------------
+
+    def tail_part(self) -> dict[str, str]:
+        """The ``<working-memory>`` block: only on a turn whose history was compacted."""
+        if not self.compacted_this_turn or not self.digests:
+            return {}
+        return {"working-memory": "\n".join(self.digests)}
+
+    def end_turn(self, number: int, status: str, request: str, answer: str, changed: list[str]) -> None:
+        """Add this turn's digest to the ring (the checkpoint_write note replaces the result sentence)."""
+        result = self.note or _first_sentence(answer) or "(no answer)"
+        line = f"turn {number} [{status}]: {_one_line(request, 100)} -> {_one_line(result, 160)}"
+        if changed:
+            line += f" (changed {', '.join(changed[:5])})"
+        self.digests = [*self.digests, line][-self.settings.working_memory_keep:]
+        self.note = ""
+        self.compacted_this_turn = False
+
+    # -- tools ---------------------------------------------------------------------------------------
+
+    def tool_defs(self) -> list[ToolDef]:
+        """history_search and checkpoint_write, answered from this session's state."""
+        return [ToolDef.from_spec(HISTORY_SEARCH_TOOL, permission=Level.ALLOW, handler=self._search_handler),
+                ToolDef.from_spec(CHECKPOINT_WRITE_TOOL, permission=Level.ALLOW, handler=self._note_handler)]
+
+    async def _search_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+        return self.history_search(call.id, arguments)
+
+    async def _note_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+        return self.checkpoint_write(call.id, arguments)
+
+    def checkpoint_write(self, call_id: str, arguments: dict[str, Any]) -> ToolOutcome:
+        note = str(arguments.get("note") or "").strip()
+        if not note:
+            return ToolOutcome(call_id, "checkpoint_write", False, "invalid_arguments: send {\"note\": \"...\"}",
+                               error_code="invalid_arguments", error_message="note is empty")
+        self.note = _one_line(note, self.settings.working_memory_note_chars)
+        return ToolOutcome(call_id, "checkpoint_write", True, f"noted: {self.note}")
+
+    def history_search(self, call_id: str, arguments: dict[str, Any]) -> ToolOutcome:
+        query = str(arguments.get("query") or "").strip()
+        if not query:
+            return ToolOutcome(call_id, "history_search", False, "invalid_arguments: send {\"query\": \"words\"}",
+                               error_code="invalid_arguments", error_message="query is empty")
+        k = arguments.get("k", 3)
+        k = k if isinstance(k, int) and 1 <= k <= 10 else 3
+        found = self.transcripts.search(self.session_id, query, k)
+        if not found:
+            return ToolOutcome(call_id, "history_search", True,
+                               "no archived message matches (nothing compacted yet, or other words)",
+                               data={"hits": []})
+        parts = [f"[message {f.index}, {f.role}]\n{f.text[:SEARCH_HIT_CHARS]}" +
+                 (f"\n[... {len(f.text) - SEARCH_HIT_CHARS} more chars]" if len(f.text) > SEARCH_HIT_CHARS else "")
+                 for f in found]
+        return ToolOutcome(call_id, "history_search", True, "\n\n".join(parts),
+                           data={"hits": [f.index for f in found]})
+
+
+def pinned_index(messages: list[Message], request: str) -> int:
+    """Index of the current request in the record (the newest user message saying exactly it)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.get("role") == "user" and m.get("content") == request:
+            return i
+    return -1
+
+
+def fixed_tokens(instructions: str, tools: list[dict[str, Any]], tail_bytes: int) -> int:
+    """Tokens of a request outside its history."""
+    return tokens_of_bytes(len(instructions.encode()) + len(json.dumps(tools).encode()) + tail_bytes + 200)
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    for end in (". ", "! ", "? "):
+        if end in text:
+            return text.split(end, 1)[0] + end.strip()
+    return text
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
