@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ai_coding.v1 import loop_pb2
 
 from services.fake_model import FakeModelServer
 from services.loop.compaction.summary import SUMMARY_MARKER
@@ -39,11 +40,11 @@ def long_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated
     stacks: list[LoopStack] = []
     (workspace / "AGENTS.md").write_text(f"# Rules\n{CONSTRAINT}\n")
 
-    def make(steps: list[dict[str, Any]], **compaction: Any) -> LoopStack:
+    def make(steps: list[dict[str, Any]], model_window: int = WINDOW, **compaction: Any) -> LoopStack:
         fake.load_script({"order": "first_match", "context_window": WINDOW, "steps": steps})
         config = model_config(fake.url, max_tool_iterations=1000, duplicate_call_threshold=0,
                               turn_timeout_seconds=1200)
-        config["models"]["fake"].update(context_window=WINDOW, max_tokens=4000, max_retries=0)
+        config["models"]["fake"].update(context_window=model_window, max_tokens=4000, max_retries=0)
         config["compaction"] = compaction
         stack = LoopStack(short_dir, workspace, fake, config, with_tools=True)
         stacks.append(stack)
@@ -147,3 +148,37 @@ def test_after_a_compaction_requests_stay_under_the_ceiling_until_the_history_re
         before, after = bodies[k - 1]["messages"], bodies[k]["messages"]
         stable = json.dumps(before[:-1])[:-1]
         assert json.dumps(after).startswith(stable), k
+
+
+@pytest.mark.slow
+def test_a_context_length_refusal_compacts_harder_and_retries_the_step_instead_of_failing(
+        long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
+    # The model entry claims 64k, the endpoint holds 32k: our ceiling is too high, the provider refuses.
+    stack = long_stack([summary_step(), bash_step(BIG_OUTPUT, repeat=8), {"text": "survived"}], model_window=64_000)
+    _, events = stack.turn(INSTRUCTION)
+    end = finished(events)
+    assert status_name(end) == "completed", end.reason
+    assert end.text == "survived"
+    assert len(fake.over_window) >= 1  # the provider did refuse ...
+    notices = [e.notice.text for e in events if e.WhichOneof("event") == "notice"]
+    assert any("compacting harder" in n for n in notices)
+    reasons = [e.compaction_started.reason for e in events if e.WhichOneof("event") == "compaction_started"]
+    assert any("refused" in r for r in reasons)  # ... and the step was retried after a hard compaction
+    assert len(fake.over_window) <= sum("refused" in r for r in reasons)  # one refusal per hard compaction
+
+
+@pytest.mark.slow
+def test_manual_compact_summarizes_now_and_the_next_turn_starts_from_the_checkpoint(
+        long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
+    stack = long_stack([summary_step(), {"match": INSTRUCTION, **bash_step("echo first-step-output")},
+                        {"text": "first turn done"}, {"match": "and now?", "text": "second turn done"}])
+    sid, _ = stack.turn(INSTRUCTION)
+    reply = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="compact"), timeout=60)
+    data = json.loads(reply.data_json)
+    assert data["changed"] and data["consumed"] > 0, reply.text
+    assert reply.text.startswith("compacted ~")
+    assert status_name(finished(stack.start(sid, "and now?").drain())) == "completed"
+    last = turn_requests(fake)[-1]
+    assert last["messages"][1]["content"].startswith("[checkpoint]")  # the saved checkpoint is the view
+    assert INSTRUCTION in last["messages"][1]["content"]
+    assert len(session_messages(stack, sid)) == 6  # and the record has every message
