@@ -8,8 +8,10 @@ turn's final event; a second Ctrl-C gives up on the stream.
 
 from __future__ import annotations
 
+import collections
 import functools
 import queue
+import select
 import signal
 import sys
 import threading
@@ -30,25 +32,33 @@ from services.kernel.errors import ServiceUnavailable
 Sink = Callable[[views.Event], None]
 
 
+def _never() -> bool:
+    return False
+
+
 class Approver(Protocol):
     """Decides one approval request (the loop already applied the permission table)."""
 
-    def decide(self, request: views.ApprovalRequested) -> views.Decision:
-        """How to answer ``request``."""
+    def decide(self, request: views.ApprovalRequested,
+               answered_elsewhere: Callable[[], bool] = _never) -> views.Decision | None:
+        """How to answer ``request``; None when ``answered_elsewhere()`` turned true first (another
+        client attached to the session answered it, or the turn ended): then nothing is sent."""
         ...
 
 
 class AutoApprover:
     """``--auto-approve``: every WARN-level call is allowed once (DENY stays denied by the loop)."""
 
-    def decide(self, request: views.ApprovalRequested) -> views.Decision:
+    def decide(self, request: views.ApprovalRequested,
+               answered_elsewhere: Callable[[], bool] = _never) -> views.Decision | None:
         return views.Decision.ALLOW_ONCE
 
 
 class NoTtyApprover:
     """No terminal and no flag: refuse, and say which flag would have allowed it."""
 
-    def decide(self, request: views.ApprovalRequested) -> views.Decision:
+    def decide(self, request: views.ApprovalRequested,
+               answered_elsewhere: Callable[[], bool] = _never) -> views.Decision | None:
         print(f"ai-coding run: refused `{request.tool}`: it needs approval and there is no terminal to ask; "
               "pass --auto-approve to allow such tools without a prompt", file=sys.stderr)
         return views.Decision.DENY
@@ -57,12 +67,17 @@ class NoTtyApprover:
 class TtyApprover:
     """Ask on the terminal: y once, a always (this session), n deny, s stop; Enter alone denies."""
 
-    def decide(self, request: views.ApprovalRequested) -> views.Decision:
-        try:
-            answer = input(f"allow {request.tool}? {CHOICES} ")
-        except EOFError:
-            answer = ""
-        return approval_decision(answer)
+    def decide(self, request: views.ApprovalRequested,
+               answered_elsewhere: Callable[[], bool] = _never) -> views.Decision | None:
+        # Not input(): it blocks until a line comes, and a `run` kept waiting at its prompt after
+        # `ai-coding attach` had answered from another terminal. The line is read once it is complete.
+        sys.stdout.write(f"allow {request.tool}? {CHOICES} ")
+        sys.stdout.flush()
+        while not select.select([sys.stdin], [], [], 0.1)[0]:
+            if answered_elsewhere():
+                sys.stdout.write("(answered elsewhere)\n")
+                return None
+        return approval_decision(sys.stdin.readline())  # "" at end of input: deny
 
 
 @dataclass
@@ -161,6 +176,7 @@ def drive_turn(
     deadline = time.monotonic() + timeout if timeout else None
     stopping: StopReason | None = None
     unsaved: str | None = None
+    pending: collections.deque[views.Event | grpc.RpcError | None] = collections.deque()
     give_up_at = 0.0
     with _CtrlC() as ctrl_c:
         try:
@@ -182,7 +198,7 @@ def drive_turn(
                     print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
                     outbox.put(convert.interrupt(views.Scope.TURN))
                 try:
-                    item = inbox.get(timeout=0.1)
+                    item = pending.popleft() if pending else inbox.get(timeout=0.1)
                 except queue.Empty:
                     continue
                 if item is None or isinstance(item, grpc.RpcError):
@@ -196,12 +212,13 @@ def drive_turn(
                 if isinstance(body, views.Degraded) and body.component == "session_save" and unsaved is None:
                     unsaved = body.reason
                 if isinstance(body, views.ApprovalRequested):
-                    if stopping is not None:
-                        decision = views.Decision.STOP
-                    else:
-                        decision = ctrl_c.around_prompt(functools.partial(approver.decide, body))
+                    decision: views.Decision | None = views.Decision.STOP
+                    if stopping is None:
+                        decision = ctrl_c.around_prompt(functools.partial(
+                            approver.decide, body, functools.partial(_answered, inbox, pending, body.request_id)))
                         handled = ctrl_c.presses  # a Ctrl-C at the prompt already answered "stop"
-                    outbox.put(convert.approval(body.request_id, decision))
+                    if decision is not None:
+                        outbox.put(convert.approval(body.request_id, decision))
                 elif isinstance(body, views.TurnFinished):
                     if stopping is not None:
                         return TurnOutcome(stopping.exit_code, stopping.status, session_id, body)
@@ -214,6 +231,25 @@ def drive_turn(
             outbox.put(None)
             call.cancel()
             channel.close()
+
+
+def _answered(inbox: queue.Queue[views.Event | grpc.RpcError | None],
+              pending: collections.deque[views.Event | grpc.RpcError | None], request_id: str) -> bool:
+    """Whether the stream has, meanwhile, resolved approval ``request_id`` (or ended); what was read
+    to find out is kept in ``pending``, in order, for the driver to handle next."""
+    while True:
+        try:
+            item = inbox.get_nowait()
+        except queue.Empty:
+            return False
+        pending.append(item)
+        if item is None or isinstance(item, grpc.RpcError):
+            return True
+        body = item.body
+        if isinstance(body, views.ApprovalResolved) and body.request_id == request_id:
+            return True
+        if isinstance(body, views.TurnFinished):
+            return True
 
 
 class _CtrlC:
@@ -248,7 +284,7 @@ class _CtrlC:
         if self._in_prompt:
             raise KeyboardInterrupt
 
-    def around_prompt(self, ask: Callable[[], views.Decision]) -> views.Decision:
+    def around_prompt(self, ask: Callable[[], views.Decision | None]) -> views.Decision | None:
         """Run an approval prompt; Ctrl-C while it waits stops the turn."""
         self._in_prompt = True
         try:
