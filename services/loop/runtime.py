@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.kernel.errors import ConfigError
+from services.loop import limits
 from services.loop.approvals import Decision, Resolution
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
@@ -219,6 +220,9 @@ class SessionRuntime:
         """Run ``text`` as a turn now, or queue it behind the running one."""
         if not text.strip():
             raise BadRequest("empty input", hint="Send some text to start a turn.")
+        limits.check_prompt(text)
+        limits.check_session_size([self.store.snapshot_path(self.session.id),
+                                   self.store.journal_path(self.session.id)], self.session.id)
         self.queue.append(text)
         if self.task is None:
             self.task = asyncio.create_task(self._drain())

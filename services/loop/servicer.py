@@ -26,6 +26,7 @@ _CODES = {
     "session_not_found": grpc.StatusCode.NOT_FOUND,
     "ambiguous_session": grpc.StatusCode.FAILED_PRECONDITION,
     "bad_request": grpc.StatusCode.INVALID_ARGUMENT,
+    "input_too_large": grpc.StatusCode.INVALID_ARGUMENT,
     "session_busy": grpc.StatusCode.FAILED_PRECONDITION,
     "config_invalid": grpc.StatusCode.FAILED_PRECONDITION,
     "session_unreadable": grpc.StatusCode.DATA_LOSS,

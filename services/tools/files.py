@@ -167,6 +167,7 @@ def _write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateT
         tracker.check_writable(path, shown)
         before = decode_text(read_inside(path, shown, roots), shown)
         content = with_line_endings_of(before, content)
+    _check_write_size(content, shown)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     if dry_run:
         diff = unified_diff(before, content, shown)
@@ -180,6 +181,14 @@ def _write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateT
         diff = ""
         output = f"Created {shown} ({lines} lines)."
     return ToolOutput(output, {"path": shown, "created": not existed, "lines": lines, "diff": diff})
+
+
+def _check_write_size(content: str, shown: str) -> None:
+    size = len(content.encode("utf-8", errors="surrogatepass"))
+    if size > limits.WRITE_MAX_BYTES:
+        raise ToolError("content_too_large", f"the new content of {shown} would be {size:,} bytes; write and edit "
+                        f"stop at {limits.WRITE_MAX_BYTES:,} (what read accepts)",
+                        "Split it into several smaller files, or generate it with a bash command.")
 
 
 def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
@@ -200,6 +209,7 @@ def _edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
     before = decode_text(read_inside(path, shown, roots), shown)
     after, count = replace_exact(before, args["old_string"], args["new_string"],
                                  bool(args.get("replace_all", False)), shown)
+    _check_write_size(after, shown)
     if dry_run:
         diff = unified_diff(before, after, shown)
         return ToolOutput(diff, {"path": shown, "replacements": count, "diff": diff, "dry_run": True})

@@ -2,6 +2,8 @@
 
 READ_MAX_BYTES = 10 * 1024 * 1024
 """read refuses files above 10 MB."""
+WRITE_MAX_BYTES = READ_MAX_BYTES
+"""write and edit refuse a result above 10 MB: a file the agent writes it must be able to read back."""
 READ_DEFAULT_LIMIT = 2000
 """Lines returned by one read when no limit is given."""
 READ_LINE_MAX_CHARS = 2000
