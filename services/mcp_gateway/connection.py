@@ -13,7 +13,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,94 @@ class SdkSession:
                 httpx2.TransportError) as exc:
             raise TransportFailure(f"connection to {self._server!r} broke: {describe_error(exc)}") from None
         return outcome_from_result(result, (time.monotonic() - started) * 1000)
+
+
+    async def list_resources(self) -> CallOutcome:
+        """Every resource the server lists, one line each."""
+        return await self._guarded("resources/list", self._resources)
+
+    async def read_resource(self, uri: str) -> CallOutcome:
+        """One resource's contents (text as is, binaries summarized)."""
+
+        async def read() -> CallOutcome:
+            result = await self._client.read_resource(uri)
+            parts = [contents_text(c) for c in result.contents]
+            return CallOutcome(True, "\n".join(parts), {"uri": uri, "parts": len(parts)})
+
+        return await self._guarded(f"resources/read {uri}", read)
+
+    async def list_prompts(self) -> CallOutcome:
+        """Every prompt the server lists with its arguments (* = required)."""
+        return await self._guarded("prompts/list", self._prompts)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> CallOutcome:
+        """The prompt's messages, each as ``role: text``."""
+
+        async def get() -> CallOutcome:
+            result = await self._client.get_prompt(name, arguments or None)
+            messages = [{"role": str(m.role), "text": content_text(m.content)} for m in result.messages]
+            text = "\n\n".join(f"{m['role']}: {m['text']}" for m in messages)
+            return CallOutcome(True, text, {"name": name, "description": result.description or "",
+                                            "messages": messages})
+
+        return await self._guarded(f"prompts/get {name}", get)
+
+    async def _resources(self) -> CallOutcome:
+        found: list[dict[str, str]] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._client.list_resources(cursor=cursor)
+            found += [{"uri": str(r.uri), "name": r.name, "mime_type": r.mime_type or "",
+                       "description": r.description or ""} for r in page.resources]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        lines = [f"{r['uri']}  {r['name']}" + (f" ({r['mime_type']})" if r["mime_type"] else "")
+                 + (f": {r['description']}" if r["description"] else "") for r in found]
+        return CallOutcome(True, "\n".join(lines) or f"server {self._server!r} lists no resources",
+                           {"resources": found})
+
+    async def _prompts(self) -> CallOutcome:
+        found: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._client.list_prompts(cursor=cursor)
+            found += [{"name": p.name, "description": p.description or "",
+                       "arguments": [{"name": a.name, "required": bool(a.required)} for a in p.arguments or []]}
+                      for p in page.prompts]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        lines = [f"{p['name']}({', '.join(a['name'] + ('*' if a['required'] else '') for a in p['arguments'])})"
+                 + (f": {p['description']}" if p["description"] else "") for p in found]
+        return CallOutcome(True, "\n".join(lines) or f"server {self._server!r} lists no prompts", {"prompts": found})
+
+    async def _guarded(self, what: str, run: Callable[[], Awaitable[CallOutcome]]) -> CallOutcome:
+        """``run`` with the SDK's failures mapped as for tool calls (a server error is a readable outcome)."""
+        started = time.monotonic()
+        try:
+            outcome = await run()
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                raise TransportFailure(f"server {self._server!r} closed the connection: {exc.message}") from None
+            hint = ("The server does not offer this; check `ai-coding mcp status`."
+                    if exc.code == types.METHOD_NOT_FOUND else "Check the name or URI against the server's list.")
+            return CallOutcome(False, f"{what} on {self._server!r}: MCP error {exc.code}: {exc.message}",
+                               error_code="mcp_error", error_message=exc.message, hint=hint,
+                               duration_ms=(time.monotonic() - started) * 1000)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError,
+                httpx2.TransportError) as exc:
+            raise TransportFailure(f"connection to {self._server!r} broke: {describe_error(exc)}") from None
+        return CallOutcome(outcome.ok, outcome.output, outcome.data, duration_ms=(time.monotonic() - started) * 1000)
+
+
+def contents_text(contents: Any) -> str:
+    """One part of a read resource: its text, or a line describing a binary."""
+    text = getattr(contents, "text", None)
+    if isinstance(text, str):
+        return text
+    blob = getattr(contents, "blob", "") or ""
+    return f"[binary {getattr(contents, 'mime_type', None) or 'data'}: {len(blob)} base64 chars]"
 
 
 def content_text(block: Any) -> str:

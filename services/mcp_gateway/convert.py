@@ -64,6 +64,11 @@ def progress_to_proto(call_id: str, progress: Progress) -> mcp_gateway_pb2.McpCa
 
 def outcome_to_proto(call_id: str, qualified: str, outcome: CallOutcome) -> mcp_gateway_pb2.McpCallToolResponse:
     """CallOutcome -> the stream's final ToolResult item."""
+    return mcp_gateway_pb2.McpCallToolResponse(result=result_to_proto(call_id, qualified, outcome))
+
+
+def result_to_proto(call_id: str, qualified: str, outcome: CallOutcome) -> common_pb2.ToolResult:
+    """CallOutcome -> ToolResult (tool calls, resources and prompts alike)."""
     result = common_pb2.ToolResult(
         call_id=call_id,
         tool=qualified,
@@ -76,4 +81,4 @@ def outcome_to_proto(call_id: str, qualified: str, outcome: CallOutcome) -> mcp_
     if not outcome.ok:
         result.error.CopyFrom(common_pb2.ErrorInfo(code=outcome.error_code, message=outcome.error_message,
                                                    hint=outcome.hint))
-    return mcp_gateway_pb2.McpCallToolResponse(result=result)
+    return result

@@ -74,6 +74,20 @@ class McpSession(Protocol):
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], on_progress: ProgressSink) -> CallOutcome: ...
 
+    async def list_resources(self) -> CallOutcome:
+        """``resources/list`` (all pages) as readable lines; ``data.resources`` lists them."""
+        ...
+
+    async def read_resource(self, uri: str) -> CallOutcome: ...
+
+    async def list_prompts(self) -> CallOutcome:
+        """``prompts/list`` (all pages) as readable lines; ``data.prompts`` lists them."""
+        ...
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> CallOutcome:
+        """The prompt's messages as ``role: text`` blocks; ``data.messages`` holds them."""
+        ...
+
 
 class SessionOpener(Protocol):
     """Opens a session; entering and leaving must happen in the same task."""

@@ -8,12 +8,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from services.mcp_gateway.catalog import ToolEntry, render_catalog
-from services.mcp_gateway.domain import CallOutcome, ProgressSink, ServerView, SessionOpener, State
+from services.mcp_gateway.domain import (
+    CallOutcome,
+    McpSession,
+    ProgressSink,
+    ServerView,
+    SessionOpener,
+    State,
+)
 from services.mcp_gateway.errors import ServerConfigError, UnknownServer
 from services.mcp_gateway.policy import MAX_CONCURRENT_CONNECTS, qualified_tool
 from services.mcp_gateway.settings import McpSettings, ServerSettings, append_to_sidecar, parse_server
@@ -81,14 +88,40 @@ class Gateway:
         """Run one remote tool; every failure comes back as an outcome the model can read."""
         sup = self.supervisors.get(server)
         if sup is None:
-            known = ", ".join(sorted(self.supervisors)) or "none"
-            return CallOutcome(False, f"no MCP server named {server!r}", error_code="mcp_unknown_server",
-                               error_message=f"unknown server {server!r}", hint=f"Known servers: {known}.")
+            return unknown_server(server, list(self.supervisors))
         arguments, problem = parse_arguments(input_json)
         if problem:
             return CallOutcome(False, problem, error_code="invalid_arguments", error_message=problem,
                                hint="Pass `input` as a JSON object of the tool's arguments.")
         return await sup.call(qualified_tool(server, tool), arguments, timeout_s, on_progress)
+
+    async def resources(self, server: str, timeout_s: float) -> CallOutcome:
+        """The resources ``server`` lists."""
+        return await self._use(server, "resources/list", lambda session: session.list_resources(), timeout_s)
+
+    async def read_resource(self, server: str, uri: str, timeout_s: float) -> CallOutcome:
+        """One resource of ``server``."""
+        return await self._use(server, f"reading {uri}", lambda session: session.read_resource(uri), timeout_s)
+
+    async def prompts(self, server: str, timeout_s: float) -> CallOutcome:
+        """The prompts ``server`` lists."""
+        return await self._use(server, "prompts/list", lambda session: session.list_prompts(), timeout_s)
+
+    async def prompt(self, server: str, name: str, arguments_json: str, timeout_s: float) -> CallOutcome:
+        """One prompt of ``server``, filled with ``arguments_json`` (a JSON object of strings)."""
+        arguments, problem = parse_arguments(arguments_json)
+        if problem:
+            return CallOutcome(False, problem.replace("tool input", "prompt arguments"), error_code="invalid_arguments",
+                               error_message=problem, hint="Pass the arguments as a JSON object of strings.")
+        values = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+        return await self._use(server, f"prompt {name}", lambda session: session.get_prompt(name, values), timeout_s)
+
+    async def _use(self, server: str, what: str, run: Callable[[McpSession], Awaitable[CallOutcome]],
+                   timeout_s: float) -> CallOutcome:
+        sup = self.supervisors.get(server)
+        if sup is None:
+            return unknown_server(server, list(self.supervisors))
+        return await sup.use(f"{what} on {server!r}", run, timeout_s)
 
     def reconnect(self, name: str) -> ServerView:
         """Retry ``name`` now."""
@@ -108,6 +141,12 @@ class Gateway:
         if self._started:
             sup.start()
         return sup.view()
+
+
+def unknown_server(server: str, known: list[str]) -> CallOutcome:
+    """The outcome for a request naming a server that is not configured."""
+    return CallOutcome(False, f"no MCP server named {server!r}", error_code="mcp_unknown_server",
+                       error_message=f"unknown server {server!r}", hint=f"Known servers: {', '.join(sorted(known)) or 'none'}.")
 
 
 def parse_arguments(text: str) -> tuple[dict[str, Any], str]:

@@ -71,6 +71,27 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
             if not call.done():
                 call.cancel()
 
+    async def ListResources(self, request: mcp_gateway_pb2.ListResourcesRequest,
+                            context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ListResourcesResponse:
+        outcome = await self._gateway.resources(request.server, request.timeout_seconds)
+        return mcp_gateway_pb2.ListResourcesResponse(result=convert.result_to_proto("", request.server, outcome))
+
+    async def ReadResource(self, request: mcp_gateway_pb2.ReadResourceRequest,
+                           context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ReadResourceResponse:
+        outcome = await self._gateway.read_resource(request.server, request.uri, request.timeout_seconds)
+        return mcp_gateway_pb2.ReadResourceResponse(result=convert.result_to_proto("", request.server, outcome))
+
+    async def ListPrompts(self, request: mcp_gateway_pb2.ListPromptsRequest,
+                          context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ListPromptsResponse:
+        outcome = await self._gateway.prompts(request.server, request.timeout_seconds)
+        return mcp_gateway_pb2.ListPromptsResponse(result=convert.result_to_proto("", request.server, outcome))
+
+    async def GetPrompt(self, request: mcp_gateway_pb2.GetPromptRequest,
+                        context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.GetPromptResponse:
+        outcome = await self._gateway.prompt(request.server, request.name, request.arguments_json,
+                                             request.timeout_seconds)
+        return mcp_gateway_pb2.GetPromptResponse(result=convert.result_to_proto("", request.server, outcome))
+
     async def Reconnect(self, request: mcp_gateway_pb2.ReconnectRequest,
                         context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ReconnectResponse:
         try:

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -263,6 +264,17 @@ class ServerSupervisor:
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float,
                    on_progress: ProgressSink) -> CallOutcome:
         """Call one tool, waiting (within the limit) for a connection in progress."""
+        if self.settings.tools and tool not in self.settings.tools:
+            return CallOutcome(False, f"tool {tool!r} of server {self.settings.name!r} is not enabled",
+                               error_code="mcp_tool_not_available", error_message="tool not in the whitelist",
+                               hint="Use a tool listed in the MCP catalog.")
+        return await self.use(f"MCP tool {self.settings.name}__{tool}",
+                              lambda session: session.call_tool(tool, arguments, on_progress), timeout_s)
+
+    async def use(self, what: str, run: Callable[[McpSession], Awaitable[CallOutcome]],
+                  timeout_s: float) -> CallOutcome:
+        """Run one request on the open session (tools, resources, prompts), waiting (within the
+        limit) for a connection in progress; a broken transport starts a reconnect."""
         limit = call_timeout_s(timeout_s, self.settings.timeout.execution)
         started = time.monotonic()
         if self.state in (State.CONNECTING, State.RECONNECTING):
@@ -270,16 +282,12 @@ class ServerSupervisor:
         session = self._session
         if session is None or self.state != State.CONNECTED:
             return self._not_ready()
-        if self.settings.tools and tool not in self.settings.tools:
-            return CallOutcome(False, f"tool {tool!r} of server {self.settings.name!r} is not enabled",
-                               error_code="mcp_tool_not_available", error_message="tool not in the whitelist",
-                               hint="Use a tool listed in the MCP catalog.")
         remaining = max(0.001, limit - (time.monotonic() - started))
         try:
             with anyio.fail_after(remaining):
-                return await session.call_tool(tool, arguments, on_progress)
+                return await run(session)
         except TimeoutError:
-            return CallOutcome(False, f"MCP tool {self.settings.name}__{tool} did not answer within {limit:g}s",
+            return CallOutcome(False, f"{what} did not answer within {limit:g}s",
                                error_code="tool_timeout", error_message="the call timed out",
                                hint="Retry with a smaller request, or use another tool.", limit_hit="timeout",
                                duration_ms=(time.monotonic() - started) * 1000)

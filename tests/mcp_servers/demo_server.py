@@ -3,6 +3,7 @@
 Tools: echo, add, count_with_progress, crash (the process exits mid-call),
 hang (never answers), fail (an ordinary tool error), whoami (environment),
 client (the name and version the client announced), tally (nested arguments).
+Resource: demo://notes/readme. Prompt: review(path).
 
     python tests/mcp_servers/demo_server.py stdio
     python tests/mcp_servers/demo_server.py http PORT
@@ -91,6 +92,16 @@ def client(ctx: Context) -> str:
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
     return f"{info.name} {info.version}" if info is not None else "unknown"
+
+
+@server.resource("demo://notes/readme", name="readme", mime_type="text/plain", description="The demo notes.")
+def readme() -> str:
+    return "demo notes: the answer is 42"
+
+
+@server.prompt(description="Ask for a review of one file.")
+def review(path: str) -> str:
+    return f"Please review {path} for bugs."
 
 
 def main() -> None:

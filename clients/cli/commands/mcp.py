@@ -1,4 +1,4 @@
-"""``ai-coding mcp list | status | add | login | logout | retry``: the MCP gateway's servers.
+"""``ai-coding mcp list | status | add | login | logout | retry | resources | read | prompts | prompt``.
 
 Import-light: grpc and the generated stubs are imported inside command bodies,
 and nothing here imports the ``mcp`` SDK (the gateway process does that).
@@ -69,7 +69,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            print(f"ai-coding mcp add: {what} {item!r} must be KEY=VALUE", file=sys.stderr)
+            print(f"ai-coding mcp: {what} {item!r} must be KEY=VALUE", file=sys.stderr)
             raise typer.Exit(exit_codes.USAGE)
         out[key] = value
     return out
@@ -154,3 +154,54 @@ def retry(name: str = typer.Argument(..., help="Server name.")) -> None:
         stub.Reconnect(pb.ReconnectRequest(server=name), timeout=10)
         final = _wait(stub, name, lambda state: state not in view.TRANSIENT_STATES, 60)
     print(view.server_line(final) if final is not None else f"{name}: gone")
+
+
+def _show(command: str, result: Any) -> None:
+    """Print a resources/prompts answer; a refusal is one line on stderr and exit 1."""
+    if not result.ok:
+        hint = f" ({result.error.hint})" if result.error.hint else ""
+        print(f"ai-coding mcp {command}: {result.output or result.error.message}{hint}", file=sys.stderr)
+        raise typer.Exit(exit_codes.FAILED)
+    print(result.output)
+
+
+@app.command("resources")
+def resources(server: str = typer.Argument(..., help="Server name.")) -> None:
+    """The resources a server offers (URI, name, type)."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("resources") as stub:
+        _show("resources", stub.ListResources(pb.ListResourcesRequest(server=server), timeout=90).result)
+
+
+@app.command("read")
+def read(server: str = typer.Argument(..., help="Server name."),
+         uri: str = typer.Argument(..., help="A resource URI from `ai-coding mcp resources SERVER`.")) -> None:
+    """Print one resource of a server."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("read") as stub:
+        _show("read", stub.ReadResource(pb.ReadResourceRequest(server=server, uri=uri), timeout=90).result)
+
+
+@app.command("prompts")
+def prompts(server: str = typer.Argument(..., help="Server name.")) -> None:
+    """The prompts a server offers, with their arguments (* = required)."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    with _gateway("prompts") as stub:
+        _show("prompts", stub.ListPrompts(pb.ListPromptsRequest(server=server), timeout=90).result)
+
+
+@app.command("prompt")
+def prompt(server: str = typer.Argument(..., help="Server name."),
+           name: str = typer.Argument(..., help="A prompt name from `ai-coding mcp prompts SERVER`."),
+           arg: Annotated[list[str] | None, typer.Option("--arg", help="KEY=VALUE argument (repeatable).")] = None,
+           ) -> None:
+    """Print a server's prompt filled with its arguments."""
+    from ai_coding.v1 import mcp_gateway_pb2 as pb
+
+    arguments = json.dumps(_pairs(arg or [], "--arg"))
+    with _gateway("prompt") as stub:
+        _show("prompt", stub.GetPrompt(pb.GetPromptRequest(server=server, name=name, arguments_json=arguments),
+                                       timeout=90).result)

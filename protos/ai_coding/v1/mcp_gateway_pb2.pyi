@@ -438,3 +438,181 @@ class LogoutResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LogoutResponse: _TypeAlias = LogoutResponse  # noqa: Y015
+
+@_typing.final
+class ListResourcesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    timeout_seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        timeout_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListResourcesRequest: _TypeAlias = ListResourcesRequest  # noqa: Y015
+
+@_typing.final
+class ListResourcesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def result(self) -> _common_pb2.ToolResult: ...
+    def __init__(
+        self,
+        *,
+        result: _common_pb2.ToolResult | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListResourcesResponse: _TypeAlias = ListResourcesResponse  # noqa: Y015
+
+@_typing.final
+class ReadResourceRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    URI_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    uri: _builtins.str
+    timeout_seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        uri: _builtins.str = ...,
+        timeout_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "timeout_seconds", b"timeout_seconds", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadResourceRequest: _TypeAlias = ReadResourceRequest  # noqa: Y015
+
+@_typing.final
+class ReadResourceResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def result(self) -> _common_pb2.ToolResult: ...
+    def __init__(
+        self,
+        *,
+        result: _common_pb2.ToolResult | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadResourceResponse: _TypeAlias = ReadResourceResponse  # noqa: Y015
+
+@_typing.final
+class ListPromptsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    timeout_seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        timeout_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPromptsRequest: _TypeAlias = ListPromptsRequest  # noqa: Y015
+
+@_typing.final
+class ListPromptsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def result(self) -> _common_pb2.ToolResult: ...
+    def __init__(
+        self,
+        *,
+        result: _common_pb2.ToolResult | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPromptsResponse: _TypeAlias = ListPromptsResponse  # noqa: Y015
+
+@_typing.final
+class GetPromptRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    name: _builtins.str
+    arguments_json: _builtins.str
+    """JSON object of the prompt's arguments (values are strings)."""
+    timeout_seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        name: _builtins.str = ...,
+        arguments_json: _builtins.str = ...,
+        timeout_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "name", b"name", "server", b"server", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPromptRequest: _TypeAlias = GetPromptRequest  # noqa: Y015
+
+@_typing.final
+class GetPromptResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def result(self) -> _common_pb2.ToolResult: ...
+    def __init__(
+        self,
+        *,
+        result: _common_pb2.ToolResult | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPromptResponse: _TypeAlias = GetPromptResponse  # noqa: Y015

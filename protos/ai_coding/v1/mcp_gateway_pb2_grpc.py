@@ -49,6 +49,26 @@ class McpGatewayStub:
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolResponse.FromString,
                 _registered_method=True)
+        self.ListResources = channel.unary_unary(
+                '/ai_coding.v1.McpGateway/ListResources',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListResourcesRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListResourcesResponse.FromString,
+                _registered_method=True)
+        self.ReadResource = channel.unary_unary(
+                '/ai_coding.v1.McpGateway/ReadResource',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ReadResourceRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ReadResourceResponse.FromString,
+                _registered_method=True)
+        self.ListPrompts = channel.unary_unary(
+                '/ai_coding.v1.McpGateway/ListPrompts',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListPromptsRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListPromptsResponse.FromString,
+                _registered_method=True)
+        self.GetPrompt = channel.unary_unary(
+                '/ai_coding.v1.McpGateway/GetPrompt',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptResponse.FromString,
+                _registered_method=True)
         self.Reconnect = channel.unary_unary(
                 '/ai_coding.v1.McpGateway/Reconnect',
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ReconnectRequest.SerializeToString,
@@ -91,6 +111,33 @@ class McpGatewayServicer:
     def CallTool(self, request, context):
         """Call one remote tool; streams progress chunks, then exactly one result.
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListResources(self, request, context):
+        """Resources and prompts of one server (MCP resources/list, resources/read,
+        prompts/list, prompts/get); each answers one ToolResult: text for the model or
+        the user, data_json for programs, error set when the server refused.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadResource(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPrompts(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPrompt(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -139,6 +186,26 @@ def add_McpGatewayServicer_to_server(servicer, server):
                     servicer.CallTool,
                     request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolResponse.SerializeToString,
+            ),
+            'ListResources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListResources,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListResourcesRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListResourcesResponse.SerializeToString,
+            ),
+            'ReadResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadResource,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ReadResourceRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ReadResourceResponse.SerializeToString,
+            ),
+            'ListPrompts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPrompts,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListPromptsRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListPromptsResponse.SerializeToString,
+            ),
+            'GetPrompt': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPrompt,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptResponse.SerializeToString,
             ),
             'Reconnect': grpc.unary_unary_rpc_method_handler(
                     servicer.Reconnect,
@@ -242,6 +309,114 @@ class McpGateway:
             '/ai_coding.v1.McpGateway/CallTool',
             ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolRequest.SerializeToString,
             ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListResources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/ListResources',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.ListResourcesRequest.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.ListResourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadResource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/ReadResource',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.ReadResourceRequest.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.ReadResourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPrompts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/ListPrompts',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.ListPromptsRequest.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.ListPromptsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPrompt(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/GetPrompt',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptRequest.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptResponse.FromString,
             options,
             channel_credentials,
             insecure,

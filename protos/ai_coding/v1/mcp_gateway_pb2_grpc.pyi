@@ -40,6 +40,14 @@ class McpGatewayStub:
     """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry."""
     CallTool: _grpc.UnaryStreamMultiCallable[_mcp_gateway_pb2.McpCallToolRequest, _mcp_gateway_pb2.McpCallToolResponse]
     """Call one remote tool; streams progress chunks, then exactly one result."""
+    ListResources: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListResourcesRequest, _mcp_gateway_pb2.ListResourcesResponse]
+    """Resources and prompts of one server (MCP resources/list, resources/read,
+    prompts/list, prompts/get); each answers one ToolResult: text for the model or
+    the user, data_json for programs, error set when the server refused.
+    """
+    ReadResource: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReadResourceRequest, _mcp_gateway_pb2.ReadResourceResponse]
+    ListPrompts: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListPromptsRequest, _mcp_gateway_pb2.ListPromptsResponse]
+    GetPrompt: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.GetPromptRequest, _mcp_gateway_pb2.GetPromptResponse]
     Reconnect: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReconnectRequest, _mcp_gateway_pb2.ReconnectResponse]
     """Retry a server now (failed or disconnected)."""
     AddServer: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.AddServerRequest, _mcp_gateway_pb2.AddServerResponse]
@@ -57,6 +65,14 @@ class McpGatewayAsyncStub(McpGatewayStub):
     """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry."""
     CallTool: _aio.UnaryStreamMultiCallable[_mcp_gateway_pb2.McpCallToolRequest, _mcp_gateway_pb2.McpCallToolResponse]  # type: ignore[assignment]
     """Call one remote tool; streams progress chunks, then exactly one result."""
+    ListResources: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListResourcesRequest, _mcp_gateway_pb2.ListResourcesResponse]  # type: ignore[assignment]
+    """Resources and prompts of one server (MCP resources/list, resources/read,
+    prompts/list, prompts/get); each answers one ToolResult: text for the model or
+    the user, data_json for programs, error set when the server refused.
+    """
+    ReadResource: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReadResourceRequest, _mcp_gateway_pb2.ReadResourceResponse]  # type: ignore[assignment]
+    ListPrompts: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListPromptsRequest, _mcp_gateway_pb2.ListPromptsResponse]  # type: ignore[assignment]
+    GetPrompt: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.GetPromptRequest, _mcp_gateway_pb2.GetPromptResponse]  # type: ignore[assignment]
     Reconnect: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReconnectRequest, _mcp_gateway_pb2.ReconnectResponse]  # type: ignore[assignment]
     """Retry a server now (failed or disconnected)."""
     AddServer: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.AddServerRequest, _mcp_gateway_pb2.AddServerResponse]  # type: ignore[assignment]
@@ -89,6 +105,38 @@ class McpGatewayServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_mcp_gateway_pb2.McpCallToolResponse], _abc.AsyncIterator[_mcp_gateway_pb2.McpCallToolResponse]]:
         """Call one remote tool; streams progress chunks, then exactly one result."""
+
+    @_abc_1.abstractmethod
+    def ListResources(
+        self,
+        request: _mcp_gateway_pb2.ListResourcesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mcp_gateway_pb2.ListResourcesResponse, _abc.Awaitable[_mcp_gateway_pb2.ListResourcesResponse]]:
+        """Resources and prompts of one server (MCP resources/list, resources/read,
+        prompts/list, prompts/get); each answers one ToolResult: text for the model or
+        the user, data_json for programs, error set when the server refused.
+        """
+
+    @_abc_1.abstractmethod
+    def ReadResource(
+        self,
+        request: _mcp_gateway_pb2.ReadResourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mcp_gateway_pb2.ReadResourceResponse, _abc.Awaitable[_mcp_gateway_pb2.ReadResourceResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListPrompts(
+        self,
+        request: _mcp_gateway_pb2.ListPromptsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mcp_gateway_pb2.ListPromptsResponse, _abc.Awaitable[_mcp_gateway_pb2.ListPromptsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def GetPrompt(
+        self,
+        request: _mcp_gateway_pb2.GetPromptRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mcp_gateway_pb2.GetPromptResponse, _abc.Awaitable[_mcp_gateway_pb2.GetPromptResponse]]: ...
 
     @_abc_1.abstractmethod
     def Reconnect(

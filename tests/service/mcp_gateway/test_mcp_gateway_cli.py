@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,24 +19,30 @@ from .conftest import DEMO, demo_server
 AI_CODING = str(Path(sys.executable).parent / "ai-coding")
 
 
+def _up() -> None:
+    done = subprocess.run([AI_CODING, "up"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _down() -> None:
+    subprocess.run([AI_CODING, "down"], capture_output=True, text=True, timeout=120, check=False)
+
+
 @pytest.fixture
 def served(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A gateway process with one good and one broken server; yields the user config path."""
+    """The services (gateway included) with one good and one broken MCP server; yields the user config path.
+
+    Started with ``ai-coding up``: the mcp commands start the services themselves when none run,
+    so a lone gateway process would be raced by a second one."""
     config = isolated_home / "cfg.yaml"
     config.write_text(yaml.safe_dump({"mcp": {"servers": [
         demo_server("demo"), {"name": "ghost", "type": "local", "command": ["no-such-mcp-server-xyz"]}]}}))
     monkeypatch.setenv("AI_CODING_CONFIG", str(config))
-    proc = subprocess.Popen([AI_CODING, "serve", "mcp_gateway"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sock = Path(os.environ["AI_CODING_RUNTIME_DIR"]) / "mcp_gateway.sock"
-    deadline = time.monotonic() + 30
-    while not sock.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not start"
-        time.sleep(0.05)
     try:
+        _up()
         yield config
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        _down()
 
 
 def _until(args: list[str], text: str, timeout: float = 30.0) -> str:
@@ -75,6 +79,20 @@ def test_status_list_add_and_retry_work_against_the_gateway(served: Path) -> Non
     assert retried.exit_code == 0 and "failed" in retried.output
 
 
+def test_resources_and_prompts_are_listed_read_and_filled_from_the_cli(served: Path) -> None:
+    _until(["status"], "connected")
+    listed = CliRunner().invoke(app, ["resources", "demo"])
+    assert listed.exit_code == 0 and "demo://notes/readme  readme (text/plain): The demo notes." in listed.output
+    read = CliRunner().invoke(app, ["read", "demo", "demo://notes/readme"])
+    assert read.exit_code == 0 and read.output.strip() == "demo notes: the answer is 42"
+    prompts = CliRunner().invoke(app, ["prompts", "demo"])
+    assert prompts.exit_code == 0 and "review(path*): Ask for a review of one file." in prompts.output
+    filled = CliRunner().invoke(app, ["prompt", "demo", "review", "--arg", "path=calc.py"])
+    assert filled.exit_code == 0 and filled.output.strip() == "user: Please review calc.py for bugs."
+    failed = CliRunner().invoke(app, ["prompts", "ghost"])
+    assert failed.exit_code == 1 and "ghost" in failed.output and "Traceback" not in failed.output
+
+
 def test_signing_in_to_a_local_server_is_one_readable_error(served: Path) -> None:
     result = CliRunner().invoke(app, ["login", "demo", "--no-browser"])
     assert result.exit_code == 2
@@ -83,20 +101,14 @@ def test_signing_in_to_a_local_server_is_one_readable_error(served: Path) -> Non
     assert unknown.exit_code == 2 and "no MCP server named 'nope'" in unknown.output
 
 
-def test_a_missing_gateway_is_reported_with_what_to_do(isolated_home: Path) -> None:
-    result = CliRunner().invoke(app, ["status"])
-    assert result.exit_code == 3 and "ai-coding up" in result.output
-
-
-def test_list_with_no_servers_says_how_to_add_one(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_nothing_running_list_starts_the_services_and_says_how_to_add_a_server(
+        isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = isolated_home / "cfg.yaml"
     config.write_text("mcp: {servers: []}\n")
     monkeypatch.setenv("AI_CODING_CONFIG", str(config))
-    proc = subprocess.Popen([AI_CODING, "serve", "mcp_gateway"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         out = _until(["list"], "no MCP servers")
         assert "add one with `ai-coding mcp add`" in out, out
         assert CliRunner().invoke(app, ["status"]).exit_code == 0  # nothing failed
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        _down()

@@ -308,3 +308,31 @@ def test_a_legacy_sse_server_written_as_type_sse_connects_and_answers(gateway: C
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_resource_is_listed_and_read_and_a_prompt_is_filled_from_the_official_everything_server(
+        gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([everything_server()]) as gw:
+            await gw.wait_state("everything", CONNECTED)
+            listed = (await gw.stub.ListResources(pb.ListResourcesRequest(server="everything"), timeout=60)).result
+            assert listed.ok, listed.error
+            uris = [r["uri"] for r in json.loads(listed.data_json)["resources"]]
+            doc = next(u for u in uris if u.endswith("/features.md"))
+            assert doc in listed.output
+            read = (await gw.stub.ReadResource(pb.ReadResourceRequest(server="everything", uri=doc), timeout=60)).result
+            assert read.ok, read.error
+            assert "#" in read.output and len(read.output) > 100  # the markdown document itself
+            prompts = (await gw.stub.ListPrompts(pb.ListPromptsRequest(server="everything"), timeout=60)).result
+            assert prompts.ok and "args-prompt(city*, state)" in prompts.output, prompts.output
+            filled = (await gw.stub.GetPrompt(pb.GetPromptRequest(
+                server="everything", name="args-prompt", arguments_json='{"city": "Lisbon"}'), timeout=60)).result
+            assert filled.ok, filled.error
+            assert filled.output == "user: What's weather in Lisbon?"
+            missing = (await gw.stub.ReadResource(pb.ReadResourceRequest(
+                server="everything", uri="demo://no/such/thing"), timeout=60)).result
+            assert not missing.ok and missing.error.code == "mcp_error"
+            unknown = (await gw.stub.ListPrompts(pb.ListPromptsRequest(server="nope"), timeout=60)).result
+            assert not unknown.ok and unknown.error.code == "mcp_unknown_server"
+
+    asyncio.run(scenario())
