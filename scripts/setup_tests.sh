@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, on Debian/Ubuntu with Python >= 3.11:
-#   system tools: bubblewrap (the sandbox), ripgrep (grep tool), tmux (REPL tests), node + npm (MCP servers)
+#   system tools: bubblewrap (the sandbox), ripgrep (grep tool), tmux (REPL tests), node + npm (MCP servers),
+#                 chromium (renders the HTML trace export in a headless browser)
 #   python: a .venv with the package and its test extras
 #   node:   the real MCP servers the gateway tests run (tests/node)
 # Runs as root (CI) or with sudo; apt is skipped when every tool is already there.
@@ -14,6 +15,7 @@ command -v tmux >/dev/null || need+=(tmux)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v openssl >/dev/null || need+=(openssl)
+command -v chromium >/dev/null || need+=(chromium)
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

@@ -97,12 +97,13 @@ def event(message: loop_pb2.TurnEvent) -> views.Event:
 
 
 def event_json(ev: views.Event) -> dict[str, Any]:
-    """The event as the proto's JSON mapping (what ``run --json`` prints)."""
-    from google.protobuf.json_format import MessageToDict
+    """The event as ``run --json`` prints it: the proto's JSON mapping, 64-bit integers as numbers
+    (docs/events.md; the schema is clients/cli/run_events.schema.json)."""
+    from clients.cli.event_json import message_json
 
     if not isinstance(ev.wire, Message):
         raise TypeError("event_json needs an event converted from the wire")
-    return MessageToDict(ev.wire)
+    return message_json(ev.wire)
 
 
 def tool_result(message: common_pb2.ToolResult) -> views.ToolResult:

@@ -12,6 +12,7 @@ from services.loop.policy.permissions import MODES
 
 if TYPE_CHECKING:
     from services.loop.runtime import SessionRuntime
+    from services.loop.tracing.report import TurnReport
 
 LATER: dict[str, str] = {}
 
@@ -47,14 +48,7 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         lines = [f"[{i.get('status')}] {i.get('id')}. {i.get('content')}" for i in items]
         return "\n".join(lines), json.dumps({"items": items})
     if name == "budget":
-        usage = rt.session.usage
-        limit = rt.settings.turn_token_budget
-        fill = rt.context.fill()
-        text = (f"session tokens: {usage.get('totalTokens', 0)} · turn budget: {limit or 'unlimited'}\n"
-                f"context: ~{fill.used} tokens used / {fill.ceiling} compaction threshold / {fill.window} window"
-                f" · {rt.context.state.compactions} compactions")
-        return text, json.dumps({"usage": usage, "turn_token_budget": limit, "context": asdict(fill),
-                                 "compactions": rt.context.state.compactions})
+        return _budget(rt)
     if name == "permissions":
         wanted = args.strip().lower()
         if wanted:
@@ -80,19 +74,72 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})
 
 
+def _budget(rt: SessionRuntime) -> tuple[str, str]:
+    """The session's token ledger, saying which of four states it is in."""
+    usage, limit = rt.session.usage, rt.settings.turn_token_budget
+    total = int(usage.get("totalTokens", 0) or 0)
+    if not rt.deps.traces:
+        state, text = "tracing_off", f"tracing is off (loop.traces: false); tokens counted anyway: {total}"
+    elif rt.session.turns == 0:
+        state, text = "no_turn", "no turn has run in this session yet"
+    elif total == 0:
+        state, text = "no_usage", (f"{rt.session.turns} turn(s) ran but the model reported no token usage "
+                                   "(its endpoint sends none)")
+    else:
+        state, text = "usage", (f"session tokens: {total} (prompt {usage.get('promptTokens', 0)} · "
+                                f"completion {usage.get('completionTokens', 0)})")
+    if state in ("no_usage", "usage"):
+        text += f" · turn budget: {limit or 'unlimited'}"
+    fill = rt.context.fill()
+    text += (f"\ncontext: ~{fill.used} tokens used / {fill.ceiling} compaction threshold / {fill.window} window"
+             f" · {rt.context.state.compactions} compactions")
+    return text, json.dumps({"state": state, "usage": usage, "turns": rt.session.turns, "turn_token_budget": limit,
+                             "context": asdict(fill), "compactions": rt.context.state.compactions})
+
+
 def _trace(rt: SessionRuntime) -> tuple[str, str]:
-    """Where this session's traces are and one line per finished turn."""
-    trace_dir = Path(rt.session.workspace) / ".ai-coding" / "traces" / rt.session.id
-    try:
-        turns = json.loads((trace_dir / "summary.json").read_text()).get("turns", [])
-    except (OSError, ValueError):
-        turns = []
-    lines = [f"traces: {trace_dir}"]
-    for t in turns[-10:]:
-        usage = t.get("usage") or {}
-        lines.append(f"turn {t.get('turn')}: {t.get('status')} · {t.get('iterations')} steps · "
-                     f"{(t.get('duration_ms') or 0) / 1000:.1f}s · {usage.get('total_tokens', 0)} tokens")
-    return "\n".join(lines), json.dumps({"dir": str(trace_dir), "turns": turns}, default=str)
+    """Where this session's traces are, one line per turn (queued turns included), and the
+    last turn's detail: tokens, time, degradations, refusals, compaction layers."""
+    from services.loop.tracing.report import session_reports
+    from services.loop.tracing.store import session_ref, traces_root
+
+    ref = session_ref(traces_root(Path(rt.session.workspace)) / rt.session.id)
+    reports = session_reports(ref)
+    if not rt.deps.traces:
+        return "tracing is off (loop.traces: false)", json.dumps({"dir": str(ref.dir), "turns": []})
+    lines = [f"traces: {ref.dir}"] + [_turn_line(r) for r in reports[-10:]]
+    if not reports:
+        lines.append("no turn traced yet")
+    else:
+        lines += _last_turn_detail(reports[-1])
+    turns = [{"turn": r.turn, "status": r.status, "steps": r.iterations, "duration_ms": r.duration_ms,
+              "prompt_tokens": r.tokens.prompt, "completion_tokens": r.tokens.completion,
+              "cached_tokens": r.tokens.cached, "degraded": len(r.degraded),
+              "refused": sum(1 for t in r.tools if t.refused)} for r in reports]
+    return "\n".join(lines), json.dumps({"dir": str(ref.dir), "turns": turns})
+
+
+def _turn_line(r: TurnReport) -> str:
+    cached = "" if r.tokens.cached is None else f", {r.tokens.cached} cached"
+    return (f"turn {r.turn}: {r.status} · {r.iterations} steps · {r.duration_ms / 1000:.1f}s · "
+            f"{r.tokens.prompt + r.tokens.completion} tokens ({r.tokens.prompt} prompt{cached})")
+
+
+def _last_turn_detail(r: TurnReport) -> list[str]:
+    from services.loop.tracing.report import LAYERS
+
+    out = [f"last turn {r.turn}: {len(r.tools)} tool call(s), "
+           f"{sum(1 for t in r.tools if t.status == 'failed')} failed"]
+    out += [f"  degraded {d.component}: {d.reason}" for d in r.degraded]
+    out += [f"  refused {t.tool}: {t.error_code}" for t in r.tools if t.refused]
+    for fact in r.compactions:
+        out.append(f"  compaction: ~{fact.estimated_before} -> ~{fact.estimated_after} tokens")
+        for name in LAYERS:
+            layer = fact.layer(name)
+            out.append(f"    {name} not triggered" if layer is None else
+                       f"    {name}: removed {layer.removed} · rewritten {layer.rewritten} · skipped {layer.skipped}"
+                       f" · {layer.before_tokens} -> {layer.after_tokens} tokens")
+    return out
 
 
 _SECRET_KEYS = ("api_key", "token", "secret", "password")

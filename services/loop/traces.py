@@ -3,6 +3,12 @@
 One line per event, metadata plus previews of at most 500 characters, with
 anything shaped like a secret redacted before it is written. Streamed deltas
 and tool chunks are counted, not copied (the session file has the text).
+
+A turn's file is opened by its ``turn_started`` event and closed by its
+``turn_finished`` event, so a turn that ran straight after another (queued
+input) gets its own complete file. ``summary.json`` keeps one entry per
+finished turn, across restarts of the loop (it is read back, never reset).
+Readers and exports: services/loop/tracing/.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.loop.events import Event
 
 PREVIEW_CHARS = 500
+# Tool results that are refusals before the tool ran (a guard, the permission table, the user),
+# not failures of the tool itself.
+REFUSAL_CODES = frozenset({"duplicate_call", "path_outside_workspace", "guard_failed", "permission_denied",
+                           "denied_by_user", "stopped_by_user"})
 _COUNTED = frozenset({"text_delta", "reasoning_delta", "tool_chunk"})
 _SECRET = re.compile(
     r"(sk-[A-Za-z0-9_-]{12,}|Bearer\s+[A-Za-z0-9._~+/=-]{12,}|gh[pousr]_[A-Za-z0-9]{20,}"
@@ -53,11 +63,17 @@ class TraceWriter:
         self._fh: IO[str] | None = None
         self._counts: dict[str, int] = {}
         self._turn = 0
-        self._summary: dict[str, Any] = {"session": session_id, "turns": []}
+        self._facts: dict[str, Any] = {}
+        self._summary: dict[str, Any] | None = None
+        self.session_id = session_id
 
     def start_turn(self, number: int) -> None:
-        self.end_turn()
+        """Open turn ``number``'s file (its ``turn_started`` event does the same)."""
+        if self._fh is not None and self._turn == number:
+            return
+        self._close()
         self._turn, self._counts = number, {}
+        self._facts = {"tool_calls": 0, "tool_failures": 0, "refusals": 0, "degraded": 0, "compactions": 0}
         try:
             ensure_state_dir(self.workspace)
             self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -66,29 +82,76 @@ class TraceWriter:
             self._fh = None
 
     def record(self, event: Event) -> None:
+        """Write one event of the session (an event listener)."""
+        if event.kind == "turn_started":
+            self.start_turn(event.turn)
+            self._facts.update(started=event.ts, model=event.data.get("model", ""))
         if self._fh is None:
             return
         if event.kind in _COUNTED:
             self._counts[event.kind] = self._counts.get(event.kind, 0) + 1
             return
         line = {"seq": event.seq, "ts": event.ts, "turn": event.turn, "kind": event.kind, **preview(event.data)}
+        self._note(line)
         if event.kind == "turn_finished":
             line["counts"] = dict(self._counts)
-            self._summary["turns"].append({"turn": event.turn, "status": event.data.get("status"),
-                                           "iterations": event.data.get("iterations"),
-                                           "duration_ms": event.data.get("duration_ms"),
-                                           "usage": preview(event.data.get("usage"))})
         try:
             self._fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-            if event.kind in ("model_step_finished", "tool_finished", "turn_finished"):
+            if event.kind in ("model_step_finished", "tool_finished"):
                 self._fh.flush()
         except OSError:
             pass
+        if event.kind == "turn_finished":
+            self._finish(line)
+
+    def _note(self, line: dict[str, Any]) -> None:
+        """Count what the turn's summary entry reports."""
+        kind = line["kind"]
+        if kind == "tool_finished":
+            result = line.get("result") or {}
+            self._facts["tool_calls"] += 1
+            if not result.get("ok", False):
+                refused = result.get("error_code") in REFUSAL_CODES
+                self._facts["refusals" if refused else "tool_failures"] += 1
+        elif kind == "degraded":
+            self._facts["degraded"] += 1
+        elif kind == "compaction_ended":
+            self._facts["compactions"] += 1
+
+    def _finish(self, line: dict[str, Any]) -> None:
+        entry = {"turn": line["turn"], "status": line.get("status"), "iterations": line.get("iterations"),
+                 "duration_ms": line.get("duration_ms"), "usage": line.get("usage"), "ended": line["ts"],
+                 **self._facts}
+        summary = self._load_summary()
+        summary["turns"] = [t for t in summary["turns"] if t.get("turn") != entry["turn"]] + [entry]
+        self._close()
+        with contextlib.suppress(OSError):
+            tmp = self.dir / "summary.json.tmp"
+            tmp.write_text(json.dumps(summary, indent=1, default=str))
+            tmp.replace(self.dir / "summary.json")
+
+    def _load_summary(self) -> dict[str, Any]:
+        """The summary as on disk the first time (a loop restarted mid-session keeps the earlier
+        turns); unreadable: started afresh (the turn files still hold everything)."""
+        if self._summary is None:
+            try:
+                loaded = json.loads((self.dir / "summary.json").read_text(encoding="utf-8"))
+                turns = loaded.get("turns") if isinstance(loaded, dict) else None
+                self._summary = {"session": self.session_id,
+                                 "turns": [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []}
+            except (OSError, ValueError):
+                self._summary = {"session": self.session_id, "turns": []}
+        return self._summary
 
     def end_turn(self) -> None:
+        """Make what the open turn wrote so far durable (its ``turn_finished`` closes it)."""
+        if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self._fh.flush()
+
+    def _close(self) -> None:
         if self._fh is None:
             return
         with contextlib.suppress(OSError):
             self._fh.close()
-            (self.dir / "summary.json").write_text(json.dumps(self._summary, indent=1, default=str))
         self._fh = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ def run(
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended."""
     from clients.cli import control
+    from clients.cli.event_json import JsonLinesPrinter
     from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
     root = Path(workspace).expanduser().resolve()
@@ -46,23 +46,16 @@ def run(
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         approver = AutoApprover() if auto_approve else (TtyApprover() if sys.stdin.isatty() else NoTtyApprover())
-        sink, close = _json_sink() if as_json else _rich_sink(verbose)
+        printer = JsonLinesPrinter(sys.stdout) if as_json else None
+        sink, close = (printer.write, lambda: None) if printer else _rich_sink(verbose)
         try:
             outcome = drive_turn(setup.endpoints["loop"], opened.session_id, prompt, sink, approver,
                                  timeout=timeout or None)
         finally:
             close()
+    if printer is not None:
+        printer.leave_if_reader_gone(outcome.exit_code)
     raise typer.Exit(outcome.exit_code)
-
-
-def _json_sink() -> tuple[Callable[[Event], None], Callable[[], None]]:
-    from clients.cli.convert import event_json
-
-    def sink(event: Event) -> None:
-        sys.stdout.write(json.dumps(event_json(event), ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-
-    return sink, lambda: None
 
 
 def _rich_sink(verbose: bool) -> tuple[Callable[[Event], None], Callable[[], None]]:
