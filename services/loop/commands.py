@@ -126,16 +126,13 @@ def _turn_line(r: TurnReport) -> str:
 
 
 def _last_turn_detail(r: TurnReport) -> list[str]:
-    from services.loop.tracing.report import LAYERS
-
     out = [f"last turn {r.turn}: {len(r.tools)} tool call(s), "
            f"{sum(1 for t in r.tools if t.status == 'failed')} failed"]
     out += [f"  degraded {d.component}: {d.reason}" for d in r.degraded]
     out += [f"  refused {t.tool}: {t.error_code}" for t in r.tools if t.refused]
     for fact in r.compactions:
         out.append(f"  compaction: ~{fact.estimated_before} -> ~{fact.estimated_after} tokens")
-        for name in LAYERS:
-            layer = fact.layer(name)
+        for name, layer in fact.rows():
             out.append(f"    {name} not triggered" if layer is None else
                        f"    {name}: removed {layer.removed} · rewritten {layer.rewritten} · skipped {layer.skipped}"
                        f" · {layer.before_tokens} -> {layer.after_tokens} tokens")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from html import escape
 
-from services.loop.tracing.report import LAYERS, CompactionFact, Tokens, ToolFact, TurnReport
+from services.loop.tracing.report import CompactionFact, Tokens, ToolFact, TurnReport
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1d1d1f;background:#fff}
@@ -57,8 +57,7 @@ def _compaction_rows(fact: CompactionFact) -> str:
     rows = [f"<table><tr><th colspan=\"6\">compaction {_e(fact.reason)}: ~{fact.estimated_before} → "
             f"~{fact.estimated_after} tokens</th></tr>",
             "<tr><th>layer</th><th>removed</th><th>rewritten</th><th>skipped</th><th>before</th><th>after</th></tr>"]
-    for name in LAYERS:
-        layer = fact.layer(name)
+    for name, layer in fact.rows():
         if layer is None:
             rows.append(f'<tr><td>{name}</td><td colspan="5" class="muted">not triggered</td></tr>')
         else:

@@ -115,6 +115,11 @@ class CompactionFact:
         """The layer's stats, or None when it did not run in this compaction."""
         return next((layer for layer in self.layers if layer.name == name), None)
 
+    def rows(self) -> list[tuple[str, LayerFact | None]]:
+        """L1..L4 in order (None: not triggered), then any other layer that ran (e.g. fallback)."""
+        extra = [(layer.name, layer) for layer in self.layers if layer.name not in LAYERS]
+        return [(name, self.layer(name)) for name in LAYERS] + extra
+
 
 @dataclass(frozen=True)
 class DegradedFact:

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Literal
 
-from services.loop.tracing.report import LAYERS, CompactionFact, StepFact, Tokens, ToolFact, TurnReport
+from services.loop.tracing.report import CompactionFact, StepFact, Tokens, ToolFact, TurnReport
 
 AttrValue = str | int | float | bool | list[str]
 Kind = Literal["internal", "client"]
@@ -159,8 +159,7 @@ def _tool_span(tool: ToolFact, report: TurnReport, ids: _Ids, parent: bytes, ful
 
 def _compaction_span(fact: CompactionFact, index: int, report: TurnReport, ids: _Ids, parent: bytes) -> Span:
     events = []
-    for name in LAYERS:
-        layer = fact.layer(name)
+    for name, layer in fact.rows():
         attrs: dict[str, AttrValue] = {"ai_coding.layer": name, "ai_coding.triggered": layer is not None}
         if layer is not None:
             attrs.update({"ai_coding.removed": layer.removed, "ai_coding.rewritten": layer.rewritten,

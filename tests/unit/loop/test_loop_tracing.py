@@ -179,3 +179,13 @@ def test_prune_removes_only_sessions_older_than_the_cutoff_by_their_own_timestam
     old = list(store.older_than(store.sessions(tmp_path), 10, now))
     assert store.prune(old) == ["old00000"]
     assert [r.session_id for r in store.sessions(tmp_path)] == ["new00000"]
+
+
+def test_compaction_rows_list_l1_to_l4_with_untriggered_layers_and_then_any_other_layer(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, SID)
+    rec.turn(1, compaction=[LayerStat("L3", rewritten=2), LayerStat("fallback")])
+    (fact,) = session_reports(store.sessions(tmp_path)[0])[0].compactions
+    assert [(name, layer is not None) for name, layer in fact.rows()] == [
+        ("L1", False), ("L2", False), ("L3", True), ("L4", False), ("fallback", True)]
+    page = render_export(store.sessions(tmp_path)[0], "html")
+    assert page.count("not triggered") == 3 and "<td>fallback</td>" in page
