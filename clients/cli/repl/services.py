@@ -37,7 +37,9 @@ async def _call(service: str, endpoint: Endpoint, what: str, call: Callable[[], 
     try:
         return await call()
     except grpc.aio.AioRpcError as err:
-        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        # A status that carries a reason was the service's own answer (e.g. a memory store it
+        # cannot open): its sentence names the file and the fix, so it is shown as it is.
+        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not reason_of(err):
             raise _unreachable(service, endpoint) from None
         reason = reason_of(err) or err.code().name.lower()
         raise ClientError(f"{what}: {err.details() or reason}", reason=reason) from None
