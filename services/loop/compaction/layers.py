@@ -8,7 +8,7 @@ unreferenced file).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.loop.compaction.settings import Budget, CompactionSettings
@@ -16,7 +16,6 @@ from services.loop.compaction.state import (
     CompactionState,
     Omission,
     Overlay,
-    build_view,
     content_digest,
     view_message,
     visible_indices,
@@ -43,9 +42,31 @@ class Inputs:
     pinned: int = -1
     """Index of the current user request: never hidden, whatever is compacted."""
 
+    _cache: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def message_tokens(self, index: int, state: CompactionState) -> int:
+        """Tokens of record message ``index`` as the view shows it (raw sizes are computed once)."""
+        overlay = state.overlays.get(index)
+        if overlay is not None:
+            return message_tokens(view_message(self.messages, index, state))
+        cached = self._cache.get(index)
+        if cached is None:
+            cached = self._cache[index] = message_tokens(self.messages[index])
+        return cached
+
     def tokens(self, state: CompactionState) -> int:
-        """Estimated tokens of the request this state gives."""
-        return self.fixed_tokens + history_tokens(build_view(self.messages, state))
+        """Estimated tokens of the request this state gives (the same figure as the built view's)."""
+        total = self.fixed_tokens + sum(self.message_tokens(i, state)
+                                        for i in visible_indices(len(self.messages), state))
+        markers = [o.marker() for o in state.omissions if o.end > state.consumed]
+        if state.checkpoint is not None:
+            markers.append(state.checkpoint.note())
+        return total + history_tokens(markers)
+
+    def view_length(self, state: CompactionState) -> int:
+        """How many messages the view has."""
+        return (len(visible_indices(len(self.messages), state)) + (state.checkpoint is not None)
+                + sum(1 for o in state.omissions if o.end > state.consumed))
 
 
 def is_boundary(messages: list[Message], index: int) -> bool:
@@ -216,7 +237,7 @@ def hard_trim(inp: Inputs, state: CompactionState, goal: int) -> tuple[Compactio
     for i in visible:
         if freed >= excess:
             break
-        freed += message_tokens(view_message(messages, i, state))
+        freed += inp.message_tokens(i, state)
         end = i + 1
     end = min(next_boundary(messages, end), limit)
     new, hidden = omit(inp, state, visible[0], end, "overflow")

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from services.loop.compaction.layers import Inputs, hard_trim, l1_snip, l2_envelopes, l3_persist
 from services.loop.compaction.state import CompactionState, build_view
 from services.loop.compaction.summary import l4_summarize
-from services.loop.compaction.tokens import history_tokens
 from services.loop.pairing import is_paired
 from services.loop.ports import ModelClient
 from services.loop.turn_events import LayerStat
@@ -53,10 +52,8 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
     def record(name_state: tuple[CompactionState, LayerStat | None], previous: CompactionState) -> CompactionState:
         new, stat = name_state
         if stat is not None:
-            view_before, view_after = build_view(inp.messages, previous), build_view(inp.messages, new)
-            stats.append(replace(stat, removed=max(len(view_before) - len(view_after), 0),
-                                 before_tokens=inp.fixed_tokens + history_tokens(view_before),
-                                 after_tokens=inp.fixed_tokens + history_tokens(view_after)))
+            stats.append(replace(stat, removed=max(inp.view_length(previous) - inp.view_length(new), 0),
+                                 before_tokens=inp.tokens(previous), after_tokens=inp.tokens(new)))
         return new
 
     current = record(l3_persist(inp, current), current)
@@ -74,7 +71,7 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
     view = build_view(inp.messages, current)
     if not is_paired(view):  # the layers cut on boundaries; this only guards against a bug
         raise AssertionError("compaction produced an unpaired view")
-    after = inp.fixed_tokens + history_tokens(view)
+    after = inp.tokens(current)
     if after != before or current.checkpoint != state.checkpoint:
         current = replace(current, compactions=current.compactions + 1)
     return Outcome(current, tuple(stats), before, after, tuple(degraded))

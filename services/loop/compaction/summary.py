@@ -121,7 +121,7 @@ def choose_cut(inp: Inputs, state: CompactionState, note_tokens: int, *, force: 
     cut = len(messages)
     kept = 0
     for i in reversed(visible):
-        kept += message_tokens(view_message(messages, i, state))
+        kept += inp.message_tokens(i, state)
         if kept > keep_budget and i < minimum:
             break
         cut = i

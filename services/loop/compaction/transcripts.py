@@ -2,17 +2,18 @@
 
 - ``persisted/<sha256>.txt``: L3, a large result of the trailing tool batch;
 - ``elided/<sha256>.txt``: L2, the body behind an envelope (content-addressed: written once);
-- ``archive/<session>.jsonl``: every message L1, L4 or the fallback took out of the view, one
-  JSON line each (``index``, ``role``, ``text``), appended before the state that hides it is saved.
+- ``archive/<session>.txt``: every message L1, L4 or the fallback took out of the view, appended
+  before the state that hides it is saved: per message a header line ``<index> <role> <chars>``
+  then exactly that many characters and a newline (no escaping: archiving 10k messages is one
+  write, not 10k JSON encodings). A torn last record (a kill mid-write) is ignored and written
+  again by the next compaction that hides it.
 
 ``search`` answers ``history_search`` over the archive (and the bodies it points to).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -52,6 +53,8 @@ class Transcripts:
         self.workspace = Path(workspace)
         self.root = self.workspace / ".ai-coding" / TRANSCRIPTS
         self._archived: dict[str, set[int]] = {}
+        self._written: set[Path] = set()
+        self._dirs: set[str] = set()
 
     def _dir(self, name: str) -> Path:
         ensure_state_dir(self.workspace)
@@ -65,11 +68,21 @@ class Transcripts:
 
     def _content_file(self, folder: str, body: str) -> Path:
         data = body.encode("utf-8", "surrogatepass")
-        path = self._dir(folder) / f"{hashlib.sha256(data).hexdigest()}.txt"
-        if not path.exists():  # content-addressed: the same body is written once
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+        path = self.root / folder / f"{hashlib.sha256(data).hexdigest()}.txt"
+        if path in self._written:
+            return path
+        directory = self._dir(folder) if folder not in self._dirs else path.parent
+        self._dirs.add(folder)
+        try:  # content-addressed: the same body is written once
+            fd = os.open(directory / path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            if path.stat().st_size == len(data):
+                self._written.add(path)
+                return path
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)  # torn by a kill mid-write: write it again
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        self._written.add(path)
         return path
 
     def persist(self, body: str) -> str:
@@ -81,41 +94,52 @@ class Transcripts:
         return self.relative(self._content_file("elided", body))
 
     def archive_path(self, session_id: str) -> Path:
-        return self.root / "archive" / f"{session_id}.jsonl"
+        return self.root / "archive" / f"{session_id}.txt"
 
     def archived(self, session_id: str) -> set[int]:
         """Indices already in the session's archive."""
         known = self._archived.get(session_id)
         if known is None:
-            known = {record["index"] for record in self._records(session_id)}
+            known = {record["index"] for record in self.records(session_id)}
             self._archived[session_id] = known
         return known
 
     def archive(self, session_id: str, messages: list[Message], indices: range | list[int]) -> int:
-        """Append the messages at ``indices`` not archived yet (flushed before returning); returns how many."""
+        """Append the messages at ``indices`` not archived yet (in the kernel before returning, so a
+        kill -9 keeps them; as durable as the session file); returns how many."""
         known = self.archived(session_id)
-        lines = [json.dumps({"index": i, "role": messages[i].get("role", ""), "text": message_text(messages[i])},
-                            ensure_ascii=False) + "\n" for i in indices if i not in known]
-        if not lines:
+        parts: list[str] = []
+        for i in indices:
+            if i in known:
+                continue
+            text = message_text(messages[i])
+            parts.append(f"{i} {messages[i].get('role', '') or '-'} {len(text)}\n{text}\n")
+        if not parts:
             return 0
         self._dir("archive")
-        with open(self.archive_path(session_id), "a", encoding="utf-8") as fh:
-            fh.write("".join(lines))
-            fh.flush()
-            os.fsync(fh.fileno())
-        known.update(i for i in indices)
-        return len(lines)
+        with open(self.archive_path(session_id), "a", encoding="utf-8", errors="surrogatepass") as fh:
+            fh.write("".join(parts))
+        known.update(indices)
+        return len(parts)
 
-    def _records(self, session_id: str) -> list[dict[str, Any]]:
+    def records(self, session_id: str) -> list[dict[str, Any]]:
+        """Every archived message (``index``, ``role``, ``text``), in the order archived."""
+        try:
+            data = self.archive_path(session_id).read_text(encoding="utf-8", errors="surrogatepass")
+        except OSError:
+            return []
         records: list[dict[str, Any]] = []
-        with contextlib.suppress(OSError), open(self.archive_path(session_id), encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    record = json.loads(line)
-                except ValueError:  # a torn last line after a kill: the message is archived again later
-                    continue
-                if isinstance(record, dict) and isinstance(record.get("index"), int):
-                    records.append(record)
+        at = 0
+        while at < len(data):
+            newline = data.find("\n", at)
+            header = data[at:newline].split(" ") if newline >= 0 else []
+            if len(header) != 3 or not header[0].isdigit() or not header[2].isdigit():
+                break  # a torn or foreign tail: what follows is archived again by the next compaction
+            start, length = newline + 1, int(header[2])
+            if start + length > len(data):
+                break
+            records.append({"index": int(header[0]), "role": header[1], "text": data[start:start + length]})
+            at = start + length + 1
         return records
 
     def search(self, session_id: str, query: str, k: int = 5) -> list[Found]:
@@ -125,7 +149,7 @@ class Transcripts:
         if not words:
             return []
         best: dict[int, Found] = {}
-        for record in self._records(session_id):
+        for record in self.records(session_id):
             text = str(record.get("text", ""))
             lower = text.lower()
             present = [w for w in words if w in lower]

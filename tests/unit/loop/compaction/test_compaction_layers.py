@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 from services.loop.compaction.layers import hard_trim, l1_snip, l2_envelopes, l3_persist
 from services.loop.compaction.settings import CompactionSettings
 from services.loop.compaction.state import Checkpoint, CompactionState, build_view
+from services.loop.compaction.transcripts import Transcripts
 from services.loop.pairing import is_paired
 
 from .helpers import exchange, history, inputs
@@ -56,8 +56,7 @@ def test_l1_snips_the_middle_keeping_head_and_tail_and_archives_what_it_hides(tm
     hidden = state.omissions[0].end - state.omissions[0].start
     assert marker["content"].startswith(f"[snipped {hidden} messages]")
     assert view[-10:] == messages[-10:] and is_paired(view)
-    archived = [json.loads(line)["index"] for line in
-                (tmp_path / ".ai-coding/transcripts/archive/s1.jsonl").read_text().splitlines()]
+    archived = [record["index"] for record in Transcripts(tmp_path).records("s1")]
     assert archived == list(range(state.omissions[0].start, state.omissions[0].end))
 
 
@@ -108,3 +107,13 @@ def test_the_fallback_trim_keeps_the_note_the_pinned_request_and_the_last_exchan
     assert view[1]["content"].startswith("[context overflow] ") and "use history_search" in view[1]["content"]
     assert messages[pinned] in view and view[-2:] == messages[-2:]
     assert inp.tokens(new) <= 3000 and is_paired(view)
+
+
+def test_the_archive_reads_back_text_with_newlines_and_ignores_a_torn_tail(tmp_path: Path) -> None:
+    t = Transcripts(tmp_path)
+    messages = [{"role": "tool", "content": "line 1\n3 tool 99\nnot a header"}, {"role": "user", "content": "ü ok"}]
+    assert t.archive("s1", messages, range(2)) == 2 and t.archive("s1", messages, range(2)) == 0
+    with open(t.archive_path("s1"), "a") as fh:
+        fh.write("7 tool 500\ncut off by a ki")
+    assert [(r["index"], r["text"]) for r in Transcripts(tmp_path).records("s1")] == [
+        (0, messages[0]["content"]), (1, "ü ok")]

@@ -17,6 +17,7 @@ from services.loop.compaction.pipeline import LAYER_ORDER, Outcome, compact
 from services.loop.compaction.settings import CompactionSettings
 from services.loop.compaction.state import CompactionState, anchor_of, build_view, validate
 from services.loop.compaction.summary import SUMMARY_MARKER
+from services.loop.compaction.transcripts import Transcripts
 from services.loop.model.client import OpenAIModelClient
 from services.loop.pairing import is_paired
 
@@ -40,8 +41,7 @@ Run = Callable[..., Outcome]
 
 
 def archived(workspace: Path) -> dict[int, str]:
-    path = workspace / ".ai-coding/transcripts/archive/s1.jsonl"
-    return {r["index"]: r["text"] for r in map(json.loads, path.read_text().splitlines())} if path.exists() else {}
+    return {r["index"]: r["text"] for r in Transcripts(workspace).records("s1")}
 
 
 def test_the_pipeline_order_is_l3_l1_l2_l4(tmp_path: Path, summary_model: Model, run: Run) -> None:

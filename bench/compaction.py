@@ -1,0 +1,140 @@
+"""Compaction figures, each with a baseline from the same run.
+
+    .venv/bin/python bench/compaction.py [--runs 20] [--steps 30]
+
+Prints:
+- the pipeline's time at 1k and 10k messages without the L4 call (L3, L1, L2 and the
+  fallback trim over a copy of the history), p50/p95 (target p95 < 50 ms at 10k), next to
+  the per-request cost once a state exists (checkpoint view + estimate), and a plain
+  ``json.dumps`` of the same history as the baseline a request costs anyway;
+- bytes sent to the model over a scripted session of N steps with ~20 KB tool outputs
+  (real loop and tools services, the fake model), with compaction (context_window 32000)
+  and without it (compaction.enabled: false), summary requests included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "protos")]
+
+from services.fake_model import FakeModelServer  # noqa: E402
+from services.loop.compaction.keeper import ContextKeeper  # noqa: E402
+from services.loop.compaction.layers import Inputs  # noqa: E402
+from services.loop.compaction.pipeline import compact  # noqa: E402
+from services.loop.compaction.settings import CompactionSettings, budget_for  # noqa: E402
+from services.loop.compaction.state import CompactionState  # noqa: E402
+from services.loop.compaction.summary import SUMMARY_MARKER  # noqa: E402
+from services.loop.compaction.transcripts import Transcripts  # noqa: E402
+from tests.service.loop.harness import LoopStack, model_config  # noqa: E402
+
+BIG_OUTPUT = "head -c 15000 /dev/urandom | base64 -w 100"
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def synthetic(messages: int) -> list[dict[str, Any]]:
+    """A user request, then exchanges whose outputs vary in size (200 B .. 6 KB), then an answer."""
+    out: list[dict[str, Any]] = [{"role": "user", "content": "refactor the parser"}]
+    n = 0
+    while len(out) < messages - 1:
+        cid = f"c{n}"
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": "read", "arguments": json.dumps({"n": n})}}]})
+        out.append({"role": "tool", "tool_call_id": cid, "content": f"{n} " + "line of output\n" * (15 + n % 400)})
+        n += 1
+    out.append({"role": "assistant", "content": "done"})
+    return out
+
+
+def pipeline_times(messages: int, runs: int, base: Path) -> dict[str, list[float]]:
+    history = synthetic(messages)
+    settings = CompactionSettings()
+    budget = budget_for(settings, "m", 32_000, 4000)
+    times: dict[str, list[float]] = {"pipeline": [], "view": [], "dumps": []}
+    state = CompactionState()
+    for run in range(runs):
+        ws = base / f"ws{messages}-{run}"
+        ws.mkdir()
+        inp = Inputs(messages=history, session_id="bench", budget=budget, settings=settings,
+                     transcripts=Transcripts(ws), fixed_tokens=2000, pinned=0)
+        start = time.perf_counter()
+        state = asyncio.run(compact(inp, CompactionState(), None)).state
+        times["pipeline"].append((time.perf_counter() - start) * 1000)
+        keeper = ContextKeeper(settings, budget, "bench", Transcripts(ws), state=state)
+        start = time.perf_counter()
+        keeper.estimates(history, 2000)
+        keeper.request_history(history)
+        times["view"].append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        json.dumps(history)
+        times["dumps"].append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def session_bytes(base: Path, steps: int, enabled: bool) -> tuple[int, int, int, int]:
+    """(bytes sent, requests, summary requests, compactions) for one scripted session."""
+    work = Path(tempfile.mkdtemp(dir=base))
+    (work / "ws").mkdir()
+    sock_dir = Path(tempfile.mkdtemp(prefix="aicc-", dir="/tmp"))
+    script = {"order": "first_match", "steps": [
+        {"match": SUMMARY_MARKER, "text": "Goal: refactor the parser. Done: ran the command.", "repeat": "forever"},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": BIG_OUTPUT}}], "repeat": steps},
+        {"text": "finished"}]}
+    with FakeModelServer(script) as fake:
+        config = model_config(fake.url, max_tool_iterations=steps + 5, duplicate_call_threshold=0)
+        config["models"]["fake"].update(context_window=32_000, max_tokens=4000)
+        config["compaction"] = {"enabled": enabled}
+        stack = LoopStack(sock_dir, work / "ws", fake, config, with_tools=True)
+        try:
+            _, events = stack.turn("refactor the parser")
+        finally:
+            stack.close()
+            shutil.rmtree(sock_dir, ignore_errors=True)
+        chat = fake.chat_requests
+        sent = sum(len(json.dumps(r.body)) for r in chat)
+        summaries = sum(SUMMARY_MARKER in r.last_message for r in chat)
+        compactions = sum(e.WhichOneof("event") == "compaction_ended" for e in events)
+    return sent, len(chat), summaries, compactions
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=30)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="aic-bench-compaction-"))
+    try:
+        for size in (1_000, 10_000):
+            t = pipeline_times(size, args.runs, base)
+            print(f"pipeline at {size:>6} messages (no L4): p50 {statistics.median(t['pipeline']):6.1f} ms  "
+                  f"p95 {pct(t['pipeline'], 0.95):6.1f} ms   target p95 < 50 ms at 10k")
+            print(f"  per request with a state (view + estimate): p50 {statistics.median(t['view']):5.2f} ms  "
+                  f"p95 {pct(t['view'], 0.95):5.2f} ms   baseline json.dumps(history): "
+                  f"p50 {statistics.median(t['dumps']):6.1f} ms")
+        with_c = session_bytes(base, args.steps, True)
+        without = session_bytes(base, args.steps, False)
+        print(f"{args.steps}-step session, ~20 KB outputs, context_window 32000:")
+        print(f"  with compaction:    {with_c[0] / 1e6:7.2f} MB in {with_c[1]} requests "
+              f"({with_c[2]} summary requests, {with_c[3]} compactions)")
+        print(f"  without compaction: {without[0] / 1e6:7.2f} MB in {without[1]} requests")
+        print(f"  ratio with/without: {with_c[0] / without[0]:.2f}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
