@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.kernel.errors import AiCodingError
+from services.loop.compaction.keeper import fixed_tokens
 from services.loop.policy.permissions import MODES
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ def _budget(rt: SessionRuntime) -> tuple[str, str]:
                                 f"completion {usage.get('completionTokens', 0)})")
     if state in ("no_usage", "usage"):
         text += f" · turn budget: {limit or 'unlimited'}"
+    if rt.idle:  # between turns: the next request's size from the record (a resumed session has no step yet)
+        rt.context.estimates(rt.session.messages, fixed_tokens(rt.instructions, [t.spec for t in rt.tools.visible()], 0))
     fill = rt.context.fill()
     text += (f"\ncontext: ~{fill.used} tokens used / {fill.ceiling} compaction threshold / {fill.window} window"
              f" · {rt.context.state.compactions} compactions")

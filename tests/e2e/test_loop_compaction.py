@@ -177,6 +177,10 @@ def test_manual_compact_summarizes_now_and_the_next_turn_starts_from_the_checkpo
     data = json.loads(reply.data_json)
     assert data["changed"] and data["consumed"] > 0, reply.text
     assert reply.text.startswith("compacted ~")
+    budget = json.loads(stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="budget"),
+                                              timeout=10).data_json)
+    assert budget["compactions"] >= 1 and budget["context"]["window"] == WINDOW
+    assert 0 < budget["context"]["used"] < budget["context"]["ceiling"]
     assert status_name(finished(stack.start(sid, "and now?").drain())) == "completed"
     last = turn_requests(fake)[-1]
     assert last["messages"][1]["content"].startswith("[checkpoint]")  # the saved checkpoint is the view
