@@ -286,6 +286,24 @@ def stop(setup: Setup) -> bool:
     return False
 
 
+def _sockets_listening(setup: Setup, names: list[str]) -> bool:
+    """True when each of ``names`` has a Unix socket that accepts connections (a stale socket
+    file left by a killed process refuses them)."""
+    import socket
+
+    for name in names:
+        ep = setup.endpoints[name]
+        if ep.scheme != "unix":
+            return False
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.5)
+            try:
+                sock.connect(ep.path)
+            except OSError:
+                return False
+    return True
+
+
 def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> None:
     """Make sure ``names`` serve: start the supervisor when nothing runs, else wait a little.
 
@@ -294,6 +312,11 @@ def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> No
     if not wait_serving(setup, names, timeout=0.0):
         return
     local = [n for n in names if n in setup.supervisor.services]
+    # Started by hand (`ai-coding serve NAME`) and still coming up: a supervisor of ours would
+    # only collide with it on the socket, so give it the same grace instead.
+    if (local and not supervisor_running(setup.rdir) and _sockets_listening(setup, local)
+            and not wait_serving(setup, names, timeout=10.0)):
+        return
     if local and not supervisor_running(setup.rdir):
         if not quiet:
             print("starting the services (ai-coding up) ...", file=sys.stderr)
