@@ -79,6 +79,7 @@ EXECUTION_KEYS: tuple[str, ...] = (
     "tools.extra_workspace_roots",
     "tools.sandbox",
     "tracing.dir",
+    "tracing.otlp",
     "memory.embeddings.base_url",
     "memory.embeddings.api_key_env",
     "ai.websearch_api_key",

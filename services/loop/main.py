@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,10 +86,12 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
         tools: Any = GrpcToolRunner(endpoint_for("tools", config))
         memory: Any = GrpcMemoryClient(endpoint_for("memory", config)) if loop.memory else None
         mcp: Any = GrpcMcpClient(endpoint_for("mcp_gateway", config)) if loop.mcp else None
+        span_export = live_exporter(config)
     else:
         tools = shared.tools
         memory = shared.memory if loop.memory else None
         mcp = shared.mcp if loop.mcp else None
+        span_export = shared.span_export
     return LoopDeps(
         model_for=ModelFactory(config),
         tools=tools,
@@ -104,7 +107,16 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
         harvest_timeout_seconds=loop.harvest_timeout_seconds,
         event_window=max(1, loop.event_window),
         compaction=compaction_settings(config),
+        span_export=span_export,
     )
+
+
+def live_exporter(config: Config) -> Any:
+    """The OTLP/HTTP span exporter when ``tracing.otlp.endpoint`` is set (imports the SDK only then)."""
+    from services.loop.tracing.live import LiveExporter, OtlpConfig
+
+    otlp = config.section(OtlpConfig, "tracing.otlp")
+    return LiveExporter(otlp) if otlp.endpoint.strip() else None
 
 
 class WorkspaceDeps:
@@ -165,5 +177,10 @@ def build(config: Config) -> ServiceDef:
     # makes `up` mean ready: the first turn after `up` no longer waits for it (bench/loop.py fix
     # task right after `up`: 1.25 s median with a background import that `up` outran, 1.76 s lazy).
     importlib.import_module("services.loop.model.client")
+    async def on_shutdown() -> None:
+        await runtime.shutdown()
+        if shared.span_export is not None:  # send what is queued, within its own timeout
+            await asyncio.to_thread(shared.span_export.shutdown)
+
     return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register,
-                      on_shutdown=runtime.shutdown, extra={"runtime": runtime})
+                      on_shutdown=on_shutdown, extra={"runtime": runtime})

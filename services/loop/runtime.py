@@ -49,7 +49,7 @@ from services.loop.prompt import (
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
 from services.loop.tasks import TODO_WRITE_TOOL, TaskState, render_task_state, todo_write
-from services.loop.traces import TraceWriter
+from services.loop.traces import SpanExport, TraceWriter
 from services.loop.turn_events import (
     Degraded,
     EventBody,
@@ -114,6 +114,8 @@ class LoopDeps:
     """Events kept per session for re-attaching clients."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     """The ``compaction`` section (thresholds and layers)."""
+    span_export: SpanExport | None = None
+    """Live OTLP export of finished turns (``tracing.otlp.endpoint``), shared by every session."""
 
 
 class SessionRuntime:
@@ -155,9 +157,17 @@ class SessionRuntime:
         self.instructions = build_instructions(BASE_INSTRUCTIONS, notes_name, notes, "")
         self.base_instructions = self.instructions  # without the MCP catalog (see step_tail)
         self.mcp_catalog: str | None = None  # the catalog in the system message; None before the first
-        self.trace = TraceWriter(session.workspace, session.id) if deps.traces else None
+        export = deps.span_export if deps.traces else None
+        self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None
+                                 ) if deps.traces else None
         if self.trace is not None:
             self.events.add_listener(self.trace.record)
+        if export is not None:
+            export.watch(session.id, self._export_failed)
+
+    def _export_failed(self, reason: str) -> None:
+        """The live trace exporter could not send this session's spans (told once per outage)."""
+        self.events.emit(self.session.turns, Degraded(component="trace_export", reason=reason))
 
     # -- lifecycle --
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.loop.events import Event
@@ -54,11 +55,29 @@ def preview(value: Any) -> Any:
     return value
 
 
+class SpanExport(Protocol):
+    """Where finished turns go live (services/loop/tracing/live.py implements it)."""
+
+    def turn_done(self, session_id: str, turn: int, lines: list[dict[str, Any]]) -> None:
+        """Take a finished turn's trace lines; must return at once and never raise."""
+        ...
+
+    def watch(self, session_id: str, report: Callable[[str], None]) -> None:
+        """Call ``report(reason)`` (on the caller's event loop) when this session's spans fail to go out."""
+        ...
+
+    def shutdown(self) -> None: ...
+
+
 class TraceWriter:
     """Writes one session's turn traces (best effort: a full disk never fails a turn)."""
 
-    def __init__(self, workspace: str, session_id: str) -> None:
+    def __init__(self, workspace: str, session_id: str,
+                 on_turn: Callable[[str, int, list[dict[str, Any]]], None] | None = None) -> None:
+        """``on_turn(session, turn, lines)`` gets each finished turn's lines (the live exporter)."""
         self.workspace = workspace
+        self._on_turn = on_turn
+        self._lines: list[dict[str, Any]] = []
         self.dir = Path(workspace) / STATE_DIR / "traces" / session_id
         self._fh: IO[str] | None = None
         self._counts: dict[str, int] = {}
@@ -72,7 +91,7 @@ class TraceWriter:
         if self._fh is not None and self._turn == number:
             return
         self._close()
-        self._turn, self._counts = number, {}
+        self._turn, self._counts, self._lines = number, {}, []
         self._facts = {"tool_calls": 0, "tool_failures": 0, "refusals": 0, "degraded": 0, "compactions": 0}
         try:
             ensure_state_dir(self.workspace)
@@ -86,7 +105,7 @@ class TraceWriter:
         if event.kind == "turn_started":
             self.start_turn(event.turn)
             self._facts.update(started=event.ts, model=event.data.get("model", ""))
-        if self._fh is None:
+        if self._fh is None and self._on_turn is None:
             return
         if event.kind in _COUNTED:
             self._counts[event.kind] = self._counts.get(event.kind, 0) + 1
@@ -95,14 +114,20 @@ class TraceWriter:
         self._note(line)
         if event.kind == "turn_finished":
             line["counts"] = dict(self._counts)
-        try:
-            self._fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-            if event.kind in ("model_step_finished", "tool_finished"):
-                self._fh.flush()
-        except OSError:
-            pass
+        if self._on_turn is not None:
+            self._lines.append(line)
+        if self._fh is not None:
+            try:
+                self._fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+                if event.kind in ("model_step_finished", "tool_finished"):
+                    self._fh.flush()
+            except OSError:
+                pass
         if event.kind == "turn_finished":
             self._finish(line)
+            if self._on_turn is not None:
+                lines, self._lines = self._lines, []
+                self._on_turn(self.session_id, event.turn, lines)
 
     def _note(self, line: dict[str, Any]) -> None:
         """Count what the turn's summary entry reports."""
