@@ -27,6 +27,8 @@ class ToolEntry:
     tool: str
     description: str
     input_schema: Mapping[str, Any]
+    read_only: bool = False
+    """The server marks the tool ``readOnlyHint`` (it changes nothing)."""
 
     @property
     def qualified_name(self) -> str:

@@ -42,6 +42,8 @@ log = logging.getLogger("ai_coding.mcp_gateway.connection")
 # "legacy" = the initialize handshake every published server speaks; "auto" would
 # first probe server/discover, which costs a round trip on each connect.
 CONNECT_MODE = "legacy"
+# Task-augmented calls (MCP 2025-11-25 tasks) are types-only in the SDK: nothing can run them.
+TASKS_REQUIRED = "it runs only as an MCP task (execution.taskSupport: required), which this client does not support"
 # Who we are in the initialize handshake (the SDK's default names the SDK itself).
 CLIENT_INFO = types.Implementation(name="ai-coding", version=__version__)
 
@@ -56,16 +58,25 @@ class SdkSession:
     def __init__(self, server: str, client: Client) -> None:
         self._server = server
         self._client = client
+        self.left_out: dict[str, str] = {}
+        """Tools not offered, each with why (tools that can only run as MCP tasks)."""
 
     async def list_tools(self) -> list[ToolEntry]:
-        """All tools, following pagination."""
+        """All tools, following pagination; tools that require MCP tasks are left out (logged once)."""
         entries: list[ToolEntry] = []
         cursor: str | None = None
         for _ in range(100):
             page = await self._client.list_tools(cursor=cursor)
             for tool in page.tools:
+                if tool.execution is not None and tool.execution.task_support == "required":
+                    if tool.name not in self.left_out:
+                        log.warning("mcp server %s: tool %s left out: %s", self._server, tool.name, TASKS_REQUIRED)
+                    self.left_out[tool.name] = TASKS_REQUIRED
+                    continue
                 schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-                entries.append(ToolEntry(self._server, tool.name, tool.description or tool.title or "", schema))
+                read_only = bool(tool.annotations is not None and tool.annotations.read_only_hint)
+                entries.append(ToolEntry(self._server, tool.name, tool.description or tool.title or "", schema,
+                                         read_only))
             cursor = page.next_cursor
             if not cursor:
                 break
@@ -73,6 +84,10 @@ class SdkSession:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], on_progress: ProgressSink) -> CallOutcome:
         """One ``tools/call``; transport failures raise :class:`TransportFailure`."""
+        if tool in self.left_out:
+            return CallOutcome(False, f"tool {tool!r} of {self._server!r} is not offered: {self.left_out[tool]}",
+                               error_code="mcp_tool_not_available", error_message=self.left_out[tool],
+                               hint="Use another tool from the MCP catalog.")
 
         class _Forward:
             async def __call__(self, progress: float, total: float | None, message: str | None) -> None:

@@ -45,7 +45,7 @@ def entry_to_proto(entry: ToolEntry, settings: ServerSettings | None) -> mcp_gat
         qualified_name=entry.qualified_name,
         description=entry.description,
         input_schema_json=json.dumps(dict(entry.input_schema), ensure_ascii=False, sort_keys=True),
-        permission=mcp_permission(settings, entry.tool) if settings is not None else "warn",
+        permission=mcp_permission(settings, entry.tool, entry.read_only) if settings is not None else "warn",
     )
 
 

@@ -2,7 +2,9 @@
 
 Visibility is separate from permission: a denied tool stays in the catalog;
 calling it is refused here. Order: deny beats allow beats an "always"
-approval; everything else is WARN (ask) unless the server is ``auto_approve``.
+approval; everything else is WARN (ask) unless the server is ``auto_approve``
+or the tool is marked ``readOnlyHint`` by a server whose hints are trusted
+(``trust_read_only_hint``, on by default).
 The loop must consult this before its "always allow" memory so a deny wins.
 No SDK import: the loop imports this module.
 """
@@ -22,9 +24,10 @@ def _matches(patterns: tuple[str, ...], server: str, tool: str) -> bool:
     return any(fnmatchcase(tool, p) or fnmatchcase(qualified, p) for p in patterns)
 
 
-def mcp_permission(server_settings: ServerSettings, tool: str) -> Level:
-    """``deny`` if a deny pattern matches; ``allow`` if an allow pattern matches or the
-    server is ``auto_approve``; otherwise ``warn`` (the loop asks the user)."""
+def mcp_permission(server_settings: ServerSettings, tool: str, read_only: bool = False) -> Level:
+    """``deny`` if a deny pattern matches; ``allow`` if an allow pattern matches, the server is
+    ``auto_approve``, or ``read_only`` (the tool's readOnlyHint) and the server's hints are
+    trusted; otherwise ``warn`` (the loop asks the user)."""
     perms = server_settings.permissions
     name = server_settings.name
     if tool.startswith(f"{name}__"):
@@ -32,5 +35,7 @@ def mcp_permission(server_settings: ServerSettings, tool: str) -> Level:
     if _matches(perms.deny, name, tool):
         return "deny"
     if _matches(perms.allow, name, tool) or server_settings.auto_approve:
+        return "allow"
+    if read_only and server_settings.trust_read_only_hint:
         return "allow"
     return "warn"

@@ -88,6 +88,9 @@ class ServerSettings:
     """Per-tool allow/deny for the loop's permission gate."""
     auto_approve: bool = False
     """True = this server's tools run without approval (deny still wins)."""
+    trust_read_only_hint: bool = True
+    """True = a tool the server marks ``readOnlyHint`` runs without approval (deny still wins);
+    false for a server whose hints you do not trust."""
     timeout: Timeouts = field(default_factory=Timeouts)
     """Startup, catalog and execution limits in ms."""
     source: str = ""
@@ -147,6 +150,7 @@ class _RawServer:
     tools: list[str] = field(default_factory=list)
     permissions: _RawPermissions = field(default_factory=_RawPermissions)
     auto_approve: bool = False
+    trust_read_only_hint: bool = True
     timeout: _RawTimeouts = field(default_factory=_RawTimeouts)
 
 
@@ -209,6 +213,7 @@ def parse_server(raw: Mapping[str, Any], source: str = "") -> ServerSettings:
         tools=tuple(r.tools),
         permissions=Permissions(tuple(r.permissions.allow), tuple(r.permissions.deny)),
         auto_approve=r.auto_approve,
+        trust_read_only_hint=r.trust_read_only_hint,
         timeout=timeouts,
         source=source,
     )

@@ -29,7 +29,13 @@ def test_the_official_everything_server_is_discovered_and_get_sum_adds(gateway: 
             names = {e.qualified_name for e in catalog.entries}
             assert "everything__get-sum" in names
             assert "everything__get-sum(" in catalog.text
-            assert all(e.permission == "warn" for e in catalog.entries)
+            levels = {e.tool: e.permission for e in catalog.entries}
+            assert levels["echo"] == "allow" and levels["get-sum"] == "allow"  # readOnlyHint, trusted by default
+            assert levels["gzip-file-as-resource"] == "warn"  # it writes: the user is asked
+            # A tool that runs only as an MCP task cannot be called here: left out, and a call says why.
+            assert "simulate-research-query" not in levels and "simulate-research-query" not in catalog.text
+            _, task = await gw.call("everything", "simulate-research-query", '{"topic": "x"}')
+            assert not task.ok and "MCP task" in task.output
             _, result = await gw.call("everything", "get-sum", json.dumps({"a": 1234, "b": 5678}))
             assert result.ok, result.error
             assert "6912" in result.output
@@ -334,5 +340,15 @@ def test_a_resource_is_listed_and_read_and_a_prompt_is_filled_from_the_official_
             assert not missing.ok and missing.error.code == "mcp_error"
             unknown = (await gw.stub.ListPrompts(pb.ListPromptsRequest(server="nope"), timeout=60)).result
             assert not unknown.ok and unknown.error.code == "mcp_unknown_server"
+
+    asyncio.run(scenario())
+
+
+def test_read_only_hints_are_ignored_for_a_server_whose_hints_are_not_trusted(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([everything_server(trust_read_only_hint=False)]) as gw:
+            await gw.wait_state("everything", CONNECTED)
+            catalog = await gw.stub.GetCatalog(pb.GetCatalogRequest(), timeout=10)
+            assert {e.permission for e in catalog.entries} == {"warn"}
 
     asyncio.run(scenario())

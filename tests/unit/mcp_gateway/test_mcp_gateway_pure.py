@@ -126,6 +126,16 @@ def test_deny_beats_allow_beats_auto_approve_and_the_rest_is_warn() -> None:
     assert mcp_permission(trusted, "bulk_delete") == "deny"
 
 
+
+def test_a_read_only_hint_allows_unless_denied_or_the_servers_hints_are_not_trusted() -> None:
+    server = ServerSettings(name="srv", permissions=Permissions(deny=("peek_secret",)))
+    assert mcp_permission(server, "peek", read_only=True) == "allow"
+    assert mcp_permission(server, "peek", read_only=False) == "warn"
+    assert mcp_permission(server, "peek_secret", read_only=True) == "deny"
+    doubted = ServerSettings(name="srv", trust_read_only_hint=False)
+    assert mcp_permission(doubted, "peek", read_only=True) == "warn"
+
+
 def test_backoff_doubles_from_one_second_and_caps_at_sixty() -> None:
     assert [backoff_delay(n) for n in range(0, 9)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
 
