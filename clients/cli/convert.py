@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from ai_coding.v1 import common_pb2, loop_pb2
 from google.protobuf.message import Message
 
 from clients.cli import views
+from clients.cli.attachments import Attachment
 
 T = TypeVar("T")
 
@@ -129,8 +131,11 @@ def command_reply(message: loop_pb2.RunCommandResponse) -> views.CommandReply:
 # ---- what the client sends ----
 
 
-def start(session_id: str, text: str) -> loop_pb2.ClientMessage:
-    return loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text))
+def start(session_id: str, text: str, files: Sequence[Attachment] = ()) -> loop_pb2.ClientMessage:
+    attachments = [loop_pb2.InputAttachment(path=a.path, mime_type=a.mime_type, data=a.data, truncated=a.truncated)
+                   for a in files]
+    return loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text,
+                                                           attachments=attachments))
 
 
 def attach(session_id: str, after_seq: int) -> loop_pb2.ClientMessage:

@@ -81,7 +81,14 @@ def find_leaf(ctx: Any, name: str, cmd: Any, args: list[str]) -> Leaf:
 
 
 class RootGroup(TyperGroup):
-    """The root group: hands ``-w``/``--session`` given before the command to that command."""
+    """The root group: hands ``-w``/``--session`` given before the command to that command, and
+    reads ``-p PROMPT`` as ``run PROMPT`` (see :mod:`clients.cli.headless`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        from clients.cli.headless import rewrite_argv
+
+        parsed: list[str] = super().parse_args(ctx, rewrite_argv(args, self.list_commands(ctx)))
+        return parsed
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, cmd, rest = super().resolve_command(ctx, args)

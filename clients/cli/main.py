@@ -21,7 +21,10 @@ SERVICE_NAMES = ("loop", "tools", "memory", "mcp_gateway")
 app = typer.Typer(
     name="ai-coding",
     cls=RootGroup,
-    help="A terminal AI coding agent. Run with no command for an interactive session.",
+    help="A terminal AI coding agent. Run with no command for an interactive session, or `ai-coding -p "
+         "PROMPT` for one headless turn (Claude Code's -p/--print, Codex's `exec`). Project instructions: "
+         "AGENTS.md and CLAUDE.md from the git root down to the current dir, and "
+         "~/.config/ai-coding/AGENTS.md.",
     no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -38,8 +41,18 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Print the version."),
+    print_mode: bool = typer.Option(False, "--print", "-p",
+                                    help="Headless: run PROMPT once, print the answer and exit (`ai-coding -p "
+                                         "\"fix the test\"`, or the prompt on stdin: `echo ... | ai-coding -p`); "
+                                         "the same as `ai-coding run`, whose options it takes."),
+    continue_last: bool = typer.Option(False, "--continue", "-c",
+                                       help="Continue the most recent session of this workspace."),
+    resume: str = typer.Option("", "--resume", "-r",
+                               help="Resume a session by id or unique prefix (a prefix matching several lists "
+                                    "them); a bare -r lists the sessions to pick from."),
     workspace: str = typer.Option("", "--workspace", "-w",
-                                  help="Workspace root (default: current dir); also passed to the command."),
+                                  help="Workspace root (default: the git root above the current dir, else the "
+                                       "current dir); also passed to the command."),
     session: str = typer.Option("", "--session",
                                 help="Continue this session (id or unique prefix); also passed to the command."),
 ) -> None:
@@ -47,7 +60,21 @@ def root(
     if ctx.invoked_subcommand is None:
         from clients.cli.repl import run_repl
 
+        if continue_last or resume:
+            session = _pick_for_repl(workspace, continue_last, resume or session)
         raise typer.Exit(run_repl(workspace or None, session or None))
+
+
+def _pick_for_repl(workspace: str, continue_last: bool, resume: str) -> str:
+    from clients.cli import headless
+    from clients.cli.commands.common import cli_errors
+    from clients.cli.commands.run import pick_session
+    from clients.cli.commands.sessions import session_rows
+
+    root, _ = headless.workspace_and_cwd(workspace)
+    with cli_errors("ai-coding"):
+        rows = session_rows(root)
+    return pick_session(rows, continue_last, resume, "ai-coding")
 
 
 @app.command()

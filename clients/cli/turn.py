@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol
@@ -26,6 +26,7 @@ from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from clients.cli import convert, exit_codes, views
 from clients.cli.approvals import CHOICES, approval_decision
+from clients.cli.attachments import Attachment
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import ServiceUnavailable
 
@@ -92,7 +93,7 @@ class TurnOutcome:
 
 
 def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", model: str = "",
-                 auto_approve: bool = False) -> views.OpenedSession:
+                 auto_approve: bool = False, cwd: str = "") -> views.OpenedSession:
     """``OpenSession`` for a non-interactive turn, on the loop just found healthy.
 
     No channel_ready_future: it leaves a connectivity-polling thread that makes closing the
@@ -101,6 +102,7 @@ def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", mo
 
     request = loop_pb2.OpenSessionLoopRequest(
         workspace=workspace, session_id=session_id, model=model, auto_approve=auto_approve, interactive=False,
+        cwd=cwd,
     )
     channel = sync_channel(endpoint)
     try:
@@ -151,6 +153,7 @@ def stop_reason(now: float, deadline: float | None, signum: int | None, timeout:
 
 def drive_turn(
     endpoint: Endpoint, session_id: str, prompt: str, sink: Sink, approver: Approver, timeout: float | None = None,
+    attachments: Sequence[Attachment] = (),
 ) -> TurnOutcome:
     """Run one turn to its end; returns the outcome with the exit code to use.
 
@@ -161,7 +164,7 @@ def drive_turn(
     from services.kernel.channels import sync_channel
 
     outbox: queue.Queue[loop_pb2.ClientMessage | None] = queue.Queue()
-    outbox.put(convert.start(session_id, prompt))
+    outbox.put(convert.start(session_id, prompt, attachments))
     channel = sync_channel(endpoint)
     stub = loop_pb2_grpc.AgentLoopStub(channel)
     # Batched: every event ready at one moment travels in one message (a token stream is a few

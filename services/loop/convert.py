@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, fields
 from enum import StrEnum
 from typing import Any
@@ -11,6 +12,7 @@ from ai_coding.v1 import common_pb2, loop_pb2
 
 from services.loop import inbound
 from services.loop.approvals import Decision
+from services.loop.attachments import InputFile
 from services.loop.events import Event
 from services.loop.policy.turn import Status
 from services.loop.ports import ToolOutcome, Usage
@@ -94,7 +96,7 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
     """A ClientMessage as a domain message (``Unknown`` when it has no body)."""
     which = message.WhichOneof("msg")
     if which == "start":
-        return inbound.Start(message.start.session_id, message.start.input)
+        return inbound.Start(message.start.session_id, message.start.input, _files(message.start.attachments))
     if which == "attach":
         return inbound.Attach(message.attach.session_id, message.attach.after_seq)
     if which == "approval":
@@ -106,8 +108,12 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
             message.interrupt.scope, "turn")
         return inbound.InterruptRequest(scope)
     if which == "queue":
-        return inbound.Queue(message.queue.input)
+        return inbound.Queue(message.queue.input, _files(message.queue.attachments))
     return inbound.Unknown()
+
+
+def _files(items: Iterable[loop_pb2.InputAttachment]) -> tuple[InputFile, ...]:
+    return tuple(InputFile(a.path, a.mime_type, a.data, a.truncated) for a in items)
 
 
 def summary_to_proto(summary: SessionSummary, is_open: bool) -> loop_pb2.SessionSummary:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.loop.approvals import Decision
+from services.loop.attachments import InputFile
 
 
 @dataclass(frozen=True)
 class Start:
     session_id: str
     input: str
+    attachments: tuple[InputFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class InterruptRequest:
 @dataclass(frozen=True)
 class Queue:
     input: str
+    attachments: tuple[InputFile, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Request assembly: a stable prefix, the history, then a volatile tail.
 
-The system message (base instructions, the workspace's AGENTS.md or CLAUDE.md,
-the skill catalog, the MCP catalog) is fixed for the life of a session and the
+The system message (base instructions, the project's AGENTS.md and CLAUDE.md
+files, the skill catalog, the MCP catalog) is fixed for the life of a session and the
 history only grows, so the stable part of request N is a byte prefix of request
 N+1 and a provider's prefix cache keeps hitting. The MCP catalog changes only
 when the set of servers or tools does; that is a declared cache break (see
@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import platform
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from services.loop.pairing import is_paired, repair_pairing
@@ -36,9 +35,6 @@ When a tool fails, read its error and hint and change approach instead of repeat
 Ask the user (ask_user) only when a decision really needs them; otherwise state your assumption.
 When you are done, answer briefly: what you changed, how you checked it, what is left."""
 
-PROJECT_NOTE_FILES = ("AGENTS.md", "CLAUDE.md")
-# Project notes beyond this are cut: they are paid on every step.
-MAX_PROJECT_NOTES_CHARS = 16_000
 TAIL_ORDER = (
     "memory-constraints",
     "task-state",
@@ -48,25 +44,12 @@ TAIL_ORDER = (
 )
 
 
-def read_project_notes(workspace: str | Path) -> tuple[str, str]:
-    """``(file name, text)`` of the first of AGENTS.md / CLAUDE.md in the workspace root."""
-    for name in PROJECT_NOTE_FILES:
-        path = Path(workspace) / name
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if len(text) > MAX_PROJECT_NOTES_CHARS:
-            text = text[:MAX_PROJECT_NOTES_CHARS] + "\n[... project notes truncated]"
-        return name, text
-    return "", ""
-
-
-def build_instructions(base: str, notes_name: str, notes: str, skill_catalog: str) -> str:
-    """The stable system message text."""
+def build_instructions(base: str, notes: str, skill_catalog: str) -> str:
+    """The stable system message text (``notes``: the rendered ``<project-notes>`` blocks, see
+    services/loop/instructions.py)."""
     parts = [base.strip()]
     if notes.strip():
-        parts.append(f"<project-notes file=\"{notes_name}\">\n{notes.strip()}\n</project-notes>")
+        parts.append(notes.strip())
     if skill_catalog.strip():
         parts.append(f"<skills>\n{skill_catalog.strip()}\n</skills>")
     return "\n\n".join(parts)

@@ -12,8 +12,10 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from services.kernel.config import user_config_path
 from services.kernel.errors import ConfigError
 from services.loop import limits
 from services.loop.approvals import Decision, Resolution
@@ -23,6 +25,7 @@ from services.loop.dispatch import DispatchContext
 from services.loop.errors import AuxiliaryError, BadRequest, SessionNotFound
 from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
+from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
 from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
@@ -43,7 +46,6 @@ from services.loop.ports import (
 from services.loop.prompt import (
     BASE_INSTRUCTIONS,
     build_instructions,
-    read_project_notes,
     with_mcp_catalog,
 )
 from services.loop.registry import ToolRegistry
@@ -88,6 +90,8 @@ class SessionOptions:
 
     auto_approve: bool = False
     interactive: bool = False
+    cwd: str = ""
+    """Where the user runs the client (inside the workspace): instructions are read down to here."""
 
 
 @dataclass
@@ -153,8 +157,9 @@ class SessionRuntime:
         self.mcp_reported: set[str] = set()
         self.mcp_failure_reported = False
         self.tool_warnings: list[tuple[str, str]] = []
-        notes_name, notes = read_project_notes(session.workspace)
-        self.instructions = build_instructions(BASE_INSTRUCTIONS, notes_name, notes, "")
+        notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
+                           user_config_path().parent)
+        self.instructions = build_instructions(BASE_INSTRUCTIONS, render_notes(notes), "")
         self.base_instructions = self.instructions  # without the MCP catalog (see step_tail)
         self.mcp_catalog: str | None = None  # the catalog in the system message; None before the first
         export = deps.span_export if deps.traces else None

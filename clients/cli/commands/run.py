@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import typer
@@ -13,49 +12,86 @@ from clients.cli import exit_codes
 from clients.cli.commands.common import cli_errors, fail
 
 if TYPE_CHECKING:
+    from clients.cli import headless
     from clients.cli.views import Event
 
 
 def run(
-    prompt: str = typer.Argument(..., help="What to ask the agent."),
-    workspace: str = typer.Option(".", "--workspace", "-w", help="Workspace root (default: current dir)."),
+    prompt: str = typer.Argument("", help="What to ask the agent. `-` (or nothing, with input piped in) reads it "
+                                       "from stdin; `@path` attaches a file (text, or an image)."),
+    workspace: str = typer.Option("", "--workspace", "-w",
+                                  help="Workspace root (default: the git root above the current dir, else the "
+                                       "current dir)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per event per line."),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Allow WARN-level tools without asking."),
-    session: str = typer.Option("", "--session", help="Continue this session (id or unique prefix)."),
+    continue_last: bool = typer.Option(False, "--continue", "-c",
+                                       help="Continue the most recent session of this workspace."),
+    resume: str = typer.Option("", "--resume", "-r",
+                               help="Resume session ID (or a unique prefix); a prefix that matches several lists "
+                                    "them; a bare -r lists the sessions."),
+    session: str = typer.Option("", "--session", help="Same as --resume ID."),
     model: str = typer.Option("", "--model", "-m", help="Model name from the config's models table."),
     timeout: float = typer.Option(0.0, "--timeout", help="Interrupt the turn after this many seconds and exit 4 (0: the loop's own limit)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show reasoning and more detail."),
 ) -> None:
-    """Run one turn in WORKSPACE and exit with a code that says how it ended."""
-    from clients.cli import control
+    """Run one turn in WORKSPACE and exit with a code that says how it ended (`ai-coding -p PROMPT` is the same)."""
+    from clients.cli import attachments, control, headless
+    from clients.cli.commands.sessions import session_rows
     from clients.cli.event_json import JsonLinesPrinter
     from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
-    root = Path(workspace).expanduser().resolve()
+    root, cwd = headless.workspace_and_cwd(workspace)
     if not root.is_dir():
         raise fail("run", f"workspace {workspace} is not a directory; pass an existing one with -w")
-    if not prompt.strip():
-        raise fail("run", "the prompt is empty; say what the agent should do")
+    text = headless.read_prompt(prompt, sys.stdin)
+    if not text.strip():
+        raise fail("run", "the prompt is empty; say what the agent should do (as an argument, or on stdin with `-`)")
     if timeout < 0:
         raise fail("run", f"--timeout {timeout:g} is negative; give seconds, or 0 for the loop's own limit")
+    if session and resume:
+        raise fail("run", "--session and --resume both name a session; pass one of them")
+    try:
+        files = attachments.collect(text, cwd)
+    except attachments.AttachmentError as err:
+        raise fail("run", str(err)) from None
     with cli_errors("run"):
         setup = control.resolve(root)
         control.ensure_running(setup, ["loop"], quiet=as_json)
+        if continue_last or resume or session:
+            session = pick_session(session_rows(root), continue_last, resume or session, "run")
         opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,
-                              auto_approve=auto_approve)
+                              auto_approve=auto_approve, cwd=str(cwd))
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+        for item in files:
+            note = " (cut at its size limit)" if item.truncated else ""
+            print(f"attached {item.path} ({len(item.data):,} bytes){note}", file=sys.stderr)
         approver = AutoApprover() if auto_approve else (TtyApprover() if sys.stdin.isatty() else NoTtyApprover())
         printer = JsonLinesPrinter(sys.stdout) if as_json else None
         sink, close = (printer.write, lambda: None) if printer else _rich_sink(verbose)
         try:
-            outcome = drive_turn(setup.endpoints["loop"], opened.session_id, prompt, sink, approver,
-                                 timeout=timeout or None)
+            outcome = drive_turn(setup.endpoints["loop"], opened.session_id, text, sink, approver,
+                                 timeout=timeout or None, attachments=files)
         finally:
             close()
     if printer is not None:
         printer.leave_if_reader_gone(outcome.exit_code)
     raise typer.Exit(outcome.exit_code)
+
+
+def pick_session(rows: Sequence[headless.SessionLike], continue_last: bool, resume: str, command: str) -> str:
+    """The session id --continue / --resume mean ("" = a new one); when they name none or several,
+    print the candidates and exit 2."""
+    from clients.cli import headless
+
+    choice = headless.choose_session(rows, continue_last=continue_last, resume=resume)
+    if choice.note:
+        print(f"ai-coding {command}: {choice.note}", file=sys.stderr)
+    if not choice.problem:
+        return choice.session_id
+    for row in choice.candidates:
+        print(headless.candidate_line(row), file=sys.stderr)
+    raise fail(command, choice.problem)
 
 
 def _rich_sink(verbose: bool) -> tuple[Callable[[Event], None], Callable[[], None]]:

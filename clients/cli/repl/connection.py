@@ -107,13 +107,15 @@ class TurnStream:
 class LoopClient:
     """Typed calls to the AgentLoop service."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, cwd: str = "") -> None:
         self._channel = aio_channel(endpoint, options=list(_FAST_RECONNECT))
         self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
+        self.cwd = cwd  # where the user is: project instructions are read down to here
 
     async def open_session(self, workspace: str, session_id: str = "") -> views.OpenedSession:
         """Create a session, or load one by id or unique prefix."""
-        request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, interactive=True)
+        request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, interactive=True,
+                                                  cwd=self.cwd)
         try:
             response: loop_pb2.OpenSessionLoopResponse = await self.stub.OpenSession(request, timeout=UNARY_TIMEOUT)
             return convert.opened(response)

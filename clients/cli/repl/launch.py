@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
+from clients.cli.headless import workspace_and_cwd
 from clients.cli.repl.app import Repl
 from clients.cli.repl.connection import LoopClient
 from clients.cli.repl.services import ServiceClients
@@ -25,14 +25,14 @@ def _endpoints(workspace: Path, quiet: bool = False) -> tuple[dict[str, Endpoint
 
 
 def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
-    """Open the interactive client on ``workspace`` (default: the current dir); returns the exit code."""
+    """Open the interactive client on ``workspace`` (default: the git root, else the current dir); the exit code."""
     from services.kernel.errors import AiCodingError
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print("ai-coding: the interactive client needs a terminal; for scripts use `ai-coding run \"PROMPT\"`",
               file=sys.stderr)
         return 2
-    root = Path(workspace or os.getcwd()).resolve()
+    root, cwd = workspace_and_cwd(str(workspace or ""))
     if not root.is_dir():
         print(f"ai-coding: workspace {root} is not a directory; pass an existing one with -w", file=sys.stderr)
         return 2
@@ -44,7 +44,7 @@ def run_repl(workspace: Path | str | None = None, session_id: str | None = None,
 
     async def main() -> int:
         services = ServiceClients(endpoints["memory"], endpoints["mcp_gateway"], str(root))
-        repl = Repl(LoopClient(endpoints["loop"]), str(root), attach=attach, log_path=log_path, services=services)
+        repl = Repl(LoopClient(endpoints["loop"], cwd=str(cwd)), str(root), attach=attach, log_path=log_path, services=services)
         return await repl.run(session_id or "")
 
     try:

@@ -66,7 +66,7 @@ def test_numbering_continues_from_the_saved_last_seq() -> None:
 
 
 def test_the_tail_rides_on_the_last_message_and_the_rest_is_unchanged() -> None:
-    instructions = build_instructions("base", "AGENTS.md", "use pytest", "")
+    instructions = build_instructions("base", "<project-notes file=\"AGENTS.md\">use pytest</project-notes>", "")
     history: list[dict[str, Any]] = [{"role": "user", "content": "fix it", "_ts": 1.0}]
     tail = tail_blocks({"environment": "cwd: /w", "task-state": "[ ] 1. fix"})
     messages, stats = assemble(instructions, history, tail, [])

@@ -1,0 +1,122 @@
+"""What a Claude Code or Codex user types: ``-p/--print``, ``-c/--continue``, ``-r/--resume [ID]``,
+a prompt from stdin, and the git root as the default workspace.
+
+Pure functions over argv, paths and session rows; stdlib only (this runs on every command line).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TextIO
+
+PRINT_FLAGS = ("-p", "--print")
+RESUME_FLAGS = ("-r", "--resume")
+# What a bare ``-r``/``--resume`` (no id after it) becomes: "show me the sessions to pick from".
+PICK = "@list"
+STDIN_PROMPT = "-"
+
+
+def rewrite_argv(args: Sequence[str], commands: Sequence[str]) -> list[str]:
+    """``-p PROMPT ...`` before any command means ``run PROMPT ...``; a bare ``-r``/``--resume``
+    (at the end, or followed by another option) means ``--resume @list``."""
+    out = list(args)
+    first_command = next((n for n, a in enumerate(out) if a in commands), len(out))
+    flag = next((n for n, a in enumerate(out[:first_command]) if a in PRINT_FLAGS), None)
+    if flag is not None:
+        out = ["run", *out[:flag], *out[flag + 1:]]
+    for n, arg in enumerate(out):
+        if arg in RESUME_FLAGS and (n + 1 == len(out) or out[n + 1].startswith("-")):
+            out[n] = f"--resume={PICK}"
+    return out
+
+
+def git_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``.git`` (a repository or a worktree)."""
+    current = start.resolve()
+    for directory in (current, *current.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def default_workspace(cwd: Path | None = None) -> Path:
+    """The git root when ``cwd`` is inside a repository, else ``cwd`` itself (as Claude Code and
+    Codex treat the project)."""
+    here = (cwd or Path(os.getcwd())).resolve()
+    return git_root(here) or here
+
+
+def workspace_and_cwd(given: str) -> tuple[Path, Path]:
+    """``(workspace root, where the user is)``: ``-w`` when given, else the default workspace; the
+    working directory counts only when it is inside that root (else the root stands for it)."""
+    here = Path(os.getcwd()).resolve()
+    root = Path(given).expanduser().resolve() if given else default_workspace(here)
+    return root, here if here.is_relative_to(root) else root
+
+
+class SessionLike(Protocol):
+    """A saved session as ListSessions describes it (the proto summary or the REPL's row)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def last_activity(self) -> float: ...
+    @property
+    def preview(self) -> str: ...
+    @property
+    def message_count(self) -> int: ...
+
+
+def candidate_line(row: SessionLike) -> str:
+    """'  0113e0ac4f2d…  2026-12-01 14:03  12 messages  fix the failing test'."""
+    when = datetime.datetime.fromtimestamp(row.last_activity).strftime("%Y-%m-%d %H:%M")
+    preview = " ".join(row.preview.split())[:70] or "(empty)"
+    return f"  {row.session_id}  {when}  {row.message_count} messages  {preview}"
+
+
+@dataclass(frozen=True)
+class SessionChoice:
+    """Which session a turn runs in: ``session_id`` ("" = a new one), or why none was picked
+    (``problem``, with the ``candidates`` to show)."""
+
+    session_id: str = ""
+    note: str = ""
+    problem: str = ""
+    candidates: list[SessionLike] = field(default_factory=list)
+
+
+def choose_session(rows: Sequence[SessionLike], *, continue_last: bool, resume: str) -> SessionChoice:
+    """``--continue``: the newest session of the workspace (rows are newest first); ``--resume ID``:
+    the one session equal to or starting with ID; several matches list them instead of picking."""
+    if continue_last and resume:
+        return SessionChoice(problem="--continue and --resume both name a session; pass one of them")
+    if continue_last:
+        if not rows:
+            return SessionChoice(note="no earlier session in this workspace; starting a new one")
+        return SessionChoice(session_id=rows[0].session_id)
+    if not resume:
+        return SessionChoice()
+    if resume == PICK:
+        if not rows:
+            return SessionChoice(problem="no saved sessions in this workspace to resume")
+        return SessionChoice(problem="pick a session: pass its id (or a unique prefix) to --resume",
+                             candidates=list(rows))
+    exact = [r for r in rows if r.session_id == resume]
+    matches = exact or [r for r in rows if r.session_id.startswith(resume)]
+    if len(matches) == 1:
+        return SessionChoice(session_id=matches[0].session_id)
+    if not matches:
+        return SessionChoice(problem=f"no session {resume!r} in this workspace; `ai-coding sessions list` shows them")
+    return SessionChoice(problem=f"{resume!r} matches {len(matches)} sessions; pass more of the id",
+                         candidates=matches)
+
+
+def read_prompt(prompt: str, stdin: TextIO) -> str:
+    """The prompt: ``-`` (or nothing, when stdin is not a terminal) reads it from stdin."""
+    if prompt == STDIN_PROMPT or (not prompt and not stdin.isatty()):
+        return stdin.read()
+    return prompt
