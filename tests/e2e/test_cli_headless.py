@@ -56,7 +56,7 @@ def repo(isolated_home: Path, tmp_path: Path, model: FakeModelServer,
 
 def term(args: list[str], cwd: Path, program: str = EXE) -> tuple[int, str]:
     """Run in a pseudo-terminal to its end: (exit status, everything it printed)."""
-    child = pexpect.spawn(program, args, cwd=str(cwd), env=dict(os.environ), encoding="utf-8", timeout=120,
+    child = pexpect.spawn(program, args, cwd=str(cwd), env=dict(os.environ), encoding="utf-8", timeout=300,
                           dimensions=(40, 200))
     child.expect(pexpect.EOF)
     child.close()
