@@ -3,7 +3,8 @@
     .venv/bin/python bench/startup.py [--runs N] [--steps K]
 
 Prints:
-- ``ai-coding --version`` wall time (median of N) beside a bare ``python -c pass``;
+- ``ai-coding --version`` wall time (median of N) beside a bare ``python -c pass``, and which of
+  openai / mcp / opentelemetry / grpc it imports (none; tests/unit/cli/test_cli_startup_imports.py);
 - ``ai-coding up`` until every service answers SERVING (median of 3) beside each service
   (``ai-coding serve NAME``) started alone, the slowest being the floor for ``up``;
 - loop overhead per model step: a turn of K tool steps (``read`` of a small file) plus a
@@ -41,6 +42,18 @@ def bench_version(env: dict[str, str], runs: int) -> tuple[float, float]:
     version = [timed([CLI, "--version"], env) for _ in range(runs)]
     bare = [timed([sys.executable, "-c", "pass"], env) for _ in range(runs)]
     return statistics.median(version), statistics.median(bare)
+
+
+HEAVY_MODULES = ("openai", "mcp", "opentelemetry", "grpc")
+
+
+def version_imports(env: dict[str, str]) -> list[str]:
+    """Which of HEAVY_MODULES ``ai-coding --version`` imports (the client must import none)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", CLI, "--version"], env=env, check=True,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    top = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in done.stderr.splitlines()
+           if line.startswith("import time:")}
+    return sorted(top & set(HEAVY_MODULES))
 
 
 def bench_up(env: dict[str, str], runs: int) -> tuple[float, dict[str, float]]:
@@ -138,6 +151,8 @@ def main() -> None:
     version, bare = bench_version(env, args.runs)
     print(f"ai-coding --version     {version * 1000:8.1f} ms   (python -c pass {bare * 1000:.1f} ms, "
           f"ratio {version / bare:.2f}x; target < 300 ms)")
+    heavy = version_imports(env)
+    print(f"  heavy imports:        {', '.join(heavy) or 'none'} (of {', '.join(HEAVY_MODULES)}; target none)")
     up, alone = bench_up(env, 3)
     slowest = max(alone, key=lambda n: alone[n])
     print(f"ai-coding up (SERVING)  {up * 1000:8.1f} ms   (slowest service alone: {slowest} "
