@@ -1,7 +1,8 @@
 """Regenerate the protobuf/gRPC Python code and .pyi stubs from protos/.
 
 Run from anywhere: ``python scripts/gen_protos.py``. The output is committed; a
-test (tests/unit/test_generated_code.py) fails when regenerating changes it.
+test (tests/unit/test_generated_code.py) fails when regenerating changes it. It also
+regenerates the ``run --json`` schema and docs/events.md (scripts/gen_event_schema.py).
 ``--check`` regenerates into a temp dir and exits 1 on any difference.
 """
 
@@ -80,7 +81,11 @@ def main() -> int:
             old.unlink()
         for new in generated_files(out):
             shutil.copy2(new, PACKAGE / new.name)
-    return 0
+    # The run --json schema and docs/events.md follow the TurnEvent message (a fresh process
+    # imports the code just written).
+    import subprocess
+
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_event_schema.py")], check=False).returncode
 
 
 if __name__ == "__main__":
