@@ -61,6 +61,7 @@ from services.loop.turn_events import (
     TaskListUpdated,
     TurnFinished,
 )
+from services.loop.webfetch import WEBFETCH
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -335,7 +336,7 @@ class SessionRuntime:
         """The loop's own tools for this session: todo_write (it changes this session's task
         state, so its handler is ours) and the stateless ones of local_tools."""
         todo = ToolDef.from_spec(TODO_WRITE_TOOL, permission=Level.ALLOW, handler=self._todo_handler)
-        tools = [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None)]
+        tools = [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
             tools.append(mcp_describe_tool(self._mcp_describe_handler))
         return tools
