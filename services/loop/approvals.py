@@ -14,6 +14,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
+class RequestKind(StrEnum):
+    """What a pending request asks for (its letter appears in the request id)."""
+
+    APPROVAL = "a"
+    QUESTION = "q"
+
+
 class Decision(StrEnum):
     """An answer to an approval request."""
 
@@ -41,18 +48,21 @@ class Pending:
         self.turn = turn
         self._counter = 0
         self._futures: dict[str, asyncio.Future[Resolution]] = {}
+        self._kinds: dict[str, RequestKind] = {}
 
-    def open(self, kind: str) -> tuple[str, asyncio.Future[Resolution]]:
-        """A new request id (``kind`` is ``a`` for approvals, ``q`` for questions) and its future."""
+    def open(self, kind: RequestKind) -> tuple[str, asyncio.Future[Resolution]]:
+        """A new request id and its future."""
         self._counter += 1
-        request_id = f"t{self.turn}-{kind}{self._counter}"
+        request_id = f"t{self.turn}-{kind.value}{self._counter}"
         future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future
+        self._kinds[request_id] = kind
         return request_id, future
 
     def resolve(self, resolution: Resolution) -> bool:
         """Settle a pending request; False when the id is unknown or already settled."""
         future = self._futures.pop(resolution.request_id, None)
+        self._kinds.pop(resolution.request_id, None)
         if future is None or future.done():
             return False
         future.set_result(resolution)
@@ -61,10 +71,11 @@ class Pending:
     def forget(self, request_id: str) -> None:
         """Drop a request the pipeline stopped waiting for (timeout)."""
         self._futures.pop(request_id, None)
+        self._kinds.pop(request_id, None)
 
-    def clear(self) -> list[str]:
-        """Deny everything still pending (the turn ended); returns the cleared ids."""
-        cleared = list(self._futures)
+    def clear(self) -> dict[str, RequestKind]:
+        """Deny everything still pending (the turn ended); returns the cleared ids and their kinds."""
+        cleared = {request_id: self._kinds[request_id] for request_id in self._futures}
         for request_id in cleared:
             self.resolve(Resolution(request_id, Decision.DENY, source="turn_ended"))
         return cleared

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.kernel.titles import tool_title
-from services.loop.approvals import Decision, Pending, Resolution, is_allowed
-from services.loop.errors import AuxiliaryError
+from services.loop.approvals import Decision, Pending, RequestKind, Resolution, is_allowed
+from services.loop.domain import call_deadline, wait_limit
+from services.loop.errors import ApprovalStop, AuxiliaryError
 from services.loop.local_tools import error_outcome
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
@@ -26,11 +27,11 @@ from services.loop.ports import (
     ToolCall,
     ToolChunkEvent,
     ToolDef,
+    ToolIndex,
     ToolOutcome,
     ToolRunner,
 )
 from services.loop.previews import approval_preview, changed_first, checked_preview, wants_dry_run
-from services.loop.registry import ToolRegistry
 from services.loop.turn_events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -55,10 +56,6 @@ PREVIEW_TIMEOUT_S = 2.0
 log = logging.getLogger("ai_coding.loop")
 
 
-class ApprovalStop(Exception):
-    """The user answered STOP to an approval request."""
-
-
 def no_guard(call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
     return None
 
@@ -70,7 +67,7 @@ class DispatchContext:
     session_id: str
     workspace: str
     runner: ToolRunner
-    registry: ToolRegistry
+    registry: ToolIndex
     allowed_always: list[str]
     interactive: bool
     emit: Emit
@@ -171,11 +168,11 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
 async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], reason: str,
                         earlier: list[ToolCall]) -> Resolution:
     preview = await _preview(ctx, call, arguments, earlier)
-    request_id, future = ctx.pending.open("a")
+    request_id, future = ctx.pending.open(RequestKind.APPROVAL)
     ctx.emit(ApprovalRequested(request_id=request_id, call_id=call.id, tool=call.name,
                                arguments_json=call.arguments_json, preview=preview, reason=reason))
     try:
-        resolution = await asyncio.wait_for(future, timeout=max(ctx.remaining(), 0.01))
+        resolution = await asyncio.wait_for(future, timeout=wait_limit(max(ctx.remaining(), 0.01)))
     except TimeoutError:
         ctx.pending.forget(request_id)
         resolution = Resolution(request_id, Decision.DENY, source="timeout")
@@ -232,7 +229,7 @@ async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
 async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
     outcome: ToolOutcome | None = None
     async for item in ctx.runner.call(ctx.session_id, call.id, call.name, call.arguments_json,
-                                     max(ctx.remaining(), 0.5)):
+                                     call_deadline(ctx.remaining())):
         if isinstance(item, ToolChunkEvent):
             ctx.emit(ToolChunk(call_id=item.call_id, stream=item.stream, text=item.text))
         else:
@@ -253,9 +250,8 @@ async def _run_local(ctx: DispatchContext, call: ToolCall, tool: ToolDef) -> Too
     except ValueError as err:  # argument validation says what to send instead
         return error_outcome(call.id, call.name, "invalid_arguments", str(err))
     except AuxiliaryError as err:
-        ctx.on_degraded(err.component, err.reason)
-        return error_outcome(call.id, call.name, f"{err.component}_unavailable",
-                             f"{err.reason}; continue without it")
+        ctx.on_degraded(err.component, err.detail)
+        return error_outcome(call.id, call.name, err.reason, f"{err.detail}; continue without it")
 
 
 def _finish(ctx: DispatchContext, outcome: ToolOutcome) -> None:

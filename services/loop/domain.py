@@ -8,8 +8,13 @@ next to the Protocols that carry them.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+CALL_CAP_WITHOUT_CLOCK_S = 3600.0
+"""A call that crosses to another service gets a finite deadline even when the turn has no clock
+(``ai.turn_timeout_seconds: 0``): the longest the loop waits for one tool or MCP call then."""
 
 Message = dict[str, Any]
 """A Chat Completions message dict (``role``, ``content``, ``tool_calls``, ``tool_call_id``)."""
@@ -74,17 +79,6 @@ class StepResult:
     latency_ms: float = 0.0
 
 
-class ModelError(Exception):
-    """A model step failed after its retries. ``reason`` is stable:
-    ``context_length``, ``rate_limited``, ``server_error``, ``connection``,
-    ``auth``, ``timeout``, ``bad_request``."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-
-
 @dataclass
 class ToolOutcome:
     """A finished tool call as the pipeline records it."""
@@ -127,3 +121,14 @@ class McpCatalog:
     """Server name -> why it failed (sticky; the loop reports each server once)."""
     described: dict[str, str] = field(default_factory=dict)
     """``server__tool`` -> what ``mcp_describe`` answers (full description and input schema)."""
+
+
+def wait_limit(remaining: float) -> float | None:
+    """``remaining`` seconds as an asyncio timeout: None (no limit) when the turn has no clock."""
+    return None if math.isinf(remaining) else remaining
+
+
+def call_deadline(remaining: float, floor: float = 0.5) -> float:
+    """The deadline to give a call to another service: what the clock leaves (at least ``floor``),
+    capped at ``CALL_CAP_WITHOUT_CLOCK_S``."""
+    return max(min(remaining, CALL_CAP_WITHOUT_CLOCK_S), floor)

@@ -16,7 +16,8 @@ import asyncio
 import json
 from typing import Any
 
-from services.loop.approvals import Decision, Resolution
+from services.loop.approvals import Decision, RequestKind, Resolution
+from services.loop.domain import call_deadline
 from services.loop.policy.permissions import Level
 from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
 from services.loop.turn_events import QuestionAsked, QuestionResolved, ToolChunk
@@ -32,7 +33,7 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 def _timeout(ctx: ToolContext) -> float:
-    return max(min(ctx.remaining(), LOCAL_CALL_TIMEOUT_S), 0.5)
+    return call_deadline(min(ctx.remaining(), LOCAL_CALL_TIMEOUT_S))
 
 
 async def _tool_search(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
@@ -47,7 +48,7 @@ async def _ask_user(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
     if not ctx.interactive:
         return ToolOutcome(call.id, call.name, True, "no_user: nobody can answer; state your assumption and decide",
                            data={"status": "no_user"})
-    request_id, future = ctx.pending.open("q")
+    request_id, future = ctx.pending.open(RequestKind.QUESTION)
     ctx.emit(QuestionAsked(request_id=request_id, question=question, options=options))
     try:
         resolution = await asyncio.wait_for(future, timeout=max(min(ctx.remaining(), ctx.ask_timeout_seconds), 0.01))
@@ -82,7 +83,7 @@ async def _mcp_call(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
         return unavailable(call)
     emit = ctx.emit
     return await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")), mcp_input_json(args),
-                              max(ctx.remaining(), 0.5),
+                              call_deadline(ctx.remaining()),
                               lambda c: emit(ToolChunk(call_id=call.id, stream=c.stream, text=c.text)))
 
 

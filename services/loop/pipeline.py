@@ -1,9 +1,18 @@
-"""The turn pipeline: a short orchestrator over the session runtime's parts.
+"""The turn pipeline: a short orchestrator over its host session (``ports.TurnHost``).
 
-run -> steps -> (model step -> tool batch -> save -> decide)*; every decision
-is a pure function of services/loop/policy (turn policy, guards, search
-ladder, handoff); errors that end a turn are mapped to statuses in one place
-(``_guarded``).
+run -> steps -> (stages -> model step -> tool batch -> save -> decide)*. Every
+decision is a pure function of services/loop/policy (turn policy, guards,
+search ladder, handoff), and ``policy.turn.decide`` is the only place a turn's
+status comes from: whatever ends the steps (the policy's finish, an exception,
+a cancel, the clock) is turned into facts in ``_guarded`` and decided there.
+
+Seams for what plugs into a turn:
+- before each model step, the host's ``step_stages`` run in order on a
+  ``ports.StepContext`` (compaction replaces the history view there);
+- every report is a typed event (``Turn.emit`` / ``StepContext.emit``);
+- tools come from the host's registry (``ports.ToolDef``; register, do not branch here);
+- an error that should end the turn is a ``errors.LoopError`` whose ``apply_to``
+  names its fact.
 """
 
 from __future__ import annotations
@@ -11,22 +20,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from services.loop.approvals import Decision, Pending
+from services.loop.approvals import Decision, Pending, RequestKind
 from services.loop.compaction.keeper import fixed_tokens
-from services.loop.dispatch import ApprovalStop, DispatchContext, fill_cancelled, run_batch, tool_message
-from services.loop.policy.guards import DuplicateCallGuard, StrategyGate
+from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
+from services.loop.domain import Message, wait_limit
+from services.loop.errors import LoopError, ModelError
+from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
-from services.loop.ports import ModelError, StepResult, ToolCall, ToolOutcome, Usage
-from services.loop.prompt import Message, assemble_view, environment_block, tail_blocks
+from services.loop.policy.turn import Decision as TurnDecision
+from services.loop.ports import StepResult, ToolCall, ToolOutcome, TurnHost, Usage
+from services.loop.prompt import assemble_view, environment_block, tail_blocks
 from services.loop.turn_events import (
     ApprovalResolved,
     ContextAssembled,
+    Degraded,
     EventBody,
     ModelStepFinished,
     Notice,
@@ -38,13 +52,10 @@ from services.loop.turn_events import (
     TurnStarted,
 )
 
-if TYPE_CHECKING:
-    from services.loop.runtime import SessionRuntime
-
 log = logging.getLogger("ai_coding.loop")
 
-COMPLETED, TIMEOUT, INTERRUPTED, APPROVAL_STOP, FAILED = (
-    Status.COMPLETED, Status.TIMEOUT, Status.INTERRUPTED, Status.APPROVAL_STOP, Status.FAILED)
+# A model error this close to the turn clock's end is the clock's doing, not the model's.
+CLOCK_GRACE_S = 1.0
 
 
 @dataclass
@@ -55,9 +66,9 @@ class _StepState:
 
 
 class Turn:
-    """One user turn of a session runtime."""
+    """One user turn of a session (its host)."""
 
-    def __init__(self, rt: SessionRuntime, text: str, number: int) -> None:
+    def __init__(self, rt: TurnHost, text: str, number: int) -> None:
         self.rt = rt
         self.text = text
         self.number = number
@@ -68,6 +79,8 @@ class Turn:
         self.final_text = ""
         self.outcomes: list[ToolOutcome] = []
         self.stop_reason = ""  # set before cancelling: "interrupted" or "service_stopping"
+        self.status: Status | None = None
+        """How the turn ended, once it did (decide()'s answer)."""
         st = rt.settings
         self.duplicates = DuplicateCallGuard(threshold=st.duplicate_call_threshold)
         self.strategy = StrategyGate(st.failed_streak_threshold, st.max_strategy_nudges, st.stall_iterations)
@@ -85,44 +98,55 @@ class Turn:
 
     def emit(self, body: EventBody) -> None:
         """Emit one typed event of this turn (the seam every part of the turn reports through)."""
-        self.rt.events.emit(self.number, body)
+        self.rt.emit(self.number, body)
 
     def remaining(self) -> float:
-        return self._deadline - time.monotonic() if self._deadline else 3600.0
+        """Seconds left on the turn clock; ``math.inf`` when the turn has none."""
+        return self._deadline - time.monotonic() if self._deadline else math.inf
 
     async def run(self) -> None:
         """Run the turn to its TurnFinished event (never raises for turn-level failures)."""
         self.emit(TurnStarted(turn=self.number, input=self.text, model=self.rt.model.model_name))
         self._append({"role": "user", "content": self.text})
         self._save()
-        status, reason = await self._guarded()
-        self._end(status, reason)
+        self._end(await self._guarded())
 
-    async def _guarded(self) -> tuple[Status, str]:
+    def crashed(self, exc: BaseException) -> None:
+        """The turn's task failed outside ``run``'s guard: clients must still see an end."""
+        if self.finished:
+            return
+        decision = decide(self._facts(engine_error=f"internal_error: {type(exc).__name__}"))
+        self.finished = True
+        self.emit(TurnFinished(status=_status(decision), text=self.final_text, handoff="", usage=self.usage,
+                               iterations=self.iterations, duration_ms=self._elapsed_ms(), reason=decision.reason))
+
+    async def _guarded(self) -> TurnDecision:
+        """Run the steps; what ends them otherwise becomes a fact and decide() answers it."""
         try:
-            async with asyncio.timeout(self.remaining() if self._deadline else None):
+            async with asyncio.timeout(wait_limit(self.remaining())):
                 return await self._steps()
         except TimeoutError:
-            return TIMEOUT, f"turn clock of {self.rt.settings.turn_timeout_seconds:g}s ran out"
-        except ApprovalStop:
-            return APPROVAL_STOP, "the user answered stop to an approval"
+            return decide(self._facts(cut_by_clock=True))
         except ModelError as err:
-            if err.reason == "timeout" and self._deadline and self.remaining() < 1.0:
-                return TIMEOUT, f"turn clock of {self.rt.settings.turn_timeout_seconds:g}s ran out"
-            return FAILED, f"model {err.reason}: {err.message}"
+            if err.reason == "timeout" and self._deadline and self.remaining() < CLOCK_GRACE_S:
+                return decide(self._facts(cut_by_clock=True))
+            return decide(err.apply_to(self._facts()))
+        except LoopError as err:
+            return decide(err.apply_to(self._facts()))
         except Exception as exc:  # a bug must still end the turn with its final event
-            log.exception("turn %d of session %s failed", self.number, self.rt.session.id)
-            return FAILED, f"internal_error: {type(exc).__name__}: {str(exc)[:200]}"
+            log.exception("turn %d of session %s failed", self.number, self.rt.session_id)
+            return decide(self._facts(engine_error=f"internal_error: {type(exc).__name__}: {str(exc)[:200]}"))
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not self.stop_reason or task is None:
                 raise
             task.uncancel()  # the cancel was ours: finish the turn normally
-            return (INTERRUPTED, "interrupted by the user") if self.stop_reason == INTERRUPTED else (
-                FAILED, self.stop_reason)
+            if self.stop_reason == "interrupted":
+                return decide(self._facts(interrupted=True))
+            return decide(self._facts(engine_error=self.stop_reason))
 
-    async def _steps(self) -> tuple[Status, str]:
-        self.aux_tail = await self.rt.turn_preflight(self.emit)
+    async def _steps(self) -> TurnDecision:
+        self.aux_tail = await self.rt.turn_tail(self.emit)
         while True:
             step = await self._model_step()
             self._append_assistant(step)
@@ -133,8 +157,8 @@ class Turn:
             decision = decide(self._facts(step))
             if decision.final_summary_step:
                 await self._closing_answer(decision.reason)
-            if decision.finished and decision.status is not None:
-                return decision.status, decision.reason
+            if decision.finished:
+                return decision
             if decision.action is Action.NUDGE:
                 self.continuations += 1
                 nudges.append(decision.nudge)
@@ -157,8 +181,8 @@ class Turn:
         tools = [t.spec for t in rt.tools.visible()] if with_tools else []
         step_parts = await rt.step_tail(self.emit)
         for hard in (False, True):  # a context_length refusal compacts harder and retries the step once
-            tail = tail_blocks({**self.aux_tail, **step_parts, **rt.tail_parts(), **rt.context.tail_part(),
-                                "environment": environment_block(rt.session.workspace, rt.model.model_name)})
+            tail = tail_blocks({**self.aux_tail, **step_parts, **rt.context.tail_part(),
+                                "environment": environment_block(rt.workspace, rt.model.model_name)})
             messages = await self._request(tools, tail, hard=hard)
             try:
                 step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
@@ -182,8 +206,8 @@ class Turn:
         """The request's messages: the history compacted first when it would reach the ceiling."""
         rt = self.rt
         fixed = fixed_tokens(rt.instructions, tools, sum(len(text.encode()) for _, text in tail))
-        await rt.context.prepare(rt.session.messages, fixed, self.text, rt.model, self.emit, self._save, hard=hard)
-        history, history_bytes = rt.context.request_history(rt.session.messages)
+        await rt.context.prepare(rt.messages, fixed, self.text, rt.model, self.emit, self._save, hard=hard)
+        history, history_bytes = rt.context.request_history(rt.messages)
         messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
         fill = rt.context.fill()
         self.emit(ContextAssembled(
@@ -222,9 +246,29 @@ class Turn:
         if not step.tool_calls:  # with calls, the save waits for their results: saves are always paired
             self._save()
 
+    def _dispatch_context(self) -> DispatchContext:
+        rt = self.rt
+        return DispatchContext(
+            session_id=rt.session_id, workspace=rt.workspace, runner=rt.runner, registry=rt.tools,
+            allowed_always=rt.allowed_tools, interactive=rt.interactive, emit=self.emit, pending=self.pending,
+            remaining=self.remaining, gate=rt.gate, memory=rt.memory, mcp=rt.mcp, guard=self._guard,
+            ask_timeout_seconds=rt.settings.question_timeout_seconds,
+            on_degraded=lambda component, reason: self.emit(Degraded(component=component, reason=reason)),
+        )
+
+    def _guard(self, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
+        """Duplicate-call and path-escape guards (a refusal becomes the call's result)."""
+        refusal = self.duplicates.check(call.name, arguments, call.id)
+        if refusal is None and call.name == "bash":
+            escaped, refusal = check_path_escape(str(arguments.get("command", "")), self.rt.workspace,
+                                                 self.rt.settings.strict_paths)
+            if escaped and refusal is None:  # observe mode: recorded, not refused
+                self.emit(Notice(level="info", text=f"bash names paths outside the workspace: {', '.join(escaped)}"))
+        return refusal
+
     async def _batch(self, calls: list[ToolCall]) -> list[str]:
         """Run one batch; returns the nudges its results earned (strategy gate, search ladder)."""
-        ctx = self.rt.dispatch_context(self)
+        ctx = self._dispatch_context()
         self._step.calls, self._step.dispatch = calls, ctx
         self.batch_task = asyncio.ensure_future(run_batch(ctx, calls))
         try:
@@ -269,26 +313,34 @@ class Turn:
             self._append(tool_message(outcome))
         self._step.dispatch = None
 
-    def _facts(self, step: StepResult) -> Facts:
+    def _facts(self, step: StepResult | None = None, *, cut_by_clock: bool = False, interrupted: bool = False,
+               engine_error: str = "") -> Facts:
+        """The turn's facts after ``step`` (None: the steps ended without one, for the given reason)."""
         st = self.rt.settings
         return Facts(
-            made_tool_calls=bool(step.tool_calls), round_iterations=self.round_iterations,
+            made_tool_calls=bool(step and step.tool_calls), round_iterations=self.round_iterations,
             max_tool_iterations=st.max_tool_iterations, open_items=self.rt.open_tasks(),
             continuations_used=self.continuations, max_auto_continuations=st.max_auto_continuations,
             elapsed_seconds=time.monotonic() - self._started, turn_timeout_seconds=st.turn_timeout_seconds,
             tokens_used=self.usage.total_tokens, turn_token_budget=st.turn_token_budget,
             stalled=self.strategy.stalled,
-            search_unconverged=self.ladder.level()[0] == 3, truncated=step.finish_reason == "length",
+            search_unconverged=self.ladder.level()[0] == 3, truncated=bool(step and step.finish_reason == "length"),
+            cut_by_clock=cut_by_clock, interrupted=interrupted, engine_error=engine_error,
         )
 
     def _append(self, message: dict[str, Any]) -> None:
         message["_ts"] = time.time()
-        self.rt.session.messages.append(message)
+        self.rt.messages.append(message)
 
     def _save(self) -> None:
         self.rt.save()
 
-    def _end(self, status: Status, reason: str) -> None:
+    def _elapsed_ms(self) -> float:
+        return (time.monotonic() - self._started) * 1000.0
+
+    def _end(self, decision: TurnDecision) -> None:
+        status, reason = _status(decision), decision.reason
+        self.status = status
         if self._step.dispatch is not None:
             self._record_results(self._step.dispatch, self._step.calls)
         if self._step.partial_text:  # kept: interrupted or timed-out streamed text
@@ -297,8 +349,8 @@ class Turn:
         self.rt.context.end_turn(self.number, status.value, self.text, self.final_text, sorted(
             {str(o.data["path"]) for o in self.outcomes if o.ok and o.tool in ("write", "edit") and o.data.get("path")}))
         cleared = self.pending.clear()
-        for request_id in cleared:
-            if "-q" in request_id:
+        for request_id, kind in cleared.items():
+            if kind is RequestKind.QUESTION:
                 self.emit(QuestionResolved(request_id=request_id, answer="", source="turn_ended"))
             else:
                 self.emit(ApprovalResolved(request_id=request_id, decision=Decision.DENY, source="turn_ended"))
@@ -306,8 +358,8 @@ class Turn:
         if handoff_needed(status, self.final_text):
             handoff = handoff_report(self._handoff_facts(status, reason))
         self.emit(TurnFinished(status=status, text=self.final_text, handoff=handoff, usage=self.usage,
-                               iterations=self.iterations, duration_ms=(time.monotonic() - self._started) * 1000.0,
-                               reason="" if status == COMPLETED else reason, cleared_requests=cleared))
+                               iterations=self.iterations, duration_ms=self._elapsed_ms(),
+                               reason="" if status is Status.COMPLETED else reason, cleared_requests=list(cleared)))
         self.finished = True
         self._save()
         # Folding the journal and rewriting the summaries waits until the clients have had the
@@ -327,6 +379,13 @@ class Turn:
             last_failure=f"{last.tool}: {last.error_code} {last.error_message[:200]}".strip() if last else "",
             artifacts=artifacts, iterations=self.iterations,
         )
+
+
+def _status(decision: TurnDecision) -> Status:
+    """The status of a finishing decision (decide() sets one whenever it finishes)."""
+    if decision.status is None:
+        raise AssertionError(f"decide() finished without a status: {decision}")
+    return decision.status
 
 
 def _stored_arguments(call: ToolCall) -> str:

@@ -14,23 +14,43 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from services.loop.approvals import Pending
+from services.loop.compaction.settings import CompactionSettings
 from services.loop.domain import (
     McpCatalog,
     MemorySearchResult,
     Message,
-    ModelError,
     StepResult,
     ToolCall,
     ToolChunkEvent,
     ToolOutcome,
     Usage,
 )
-from services.loop.policy.permissions import Level
+from services.loop.errors import ModelError
+from services.loop.policy.permissions import Level, Verdict
+from services.loop.policy.settings import LoopSettings
 from services.loop.turn_events import EventBody
 
-__all__ = ["McpCatalog", "McpClient", "MemoryClient", "MemorySearchResult", "Message", "ModelClient", "ModelError",
-           "StepResult", "ToolCall", "ToolChunkEvent", "ToolContext", "ToolDef", "ToolHandler", "ToolIndex",
-           "ToolOutcome", "ToolRunner", "Usage"]
+__all__ = [
+    "ContextWindow",
+    "McpCatalog",
+    "McpClient",
+    "MemoryClient",
+    "MemorySearchResult",
+    "Message",
+    "ModelClient",
+    "ModelError",
+    "StepResult",
+    "ToolCall",
+    "ToolChunkEvent",
+    "ToolContext",
+    "ToolDef",
+    "ToolHandler",
+    "ToolIndex",
+    "ToolOutcome",
+    "ToolRunner",
+    "TurnHost",
+    "Usage",
+]
 
 
 class ModelClient(Protocol):
@@ -122,7 +142,17 @@ class McpClient(Protocol):
 
 
 class ToolIndex(Protocol):
-    """The session's tool registry as a handler sees it (``tool_search`` uses it)."""
+    """The session's tools as the turn and the handlers see them (registry.ToolRegistry is one)."""
+
+    def get(self, name: str) -> ToolDef | None: ...
+
+    def names(self) -> list[str]:
+        """Tools callable without loading, sorted (for error messages)."""
+        ...
+
+    def visible(self) -> list[ToolDef]:
+        """What the model is offered this step."""
+        ...
 
     def search(self, query: str, limit: int = 5) -> list[ToolDef]:
         """Deferred tools ranked for ``query``."""
@@ -220,3 +250,111 @@ class ToolDef:
         fn = spec["function"]
         return cls(fn["name"], fn.get("description", ""), fn.get("parameters", {"type": "object"}),
                    permission=permission, parallel_safe=parallel_safe, deferred=deferred, handler=handler)
+
+
+# -- the turn and its session (pipeline.Turn <- runtime.SessionRuntime) --
+
+
+class WindowFillView(Protocol):
+    """How full the model's window is (tokens)."""
+
+    @property
+    def used(self) -> int: ...
+    @property
+    def ceiling(self) -> int: ...
+    @property
+    def window(self) -> int: ...
+
+
+class ContextWindow(Protocol):
+    """The session's context keeper as the turn uses it (compaction.keeper.ContextKeeper is one).
+
+    Before each model step the turn calls ``prepare`` (compaction runs there when the request would
+    reach the ceiling) and sends ``request_history``; it reports the provider's count (``observe``)
+    and the turn's end (``end_turn``)."""
+
+    @property
+    def settings(self) -> CompactionSettings: ...
+
+    async def prepare(self, messages: list[Message], fixed_tokens: int, request: str, model: ModelClient,
+                      emit: Callable[[EventBody], None], save: Callable[[], None], *, force: bool = False,
+                      hard: bool = False) -> bool: ...
+
+    def request_history(self, messages: list[Message]) -> tuple[list[Message], int]:
+        """The history the next request sends (compacted view) and its approximate bytes."""
+        ...
+
+    def fill(self) -> WindowFillView: ...
+
+    def observe(self, prompt_tokens: int) -> None: ...
+
+    def tail_part(self) -> dict[str, str]: ...
+
+    def end_turn(self, number: int, status: str, request: str, answer: str, changed: list[str]) -> None: ...
+
+
+class TurnHost(Protocol):
+    """Everything a ``pipeline.Turn`` needs from its session (``runtime.SessionRuntime`` is the host).
+
+    The turn reads and calls only these; the host never reaches into the turn, and the pipeline
+    does not import the runtime."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def settings(self) -> LoopSettings: ...
+    @property
+    def model(self) -> ModelClient: ...
+    @property
+    def messages(self) -> list[Message]:
+        """The session's record; the turn appends to it."""
+        ...
+    @property
+    def instructions(self) -> str: ...
+    @property
+    def tools(self) -> ToolIndex: ...
+    @property
+    def runner(self) -> ToolRunner: ...
+    @property
+    def memory(self) -> MemoryClient | None: ...
+    @property
+    def mcp(self) -> McpClient | None: ...
+    @property
+    def interactive(self) -> bool: ...
+    @property
+    def allowed_tools(self) -> list[str]:
+        """The session's "allow always" grants (an approval may add one)."""
+        ...
+    @property
+    def context(self) -> ContextWindow: ...
+
+    def emit(self, turn: int, body: EventBody) -> None: ...
+
+    def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
+        """The permission gate for one call."""
+        ...
+
+    async def turn_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
+        """Before the first step: get the session ready (tools attached, degraded parts reported)
+        and the tail blocks that hold for the whole turn (memory constraints)."""
+        ...
+
+    async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
+        """Tail blocks fetched every step (the task state); refreshes the MCP catalog."""
+        ...
+
+    def open_tasks(self) -> list[str]:
+        """Contents of the todo items still open."""
+        ...
+
+    def add_usage(self, usage: Usage) -> None: ...
+
+    def save(self) -> None:
+        """Persist the record (a failing disk degrades, never raises)."""
+        ...
+
+    def end_of_turn(self) -> None:
+        """After the clients had turn_finished: fold the journal, close the trace."""
+        ...

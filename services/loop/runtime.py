@@ -21,20 +21,19 @@ from services.loop import limits
 from services.loop.approvals import Decision, Resolution
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.dispatch import DispatchContext
-from services.loop.errors import AuxiliaryError, BadRequest, SessionNotFound
+from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
 from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
-from services.loop.policy.guards import Refusal, check_path_escape, compile_bash_policy
-from services.loop.policy.permissions import Level, Verdict, decide_permission
+from services.loop.policy.guards import compile_bash_policy
+from services.loop.policy.permissions import Level, Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
-from services.loop.policy.turn import Status
 from services.loop.ports import (
     McpClient,
     MemoryClient,
+    Message,
     ModelClient,
     ToolCall,
     ToolContext,
@@ -43,23 +42,18 @@ from services.loop.ports import (
     ToolRunner,
     Usage,
 )
-from services.loop.prompt import (
-    BASE_INSTRUCTIONS,
-    build_instructions,
-    with_mcp_catalog,
-)
+from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
-from services.loop.tasks import TODO_WRITE_TOOL, TaskState, render_task_state, todo_write
+from services.loop.tail import SessionTail
+from services.loop.tasks import TODO_WRITE_TOOL, TaskState, todo_write
 from services.loop.traces import SpanExport, TraceWriter
 from services.loop.turn_events import (
     Degraded,
     EventBody,
     InputQueued,
-    Notice,
     TaskItem,
     TaskListUpdated,
-    TurnFinished,
 )
 from services.loop.webfetch import WEBFETCH
 
@@ -68,9 +62,6 @@ log = logging.getLogger("ai_coding.loop")
 # Idle sessions kept in memory beyond this are dropped (least recently used first);
 # they stay on disk and are loaded again by the next OpenSession.
 MAX_IDLE_SESSIONS = 100
-
-# Memory constraints and the MCP catalog are auxiliary: past this the turn goes on without them.
-AUXILIARY_TIMEOUT_S = 1.5
 
 
 ENVIRONMENT_HINT = ("The services keep the environment they were started with: after exporting a variable, "
@@ -153,16 +144,11 @@ class SessionRuntime:
         self.harvest_task: asyncio.Task[None] | None = None
         self.attached = 0  # streams currently following this session
         self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
-        self.mcp_permissions: dict[str, str] = {}
-        self.mcp_described: dict[str, str] = {}
-        self.mcp_reported: set[str] = set()
-        self.mcp_failure_reported = False
         self.tool_warnings: list[tuple[str, str]] = []
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
-        self.instructions = build_instructions(BASE_INSTRUCTIONS, render_notes(notes), "")
-        self.base_instructions = self.instructions  # without the MCP catalog (see step_tail)
-        self.mcp_catalog: str | None = None  # the catalog in the system message; None before the first
+        self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
+                                build_instructions(BASE_INSTRUCTIONS, render_notes(notes), ""))
         export = deps.span_export if deps.traces else None
         self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None
                                  ) if deps.traces else None
@@ -213,14 +199,6 @@ class SessionRuntime:
         self.warnings += warnings
         self.tools.set_remote(remote)
 
-    async def turn_preflight(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        """Before a turn's first step: re-attach tools if needed, report degraded parts, and
-        gather the auxiliary tail blocks."""
-        if not self.tools_attached:
-            await self.attach_tools()
-        for component, warning in self.tool_warnings:
-            emit(Degraded(component=component, reason=warning))
-        return await self.auxiliary_tail(emit)
 
     @property
     def idle(self) -> bool:
@@ -258,11 +236,8 @@ class SessionRuntime:
                 self._start_harvest()
         except Exception as exc:
             log.exception("turn of session %s crashed", self.session.id)
-            if self.turn is not None and not self.turn.finished:  # clients must still see an end
-                self.events.emit(self.turn.number, TurnFinished(
-                    status=Status.FAILED, text="", handoff="", usage=self.turn.usage,
-                    iterations=self.turn.iterations, duration_ms=0.0,
-                    reason=f"internal_error: {type(exc).__name__}"))
+            if self.turn is not None:
+                self.turn.crashed(exc)
         finally:
             self.turn = None
             self.task = None
@@ -330,145 +305,99 @@ class SessionRuntime:
         self.store.compact(self.session)
         self.store.close(self.session.id)
 
-    # -- what the turn needs --
+    # -- the turn's host (ports.TurnHost) --
 
-    def tool_defs(self, interactive: bool) -> list[ToolDef]:
-        """The loop's own tools for this session: todo_write (it changes this session's task
-        state, so its handler is ours) and the stateless ones of local_tools."""
-        todo = ToolDef.from_spec(TODO_WRITE_TOOL, permission=Level.ALLOW, handler=self._todo_handler)
-        tools = [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH]
-        if self.deps.mcp is not None:  # it reads the catalog this session last fetched
-            tools.append(mcp_describe_tool(self._mcp_describe_handler))
-        return tools
+    @property
+    def session_id(self) -> str:
+        return self.session.id
 
-    async def _mcp_describe_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        return mcp_describe_outcome(call.id, self.mcp_described, arguments)
+    @property
+    def workspace(self) -> str:
+        return self.session.workspace
 
-    async def _todo_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        return self.todo(ctx.emit, arguments)
+    @property
+    def messages(self) -> list[Message]:
+        return self.session.messages
 
-    def dispatch_context(self, turn: Turn) -> DispatchContext:
-        return DispatchContext(
-            session_id=self.session.id, workspace=self.session.workspace, runner=self.deps.tools,
-            registry=self.tools, allowed_always=self.session.allowed_tools,
-            interactive=self.options.interactive, emit=turn.emit, pending=turn.pending,
-            remaining=turn.remaining, gate=self.gate, memory=self.deps.memory, mcp=self.deps.mcp,
-            guard=lambda call, args: self.guard(turn, call, args),
-            ask_timeout_seconds=self.settings.question_timeout_seconds,
-            on_degraded=lambda component, reason: turn.emit(Degraded(component=component, reason=reason)),
-        )
+    @property
+    def runner(self) -> ToolRunner:
+        return self.deps.tools
+
+    @property
+    def memory(self) -> MemoryClient | None:
+        return self.deps.memory
+
+    @property
+    def mcp(self) -> McpClient | None:
+        return self.deps.mcp
+
+    @property
+    def interactive(self) -> bool:
+        return self.options.interactive
+
+    @property
+    def allowed_tools(self) -> list[str]:
+        return self.session.allowed_tools
+
+    def emit(self, turn: int, body: EventBody) -> None:
+        self.events.emit(turn, body)
+
+    @property
+    def instructions(self) -> str:
+        """The system message (with the MCP catalog once fetched)."""
+        return self.tail.instructions
+
+    async def turn_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
+        if not self.tools_attached:
+            await self.attach_tools()
+        for component, warning in self.tool_warnings:
+            emit(Degraded(component=component, reason=warning))
+        return await self.tail.turn_parts(emit)
+
+    async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
+        return await self.tail.step_parts(emit, self.tasks())
 
     def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
         if tool.name == "mcp_call":
-            return self._mcp_gate(arguments)
+            return mcp_gate(str(arguments.get("server", "")), str(arguments.get("tool", "")),
+                            self.tail.mcp_permissions, self.permission_mode, self.session.allowed_tools)
         return decide_permission(tool.name, arguments, self.session.allowed_tools, self.permission_mode,
                                  bash_policy=self.bash_policy, declared=tool.permission, trusted=tool.local)
-
-    def _mcp_gate(self, arguments: dict[str, Any]) -> Verdict:
-        """A remote tool: the server's deny beats its allow, which beats an "always" answer."""
-        qualified = f"{arguments.get('server', '')}__{arguments.get('tool', '')}"
-        level = self.mcp_permissions.get(qualified, "warn")
-        if level == "deny":
-            return Verdict(Level.DENY, f"{qualified} is denied by the MCP server's permissions")
-        if level == "allow":
-            return Verdict(Level.ALLOW, "allowed by the MCP server's permissions")
-        if self.permission_mode == "readonly":
-            return Verdict(Level.DENY, "read-only mode: remote tools may change things")
-        grant = f"mcp:{qualified}"
-        if self.permission_mode == "auto" or grant in self.session.allowed_tools:
-            return Verdict(Level.ALLOW, "allowed always this session" if grant in self.session.allowed_tools
-                           else "auto mode", grant)
-        return Verdict(Level.WARN, "calls a tool on an MCP server", grant)
-
-    def guard(self, turn: Turn, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
-        """Duplicate-call and path-escape guards (a refusal becomes the call's result)."""
-        refusal = turn.duplicates.check(call.name, arguments, call.id)
-        if refusal is None and call.name == "bash":
-            escaped, refusal = check_path_escape(str(arguments.get("command", "")), self.session.workspace,
-                                                 self.settings.strict_paths)
-            if escaped and refusal is None:  # observe mode: recorded, not refused
-                turn.emit(Notice(level="info", text=f"bash names paths outside the workspace: {', '.join(escaped)}"))
-        return refusal
-
-    def todo(self, emit: Callable[[EventBody], None], arguments: dict[str, Any]) -> ToolOutcome:
-        """Apply a todo_write call to the session's task state."""
-        result = todo_write(self.tasks(), arguments, enforce_dependencies=self.settings.enforce_dependencies)
-        if result.ok:
-            self.session.task_state = result.state.to_json()
-            emit(TaskListUpdated(goal=result.state.goal, items=[
-                TaskItem(id=i.id, content=i.content, status=i.status, depends_on=list(i.depends_on))
-                for i in result.state.items]))
-        return ToolOutcome("", "todo_write", result.ok, result.output, data=result.data,
-                           error_code=result.error_code, error_message=result.output if not result.ok else "")
-
-    def tasks(self) -> TaskState:
-        return TaskState.from_json(self.session.task_state)
-
-    def tail_parts(self) -> dict[str, str]:
-        """Volatile tail blocks besides the environment."""
-        parts: dict[str, str] = {}
-        block = render_task_state(self.tasks())
-        if block:
-            parts["task-state"] = block.removeprefix("<task-state>\n").removesuffix("\n</task-state>")
-        return parts
-
-    async def auxiliary_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        """Memory constraints for this turn's tail; a failing service degrades (a Degraded
-        event) instead of failing the turn."""
-        parts: dict[str, str] = {}
-        budget = AUXILIARY_TIMEOUT_S
-        self.mcp_failure_reported = False
-        if self.deps.memory is not None:
-            try:
-                block = await asyncio.wait_for(
-                    self.deps.memory.constraints(self.session.workspace, 0, budget), budget + 0.5)
-                parts["memory-constraints"] = _untag(block, "memory-constraints")
-            except (AuxiliaryError, TimeoutError) as err:
-                emit(Degraded(component="memory_constraints", reason=_why(err)))
-        return parts
-
-    async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        """Fetch the MCP catalog every step (a server that reconnects is usable on the next one) and
-        keep it in the system message; each failed server is reported once, a failing gateway once
-        per turn (the last catalog stays)."""
-        if self.deps.mcp is None:
-            return {}
-        budget = AUXILIARY_TIMEOUT_S
-        try:
-            catalog = await asyncio.wait_for(self.deps.mcp.catalog(budget), budget + 0.5)
-        except (AuxiliaryError, TimeoutError) as err:
-            if not self.mcp_failure_reported:
-                self.mcp_failure_reported = True
-                emit(Degraded(component="mcp_catalog", reason=_why(err)))
-            return {}
-        self.mcp_permissions = catalog.permissions
-        self.mcp_described = catalog.described
-        for server, why in catalog.degraded.items():
-            if server not in self.mcp_reported:
-                self.mcp_reported.add(server)
-                emit(Degraded(component=f"mcp:{server}", reason=why))
-        self._place_catalog(_untag(catalog.text, "mcp-catalog"), emit)
-        return {}
-
-    def _place_catalog(self, catalog: str, emit: Callable[[EventBody], None]) -> None:
-        """Put ``catalog`` in the system message; a change after the first request is a declared cache break."""
-        if catalog == self.mcp_catalog:
-            return
-        before, self.mcp_catalog = self.mcp_catalog, catalog
-        self.instructions = with_mcp_catalog(self.base_instructions, catalog)
-        if before is not None:
-            emit(Notice(level="info", text=f"the MCP tool set changed ({len(before)} -> {len(catalog)} catalog "
-                                            "bytes): the system message changes, so the prompt cache restarts"))
 
     def open_tasks(self) -> list[str]:
         return [item.content for item in self.tasks().open_items()]
 
     def add_usage(self, usage: Usage) -> None:
-        total = self.session.usage
-        total["promptTokens"] = int(total.get("promptTokens", 0)) + usage.prompt_tokens
-        total["completionTokens"] = int(total.get("completionTokens", 0)) + usage.completion_tokens
-        total["totalTokens"] = int(total.get("totalTokens", 0)) + usage.total_tokens
+        self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+
+    # -- the session's own tools --
+
+    def tool_defs(self, interactive: bool) -> list[ToolDef]:
+        """The loop's own tools for this session: todo_write (it changes this session's task
+        state, so its handler is ours) and the stateless ones of local_tools."""
+        todo = ToolDef.from_spec(TODO_WRITE_TOOL, permission=Level.ALLOW, handler=self._todo)
+        tools = [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH]
+        if self.deps.mcp is not None:  # it reads the catalog this session last fetched
+            tools.append(mcp_describe_tool(self._mcp_describe))
+        return tools
+
+    async def _mcp_describe(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+        return mcp_describe_outcome(call.id, self.tail.mcp_described, arguments)
+
+    async def _todo(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+        """Apply a todo_write call to the session's task state."""
+        result = todo_write(self.tasks(), arguments, enforce_dependencies=self.settings.enforce_dependencies)
+        if result.ok:
+            self.session.task_state = result.state.to_json()
+            ctx.emit(TaskListUpdated(goal=result.state.goal, items=[
+                TaskItem(id=i.id, content=i.content, status=i.status, depends_on=list(i.depends_on))
+                for i in result.state.items]))
+        return ToolOutcome(call.id, call.name, result.ok, result.output, data=result.data,
+                           error_code=result.error_code, error_message=result.output if not result.ok else "")
+
+    def tasks(self) -> TaskState:
+        return TaskState.from_json(self.session.task_state)
 
     def _reserve_seq(self, mark: int) -> None:
         try:
@@ -494,14 +423,6 @@ class SessionRuntime:
             log.error("compacting session %s failed: %s", self.session.id, err)
         if self.trace is not None:
             self.trace.end_turn()
-
-
-def _untag(block: str, tag: str) -> str:
-    return block.strip().removeprefix(f"<{tag}>").removesuffix(f"</{tag}>").strip()
-
-
-def _why(err: Exception) -> str:
-    return err.reason if isinstance(err, AuxiliaryError) else "timed out"
 
 
 class LoopRuntime:

@@ -79,6 +79,12 @@ class Session:
     turn_digests: list[str] = field(default_factory=list)
     """The working-memory ring: one line per finished turn."""
 
+    def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int) -> None:
+        """Add one model step's tokens to the session's totals (kept in the on-disk shape)."""
+        for key, value in (("promptTokens", prompt_tokens), ("completionTokens", completion_tokens),
+                           ("totalTokens", total_tokens)):
+            self.usage[key] = int(self.usage.get(key, 0)) + value
+
     def preview(self) -> str:
         """The first user message, at most 80 characters."""
         for message in self.messages:

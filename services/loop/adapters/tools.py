@@ -21,6 +21,7 @@ from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import reason_of
+from services.loop.errors import ToolServiceError
 from services.loop.policy.permissions import Level
 from services.loop.ports import ToolChunkEvent, ToolDef, ToolOutcome
 
@@ -33,10 +34,6 @@ CALL_DEADLINE_MARGIN_S = 5.0
 OLD_CHANNEL_GRACE_S = 120.0
 log = logging.getLogger("ai_coding.loop")
 UNAVAILABLE_HINT = "The tool service is down or restarting; retry the call shortly or continue without it."
-
-
-class ToolServiceError(Exception):
-    """A control call to the tools service failed (message is one readable line)."""
 
 
 def tool_spec_to_def(spec: common_pb2.ToolSpec) -> ToolDef:

@@ -134,3 +134,27 @@ def _decide(
     if tool in WARN_TOOLS:
         return Verdict(Level.WARN, "changes files or runs something", tool)
     return Verdict(Level.WARN, "unknown tool: asking to be safe", tool)
+
+
+def mcp_gate(server: str, tool: str, server_levels: Mapping[str, str], mode: str,
+             grants: Collection[str]) -> Verdict:
+    """The gate for ``mcp_call`` of ``tool`` on ``server`` (pure).
+
+    ``server_levels`` maps ``server__tool`` to the level the server's own settings give it
+    ("allow" / "warn" / "deny"; absent = "warn"). The server's deny beats its allow, which
+    beats the session: read-only mode denies (a remote tool may change things), then an
+    "always" answer (grant ``mcp:server__tool``) or auto mode allows, else it asks."""
+    qualified = f"{server}__{tool}"
+    level = server_levels.get(qualified, "warn")
+    if level == "deny":
+        return Verdict(Level.DENY, f"{qualified} is denied by the MCP server's permissions")
+    if level == "allow":
+        return Verdict(Level.ALLOW, "allowed by the MCP server's permissions")
+    if mode == "readonly":
+        return Verdict(Level.DENY, "read-only mode: remote tools may change things")
+    grant = f"mcp:{qualified}"
+    if grant in grants:
+        return Verdict(Level.ALLOW, "allowed always this session", grant)
+    if mode == "auto":
+        return Verdict(Level.ALLOW, "auto mode", grant)
+    return Verdict(Level.WARN, "calls a tool on an MCP server", grant)

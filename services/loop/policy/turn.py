@@ -1,16 +1,21 @@
 """The turn policy: after each step, continue, nudge, or finish with which status.
 
-One pure function over recorded facts. Precedence, highest first:
+One pure function over recorded facts, and the only producer of a turn's
+status: the pipeline turns whatever happened (a step's result, an exception,
+a cancel, the clock) into ``Facts`` and asks ``decide``. Precedence, highest
+first:
 
 1. interrupted by the user -> ``interrupted``;
 2. the user answered STOP to an approval -> ``approval_stop``;
-3. the engine failed (model error after retries, service down) -> ``failed``;
-4. the model answered without tool calls -> ``completed`` (it finished, even
+3. the engine failed (model error after retries, a bug, the service
+   stopping) -> ``failed``;
+4. the turn clock cut a wait (model step, tool batch, approval), or ran out
+   during a step that asked for tools -> ``timeout``;
+5. the model answered without tool calls -> ``completed`` (it finished, even
    if the clock or budget ran out during that last step), unless the answer
    was cut at the output token limit and continuations, clock and budget
    remain: then a ``[continue]`` nudge asks for the rest (counted as a
    continuation);
-5. the turn clock expired -> ``timeout``;
 6. the token budget is spent -> ``budget``; terminal, so it wins over
    auto-continuation (a nudge that cannot be acted on only burns tokens);
 7. the search ladder reached L3 -> ``max_iterations`` ("search unconverged");
@@ -19,6 +24,9 @@ One pure function over recorded facts. Precedence, highest first:
    continuations left -> a ``[continue]`` nudge naming them and a fresh round;
    otherwise ``max_iterations``;
 10. otherwise continue.
+
+Each answer names its branch (``Decision.rule``, one of ``RULES``); the e2e suite
+checks that every branch is reached (tests/e2e/test_zz_decide_branches.py).
 """
 
 from __future__ import annotations
@@ -68,7 +76,9 @@ class Facts:
     turn_timeout_seconds: float = 1800.0
     """``ai.turn_timeout_seconds``; 0 = no clock."""
     clock_expired: bool = False
-    """A wait (model step, tool call) was cut by the turn clock."""
+    """The turn clock ran out during the last step (the step itself returned)."""
+    cut_by_clock: bool = False
+    """The turn clock cut a wait (model step, tool batch, approval): no step result came back."""
     tokens_used: int = 0
     """Prompt + completion tokens summed over this turn's steps."""
     turn_token_budget: int = 0
@@ -99,6 +109,8 @@ class Decision:
     """Start a fresh round of ``max_tool_iterations`` (only with the continuation nudge)."""
     final_summary_step: bool = False
     """Ask the model once more with no tools for a closing answer (search L3)."""
+    rule: str = "continue"
+    """Which branch of decide() answered (one of ``RULES``)."""
 
     @property
     def finished(self) -> bool:
@@ -121,32 +133,37 @@ def continue_nudge(open_items: list[str]) -> str:
     )
 
 
-def _finish(status: Status, reason: str, *, final_summary_step: bool = False) -> Decision:
-    return Decision(Action.FINISH, status, reason, final_summary_step=final_summary_step)
+RULES = ("interrupted", "approval_stop", "engine_error", "timeout", "truncated_continue", "completed", "budget",
+         "search_unconverged", "no_progress", "auto_continue", "max_iterations", "continue")
+
+
+def _finish(rule: str, status: Status, reason: str, *, final_summary_step: bool = False) -> Decision:
+    return Decision(Action.FINISH, status, reason, final_summary_step=final_summary_step, rule=rule)
 
 
 def decide(f: Facts) -> Decision:
     """Continue, nudge or finish; see the module docstring for the precedence."""
     if f.interrupted:
-        return _finish(Status.INTERRUPTED, "interrupted by the user")
+        return _finish("interrupted", Status.INTERRUPTED, "interrupted by the user")
     if f.approval_stopped:
-        return _finish(Status.APPROVAL_STOP, "stopped at an approval request")
+        return _finish("approval_stop", Status.APPROVAL_STOP, "stopped at an approval request")
     if f.engine_error:
-        return _finish(Status.FAILED, f.engine_error)
+        return _finish("engine_error", Status.FAILED, f.engine_error)
     out_of_time = f.clock_expired or (f.turn_timeout_seconds > 0 and f.elapsed_seconds >= f.turn_timeout_seconds)
     out_of_tokens = f.turn_token_budget > 0 and f.tokens_used >= f.turn_token_budget
+    if f.cut_by_clock or (f.made_tool_calls and out_of_time):
+        return _finish("timeout", Status.TIMEOUT, f"turn clock of {f.turn_timeout_seconds:g}s ran out")
     if not f.made_tool_calls:
         if f.truncated and not out_of_time and not out_of_tokens and f.continuations_used < f.max_auto_continuations:
-            return Decision(Action.NUDGE, reason="answer cut at the output token limit", nudge=TRUNCATED_NUDGE)
-        return _finish(Status.COMPLETED, "the model finished")
-    if out_of_time:
-        return _finish(Status.TIMEOUT, f"turn clock of {f.turn_timeout_seconds:g}s expired")
+            return Decision(Action.NUDGE, reason="answer cut at the output token limit", nudge=TRUNCATED_NUDGE,
+                            rule="truncated_continue")
+        return _finish("completed", Status.COMPLETED, "the model finished")
     if out_of_tokens:
-        return _finish(Status.BUDGET, f"token budget of {f.turn_token_budget} used ({f.tokens_used})")
+        return _finish("budget", Status.BUDGET, f"token budget of {f.turn_token_budget} used ({f.tokens_used})")
     if f.search_unconverged:
-        return _finish(Status.MAX_ITERATIONS, "search unconverged", final_summary_step=True)
+        return _finish("search_unconverged", Status.MAX_ITERATIONS, "search unconverged", final_summary_step=True)
     if f.stalled:
-        return _finish(Status.MAX_ITERATIONS, "no progress (early finish)")
+        return _finish("no_progress", Status.MAX_ITERATIONS, "no progress (early finish)")
     if f.round_iterations >= f.max_tool_iterations:
         if f.open_items and f.continuations_used < f.max_auto_continuations:
             return Decision(
@@ -154,8 +171,9 @@ def decide(f: Facts) -> Decision:
                 reason=f"auto-continuation {f.continuations_used + 1}/{f.max_auto_continuations}",
                 nudge=continue_nudge(f.open_items),
                 rearm=True,
+                rule="auto_continue",
             )
-        return _finish(Status.MAX_ITERATIONS, f"{f.max_tool_iterations} iterations used")
+        return _finish("max_iterations", Status.MAX_ITERATIONS, f"{f.max_tool_iterations} iterations used")
     return Decision(Action.CONTINUE)
 
 

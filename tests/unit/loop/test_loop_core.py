@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-from services.loop.approvals import Decision, Pending, Resolution
+from services.loop.approvals import Decision, Pending, RequestKind, Resolution
 from services.loop.events import EventLog
 from services.loop.pairing import MISSING_RESULT, repair_pairing
 from services.loop.previews import approval_preview
@@ -87,19 +87,19 @@ def test_edit_approvals_preview_a_unified_diff() -> None:
 
 
 def test_an_answer_to_an_unknown_or_settled_request_changes_nothing() -> None:
-    async def scenario() -> tuple[bool, bool, list[str], Decision]:
+    async def scenario() -> tuple[bool, bool, dict[str, RequestKind], Decision]:
         pending = Pending(3)
-        rid, future = pending.open("a")
+        rid, future = pending.open(RequestKind.APPROVAL)
         unknown = pending.resolve(Resolution("t3-a99", Decision.ALLOW_ONCE))
         first = pending.resolve(Resolution(rid, Decision.DENY))
         again = pending.resolve(Resolution(rid, Decision.ALLOW_ONCE))
-        _other, _other_future = pending.open("q")
+        _other, _other_future = pending.open(RequestKind.QUESTION)
         cleared = pending.clear()
         return unknown or again, first, cleared, (await future).decision
 
     changed, first, cleared, decision = asyncio.run(scenario())
     assert not changed and first and decision == Decision.DENY
-    assert cleared == ["t3-q2"]
+    assert cleared == {"t3-q2": RequestKind.QUESTION}
 
 
 def test_the_history_view_appends_only_new_messages_and_rebuilds_after_a_rewrite() -> None:

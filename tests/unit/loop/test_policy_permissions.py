@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from services.loop.policy.guards import compile_bash_policy
-from services.loop.policy.permissions import Level, decide_permission
+from services.loop.policy.permissions import Level, decide_permission, mcp_gate
 from services.loop.policy.settings import BashPolicy
 
 
@@ -86,3 +86,29 @@ def test_a_broken_argument_fails_closed() -> None:
             raise RuntimeError("boom")
 
     assert decide_permission("bash", Exploding()).level is Level.DENY
+
+
+def test_an_mcp_servers_deny_beats_auto_mode_and_an_always_grant() -> None:
+    v = mcp_gate("gh", "delete_repo", {"gh__delete_repo": "deny"}, "auto", {"mcp:gh__delete_repo"})
+    assert v.level is Level.DENY and "gh__delete_repo" in v.reason
+
+
+def test_an_mcp_servers_allow_beats_read_only_mode() -> None:
+    assert mcp_gate("gh", "list", {"gh__list": "allow"}, "readonly", ()).level is Level.ALLOW
+
+
+def test_read_only_mode_denies_an_mcp_tool_the_server_leaves_to_the_session() -> None:
+    assert mcp_gate("gh", "create_issue", {}, "readonly", {"mcp:gh__create_issue"}).level is Level.DENY
+
+
+def test_an_mcp_tool_asks_once_then_an_always_answer_allows_it_for_the_session() -> None:
+    first = mcp_gate("gh", "create_issue", {"gh__create_issue": "warn"}, "confirm", ())
+    assert first.level is Level.WARN and first.grant_key == "mcp:gh__create_issue"
+    again = mcp_gate("gh", "create_issue", {}, "confirm", [first.grant_key])
+    assert again.level is Level.ALLOW and again.reason == "allowed always this session"
+    assert mcp_gate("gh", "other", {}, "confirm", [first.grant_key]).level is Level.WARN
+
+
+def test_auto_mode_allows_an_mcp_tool_without_a_grant() -> None:
+    v = mcp_gate("gh", "create_issue", {}, "auto", ())
+    assert (v.level, v.reason) == (Level.ALLOW, "auto mode")

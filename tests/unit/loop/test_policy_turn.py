@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from services.loop.policy.turn import Action, Decision, Facts, Status, decide, handoff_needed
+from services.loop.policy.turn import RULES, Action, Decision, Facts, Status, decide, handoff_needed
 
 
 def facts(**kw: object) -> Facts:
@@ -102,3 +102,27 @@ def test_a_cut_answer_completes_when_continuations_clock_or_budget_are_spent() -
     assert decide(facts(made_tool_calls=False, truncated=True, clock_expired=True)).status is Status.COMPLETED
     assert decide(facts(made_tool_calls=False, truncated=True, tokens_used=9, turn_token_budget=9)).status is (
         Status.COMPLETED)
+
+
+def test_a_wait_cut_by_the_clock_is_a_timeout_even_without_tool_calls() -> None:
+    d = decide(facts(made_tool_calls=False, cut_by_clock=True, turn_timeout_seconds=2))
+    assert (d.status, d.reason) == (Status.TIMEOUT, "turn clock of 2s ran out")
+
+
+def test_a_stop_or_an_engine_error_outranks_the_clock() -> None:
+    assert decide(facts(cut_by_clock=True, approval_stopped=True)).status is Status.APPROVAL_STOP
+    assert decide(facts(cut_by_clock=True, engine_error="service_stopping")).status is Status.FAILED
+
+
+def test_each_rule_names_the_branch_that_answered() -> None:
+    cases = {
+        "interrupted": facts(interrupted=True), "approval_stop": facts(approval_stopped=True),
+        "engine_error": facts(engine_error="x"), "timeout": facts(cut_by_clock=True),
+        "truncated_continue": facts(made_tool_calls=False, truncated=True),
+        "completed": facts(made_tool_calls=False), "budget": facts(tokens_used=9, turn_token_budget=9),
+        "search_unconverged": facts(search_unconverged=True), "no_progress": facts(stalled=True),
+        "auto_continue": facts(round_iterations=10, open_items=["a"]), "max_iterations": facts(round_iterations=10),
+        "continue": facts(),
+    }
+    assert sorted(cases) == sorted(RULES)
+    assert {rule: decide(f).rule for rule, f in cases.items()} == {rule: rule for rule in cases}
