@@ -23,6 +23,10 @@ class SandboxConfig:
     """Give sandboxed commands the network. Default false: no network namespace access."""
     bwrap: str = "bwrap"
     """The bubblewrap program (a name looked up on PATH, or an absolute path)."""
+    read_only_paths: list[str] = field(default_factory=list)
+    """Host directories commands may read besides the system dirs (/usr, /etc, /opt, /var, ...), the
+    workspace and its extra roots: every other top-level directory (/srv, /home, /mnt, ...) is empty
+    inside the sandbox. One containing your home, the runtime, config or data dir is refused."""
     env_allow: list[str] = field(default_factory=list)
     """Extra environment variable names passed into commands (besides PATH, LANG, TERM...).
     Names that look like secrets (KEY, TOKEN, SECRET, PASSWORD) are never passed."""

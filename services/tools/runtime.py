@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -35,7 +36,14 @@ from services.tools.filestate import FileStateTracker
 from services.tools.jobs import JobTable
 from services.tools.paths import check_workspace_root
 from services.tools.process import run_command
-from services.tools.sandbox import SANDBOX_HOME, BwrapProbe, bwrap_argv, host_argv, sandbox_env
+from services.tools.sandbox import (
+    SANDBOX_HOME,
+    BwrapProbe,
+    bwrap_argv,
+    hidden_top_level,
+    host_argv,
+    sandbox_env,
+)
 from services.tools.schemas import (
     SPECS_BY_NAME,
     TOOL_SPECS,
@@ -91,6 +99,20 @@ def decide_extra_roots(configured: Sequence[str], requested: Sequence[str], home
     return granted, warnings
 
 
+def decide_read_only_paths(configured: Sequence[str], home: Path,
+                           private: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """``tools.sandbox.read_only_paths`` that pass the workspace-root checks (none holds home or a
+    private dir), and a warning for each one refused."""
+    shown: list[str] = []
+    warnings: list[str] = []
+    for raw in configured:
+        try:
+            shown.append(str(check_workspace_root(str(Path(raw).expanduser()), home, private)))
+        except WorkspaceError as exc:
+            warnings.append(f"tools.sandbox.read_only_paths entry {raw} ignored: {exc.message}")
+    return shown, warnings
+
+
 @dataclass
 class Session:
     """One session's roots, sandbox, file state and jobs."""
@@ -125,6 +147,8 @@ class ToolRuntime:
         self.private = list(private)
         """(what, directory) pairs a root may not contain and commands never see (besides home)."""
         self.hidden_paths = [str(self.home), *(where for _, where in self.private)]
+        self.shown_paths, self.shown_warnings = decide_read_only_paths(config.sandbox.read_only_paths,
+                                                                       self.home, self.private)
         self.ripgrep = ripgrep
         self.sessions: dict[str, Session] = {}
         self.probe = BwrapProbe(config.sandbox.bwrap)
@@ -154,7 +178,7 @@ class ToolRuntime:
         policy, warnings = decide_sandbox(self.config, request.sandbox_mode, request.network)
         extra, root_warnings = decide_extra_roots(self.config.extra_workspace_roots, request.extra_roots,
                                                   self.home, self.private)
-        warnings += root_warnings
+        warnings += root_warnings + self.shown_warnings
         if policy.mode == "bwrap":
             try:
                 await self.probe.ensure()
@@ -263,7 +287,8 @@ class ToolRuntime:
             return host_argv(command), env
         bwrap = await self.probe.ensure()
         env = sandbox_env(self.host_env, self.config.sandbox.env_allow, session.secret_names, SANDBOX_HOME)
-        argv = bwrap_argv(bwrap, session.roots, root, session.sandbox.network, self.hidden_paths, command)
+        argv = bwrap_argv(bwrap, session.roots, root, session.sandbox.network, self.hidden_paths, command,
+                          self.shown_paths)
         return argv, env
 
     async def _bash_verdict(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
@@ -289,7 +314,7 @@ class ToolRuntime:
         output = result.output or "(no output)"
         if result.exit_code:
             output += f"\n(exit code {result.exit_code})"
-            output += read_only_note(result.output, session.sandbox.mode)
+            output += read_only_note(result.output, session.sandbox.mode, hidden_top_level())
         return ToolOutput(output, data, "output_cap" if result.cut_chars else "")
 
     async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
@@ -325,10 +350,18 @@ READ_ONLY_NOTE = ("\n[sandbox] .git and .ai-coding are read-only inside the sand
                   "checkout and init do not: leave them to the user (say what to run).")
 
 
-def read_only_note(output: str, mode: str) -> str:
-    """The explanation appended when a sandboxed command failed on the read-only git/state dirs."""
-    if mode == "bwrap" and "Read-only file system" in output and (".git" in output or ".ai-coding" in output):
+def read_only_note(output: str, mode: str, hidden_top: Sequence[str] = ()) -> str:
+    """The explanation appended when a sandboxed command failed on the read-only git/state dirs or on
+    a host directory the sandbox hides (not /tmp: commands have a private one)."""
+    if mode != "bwrap":
+        return ""
+    if "Read-only file system" in output and (".git" in output or ".ai-coding" in output):
         return READ_ONLY_NOTE
+    named = sorted({top for top in hidden_top if top != "/tmp" and re.search(rf"(?<![\w./-]){re.escape(top)}(/|\b)", output)})
+    if named and ("No such file or directory" in output or "not found" in output):
+        return (f"\n[sandbox] {', '.join(named)} is hidden inside the sandbox (commands see the system dirs, "
+                "the workspace and its extra roots). If the command needs it, ask the user to add the "
+                "directory to tools.sandbox.read_only_paths in ~/.config/ai-coding/config.yaml.")
     return ""
 
 

@@ -48,6 +48,11 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVAT
 ALWAYS_HIDDEN = ("/home", "/root", "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/mnt", "/media",
                  "/etc/ssl/private")
 # Readable by the service's own uid (root in CI) even without capabilities: shown as empty files.
+# The host's top-level directories commands see (read-only). Every other top-level directory is an
+# empty tmpfs, so another project's files (its .ai-coding sessions, say) under /srv or /work cannot
+# be read; ``tools.sandbox.read_only_paths`` shows more, the roots are mounted on top.
+VISIBLE_TOP_LEVEL = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "var",
+                               "nix", "snap", "gnu", "sys", "proc", "dev"})
 HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 HIDDEN_FILE_GLOBS = ("/etc/ssh/ssh_host_*_key",)
 
@@ -135,6 +140,17 @@ def hidden_files() -> list[str]:
     return found
 
 
+def hidden_top_level() -> list[str]:
+    """Top-level host directories outside :data:`VISIBLE_TOP_LEVEL` (symlinks such as /bin -> usr/bin
+    are left alone: they point at visible places)."""
+    try:
+        entries = list(os.scandir("/"))
+    except OSError:
+        return []
+    return sorted(f"/{e.name}" for e in entries
+                  if e.name not in VISIBLE_TOP_LEVEL and e.is_dir(follow_symlinks=False))
+
+
 def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> tuple[list[str], list[str]]:
     """Existing directories to cover with an empty tmpfs, deduplicated and none below another:
     (those outside every root: mounted before the roots, so a root inside one still shows;
@@ -151,16 +167,26 @@ def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> tuple[list[str
 
 
 def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidden: Sequence[str],
-               command: str) -> list[str]:
+               command: str, shown: Sequence[str] = ()) -> list[str]:
     """The full bwrap command line for ``command`` (creates the placeholders of
-    :func:`read_only_paths` when missing)."""
+    :func:`read_only_paths` when missing). ``shown``: host directories to show read-only inside
+    hidden top-level ones (already checked to hold no private dir)."""
     argv = [bwrap, *BASE_FLAGS]
     if not network:
         argv.append("--unshare-net")
     argv += SYSTEM_MOUNTS
-    outside, inside = hidden_mounts([*ALWAYS_HIDDEN, *hidden], roots)
+    outside, inside = hidden_mounts([*hidden_top_level(), *ALWAYS_HIDDEN], roots)
     for real in outside:
         argv += ["--tmpfs", real]
+    for extra in shown:
+        argv += ["--ro-bind-try", extra, extra]
+    private_outside, private_inside = hidden_mounts(hidden, roots)
+    for real in private_outside:
+        if any(Path(real).is_relative_to(h) for h in outside) and not any(Path(real).is_relative_to(x)
+                                                                          for x in shown):
+            continue  # already inside an empty tmpfs
+        argv += ["--tmpfs", real]  # after `shown`: a private dir stays hidden whatever is shown
+    inside = sorted({*inside, *private_inside})
     files = hidden_files()
     if files:
         empty = empty_file()
