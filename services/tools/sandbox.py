@@ -4,10 +4,11 @@ Every command gets its own bwrap instance: new session (no TIOCSTI into the
 caller's terminal), dies with the service, its own user namespace with every
 capability dropped (the service runs as root in CI: without this a command
 could remount its way out), its own pid namespace with a fresh /proc (no
-other process's environ), no network unless allowed, the host read-only, a
-private /tmp, the user's home, /run, the runtime, config and data dirs hidden
-(wherever they are, even inside a root), and each root read-write except what
-the host later trusts:
+other process's environ), no network unless allowed, the host's system
+directories read-only and every other top-level directory empty (plus
+``tools.sandbox.read_only_paths``), a private /tmp, the user's home, /run, the
+runtime, config and data dirs hidden (wherever they are, even inside a root),
+and each root read-write except what the host later trusts:
 
 - git's control data as a whole: ``<root>/.git`` (a directory or a ``gitdir:``
   file) and the ``.git`` of every submodule path ``.gitmodules`` names are
