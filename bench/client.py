@@ -103,7 +103,7 @@ class AioTurns:
     def __init__(self, env: dict[str, str], workspace: Path) -> None:
         import asyncio
 
-        from clients.cli.repl.connection import LoopClient
+        from clients.cli.connection.loop import LoopClient
         from services.kernel.endpoints import Endpoint
 
         self.loop = asyncio.new_event_loop()

@@ -83,12 +83,9 @@ def bench_up(env: dict[str, str], runs: int) -> tuple[float, dict[str, float]]:
 
 
 def bench_overhead(env: dict[str, str], workspace: Path, steps: int, turns: int) -> list[dict[str, float]]:
-    from ai_coding.v1 import loop_pb2, loop_pb2_grpc
-
-    from clients.cli import control
+    from clients.cli import control, views
     from clients.cli.turn import AutoApprover, drive_turn, open_session
     from services.fake_model import FakeModelServer
-    from services.kernel.channels import sync_channel
 
     script = [{"name": f"read-{i}", "tool_calls": [{"name": "read", "arguments": {"path": f"small{i}.txt"}}]}
               for i in range(steps)] + [{"name": "answer", "text": "Done reading."}]
@@ -105,11 +102,9 @@ def bench_overhead(env: dict[str, str], workspace: Path, steps: int, turns: int)
         setup = control.resolve(workspace)
         control.start(setup)
         try:
-            channel = sync_channel(setup.endpoints["loop"])
-            stub = loop_pb2_grpc.AgentLoopStub(channel)
             for _ in range(turns):
-                session = open_session(stub, str(workspace), auto_approve=True).session_id
-                events: list[loop_pb2.TurnEvent] = []
+                session = open_session(setup.endpoints["loop"], str(workspace), auto_approve=True).session_id
+                events: list[views.Event] = []
                 seen = len(model.chat_requests)
                 start = time.perf_counter()
                 outcome = drive_turn(setup.endpoints["loop"], session, "read the small files",
@@ -121,12 +116,10 @@ def bench_overhead(env: dict[str, str], workspace: Path, steps: int, turns: int)
                                      f"{len(model.chat_requests) - seen} model requests: {model.errors}")
                 requests = model.chat_requests[seen:]
                 model_ms = sum(r.handling_ms for r in requests)
-                tool_ms = sum(e.tool_finished.result.duration_ms for e in events
-                              if e.WhichOneof("event") == "tool_finished")
+                tool_ms = sum(e.body.result.duration_ms for e in events if isinstance(e.body, views.ToolFinished))
                 results.append({"steps": len(requests), "wall_ms": wall_ms, "model_ms": model_ms,
                                 "tool_ms": tool_ms,
                                 "overhead_ms": (wall_ms - model_ms - tool_ms) / len(requests)})
-            channel.close()
         finally:
             control.stop(setup)
     return results

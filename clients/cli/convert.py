@@ -13,7 +13,7 @@ import enum
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from ai_coding.v1 import common_pb2, loop_pb2
+from ai_coding.v1 import common_pb2, loop_pb2, memory_pb2
 from google.protobuf.message import Message
 
 from clients.cli import views
@@ -53,7 +53,11 @@ PARTS: dict[str, type[Any]] = {
     "ai_coding.v1.ErrorInfo": views.ToolError,
     "ai_coding.v1.TaskItem": views.TaskItem,
     "ai_coding.v1.LayerStat": views.LayerStat,
+    "ai_coding.v1.Note": views.Note,
+    "ai_coding.v1.RecallHit": views.RecallHit,
+    "ai_coding.v1.ServerStatus": views.ServerStatus,
 }
+# Enums with a view enum; any other (``ServerState``) stays its number.
 ENUMS: dict[str, type[enum.Enum]] = {
     "ai_coding.v1.ApprovalDecision": views.Decision,
     "ai_coding.v1.TurnStatus": views.TurnStatus,
@@ -79,7 +83,7 @@ def _value(message: Message, field: Any) -> Any:
 def _part(value: Any, field: Any) -> Any:
     if field.message_type is not None:
         return copy(value, PARTS[field.message_type.full_name])
-    if field.enum_type is not None:
+    if field.enum_type is not None and field.enum_type.full_name in ENUMS:
         kind = ENUMS[field.enum_type.full_name]
         number = field.enum_type.values_by_number.get(value)
         try:
@@ -158,3 +162,9 @@ def interrupt(scope: views.Scope) -> loop_pb2.ClientMessage:
 
 def queue(text: str) -> loop_pb2.ClientMessage:
     return loop_pb2.ClientMessage(queue=loop_pb2.QueueInput(input=text))
+
+
+def recall_request(workspace: str, query: str, k: int = 5, kind: str = "", scene: str = "") -> memory_pb2.RecallRequest:
+    """A Recall for a person's search: ``skip_hit_count`` so it does not count as the model's use."""
+    return memory_pb2.RecallRequest(workspace=workspace, query=query, k=k, kind=kind, scene=scene,
+                                    skip_hit_count=True)

@@ -2,8 +2,8 @@
 
 ``ai-coding memory ...`` / ``ai-coding mcp ...`` (sync stubs) and the REPL's ``/memory`` / ``/mcp``
 (aio stubs) build the same requests and print the same lines from here. Nothing here talks to a
-service or imports grpc; notes and server statuses are read through small Protocols so the
-formatting is testable with plain objects. Returned text is external (note text, server
+service or imports grpc; notes and server statuses are view models (``clients.cli.views``).
+Returned text is external (note text, server
 reasons): callers render it literally (``render.literal``).
 """
 
@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
+
+from clients.cli.views import Note, ServerStatus
 
 STATE_NAMES = {1: "connecting", 2: "connected", 3: "reconnecting", 4: "failed", 5: "needs_auth", 6: "disabled"}
 # States a retried server passes through before it settles.
@@ -21,57 +23,14 @@ RPC_TIMEOUT = 30.0
 LIST_TIMEOUT = 10.0
 
 
-class NoteLike(Protocol):
-    """The fields of a memory note this module reads (``memory_pb2.Note`` has them)."""
-
-    id: str
-    text: str
-    kind: str
-    importance: int
-    pinned: bool
-    scene: str
-    evidence: str
-
-
-class ServerLike(Protocol):
-    """The fields of an MCP server status this module reads (``mcp_gateway_pb2.ServerStatus`` has them)."""
-
-    name: str
-    type: str
-    reason: str
-    tool_count: int
-    attempts: int
-    next_retry_in_s: float
-
-    @property
-    def state(self) -> Any:
-        """The ``ServerState`` enum value (an int)."""
-
-
-# ---- memory ----
-
-def recall_request(workspace: str, query: str, k: int = 5, kind: str = "", scene: str = "") -> Any:
-    """A Recall for a person's search: ``skip_hit_count`` so it does not count as the model's use."""
-    from ai_coding.v1 import memory_pb2 as pb
-
-    return pb.RecallRequest(workspace=workspace, query=query, k=k, kind=kind, scene=scene, skip_hit_count=True)
-
-
-def list_request(workspace: str, kind: str = "", limit: int = 0) -> Any:
-    """ListNotes of ``workspace`` (all kinds, no limit by default)."""
-    from ai_coding.v1 import memory_pb2 as pb
-
-    return pb.ListNotesRequest(workspace=workspace, kind=kind, limit=limit)
-
-
-def note_line(note: NoteLike) -> str:
+def note_line(note: Note) -> str:
     """``  <id>  *3 [scene] text``: ``*`` marks a pinned note, the digit is its importance."""
     flags = ("*" if note.pinned else " ") + str(note.importance)
     scene = f" [{note.scene}]" if note.scene else ""
     return f"  {note.id}  {flags}{scene} {note.text}"
 
 
-def overview_lines(notes: Sequence[NoteLike]) -> list[str]:
+def overview_lines(notes: Sequence[Note]) -> list[str]:
     """Notes grouped by kind with counts, then a ``scenes:`` line (when any) and an ``evidence:`` line."""
     if not notes:
         return ["memory holds no notes for this workspace"]
@@ -88,8 +47,8 @@ def overview_lines(notes: Sequence[NoteLike]) -> list[str]:
     return lines
 
 
-def note_fields(note: Any) -> dict[str, Any]:
-    """Every field of a ``memory_pb2.Note`` as plain JSON-able values."""
+def note_fields(note: Note) -> dict[str, Any]:
+    """Every field of a note as plain JSON-able values."""
     return {
         "id": note.id, "text": note.text, "kind": note.kind, "importance": note.importance, "pinned": note.pinned,
         "scene": note.scene, "evidence": note.evidence, "scope": note.scope,
@@ -107,11 +66,11 @@ def field_lines(fields: dict[str, Any]) -> list[str]:
 class IdMatch:
     """The note an id prefix names (``note``), or the candidates when it names several (or none)."""
 
-    note: NoteLike | None
-    candidates: list[NoteLike]
+    note: Note | None
+    candidates: list[Note]
 
 
-def match_note(notes: Sequence[NoteLike], prefix: str) -> IdMatch:
+def match_note(notes: Sequence[Note], prefix: str) -> IdMatch:
     """The note whose id is ``prefix`` or starts with it; an exact id always wins over longer ones."""
     prefix = prefix.strip()
     if not prefix:
@@ -130,12 +89,12 @@ def is_yes(answer: str) -> bool:
 
 # ---- MCP ----
 
-def state_name(status: ServerLike) -> str:
+def state_name(status: ServerStatus) -> str:
     """The server's state as a word (``connected``, ``needs_auth``, ...)."""
     return STATE_NAMES.get(int(status.state), "unknown")
 
 
-def retry_settled(before: ServerLike, now: ServerLike) -> bool:
+def retry_settled(before: ServerStatus, now: ServerStatus) -> bool:
     """Whether a retried server is done: a new attempt began since ``before`` and it is no longer transient.
 
     (A disabled server, or one waiting for a login, makes no attempt: its state is the answer at once.)
@@ -146,7 +105,7 @@ def retry_settled(before: ServerLike, now: ServerLike) -> bool:
     return now.attempts > before.attempts and state not in TRANSIENT_STATES
 
 
-def server_line(status: ServerLike) -> str:
+def server_line(status: ServerStatus) -> str:
     """One server: name, type, state, tool count, then the reason and what to do about it."""
     state = state_name(status)
     extra = f"  {status.reason}" if status.reason else ""
@@ -157,7 +116,7 @@ def server_line(status: ServerLike) -> str:
     return f"  {status.name:<16} {status.type:<7} {state:<13} {status.tool_count:>3} tools{extra}"
 
 
-def server_lines(servers: Sequence[ServerLike]) -> list[str]:
+def server_lines(servers: Sequence[ServerStatus]) -> list[str]:
     """``/mcp`` and ``ai-coding mcp status``: one line per server, or how to add one."""
     if not servers:
         return ["no MCP servers configured (add one with `ai-coding mcp add`)"]

@@ -1,36 +1,36 @@
-"""Drive one turn over the loop's ``ConverseBatched`` stream (used by ``ai-coding run`` and the demo).
+"""One non-interactive turn (``ai-coding run`` and the demo), on the client's one turn driver.
 
-The driver sends ``Start``, hands every event to a sink (the rich renderer or the JSON
-printer), answers approval requests through an :class:`Approver`, and turns the end of
-the stream into an exit code. A Ctrl-C sends ``Interrupt{turn}`` and waits for the
-turn's final event; a second Ctrl-C gives up on the stream.
+``drive_turn`` opens the loop's stream, hands every event to a sink (the rich renderer or
+the JSON printer), answers approval requests through an :class:`Approver`, and turns the
+end of the stream into an exit code. A Ctrl-C sends ``Interrupt{turn}`` and waits for the
+turn's final event; a second Ctrl-C gives up on the stream. SIGTERM/SIGHUP and
+``--timeout`` interrupt the turn the same way before the client exits.
 """
 
 from __future__ import annotations
 
-import collections
-import functools
-import queue
+import asyncio
+import contextlib
 import select
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol
 
-import grpc
-from ai_coding.v1 import loop_pb2, loop_pb2_grpc
-
-from clients.cli import convert, exit_codes, views
+from clients.cli import exit_codes, views
 from clients.cli.approvals import CHOICES, approval_decision
 from clients.cli.attachments import Attachment
+from clients.cli.driver import TurnDriver, TurnEnd
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import ServiceUnavailable
 
 Sink = Callable[[views.Event], None]
+# How often the client looks at Ctrl-C, signals and its --timeout while a turn runs.
+_TICK_SECONDS = 0.1
 
 
 def _never() -> bool:
@@ -43,7 +43,7 @@ class Approver(Protocol):
     def decide(self, request: views.ApprovalRequested,
                answered_elsewhere: Callable[[], bool] = _never) -> views.Decision | None:
         """How to answer ``request``; None when ``answered_elsewhere()`` turned true first (another
-        client attached to the session answered it, or the turn ended): then nothing is sent."""
+        client attached to the session answered it, the turn ended, or Ctrl-C stopped it)."""
         ...
 
 
@@ -74,11 +74,35 @@ class TtyApprover:
         # `ai-coding attach` had answered from another terminal. The line is read once it is complete.
         sys.stdout.write(f"allow {request.tool}? {CHOICES} ")
         sys.stdout.flush()
-        while not select.select([sys.stdin], [], [], 0.1)[0]:
+        while not select.select([sys.stdin], [], [], _TICK_SECONDS)[0]:
             if answered_elsewhere():
-                sys.stdout.write("(answered elsewhere)\n")
                 return None
         return approval_decision(sys.stdin.readline())  # "" at end of input: deny
+
+
+class _Prompt:
+    """One approval being asked on its own thread (a terminal read blocks; the turn's stream must
+    keep flowing meanwhile, so an answer from another client or the turn's end is seen)."""
+
+    def __init__(self, approver: Approver, request: views.ApprovalRequested,
+                 done: Callable[[_Prompt, views.Decision | None], None]) -> None:
+        self.request = request
+        self.given_way = threading.Event()
+        self.stopped = False
+        """Ctrl-C or a signal came while it asked: the answer is "stop"."""
+        loop = asyncio.get_running_loop()
+
+        def ask() -> None:
+            decision = approver.decide(request, self.given_way.is_set)
+            with contextlib.suppress(RuntimeError):  # the loop already closed: the turn is over
+                loop.call_soon_threadsafe(done, self, decision)
+
+        self.thread = threading.Thread(target=ask, name="approval-prompt", daemon=True)
+        self.thread.start()
+
+    def give_way(self, stopped: bool = False) -> None:
+        self.stopped = self.stopped or stopped
+        self.given_way.set()
 
 
 @dataclass
@@ -94,36 +118,24 @@ class TurnOutcome:
 
 def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", model: str = "",
                  auto_approve: bool = False, cwd: str = "") -> views.OpenedSession:
-    """``OpenSession`` for a non-interactive turn, on the loop just found healthy.
+    """``OpenSession`` for a non-interactive turn, on the loop just found healthy."""
+    from clients.cli.connection.loop import ClientError, LoopClient
 
-    No channel_ready_future: it leaves a connectivity-polling thread that makes closing the
-    channel wait ~200 ms."""
-    from services.kernel.channels import sync_channel
+    async def call() -> views.OpenedSession:
+        client = LoopClient(endpoint, cwd=cwd)
+        try:
+            return await client.open_session(workspace, session_id, model=model, auto_approve=auto_approve,
+                                              interactive=False)
+        finally:
+            await client.close()
 
-    request = loop_pb2.OpenSessionLoopRequest(
-        workspace=workspace, session_id=session_id, model=model, auto_approve=auto_approve, interactive=False,
-        cwd=cwd,
-    )
-    channel = sync_channel(endpoint)
     try:
-        response: loop_pb2.OpenSessionLoopResponse = loop_pb2_grpc.AgentLoopStub(channel).OpenSession(
-            request, timeout=30)
-    except grpc.RpcError as err:
-        if err.code() != grpc.StatusCode.UNAVAILABLE:
-            raise
+        return asyncio.run(call())
+    except ClientError as err:
+        if err.reason != "service_unavailable":
+            raise ClientError(err.detail or err.message, reason=err.reason) from None  # the loop's own words
         raise ServiceUnavailable(f"the loop service at {endpoint} is not answering",
                                  hint="Start it with `ai-coding up`.") from None
-    finally:
-        channel.close()
-    return convert.opened(response)
-
-
-def _requests(outbox: queue.Queue[loop_pb2.ClientMessage | None]) -> Iterator[loop_pb2.ClientMessage]:
-    while True:
-        msg = outbox.get()
-        if msg is None:
-            return
-        yield msg
 
 
 # After the client sent Interrupt (timeout, SIGTERM), how long it waits for the turn's final event.
@@ -161,112 +173,122 @@ def drive_turn(
     client that gives up on ``timeout`` or on SIGTERM/SIGHUP first sends ``Interrupt{turn}``
     and waits a few seconds for the turn's final event: nothing keeps running behind it.
     """
-    from services.kernel.channels import sync_channel
-
-    outbox: queue.Queue[loop_pb2.ClientMessage | None] = queue.Queue()
-    outbox.put(convert.start(session_id, prompt, attachments))
-    channel = sync_channel(endpoint)
-    stub = loop_pb2_grpc.AgentLoopStub(channel)
-    # Batched: every event ready at one moment travels in one message (a token stream is a few
-    # messages instead of hundreds); the events and their order are those of Converse.
-    # No gRPC deadline: a deadline would cancel the stream and leave the turn running on the loop.
-    call = stub.ConverseBatched(_requests(outbox))
-    # The stream is read on its own thread and Ctrl-C only counted (see _CtrlC): a KeyboardInterrupt
-    # inside grpc's receive leaves a call that cannot be resumed.
-    inbox: queue.Queue[views.Event | grpc.RpcError | None] = queue.Queue()
-    threading.Thread(target=_read, args=(call, inbox), name="turn-events", daemon=True).start()
-    handled = 0
-    deadline = time.monotonic() + timeout if timeout else None
-    stopping: StopReason | None = None
-    unsaved: str | None = None
-    pending: collections.deque[views.Event | grpc.RpcError | None] = collections.deque()
-    give_up_at = 0.0
     with _CtrlC() as ctrl_c:
-        try:
-            while True:
-                if stopping is None:
-                    stopping = stop_reason(time.monotonic(), deadline, ctrl_c.terminated, timeout)
-                    if stopping is not None:
-                        print(f"ai-coding run: {stopping.message}", file=sys.stderr)
-                        give_up_at = time.monotonic() + STOP_GRACE_SECONDS
-                        outbox.put(convert.interrupt(views.Scope.TURN))
-                elif time.monotonic() >= give_up_at:
-                    print("ai-coding run: the loop did not confirm the interrupt; "
-                          "check the session with `ai-coding sessions`", file=sys.stderr)
-                    return TurnOutcome(stopping.exit_code, stopping.status, session_id)
-                if stopping is None and ctrl_c.presses > handled:
-                    handled = ctrl_c.presses
-                    if handled >= 2:
-                        return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
-                    print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
-                    outbox.put(convert.interrupt(views.Scope.TURN))
-                try:
-                    item = pending.popleft() if pending else inbox.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                if item is None or isinstance(item, grpc.RpcError):
-                    if stopping is not None:
-                        return TurnOutcome(stopping.exit_code, stopping.status, session_id)
-                    if item is None:
-                        return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
-                    return _rpc_failure(item, endpoint, session_id)
-                sink(item)
-                body = item.body
-                if isinstance(body, views.Degraded) and body.component == "session_save" and unsaved is None:
-                    unsaved = body.reason
-                if isinstance(body, views.ApprovalRequested):
-                    decision: views.Decision | None = views.Decision.STOP
-                    if stopping is None:
-                        decision = ctrl_c.around_prompt(functools.partial(
-                            approver.decide, body, functools.partial(_answered, inbox, pending, body.request_id)))
-                        handled = ctrl_c.presses  # a Ctrl-C at the prompt already answered "stop"
-                    if decision is not None:
-                        outbox.put(convert.approval(body.request_id, decision))
-                elif isinstance(body, views.TurnFinished):
-                    if stopping is not None:
-                        return TurnOutcome(stopping.exit_code, stopping.status, session_id, body)
-                    name = body.status.value
-                    if unsaved is not None:  # the turn ran, but what it did is not (all) on disk
-                        print(f"ai-coding run: the session was not saved: {unsaved}", file=sys.stderr)
-                        return TurnOutcome(exit_codes.FAILED, "session_not_saved", session_id, body)
-                    return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, body)
-        finally:
-            outbox.put(None)
-            call.cancel()
-            channel.close()
+        return asyncio.run(_drive(endpoint, session_id, prompt, attachments, sink, approver, timeout, ctrl_c))
 
 
-def _answered(inbox: queue.Queue[views.Event | grpc.RpcError | None],
-              pending: collections.deque[views.Event | grpc.RpcError | None], request_id: str) -> bool:
-    """Whether the stream has, meanwhile, resolved approval ``request_id`` (or ended); what was read
-    to find out is kept in ``pending``, in order, for the driver to handle next."""
-    while True:
-        try:
-            item = inbox.get_nowait()
-        except queue.Empty:
-            return False
-        pending.append(item)
-        if item is None or isinstance(item, grpc.RpcError):
-            return True
-        body = item.body
-        if isinstance(body, views.ApprovalResolved) and body.request_id == request_id:
-            return True
-        if isinstance(body, views.TurnFinished):
-            return True
+async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: Sequence[Attachment], sink: Sink,
+                 approver: Approver, timeout: float | None, ctrl_c: _CtrlC) -> TurnOutcome:
+    from clients.cli.connection.loop import LoopClient
+
+    client = LoopClient(endpoint)
+    stopping: StopReason | None = None
+    unsaved: list[str] = []  # why the loop could not save the session, when it said so
+    asking: dict[str, _Prompt] = {}
+
+    def answered(prompt: _Prompt, decision: views.Decision | None) -> None:
+        asking.pop(prompt.request.request_id, None)
+        ctrl_c.handled = ctrl_c.presses  # a Ctrl-C at the prompt answered it: "stop", not an interrupt
+        if prompt.stopped:
+            print(file=sys.stdout)
+            decision = views.Decision.STOP
+        elif decision is None:
+            print("(answered elsewhere)", file=sys.stdout)
+        if decision is not None:
+            driver.answer_approval(prompt.request.request_id, decision)
+
+    def on_event(event: views.Event) -> None:
+        sink(event)
+        body = event.body
+        if isinstance(body, views.Degraded) and body.component == "session_save":
+            unsaved.append(body.reason)
+        elif isinstance(body, views.ApprovalResolved) and body.request_id in asking:
+            asking[body.request_id].give_way()
+        elif isinstance(body, views.TurnFinished):
+            for prompt in asking.values():
+                prompt.give_way()
+        elif isinstance(body, views.ApprovalRequested):
+            if stopping is not None:
+                driver.answer_approval(body.request_id, views.Decision.STOP)
+            else:
+                asking[body.request_id] = _Prompt(approver, body, answered)
+
+    driver = TurnDriver(client, session_id, on_event)
+    following = asyncio.ensure_future(driver.follow(driver.start(prompt, attachments)))
+    deadline = time.monotonic() + timeout if timeout else None
+    give_up_at = 0.0
+    try:
+        while True:
+            done, _ = await asyncio.wait({following}, timeout=_TICK_SECONDS)
+            if done:
+                return _outcome(following.result(), stopping, endpoint, session_id, unsaved[:1])
+            if stopping is None:
+                stopping = stop_reason(time.monotonic(), deadline, ctrl_c.terminated, timeout)
+                if stopping is not None:
+                    print(f"ai-coding run: {stopping.message}", file=sys.stderr)
+                    give_up_at = time.monotonic() + STOP_GRACE_SECONDS
+                    for waiting in asking.values():
+                        waiting.give_way(stopped=True)
+                    driver.interrupt(views.Scope.TURN)
+            elif time.monotonic() >= give_up_at:
+                print("ai-coding run: the loop did not confirm the interrupt; "
+                      "check the session with `ai-coding sessions`", file=sys.stderr)
+                return TurnOutcome(stopping.exit_code, stopping.status, session_id)
+            if stopping is None and asking and ctrl_c.presses > ctrl_c.handled:
+                for waiting in asking.values():  # Ctrl-C at an approval prompt answers "stop"
+                    waiting.give_way(stopped=True)
+            elif stopping is None and ctrl_c.presses > ctrl_c.handled:
+                ctrl_c.handled = ctrl_c.presses
+                if ctrl_c.handled >= 2:
+                    return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
+                print("\ninterrupting the turn (Ctrl-C again to stop waiting) ...", file=sys.stderr)
+                driver.interrupt(views.Scope.TURN)
+    finally:
+        for waiting in asking.values():
+            waiting.give_way()
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+        await client.close()
+        for waiting in list(asking.values()):
+            waiting.thread.join(timeout=1.0)
+
+
+def _outcome(end: TurnEnd, stopping: StopReason | None, endpoint: Endpoint, session_id: str,
+             unsaved: list[str]) -> TurnOutcome:
+    """The exit code and status for how the stream ended (a stop the client asked for wins; a turn
+    that ran but is not (all) on disk failed)."""
+    if stopping is not None:
+        return TurnOutcome(stopping.exit_code, stopping.status, session_id, end.finished)
+    if end.finished is not None:
+        if unsaved:
+            print(f"ai-coding run: the session was not saved: {unsaved[0]}", file=sys.stderr)
+            return TurnOutcome(exit_codes.FAILED, "session_not_saved", session_id, end.finished)
+        name = end.finished.status.value
+        return TurnOutcome(exit_codes.for_turn_status(name), name, session_id, end.finished)
+    if end.error is None:
+        return TurnOutcome(exit_codes.FAILED, "stream_ended", session_id)
+    if end.error.reason == "service_unavailable":
+        raise ServiceUnavailable(
+            f"the loop service at {endpoint} stopped answering during the turn",
+            hint="See `ai-coding logs loop`; the session is saved, continue it with --session " + session_id,
+        )
+    print(f"ai-coding run: the loop refused the turn: {end.error.detail or end.error.message}", file=sys.stderr)
+    return TurnOutcome(exit_codes.FAILED, end.error.reason, session_id)
 
 
 class _CtrlC:
     """Counts Ctrl-C presses during a turn instead of raising wherever the main thread happens
-    to be (inside rendering or grpc a KeyboardInterrupt would break the call); only a prompt
-    waiting for the user is interrupted, and that answers "stop". SIGTERM and SIGHUP are
-    recorded the same way (``terminated``) so the turn is interrupted before the client exits."""
+    to be (inside rendering or grpc a KeyboardInterrupt would break the call). SIGTERM and SIGHUP
+    are recorded the same way (``terminated``) so the turn is interrupted before the client exits."""
 
     _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.presses = 0
+        self.handled = 0
+        """Presses the driver has acted on."""
         self.terminated: int | None = None
-        self._in_prompt = False
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _CtrlC:
@@ -284,39 +306,3 @@ class _CtrlC:
             self.presses += 1
         elif self.terminated is None:
             self.terminated = signum
-        if self._in_prompt:
-            raise KeyboardInterrupt
-
-    def around_prompt(self, ask: Callable[[], views.Decision | None]) -> views.Decision | None:
-        """Run an approval prompt; Ctrl-C while it waits stops the turn."""
-        self._in_prompt = True
-        try:
-            return ask()
-        except KeyboardInterrupt:
-            return views.Decision.STOP
-        finally:
-            self._in_prompt = False
-
-
-def _read(call: Iterator[loop_pb2.TurnEventBatch],
-          inbox: queue.Queue[views.Event | grpc.RpcError | None]) -> None:
-    try:
-        for batch in call:
-            for event in batch.events:
-                inbox.put(convert.event(event))
-        inbox.put(None)
-    except grpc.RpcError as err:
-        inbox.put(err)
-
-
-def _rpc_failure(err: grpc.RpcError, endpoint: Endpoint, session_id: str) -> TurnOutcome:
-    code = err.code()
-    if code == grpc.StatusCode.CANCELLED:
-        return TurnOutcome(exit_codes.INTERRUPTED, "cancelled_by_client", session_id)
-    if code == grpc.StatusCode.UNAVAILABLE:
-        raise ServiceUnavailable(
-            f"the loop service at {endpoint} stopped answering during the turn",
-            hint="See `ai-coding logs loop`; the session is saved, continue it with --session " + session_id,
-        )
-    print(f"ai-coding run: the loop refused the turn: {err.details()}", file=sys.stderr)
-    return TurnOutcome(exit_codes.FAILED, code.name.lower(), session_id)

@@ -1,6 +1,6 @@
 """What the client shows and answers, as plain values: the view models.
 
-The wire messages (``*_pb2``) stop at the connection modules; :mod:`clients.cli.convert`
+The wire messages (generated protobuf modules) stop at the connection modules; :mod:`clients.cli.convert`
 turns them into these dataclasses, and the renderer, the REPL and the commands work on
 these alone. Stdlib only: ``ai-coding --help`` paths import this.
 
@@ -289,7 +289,7 @@ class Event:
 
 @dataclass(frozen=True)
 class OpenedSession:
-    session_id: str
+    session_id: str = ""
     message_count: int = 0
     last_seq: int = 0
     model: str = ""
@@ -298,7 +298,7 @@ class OpenedSession:
 
 @dataclass(frozen=True)
 class SessionSummary:
-    session_id: str
+    session_id: str = ""
     created: float = 0.0
     last_activity: float = 0.0
     preview: str = ""

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import typer
 
 from clients.cli import exit_codes
 
-StubT = TypeVar("StubT")
+if TYPE_CHECKING:
+    from services.kernel.endpoints import Endpoint
+
+T = TypeVar("T")
+
+
+class _Client(Protocol):
+    async def close(self) -> None: ...
+
+
+ClientT = TypeVar("ClientT", bound=_Client)
 
 
 @contextlib.contextmanager
@@ -26,7 +36,8 @@ def cli_errors(command: str) -> Iterator[None]:
     try:
         yield
     except AiCodingError as exc:
-        code = exit_codes.UNAVAILABLE if isinstance(exc, ServiceUnavailable) else exit_codes.USAGE
+        unavailable = isinstance(exc, ServiceUnavailable) or exc.reason == "service_unavailable"
+        code = exit_codes.UNAVAILABLE if unavailable else exit_codes.USAGE
         print(f"ai-coding {command}: {exc}", file=sys.stderr)
         raise typer.Exit(code) from None
     except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
@@ -93,34 +104,36 @@ def fail(command: str, message: str, code: int = exit_codes.USAGE) -> typer.Exit
     return typer.Exit(code)
 
 
-@contextlib.contextmanager
-def service_stub(noun: str, command: str, service: str, what: str,
-                 make_stub: Callable[[Any], StubT]) -> Iterator[StubT]:
-    """A stub to ``service`` for ``ai-coding NOUN COMMAND``, started first when nothing runs (as
-    ``run`` and the REPL do); RPC failures become one line and an exit code (``what`` names the
-    service in that line, e.g. "the memory service")."""
-    import grpc
+def service_call(noun: str, command: str, service: str, what: str, make: Callable[[Endpoint], ClientT],
+                 body: Callable[[ClientT], Awaitable[T]]) -> T:
+    """Run ``body(client)`` against ``service`` for ``ai-coding NOUN COMMAND``, started first when
+    nothing runs (as ``run`` and the REPL do); failures become one line and an exit code (``what``
+    names the service in that line, e.g. "the memory service")."""
+    import asyncio
 
     from clients.cli import control
-    from services.kernel.channels import sync_channel
-    from services.kernel.errors import reason_of
+    from clients.cli.connection.loop import ClientError
 
     with cli_errors(f"{noun} {command}"):
         setup = control.resolve(None)
         control.ensure_running(setup, [service])
         endpoint = setup.endpoints[service]
-    channel = sync_channel(endpoint)
+
+    async def run() -> T:
+        client = make(endpoint)
+        try:
+            return await body(client)
+        finally:
+            await client.close()
+
     try:
-        yield make_stub(channel)
-    except grpc.RpcError as err:
-        reason = reason_of(err)
-        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not reason:
+        return asyncio.run(run())
+    except ClientError as err:
+        if err.reason == "service_unavailable":
             print(f"ai-coding {noun} {command}: {what} is not reachable at {endpoint}; "
                   f"see `ai-coding status` and `ai-coding logs {service}`.", file=sys.stderr)
             raise typer.Exit(exit_codes.UNAVAILABLE) from None
-        # The service itself answered (a stable reason rides along): its sentence names the cause.
-        code = exit_codes.UNAVAILABLE if err.code() == grpc.StatusCode.UNAVAILABLE else exit_codes.USAGE
-        print(f"ai-coding {noun} {command}: {err.details()}" + (f" ({reason})" if reason else ""), file=sys.stderr)
-        raise typer.Exit(code) from None
-    finally:
-        channel.close()
+        # The service itself answered: its sentence names the cause, its stable reason rides along.
+        reason = f" ({err.reason})" if err.reason != err.status else ""
+        print(f"ai-coding {noun} {command}: {err.detail or err.message}{reason}", file=sys.stderr)
+        raise typer.Exit(exit_codes.UNAVAILABLE if err.status == "unavailable" else exit_codes.USAGE) from None

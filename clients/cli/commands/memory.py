@@ -1,22 +1,26 @@
 """``ai-coding memory list | search | show | pin | forget``: long-term notes of a workspace, for scripts.
 
-Import-light: grpc and the generated stubs are imported inside command bodies.
+Import-light: grpc is imported inside command bodies (through ``clients.cli.connection``).
 The workspace defaults to the current directory.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
 from clients.cli import exit_codes
 from clients.cli import services_view as view
-from clients.cli.commands.common import service_stub
+from clients.cli.commands.common import service_call
+
+if TYPE_CHECKING:
+    from clients.cli.connection.services import MemoryClient
+
+T = TypeVar("T")
 
 app = typer.Typer(name="memory", help="Long-term memory notes: list, search, show, pin, forget.", no_args_is_help=True)
 
@@ -28,13 +32,13 @@ def _workspace(path: Path | None) -> str:
     return str((path or Path.cwd()).resolve())
 
 
-@contextmanager
-def _memory(command: str) -> Iterator[Any]:
-    """A stub to the running memory service; RPC failures become one line and an exit code."""
-    from ai_coding.v1 import memory_pb2_grpc
+def _memory(command: str, workspace: Path | None, body: Callable[[MemoryClient], Awaitable[T]]) -> T:
+    """``body`` against the running memory service; failures become one line and an exit code."""
+    from clients.cli.connection.services import MemoryClient
 
-    with service_stub("memory", command, "memory", "the memory service", memory_pb2_grpc.MemoryStub) as stub:
-        yield stub
+    ws = _workspace(workspace)
+    return service_call("memory", command, "memory", "the memory service",
+                        lambda endpoint: MemoryClient(endpoint, ws), body)
 
 
 @app.command("list")
@@ -45,8 +49,7 @@ def list_notes(
     as_json: bool = JsonOpt,
 ) -> None:
     """Notes grouped by kind, newest first (* = pinned, digit = importance)."""
-    with _memory("list") as stub:
-        notes = stub.ListNotes(view.list_request(_workspace(workspace), kind, limit), timeout=view.RPC_TIMEOUT).notes
+    notes = _memory("list", workspace, lambda client: client.list_notes(kind, limit))
     if as_json:
         print(json.dumps({"notes": [view.note_fields(n) for n in notes]}, ensure_ascii=False))
         return
@@ -64,9 +67,7 @@ def search(
     as_json: bool = JsonOpt,
 ) -> None:
     """Ranked recall with the same gates the model's memory_search uses (does not count as a use)."""
-    request = view.recall_request(_workspace(workspace), query, k, kind, scene)
-    with _memory("search") as stub:
-        resp = stub.Recall(request, timeout=30)
+    resp = _memory("search", workspace, lambda client: client.recall(query, k, kind, scene))
     if as_json:
         hits = [{"note": view.note_fields(h.note), "score": h.score, "relevance": h.relevance,
                  "matched_terms": list(h.matched_terms)} for h in resp.hits]
@@ -79,11 +80,7 @@ def search(
 def show(note_id: str = typer.Argument(..., help="Note id."), workspace: Path | None = WorkspaceOpt,
          as_json: bool = JsonOpt) -> None:
     """Every field of one note."""
-    from ai_coding.v1 import memory_pb2 as pb
-
-    with _memory("show") as stub:
-        note = stub.GetNote(pb.GetNoteRequest(workspace=_workspace(workspace), id=note_id), timeout=30).note
-    fields = view.note_fields(note)
+    fields = view.note_fields(_memory("show", workspace, lambda client: client.get(note_id)))
     if as_json:
         print(json.dumps(fields, ensure_ascii=False))
         return
@@ -96,10 +93,7 @@ def pin(note_id: str = typer.Argument(..., help="Note id."),
         unpin: bool = typer.Option(False, "--unpin", help="Remove the pin instead."),
         workspace: Path | None = WorkspaceOpt) -> None:
     """Pin a note so it is always in the <memory-constraints> block and never evicted."""
-    from ai_coding.v1 import memory_pb2 as pb
-
-    with _memory("pin") as stub:
-        note = stub.PinNote(pb.PinNoteRequest(workspace=_workspace(workspace), id=note_id, pinned=not unpin), timeout=30).note
+    note = _memory("pin", workspace, lambda client: client.pin(note_id, pinned=not unpin))
     print(f"{'unpinned' if unpin else 'pinned'} {note.id}: {note.text}")
 
 
@@ -108,13 +102,15 @@ def forget(note_id: str = typer.Argument(..., help="Note id."),
            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
            workspace: Path | None = WorkspaceOpt) -> None:
     """Delete a note (asks first unless --yes)."""
-    from ai_coding.v1 import memory_pb2 as pb
 
-    ws = _workspace(workspace)
-    with _memory("forget") as stub:
-        note = stub.GetNote(pb.GetNoteRequest(workspace=ws, id=note_id), timeout=30).note
+    async def body(client: MemoryClient) -> bool:
+        note = await client.get(note_id)
         if not yes and not typer.confirm(f"forget {note.id}: {note.text}?", default=False):
-            print("kept")
-            raise typer.Exit(exit_codes.OK)
-        stub.ForgetNote(pb.ForgetNoteRequest(workspace=ws, id=note_id), timeout=30)
+            return False
+        await client.forget(note_id)
+        return True
+
+    if not _memory("forget", workspace, body):
+        print("kept")
+        raise typer.Exit(exit_codes.OK)
     print(f"forgot {note_id}")

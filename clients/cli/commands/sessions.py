@@ -4,50 +4,46 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
 from clients.cli.repl.resume import SessionRow, day_label, row_line
+
+if TYPE_CHECKING:
+    from clients.cli.connection.loop import LoopClient
 
 T = TypeVar("T")
 
 app = typer.Typer(help="Saved sessions of a workspace.", no_args_is_help=True, add_completion=False)
 
 
-def _loop_call(workspace: Path, call: Callable[[Any], T]) -> T:
-    """Run ``call(stub)`` against the workspace's loop service, starting the services if needed."""
-    from ai_coding.v1 import loop_pb2_grpc
+def _loop_call(workspace: Path, body: Callable[[LoopClient], Awaitable[T]]) -> T:
+    """Run ``body(client)`` against the workspace's loop service, starting the services if needed."""
+    import asyncio
 
     from clients.cli import control
-    from services.kernel.channels import sync_channel
+    from clients.cli.connection.loop import LoopClient
 
     setup = control.resolve(workspace)
     control.ensure_running(setup, ["loop"], quiet=True)
-    channel = sync_channel(setup.endpoints["loop"])
-    try:
-        return call(loop_pb2_grpc.AgentLoopStub(channel))
-    finally:
-        channel.close()
+
+    async def run() -> T:
+        client = LoopClient(setup.endpoints["loop"])
+        try:
+            return await body(client)
+        finally:
+            await client.close()
+
+    return asyncio.run(run())
 
 
 def session_rows(workspace: Path) -> list[SessionRow]:
     """Ask the loop for the workspace's sessions, newest activity first."""
-    import grpc
-    from ai_coding.v1 import loop_pb2
-
-    from services.kernel.errors import ServiceUnavailable
-
-    try:
-        response = _loop_call(workspace, lambda stub: stub.ListSessions(
-            loop_pb2.ListSessionsRequest(workspace=str(workspace)), timeout=15))
-    except grpc.RpcError as err:
-        raise ServiceUnavailable(f"cannot list sessions: {err.details() or err.code().name}",
-                                 hint="(see `ai-coding logs loop`)") from None
-    return [SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open)
-            for s in response.sessions]
+    summaries = _loop_call(workspace, lambda client: client.list_sessions(str(workspace)))
+    return [SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open) for s in summaries]
 
 
 @app.command("list")
@@ -88,7 +84,6 @@ def show_session(
     as_json: bool = typer.Option(False, "--json", help="Print the saved messages as JSON (the session format)."),
 ) -> None:
     """Print a saved session's history: your messages, the model's answers, one line per tool call."""
-    from ai_coding.v1 import loop_pb2
     from rich.console import Console
 
     from clients.cli.commands.common import cli_errors, fail
@@ -99,8 +94,7 @@ def show_session(
     if not root.is_dir():
         raise fail("sessions show", f"workspace {workspace} is not a directory; pass an existing one with -w")
     with cli_errors("sessions show"):
-        response = _loop_call(root, lambda stub: stub.GetSession(
-            loop_pb2.GetSessionRequest(workspace=str(root), session_id=session), timeout=15))
+        response = _loop_call(root, lambda client: client.get_session(str(root), session))
     if as_json:
         print(json.dumps(json.loads(response.messages_json or "[]"), ensure_ascii=False, indent=2))
         return

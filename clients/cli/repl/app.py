@@ -32,9 +32,11 @@ from clients.cli import views
 from clients.cli.approvals import CHOICES as APPROVAL_CHOICES
 from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
+from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
+from clients.cli.connection.services import ServiceClients
+from clients.cli.driver import TurnDriver
 from clients.cli.render import EventRenderer, last_tool_text, literal, visible_controls
 from clients.cli.repl import resume
-from clients.cli.repl.connection import ClientError, LoopClient, TurnStream
 from clients.cli.repl.keys import build_bindings
 from clients.cli.repl.service_commands import (
     Output,
@@ -43,7 +45,6 @@ from clients.cli.repl.service_commands import (
     mcp_command,
     memory_command,
 )
-from clients.cli.repl.services import ServiceClients
 from clients.cli.repl.state import ctrl_c, question_answer
 from clients.cli.repl.terminal import SlashCompleter, Timings, log_crash, stdout_above_prompt, terminal_width
 from clients.cli.slash import SlashCommand, SlashReply, help_text, parse_slash
@@ -227,10 +228,10 @@ class Repl:
             return
         self.turn_running = True
         self._echoed_input = True
-        stream = self.client.start(self.session_id, text)
+        driver = self._driver()
+        stream = driver.start(text)
         self._timings.mark("send")
-        self._turn_stream = stream
-        self._spawn(self._follow_turn(stream, text))
+        self._spawn(self._follow_turn(driver, stream, text))
         self._echo(text)  # after the start: the turn should not wait for the echo's redraw
 
     async def _command(self, cmd: SlashCommand) -> str:
@@ -402,36 +403,37 @@ class Repl:
             return self._turn_stream
         return self._follower
 
-    async def _follow_turn(self, stream: TurnStream, text: str = "", retry_until: float = 0.0) -> None:
-        """Read a turn stream until the turn and every input queued behind it have finished.
+    def _driver(self) -> TurnDriver:
+        """The driver of one turn of this session: events go to ``_deliver``; it ends once the turn and
+        every input queued behind it have finished; control messages go to its stream.
 
-        ``text`` is the input that started it. When the Start never reached a loop (the service is
-        restarting: UNAVAILABLE before any event) it is sent again for up to
-        ``START_RETRY_SECONDS``; when a restarted loop no longer has the session open, the session
-        is re-opened and the input sent once more. Nothing typed is lost.
+        When the Start never reached a loop (the service is restarting: UNAVAILABLE before any event)
+        it is sent again for up to ``START_RETRY_SECONDS``; when a restarted loop no longer has the
+        session open, the session is re-opened and the input sent once more. Nothing typed is lost.
         """
-        received = False
-        try:
-            async for event in stream.events():
-                received = True
-                self._deliver(event)
-                if isinstance(event.body, views.TurnFinished) and not self.queued:
-                    break
-        except ClientError as err:
-            deadline = retry_until or time.monotonic() + START_RETRY_SECONDS
-            if text and not received and await self._can_resend(err, deadline):
-                stream.close()
-                retry = self.client.start(self.session_id, text)
-                self._turn_stream = retry
-                await self._follow_turn(retry, text, deadline)
-                return
-            self._error(str(err))
+        deadline: float | None = None
+
+        async def resend(err: ClientError) -> bool:
+            nonlocal deadline
+            deadline = deadline or time.monotonic() + START_RETRY_SECONDS
+            return await self._can_resend(err, deadline)
+
+        def use(stream: TurnStream) -> None:
+            self._turn_stream = stream
+
+        return TurnDriver(self.client, self.session_id, self._deliver,
+                          until=lambda event: isinstance(event.body, views.TurnFinished) and not self.queued,
+                          resend=resend, on_stream=use)
+
+    async def _follow_turn(self, driver: TurnDriver, stream: TurnStream, text: str = "") -> None:
+        """Follow a turn to its end (``text``: the input that started it, for a resend)."""
+        end = await driver.follow(stream, text)
+        if self._turn_stream is driver.stream:
+            self._turn_stream = None
+        if end.error is not None:
+            self._error(str(end.error))
             self.turn_running = False
             self.queued.clear()
-        finally:
-            stream.close()
-            if self._turn_stream is stream:
-                self._turn_stream = None
         if self.queued:
             await self._pick_up_queue()
         self._invalidate()
@@ -450,7 +452,7 @@ class Repl:
         except (TimeoutError, ClientError):
             pass
         if self.last_seq > before:
-            await self._follow_turn(follower)
+            await self._follow_turn(self._driver(), follower)
             return
         follower.close()
         self.turn_running = False

@@ -6,10 +6,10 @@ import asyncio
 import sys
 from pathlib import Path
 
+from clients.cli.connection.loop import LoopClient
+from clients.cli.connection.services import ServiceClients
 from clients.cli.headless import workspace_and_cwd
 from clients.cli.repl.app import Repl
-from clients.cli.repl.connection import LoopClient
-from clients.cli.repl.services import ServiceClients
 from clients.cli.repl.terminal import log_crash
 from services.kernel.endpoints import Endpoint
 

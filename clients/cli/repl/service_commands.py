@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clients.cli import services_view as view
-from clients.cli.repl.services import McpClient, MemoryClient
+from clients.cli.connection.services import McpClient, MemoryClient
 
 # (text, rich style) pairs.
 Lines = list[tuple[str, str]]

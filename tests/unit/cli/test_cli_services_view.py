@@ -2,43 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
+from clients.cli import convert, views
 from clients.cli import services_view as view
 from clients.cli.repl.service_commands import PendingForget, confirm_prompt, parse_memory_args, style_overview
 from clients.cli.slash import completions, help_text, subcommand_completions
 
 
-@dataclass
-class FakeNote:
-    id: str
-    text: str
-    kind: str = "fact"
-    importance: int = 2
-    pinned: bool = False
-    scene: str = ""
-    evidence: str = ""
+def note(id: str, text: str, **fields: Any) -> views.Note:
+    return views.Note(id=id, text=text, **{"kind": "fact", "importance": 2, **fields})
 
 
-@dataclass
-class FakeServer:
-    name: str
-    state: int
-    reason: str = ""
-    tool_count: int = 0
-    attempts: int = 1
-    next_retry_in_s: float = 0.0
-    type: str = "local"
+def server(name: str, state: int, **fields: Any) -> views.ServerStatus:
+    return views.ServerStatus(name=name, state=state, **{"attempts": 1, "type": "local", **fields})
 
 
 def test_notes_are_grouped_by_kind_with_counts_pins_scenes_and_evidence() -> None:
     notes = [
-        FakeNote("n1", "uses pytest", kind="fact", evidence="tool", scene="testing"),
-        FakeNote("n2", "prefer tabs", kind="preference", pinned=True, importance=4),
-        FakeNote("n3", "api is v2", kind="fact", evidence="model", scene="testing"),
-        FakeNote("n4", "db is sqlite", kind="decision", evidence="tool", scene="storage"),
+        note("n1", "uses pytest", kind="fact", evidence="tool", scene="testing"),
+        note("n2", "prefer tabs", kind="preference", pinned=True, importance=4),
+        note("n3", "api is v2", kind="fact", evidence="model", scene="testing"),
+        note("n4", "db is sqlite", kind="decision", evidence="tool", scene="storage"),
     ]
     lines = view.overview_lines(notes)
     assert lines[0] == "decision (1)"
@@ -50,7 +37,7 @@ def test_notes_are_grouped_by_kind_with_counts_pins_scenes_and_evidence() -> Non
 
 
 def test_without_scenes_there_is_no_scenes_line_and_no_notes_says_so() -> None:
-    assert not any(line.startswith("scenes:") for line in view.overview_lines([FakeNote("a", "x")]))
+    assert not any(line.startswith("scenes:") for line in view.overview_lines([note("a", "x")]))
     assert view.overview_lines([]) == ["memory holds no notes for this workspace"]
 
 
@@ -60,7 +47,7 @@ def test_overview_styles_headers_bold_rows_plain_and_summaries_dim() -> None:
 
 
 def test_an_id_prefix_names_one_note_or_lists_the_candidates() -> None:
-    notes = [FakeNote("abc123", "one"), FakeNote("abd456", "two"), FakeNote("ab", "short")]
+    notes = [note("abc123", "one"), note("abd456", "two"), note("ab", "short")]
     assert view.match_note(notes, "abc").note is notes[0]
     assert view.match_note(notes, "abd4").note is notes[1]
     several = view.match_note(notes[:2], "ab")
@@ -90,29 +77,29 @@ def test_memory_arguments_pick_the_subcommand_and_bare_words_search(args: str, p
 
 
 def test_server_rows_show_state_tools_reason_and_the_login_hint() -> None:
-    connected = view.server_line(FakeServer("demo", 2, tool_count=7))
+    connected = view.server_line(server("demo", 2, tool_count=7))
     assert connected.split() == ["demo", "local", "connected", "7", "tools"]
-    failed = view.server_line(FakeServer("broken", 4, reason="command not found: nope", next_retry_in_s=8.2))
+    failed = view.server_line(server("broken", 4, reason="command not found: nope", next_retry_in_s=8.2))
     assert "failed" in failed and failed.endswith("command not found: nope (retry in 8s)")
-    auth = view.server_line(FakeServer("remote", 5, type="remote", reason="sign-in required"))
+    auth = view.server_line(server("remote", 5, type="remote", reason="sign-in required"))
     assert "needs_auth" in auth and auth.endswith("(run `ai-coding mcp login remote`)")
-    assert "disabled" in view.server_line(FakeServer("off", 6))
-    assert view.state_name(FakeServer("x", 99)) == "unknown"
+    assert "disabled" in view.server_line(server("off", 6))
+    assert view.state_name(server("x", 99)) == "unknown"
     assert view.server_lines([]) == ["no MCP servers configured (add one with `ai-coding mcp add`)"]
 
 
 def test_a_retried_server_has_settled_after_a_new_attempt_that_is_not_transient() -> None:
-    before = FakeServer("s", 4, attempts=3)
-    assert not view.retry_settled(before, FakeServer("s", 4, attempts=3))  # the retry has not begun
-    assert not view.retry_settled(before, FakeServer("s", 1, attempts=4))  # still connecting
-    assert view.retry_settled(before, FakeServer("s", 2, attempts=4))
-    assert view.retry_settled(before, FakeServer("s", 4, attempts=4))
-    assert view.retry_settled(before, FakeServer("s", 6, attempts=3))  # disabled: never attempts
-    assert view.retry_settled(before, FakeServer("s", 5, attempts=3))  # waits for a login instead
+    before = server("s", 4, attempts=3)
+    assert not view.retry_settled(before, server("s", 4, attempts=3))  # the retry has not begun
+    assert not view.retry_settled(before, server("s", 1, attempts=4))  # still connecting
+    assert view.retry_settled(before, server("s", 2, attempts=4))
+    assert view.retry_settled(before, server("s", 4, attempts=4))
+    assert view.retry_settled(before, server("s", 6, attempts=3))  # disabled: never attempts
+    assert view.retry_settled(before, server("s", 5, attempts=3))  # waits for a login instead
 
 
 def test_memory_search_asks_not_to_count_as_a_use() -> None:
-    request = view.recall_request("/ws", "sqlite", k=3)
+    request = convert.recall_request("/ws", "sqlite", k=3)
     assert request.skip_hit_count is True and request.query == "sqlite" and request.k == 3
 
 

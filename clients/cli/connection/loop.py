@@ -1,6 +1,6 @@
-"""The REPL's side of the loop service: unary calls with deadlines and the Converse stream.
+"""The loop service: unary calls with deadlines and the Converse stream (the REPL, ``run``, ``sessions``).
 
-gRPC stays here: the rest of the REPL sees ``LoopClient`` methods, ``TurnStream``
+gRPC stays here: the rest of the client sees ``LoopClient`` methods, ``TurnStream``
 and ``ClientError`` (one readable line, never a traceback), with view models
 (:mod:`clients.cli.views`) in and out.
 """
@@ -8,12 +8,13 @@ and ``ClientError`` (one readable line, never a traceback), with view models
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from clients.cli import convert, views
+from clients.cli.attachments import Attachment
 from services.kernel.channels import aio_channel
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import AiCodingError, reason_of
@@ -31,19 +32,27 @@ _FAST_RECONNECT = [
 
 
 class ClientError(AiCodingError):
-    """A loop call failed; ``str()`` is one line for the user."""
+    """A service call failed; ``str()`` is one line for the user, ``detail`` the service's own words,
+    ``status`` the gRPC status in lower case ("" when the call never got one)."""
 
     reason = "loop_call_failed"
+
+    def __init__(self, message: str, *, hint: str = "", reason: str | None = None, detail: str = "",
+                 status: str = "") -> None:
+        super().__init__(message, hint=hint, reason=reason)
+        self.detail = detail
+        self.status = status
 
 
 def _error(err: grpc.RpcError, what: str) -> ClientError:
     code = err.code() if isinstance(err, grpc.aio.AioRpcError) else None
     detail = err.details() if isinstance(err, grpc.aio.AioRpcError) else str(err)
     reason = reason_of(err) or (code.name.lower() if code else "error")
+    status = code.name.lower() if code else ""
     if code == grpc.StatusCode.UNAVAILABLE:
-        return ClientError(f"{what}: the loop service is not answering",
+        return ClientError(f"{what}: the loop service is not answering", status=status,
                            hint="(run `ai-coding up`, or see `ai-coding logs loop`)", reason="service_unavailable")
-    return ClientError(f"{what}: {detail or reason}", reason=reason)
+    return ClientError(f"{what}: {detail or reason}", reason=reason, detail=detail or "", status=status)
 
 
 class TurnStream:
@@ -112,10 +121,11 @@ class LoopClient:
         self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
         self.cwd = cwd  # where the user is: project instructions are read down to here
 
-    async def open_session(self, workspace: str, session_id: str = "") -> views.OpenedSession:
+    async def open_session(self, workspace: str, session_id: str = "", *, model: str = "",
+                           auto_approve: bool = False, interactive: bool = True) -> views.OpenedSession:
         """Create a session, or load one by id or unique prefix."""
-        request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, interactive=True,
-                                                  cwd=self.cwd)
+        request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, model=model,
+                                                  auto_approve=auto_approve, interactive=interactive, cwd=self.cwd)
         try:
             response: loop_pb2.OpenSessionLoopResponse = await self.stub.OpenSession(request, timeout=UNARY_TIMEOUT)
             return convert.opened(response)
@@ -150,9 +160,9 @@ class LoopClient:
         except grpc.aio.AioRpcError as err:
             raise _error(err, f"/{command} failed") from None
 
-    def start(self, session_id: str, text: str) -> TurnStream:
-        """Open a stream that starts a turn with ``text``."""
-        return TurnStream(self.stub, convert.start(session_id, text))
+    def start(self, session_id: str, text: str, attachments: Sequence[Attachment] = ()) -> TurnStream:
+        """Open a stream that starts a turn with ``text`` (and files or images attached to it)."""
+        return TurnStream(self.stub, convert.start(session_id, text, attachments))
 
     def attach(self, session_id: str, after_seq: int) -> TurnStream:
         """Open a stream that follows the session from event ``after_seq`` on."""

@@ -1,0 +1,207 @@
+"""The memory service and the MCP gateway: typed aio calls, one readable error line.
+
+The REPL's ``/memory`` / ``/mcp`` and the ``ai-coding memory`` / ``ai-coding mcp`` commands
+use these clients; formatting is in ``clients.cli.services_view``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import grpc
+from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc, memory_pb2, memory_pb2_grpc
+
+from clients.cli import convert, views
+from clients.cli import services_view as view
+from clients.cli.connection.loop import ClientError
+from services.kernel.channels import aio_channel
+from services.kernel.endpoints import Endpoint
+from services.kernel.errors import reason_of
+
+# How long `/mcp retry` waits for the server to settle before printing its state anyway.
+RETRY_SETTLE_SECONDS = 30.0
+_POLL_SECONDS = 0.3
+# A server's resources and prompts may take a while (the gateway waits for the server itself).
+RESOURCE_TIMEOUT = 90.0
+
+T = TypeVar("T")
+
+
+def _unreachable(service: str, endpoint: Endpoint) -> ClientError:
+    return ClientError(f"the {service} is not reachable at {endpoint}",
+                       hint="(start the services with `ai-coding up`)", reason="service_unavailable", status="unavailable")
+
+
+async def _call(service: str, endpoint: Endpoint, what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """Run one RPC; UNAVAILABLE/timeouts say the service is down, other failures give the service's detail."""
+    try:
+        return await call()
+    except grpc.aio.AioRpcError as err:
+        status = err.code().name.lower()
+        reason = reason_of(err)
+        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not reason:
+            raise _unreachable(service, endpoint) from None
+        # The service itself answered (a stable reason rides along): its sentence names the cause.
+        raise ClientError(f"{what}: {err.details() or reason or status}", reason=reason or status,
+                          detail=err.details() or "", status=status) from None
+
+
+class MemoryClient:
+    """Typed calls to the Memory service for one workspace."""
+
+    def __init__(self, endpoint: Endpoint, workspace: str) -> None:
+        self.endpoint = endpoint
+        self.workspace = workspace
+        self._channel = aio_channel(endpoint)
+        self._stub = memory_pb2_grpc.MemoryStub(self._channel)
+
+    async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        return await _call("memory service", self.endpoint, what, call)
+
+    async def list_notes(self, kind: str = "", limit: int = 0) -> list[views.Note]:
+        """The notes of the workspace (all kinds, no limit by default)."""
+        request = memory_pb2.ListNotesRequest(workspace=self.workspace, kind=kind, limit=limit)
+        response = await self._run("/memory", lambda: self._stub.ListNotes(request, timeout=view.RPC_TIMEOUT))
+        return [convert.copy(note, views.Note) for note in response.notes]
+
+    async def recall(self, query: str, k: int = 10, kind: str = "", scene: str = "") -> views.Recall:
+        """Ranked recall for a person: ``skip_hit_count``, so it does not count as the model's use."""
+        request = convert.recall_request(self.workspace, query, k, kind, scene)
+        response = await self._run("/memory search", lambda: self._stub.Recall(request, timeout=view.RPC_TIMEOUT))
+        return convert.copy(response, views.Recall)
+
+    async def search(self, query: str) -> list[views.RecallHit]:
+        """The hits of :meth:`recall`."""
+        return list((await self.recall(query)).hits)
+
+    async def get(self, note_id: str) -> views.Note:
+        """One note by its id."""
+        request = memory_pb2.GetNoteRequest(workspace=self.workspace, id=note_id)
+        response: memory_pb2.GetNoteResponse = await self._run(
+            "/memory show", lambda: self._stub.GetNote(request, timeout=view.RPC_TIMEOUT))
+        return convert.copy(response.note, views.Note)
+
+    async def pin(self, note_id: str, pinned: bool) -> views.Note:
+        """Pin or unpin a note; returns it as stored."""
+        request = memory_pb2.PinNoteRequest(workspace=self.workspace, id=note_id, pinned=pinned)
+        response: memory_pb2.PinNoteResponse = await self._run(
+            "/memory pin", lambda: self._stub.PinNote(request, timeout=view.RPC_TIMEOUT))
+        return convert.copy(response.note, views.Note)
+
+    async def forget(self, note_id: str) -> bool:
+        """Delete a note; True when it was there."""
+        request = memory_pb2.ForgetNoteRequest(workspace=self.workspace, id=note_id)
+        response = await self._run("/memory forget",
+                                   lambda: self._stub.ForgetNote(request, timeout=view.RPC_TIMEOUT))
+        return bool(response.deleted)
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close()
+
+
+class McpClient:
+    """Typed calls to the MCP gateway."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self._channel = aio_channel(endpoint)
+        self._stub = mcp_gateway_pb2_grpc.McpGatewayStub(self._channel)
+
+    async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        return await _call("MCP gateway", self.endpoint, what, call)
+
+    async def servers(self) -> list[views.ServerStatus]:
+        """Every configured server's status."""
+        response = await self._run("/mcp", lambda: self._stub.ListServers(
+            mcp_gateway_pb2.ListServersRequest(), timeout=view.LIST_TIMEOUT))
+        return [_status(status) for status in response.servers]
+
+    async def catalog(self) -> list[views.CatalogEntry]:
+        """The tools the model can call on every server."""
+        response = await self._run("/mcp", lambda: self._stub.GetCatalog(
+            mcp_gateway_pb2.GetCatalogRequest(), timeout=view.LIST_TIMEOUT))
+        return [convert.copy(entry, views.CatalogEntry) for entry in response.entries]
+
+    async def add(self, server_json: str) -> views.ServerStatus:
+        """Add a server (its config entry as JSON) and keep it in mcp.local.yaml."""
+        response = await self._run("add", lambda: self._stub.AddServer(
+            mcp_gateway_pb2.AddServerRequest(server_json=server_json), timeout=view.LIST_TIMEOUT))
+        return _status(response.status)
+
+    async def login(self, name: str) -> str:
+        """Start a sign-in: the URL to open ("" when the server is already signed in)."""
+        response = await self._run("login", lambda: self._stub.Login(
+            mcp_gateway_pb2.LoginRequest(server=name), timeout=60))
+        return str(response.authorization_url)
+
+    async def logout(self, name: str) -> None:
+        """Forget a server's tokens."""
+        await self._run("logout", lambda: self._stub.Logout(
+            mcp_gateway_pb2.LogoutRequest(server=name), timeout=view.LIST_TIMEOUT))
+
+    async def wait_for(self, name: str, done: Callable[[views.ServerStatus], bool],
+                       timeout: float) -> views.ServerStatus | None:
+        """Poll ``name`` until ``done`` says so or ``timeout`` passes; its last state (None: it went away)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [s for s in await self.servers() if s.name == name]
+            if not found or done(found[0]) or time.monotonic() > deadline:
+                return found[0] if found else None
+            await asyncio.sleep(_POLL_SECONDS)
+
+    async def resources(self, server: str) -> views.ToolResult:
+        """The resources ``server`` offers, as text (a refusal is a failed result)."""
+        response = await self._run("resources", lambda: self._stub.ListResources(
+            mcp_gateway_pb2.ListResourcesRequest(server=server), timeout=RESOURCE_TIMEOUT))
+        return convert.tool_result(response.result)
+
+    async def read_resource(self, server: str, uri: str) -> views.ToolResult:
+        """One resource of ``server``."""
+        response = await self._run("read", lambda: self._stub.ReadResource(
+            mcp_gateway_pb2.ReadResourceRequest(server=server, uri=uri), timeout=RESOURCE_TIMEOUT))
+        return convert.tool_result(response.result)
+
+    async def prompts(self, server: str) -> views.ToolResult:
+        """The prompts ``server`` offers, with their arguments."""
+        response = await self._run("prompts", lambda: self._stub.ListPrompts(
+            mcp_gateway_pb2.ListPromptsRequest(server=server), timeout=RESOURCE_TIMEOUT))
+        return convert.tool_result(response.result)
+
+    async def prompt(self, server: str, name: str, arguments_json: str) -> views.ToolResult:
+        """A prompt of ``server`` filled with its arguments (a JSON object of strings)."""
+        response = await self._run("prompt", lambda: self._stub.GetPrompt(
+            mcp_gateway_pb2.GetPromptRequest(server=server, name=name, arguments_json=arguments_json),
+            timeout=RESOURCE_TIMEOUT))
+        return convert.tool_result(response.result)
+
+    async def retry(self, name: str, settle: float = RETRY_SETTLE_SECONDS) -> views.ServerStatus | None:
+        """Reconnect ``name`` now; its state once a new attempt has settled (None: the server went away)."""
+        response = await self._run(f"/mcp retry {name}", lambda: self._stub.Reconnect(
+            mcp_gateway_pb2.ReconnectRequest(server=name), timeout=view.LIST_TIMEOUT))
+        before = _status(response.status)
+        return await self.wait_for(name, lambda now: view.retry_settled(before, now), settle)
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close()
+
+
+def _status(message: mcp_gateway_pb2.ServerStatus) -> views.ServerStatus:
+    return convert.copy(message, views.ServerStatus)
+
+
+class ServiceClients:
+    """The REPL's clients beside the loop: memory (for this workspace) and the MCP gateway."""
+
+    def __init__(self, memory: Endpoint, mcp_gateway: Endpoint, workspace: str) -> None:
+        self.memory = MemoryClient(memory, workspace)
+        self.mcp = McpClient(mcp_gateway)
+
+    async def close(self) -> None:
+        """Close both channels."""
+        await self.memory.close()
+        await self.mcp.close()

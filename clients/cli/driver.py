@@ -1,0 +1,94 @@
+"""The client's one turn driver: follow a turn stream until the turn ends (``run``, the demo, the REPL).
+
+It hands every event to ``on_event`` in order, stops when ``until`` says the turn is over
+(by default: at ``TurnFinished``), and reports how the stream ended as a :class:`TurnEnd`.
+A Start that failed before any event (the loop is restarting) is sent again while
+``resend`` allows it. Answers, interrupts and queued input go to :attr:`TurnDriver.stream`.
+What to do with the end (an exit code, a line in the REPL) is the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from clients.cli import views
+from clients.cli.attachments import Attachment
+from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """How a followed stream ended: at the turn's final event, with an error, or just closed."""
+
+    finished: views.TurnFinished | None = None
+    error: ClientError | None = None
+
+
+def at_turn_finished(event: views.Event) -> bool:
+    """The default end: the turn's final event."""
+    return isinstance(event.body, views.TurnFinished)
+
+
+class TurnDriver:
+    """Follows one turn of ``session_id`` on the loop, whoever is watching it."""
+
+    def __init__(self, client: LoopClient, session_id: str, on_event: Callable[[views.Event], None], *,
+                 until: Callable[[views.Event], bool] = at_turn_finished,
+                 resend: Callable[[ClientError], Awaitable[bool]] | None = None,
+                 on_stream: Callable[[TurnStream], None] | None = None) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.on_event = on_event
+        self.until = until
+        self.resend = resend
+        self.on_stream = on_stream
+        self.stream: TurnStream | None = None
+
+    def start(self, text: str, attachments: Sequence[Attachment] = ()) -> TurnStream:
+        """Open the stream that starts a turn with ``text`` (sent at once; :meth:`follow` reads it)."""
+        stream = self.client.start(self.session_id, text, attachments)
+        self._use(stream)
+        return stream
+
+    async def follow(self, stream: TurnStream, text: str = "", attachments: Sequence[Attachment] = ()) -> TurnEnd:
+        """Read ``stream`` to the end of the turn. ``text`` (with ``attachments``): the input that started
+        it, sent again on a fresh stream when the Start failed before any event and ``resend`` says to."""
+        self._use(stream)
+        while True:
+            received, end = await self._read(stream)
+            if end.error is None or not (text and not received and self.resend is not None
+                                         and await self.resend(end.error)):
+                return end
+            stream = self.start(text, attachments)
+
+    async def _read(self, stream: TurnStream) -> tuple[bool, TurnEnd]:
+        """(whether any event came, how the stream ended); the stream is closed either way."""
+        received = False
+        finished: views.TurnFinished | None = None
+        try:
+            async for event in stream.events():
+                received = True
+                if isinstance(event.body, views.TurnFinished):
+                    finished = event.body
+                self.on_event(event)
+                if self.until(event):
+                    break
+        except ClientError as err:
+            return received, TurnEnd(finished=finished, error=err)
+        finally:
+            stream.close()
+        return received, TurnEnd(finished=finished)
+
+    def answer_approval(self, request_id: str, decision: views.Decision) -> None:
+        if self.stream is not None:
+            self.stream.approve(request_id, decision)
+
+    def interrupt(self, scope: views.Scope) -> None:
+        if self.stream is not None:
+            self.stream.interrupt(scope)
+
+    def _use(self, stream: TurnStream) -> None:
+        self.stream = stream
+        if self.on_stream is not None:
+            self.on_stream(stream)
