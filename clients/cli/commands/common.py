@@ -37,9 +37,14 @@ def cli_errors(command: str) -> Iterator[None]:
         yield
     except AiCodingError as exc:
         unavailable = isinstance(exc, ServiceUnavailable) or exc.reason == "service_unavailable"
-        code = exit_codes.UNAVAILABLE if unavailable else exit_codes.USAGE
+        # A service that answered with a status (connection.loop.ClientError: not imported here, it
+        # pulls in grpc) exits as that status says, with the service's own sentence.
+        status = str(getattr(exc, "status", "")).upper()
+        if status and not unavailable:
+            print(f"ai-coding {command}: {getattr(exc, 'detail', '') or exc}", file=sys.stderr)
+            raise typer.Exit(_RPC_EXIT.get(status, exit_codes.FAILED)) from None
         print(f"ai-coding {command}: {exc}", file=sys.stderr)
-        raise typer.Exit(code) from None
+        raise typer.Exit(exit_codes.UNAVAILABLE if unavailable else exit_codes.USAGE) from None
     except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
