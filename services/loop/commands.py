@@ -75,6 +75,9 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})
 
 
+TRACE_TURNS_SHOWN = 10
+
+
 def _budget(rt: SessionRuntime) -> tuple[str, str]:
     """The session's token ledger, saying which of four states it is in."""
     usage, limit = rt.session.usage, rt.settings.turn_token_budget
@@ -110,7 +113,9 @@ def _trace(rt: SessionRuntime) -> tuple[str, str]:
     reports = session_reports(ref)
     if not rt.deps.traces:
         return "tracing is off (loop.traces: false)", json.dumps({"dir": str(ref.dir), "turns": []})
-    lines = [f"traces: {ref.dir}"] + [_turn_line(r) for r in reports[-10:]]
+    lines = [f"traces: {ref.dir}"] + [_turn_line(r) for r in reports[-TRACE_TURNS_SHOWN:]]
+    if len(reports) > TRACE_TURNS_SHOWN:
+        lines.insert(1, f"... {len(reports) - TRACE_TURNS_SHOWN} earlier turns (`ai-coding trace export` has them all)")
     if not reports:
         lines.append("no turn traced yet")
     else:
