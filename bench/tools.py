@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent / "protos")]
 
 from services.kernel.config import Config  # noqa: E402
-from services.tools.harness import ThreadedToolService, ToolServiceClient  # noqa: E402
 from services.tools.sandbox import bwrap_argv  # noqa: E402
+from tests.support.tools_harness import ThreadedToolService, ToolServiceClient  # noqa: E402
 
 
 def _stats(samples: list[float]) -> tuple[float, float]:

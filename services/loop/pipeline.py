@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +34,12 @@ from services.loop.errors import LoopError, ModelError
 from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
+from services.loop.policy.static_check import plan_static_check, should_run_static_check
 from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
 from services.loop.policy.turn import Decision as TurnDecision
 from services.loop.ports import StepResult, ToolCall, ToolOutcome, TurnHost, Usage
 from services.loop.prompt import assemble_view, environment_block, tail_blocks
+from services.loop.static_check import run_static_check
 from services.loop.turn_events import (
     ApprovalResolved,
     ContextAssembled,
@@ -91,6 +94,7 @@ class Turn:
         self.batch_task: asyncio.Task[None] | None = None
         self.aux_tail: dict[str, str] = {}
         self._truncated = False
+        self._static_check_ran = False
         self.finished = False
         self._step = _StepState()
         self._started = time.monotonic()
@@ -281,9 +285,9 @@ class Turn:
         finally:
             self.batch_task = None
             self._record_results(ctx, calls)
-        return self._observe(calls, ctx.outcomes)
+        return await self._observe(calls, ctx.outcomes)
 
-    def _observe(self, calls: list[ToolCall], outcomes: dict[str, ToolOutcome]) -> list[str]:
+    async def _observe(self, calls: list[ToolCall], outcomes: dict[str, ToolOutcome]) -> list[str]:
         nudges: list[str] = []
         for call in calls:
             outcome = outcomes[call.id]
@@ -300,8 +304,21 @@ class Turn:
                                     stale_streak=stalled.stale_streak, novel=stalled.novel, reason=stalled.reason))
             if not stalled.unconverged:
                 commands = tuple(self.rt.settings.static_check.commands)
-                nudges.append(search_gate_message(stalled, commands=commands))
+                output = await self._static_check(stalled.level, commands)
+                nudges.append(search_gate_message(stalled, static_check=output, commands=commands))
         return nudges
+
+    async def _static_check(self, level: int, commands: tuple[str, ...]) -> str:
+        """The L2 search gate's static check output, when the operator opted in (else "": the
+        nudge names the commands for the model to run through bash, behind the gate)."""
+        if not should_run_static_check(level, self.round_iterations, self.rt.settings.max_tool_iterations,
+                                       self._static_check_ran):
+            return ""
+        plan = plan_static_check(commands, os.environ)
+        if not plan.argvs:
+            return ""
+        self._static_check_ran = True
+        return await run_static_check(plan, self.rt.workspace, os.environ)
 
     def _record_results(self, ctx: DispatchContext, calls: list[ToolCall]) -> None:
         if self._step.dispatch is not ctx:

@@ -29,15 +29,6 @@ def note_to_pb(note: Note) -> pb.Note:
     )
 
 
-def note_from_pb(msg: pb.Note) -> Note:
-    """Wire note -> domain note."""
-    return Note(
-        id=msg.id, text=msg.text, kind=msg.kind, importance=msg.importance, pinned=msg.pinned, scene=msg.scene,
-        evidence=msg.evidence, scope=msg.scope, source_message_ids=list(msg.source_message_ids), hits=msg.hits,
-        last_used=msg.last_used, created=msg.created, updated=msg.updated,
-    )
-
-
 def _action(value: int) -> Action:
     try:
         return Action(value)
@@ -53,15 +44,6 @@ def candidate_from_pb(msg: pb.NoteCandidate) -> Candidate:
         text=msg.text, kind=msg.kind or "fact", importance=msg.importance or 3, action=_action(int(msg.action)),
         target_id=msg.target_id, scene=msg.scene, evidence=msg.evidence,
         source_message_ids=list(msg.source_message_ids), pinned=msg.pinned, scope=msg.scope or "workspace",
-    )
-
-
-def candidate_to_pb(c: Candidate) -> pb.NoteCandidate:
-    """Domain candidate -> wire candidate (for clients such as the loop's adapter)."""
-    return pb.NoteCandidate(
-        text=c.text, kind=c.kind, importance=c.importance, action=c.action.value,  # type: ignore[arg-type]
-        target_id=c.target_id, scene=c.scene, evidence=c.evidence, source_message_ids=list(c.source_message_ids),
-        pinned=c.pinned, scope=c.scope,
     )
 
 

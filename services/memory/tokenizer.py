@@ -58,8 +58,3 @@ def tokenize(text: str) -> list[str]:
         else:
             terms.extend(_cjk_terms(token))
     return terms
-
-
-def unique_terms(text: str) -> list[str]:
-    """Distinct terms of ``text`` in first-seen order."""
-    return list(dict.fromkeys(tokenize(text)))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ai_coding.v1 import loop_pb2
 
 from tests.service.loop.harness import (
@@ -190,6 +191,27 @@ def test_searches_that_find_nothing_new_climb_the_ladder_and_end_with_a_closing_
     assert stack.runtime.sessions[finished_session(events)].session.messages[-1]["content"] == end.text
     nudged = json.dumps([r.body["messages"] for r in stack.fake.chat_requests])
     assert "[search-gate]" in nudged and "ruff check ." in nudged  # L2 names the static check to run
+
+
+def test_with_the_operators_opt_in_the_l2_gate_carries_the_static_checks_own_output(
+        make_stack: Callable[..., LoopStack], workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (workspace / "notes.txt").write_text("alpha beta\n")
+    linter = workspace / ".venv" / "bin" / "ruff"  # the workspace's own linter comes first on PATH
+    linter.parent.mkdir(parents=True)
+    linter.write_text('#!/bin/sh\npwd >> "$PWD/linted-in.txt"\necho "notes.py:1:1: E501 line too long ($*)"\nexit 1\n')
+    linter.chmod(0o755)
+    monkeypatch.setenv("AI_CODING_STATIC_CHECK", "1")
+    greps = [{"tool_calls": [{"name": "grep", "arguments": {"pattern": f"alpha|nothing{i}"}}]} for i in range(5)]
+    stack = make_stack([*greps, {"match": "Searching is over", "text": "alpha is on line 1."}],
+                       with_tools=True, max_tool_iterations=20, search_streak_threshold=2, search_streak_l2=3,
+                       stale_streak_l1=2, stale_streak_l2=3, stale_streak_l3=4, repeated_nonempty_l3=2)
+    _, events = stack.turn("where is alpha used?")
+    assert status_name(finished(events)) == "max_iterations"
+    nudges = [m["content"] for r in stack.fake.chat_requests for m in r.body["messages"]
+              if m["role"] == "user" and "Static check output" in str(m["content"])]
+    assert nudges and "$ ruff check .\nnotes.py:1:1: E501 line too long (check .)\n(exit 1)" in nudges[0]
+    # It ran in the workspace, once per turn however long the stall.
+    assert (workspace / "linted-in.txt").read_text().splitlines() == [str(workspace)]
 
 
 def finished_session(events: list[loop_pb2.TurnEvent]) -> str:

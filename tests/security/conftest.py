@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from services.tools.harness import ToolServiceClient
 from tests.support.tool_service import make_service, service, workspace
+from tests.support.tools_harness import ToolServiceClient
 
 __all__ = ["make_service", "serve_tools", "service", "workspace"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 SESSION_TEXT = "another-project-session-transcript"
 

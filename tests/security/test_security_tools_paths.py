@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from ai_coding.v1 import common_pb2
 
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 
 @pytest.fixture

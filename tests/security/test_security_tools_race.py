@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 # renameat2(RENAME_EXCHANGE) swaps the two names atomically: "flip" is always there, a real
 # directory one moment and a symlink to outside the next.

@@ -18,8 +18,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.tools.harness import ToolServiceClient
 from services.tools.sandbox import bwrap_argv
+from tests.support.tools_harness import ToolServiceClient
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- home-secret-key-material"
 SOCKET_PROBE = """python3 - <<'PYEOF'

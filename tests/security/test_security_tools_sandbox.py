@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from ai_coding.v1 import common_pb2
 
-from services.tools.harness import ThreadedToolService, ToolServiceClient
+from tests.support.tools_harness import ThreadedToolService, ToolServiceClient
 
 
 def bash(svc: ThreadedToolService, command: str, session: str = "s1") -> common_pb2.ToolResult:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from services.kernel.config import Config
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 
 @pytest.fixture

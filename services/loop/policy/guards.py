@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.kernel.command_policy import command_parts
 from services.kernel.errors import ConfigError
 from services.loop.policy.settings import BashPolicy
 
@@ -174,10 +175,6 @@ SYSTEM_PATHS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr
 
 
 def _candidate_paths(command: str) -> list[str]:
-    try:
-        from services.kernel.command_policy import command_parts
-    except ImportError:  # pragma: no cover - the tools area ships it
-        return [w for w in command.split() if w.startswith("/")]
     words: list[str] = []
     for part in command_parts(command):
         words.extend(part.argv)

@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 from ai_coding.v1 import common_pb2, tools_pb2
 
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 
 def bash(svc: ThreadedToolService, command: str, **extra: object) -> tuple[list[common_pb2.ToolChunk], common_pb2.ToolResult]:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 
 def test_twenty_concurrent_sessions_never_mix_outputs_or_snapshots(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ai_coding.v1 import common_pb2, tools_pb2
 
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 
 def call(svc: ThreadedToolService, tool: str, **args: object) -> common_pb2.ToolResult:

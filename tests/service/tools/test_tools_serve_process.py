@@ -13,7 +13,7 @@ from pathlib import Path
 
 from services.kernel.channels import check_health
 from services.kernel.endpoints import parse_endpoint
-from services.tools.harness import ToolServiceClient
+from tests.support.tools_harness import ToolServiceClient
 
 
 def sleeping(marker: str) -> bool:

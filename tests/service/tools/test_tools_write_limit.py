@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ai_coding.v1 import common_pb2
 
-from services.tools.harness import ThreadedToolService
+from tests.support.tools_harness import ThreadedToolService
 
 LIMIT = 10 * 1024 * 1024
 

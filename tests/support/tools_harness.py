@@ -1,4 +1,4 @@
-"""Drive a real tool service from blocking code (tests and bench/tools.py).
+"""Drive a real tool service from blocking code (tests and bench/tools.py; not part of the product).
 
 :class:`ToolServiceClient` talks to a tool service at a Unix socket (for
 example an ``ai-coding serve tools`` process); :class:`ThreadedToolService`
