@@ -91,6 +91,7 @@ EXECUTION_KEYS: tuple[str, ...] = (
 MODEL_BEHAVIOUR_KEYS = frozenset({
     "model", "max_tokens", "temperature", "price_input_per_mtok", "price_cached_input_per_mtok",
     "price_output_per_mtok", "step_timeout_seconds", "max_retries", "retry_budget_seconds", "context_window",
+    "images",
 })
 # Safety settings a project may only tighten (applied with or without AI_CODING_TRUST_PROJECT:
 # trusting a repository to run its hooks is not letting it lift your deny list). Rules by dotted
@@ -736,6 +737,7 @@ USER_CONFIG_TEMPLATE = """\
 #     model: deepseek-chat
 #     api_key: ${DEEPSEEK_API_KEY}     # ${VAR}, a literal, or empty = the provider's variable
 #     # base_url: http://localhost:8000/v1   # any OpenAI-compatible endpoint (provider inferred)
+#     # images: true                         # the model takes image input (@shot.png)
 #     # price_input_per_mtok: 0.27           # cost is reported only when prices are set
 #     # price_output_per_mtok: 1.10
 

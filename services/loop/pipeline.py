@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.loop.approvals import Decision, Pending, RequestKind
+from services.loop.attachments import InputFile, user_content
 from services.loop.compaction.keeper import fixed_tokens
 from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
 from services.loop.domain import Message, wait_limit
@@ -71,9 +72,10 @@ class _StepState:
 class Turn:
     """One user turn of a session (its host)."""
 
-    def __init__(self, rt: TurnHost, text: str, number: int) -> None:
+    def __init__(self, rt: TurnHost, text: str, number: int, images: tuple[InputFile, ...] = ()) -> None:
         self.rt = rt
         self.text = text
+        self.images = images
         self.number = number
         self.pending = Pending(number)
         self.usage = Usage()
@@ -111,7 +113,7 @@ class Turn:
     async def run(self) -> None:
         """Run the turn to its TurnFinished event (never raises for turn-level failures)."""
         self.emit(TurnStarted(turn=self.number, input=self.text, model=self.rt.model.model_name))
-        self._append({"role": "user", "content": self.text})
+        self._append({"role": "user", "content": user_content(self.text, self.images)})
         self._save()
         self._end(await self._guarded())
 

@@ -19,6 +19,7 @@ from services.kernel.config import user_config_path
 from services.kernel.errors import ConfigError
 from services.loop import limits
 from services.loop.approvals import Decision, Resolution
+from services.loop.attachments import InputFile
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
 from services.loop.errors import BadRequest, SessionNotFound
@@ -137,7 +138,7 @@ class SessionRuntime:
             self.warnings.append(f"compaction: {dropped}")
         for tool in self.context.tool_defs():
             self.tools.register(tool)
-        self.queue: deque[str] = deque()
+        self.queue: deque[tuple[str, tuple[InputFile, ...]]] = deque()
         self.turn: Turn | None = None
         self.task: asyncio.Task[None] | None = None
         self.tools_attached = False
@@ -210,14 +211,14 @@ class SessionRuntime:
         """A turn runs or a client is following the session's stream (ListSessions' ``open``)."""
         return not self.idle or self.attached > 0
 
-    def submit(self, text: str) -> None:
-        """Run ``text`` as a turn now, or queue it behind the running one."""
+    def submit(self, text: str, images: tuple[InputFile, ...] = ()) -> None:
+        """Run ``text`` (with any attached ``images``) as a turn now, or queue it behind the running one."""
         if not text.strip():
             raise BadRequest("empty input", hint="Send some text to start a turn.")
         limits.check_prompt(text)
         limits.check_session_size([self.store.snapshot_path(self.session.id),
                                    self.store.journal_path(self.session.id)], self.session.id)
-        self.queue.append(text)
+        self.queue.append((text, images))
         if self.task is None:
             self.task = asyncio.create_task(self._drain())
         else:
@@ -227,9 +228,9 @@ class SessionRuntime:
     async def _drain(self) -> None:
         try:
             while self.queue:
-                text = self.queue.popleft()
+                text, images = self.queue.popleft()
                 self.session.turns += 1
-                self.turn = Turn(self, text, self.session.turns)
+                self.turn = Turn(self, text, self.session.turns, images)
                 if self.trace is not None:
                     self.trace.start_turn(self.session.turns)
                 await self.turn.run()

@@ -13,7 +13,7 @@ from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from services.kernel.errors import AiCodingError, abort
 from services.loop import convert, inbound
-from services.loop.attachments import with_attachments
+from services.loop.attachments import accepts_images, with_attachments
 from services.loop.commands import run_command
 from services.loop.compaction.command import compact_command
 from services.loop.errors import BadRequest, SessionNotFound
@@ -153,7 +153,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         if isinstance(first, inbound.Start):
             rt = await self.runtime.get(first.session_id)
             after = rt.events.last_seq
-            rt.submit(with_attachments(first.input, first.attachments, rt.model.model_name))
+            rt.submit(*with_attachments(first.input, first.attachments, rt.model.model_name, accepts_images(rt.model)))
             return rt, after
         if isinstance(first, inbound.Attach):
             rt = await self.runtime.get(first.session_id)
@@ -178,7 +178,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         elif isinstance(message, inbound.InterruptRequest):
             rt.interrupt(message.scope)
         elif isinstance(message, inbound.Queue | inbound.Start):
-            rt.submit(with_attachments(message.input, message.attachments, rt.model.model_name))
+            rt.submit(*with_attachments(message.input, message.attachments, rt.model.model_name,
+                                        accepts_images(rt.model)))
         else:
             raise BadRequest("unexpected message on a running stream", hint="Send approval, answer, interrupt "
                              "or queue after start/attach.")

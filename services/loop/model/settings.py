@@ -69,6 +69,8 @@ class ModelSettings:
     abandoned and the step retried like a dropped connection (the step's deadline still bounds it)."""
     max_retries: int = 4
     """Retries after the first attempt on 429, 5xx and dropped connections or streams."""
+    images: bool = False
+    """The model takes image input (``image_url`` parts); an image sent to one without it is refused."""
     retry_budget_seconds: float = 60.0
     """Total time the retries of one step may spend waiting."""
     context_window: int | None = None
