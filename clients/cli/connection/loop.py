@@ -49,7 +49,11 @@ def _error(err: grpc.RpcError, what: str) -> ClientError:
     detail = err.details() if isinstance(err, grpc.aio.AioRpcError) else str(err)
     reason = reason_of(err) or (code.name.lower() if code else "error")
     status = code.name.lower() if code else ""
-    if code == grpc.StatusCode.UNAVAILABLE:
+    # A call cut by the loop's death can end INTERNAL "Internal error from Core" rather than
+    # UNAVAILABLE (seen with the loop killed just as a Start went out, under load): with no reason
+    # of ours on it (our services put one on every status they send) it is the service going away,
+    # so it is retried like UNAVAILABLE instead of losing the input.
+    if code == grpc.StatusCode.UNAVAILABLE or (code == grpc.StatusCode.INTERNAL and not reason_of(err)):
         return ClientError(f"{what}: the loop service is not answering", status=status,
                            hint="(run `ai-coding up`, or see `ai-coding logs loop`)", reason="service_unavailable")
     return ClientError(f"{what}: {detail or reason}", reason=reason, detail=detail or "", status=status)
