@@ -12,6 +12,7 @@ import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from services.kernel.errors import AiCodingError, abort
+from services.kernel.workspace import WorkspaceRefused, private_dirs, workspace_root
 from services.loop import convert, inbound
 from services.loop.attachments import accepts_images, with_attachments
 from services.loop.commands import run_command
@@ -53,6 +54,10 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         if not Path(request.workspace).is_dir():
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "workspace_missing",
                         f"workspace {request.workspace} is not a directory; create it or pass another -w")
+        try:
+            workspace_root(request.workspace, Path.home(), private_dirs(None))  # the tools service's rule
+        except WorkspaceRefused as err:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, err.reason, str(err))
         try:
             rt, warnings = await self.runtime.open(
                 request.workspace, request.session_id, request.model,

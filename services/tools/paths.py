@@ -10,36 +10,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from services.kernel.statedir import STATE_DIR
+from services.kernel.workspace import WorkspaceRefused, workspace_root
 from services.tools.errors import ToolError, WorkspaceError
 
 
 def check_workspace_root(raw: str, home: Path, private: Sequence[tuple[str, str]] = ()) -> Path:
-    """The real path of a workspace root, or :class:`WorkspaceError` saying why it is refused.
-
-    A root may not be ``/`` nor contain the user's home or any ``private`` directory (pairs of
-    what it is and where: the runtime dir with the service sockets, the config and data dirs):
-    everything below a root is readable, and writable, by the agent's commands and file tools."""
-    if not raw or "\0" in raw:
-        raise WorkspaceError("the workspace root is empty", hint="Pass the absolute path of a project directory.")
-    path = Path(raw)
-    if not path.is_absolute():
-        raise WorkspaceError(f"the workspace root {raw!r} is not an absolute path",
-                             hint="Pass the absolute path of a project directory.")
-    real = Path(os.path.realpath(path))
-    if not real.is_dir():
-        raise WorkspaceError(f"the workspace root {raw} is not an existing directory",
-                             hint="Create it or pass another directory.")
-    if real == Path("/"):
-        raise WorkspaceError(f"the workspace root {real} is too broad (the filesystem root)",
-                             hint="Open a session in a project directory instead.")
-    for what, where in (("your home directory", str(home)), *private):
-        inner = Path(os.path.realpath(where))
-        if inner == real or inner.is_relative_to(real):
-            raise WorkspaceError(
-                f"the workspace root {real} is too broad: it contains {what} ({inner}), which the agent's "
-                "commands and file tools could then read and change",
-                hint="Open a session in a project directory that holds none of these, e.g. ~/projects/NAME.")
-    return real
+    """:func:`services.kernel.workspace.workspace_root`, refusing with :class:`WorkspaceError`."""
+    try:
+        return workspace_root(raw, home, private)
+    except WorkspaceRefused as exc:
+        raise WorkspaceError(exc.message, hint=exc.hint) from None
 
 
 def is_inside(path: Path, roots: Sequence[Path]) -> bool:
