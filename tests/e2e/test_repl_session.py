@@ -169,6 +169,15 @@ def test_a_full_turn_with_a_tool_streams_text_a_tool_line_and_a_status_line(stac
     assert re.search(r"● completed · [\d.k]+ in / [\d.k]+ out · cache \d+%", plain(term.seen))
 
 
+def test_an_at_file_mention_attaches_the_file_to_the_request(stack: Stack, term: Term) -> None:
+    script(stack, [{"text": "The notes list two words."}])
+    term.line("summarise @notes.txt")
+    out = plain(term.expect("● completed"))
+    assert "attached notes.txt (11 bytes)" in out
+    users = [m for m in stack.model.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users[-1]["content"].startswith('summarise @notes.txt\n\n<attachment path="notes.txt">\nalpha\nbeta\n')
+
+
 def test_approvals_answered_y_n_and_enter_alone(stack: Stack, term: Term, workspace: Path) -> None:
     script(stack, [
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo approved-run"}}]},

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
 
-from clients.cli import views
+from clients.cli import attachments, views
 from clients.cli.approvals import CHOICES as APPROVAL_CHOICES
 from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
@@ -226,13 +226,20 @@ class Repl:
                 stream.queue(text)
             self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
             return
+        try:
+            files = attachments.collect(text, Path(os.getcwd()))  # @path mentions, as `run` reads them
+        except attachments.AttachmentError as err:
+            self._print(literal(f"  {err}", "red"))
+            return
         self.turn_running = True
         self._echoed_input = True
         driver = self._driver()
-        stream = driver.start(text)
+        stream = driver.start(text, files)
         self._timings.mark("send")
-        self._spawn(self._follow_turn(driver, stream, text))
+        self._spawn(self._follow_turn(driver, stream, text, files))
         self._echo(text)  # after the start: the turn should not wait for the echo's redraw
+        for item in files:
+            self._print(literal(f"  attached {item.path} ({len(item.data):,} bytes)", "dim"))
 
     async def _command(self, cmd: SlashCommand) -> str:
         name, args = cmd.name, cmd.args
@@ -425,9 +432,10 @@ class Repl:
                           until=lambda event: isinstance(event.body, views.TurnFinished) and not self.queued,
                           resend=resend, on_stream=use)
 
-    async def _follow_turn(self, driver: TurnDriver, stream: TurnStream, text: str = "") -> None:
-        """Follow a turn to its end (``text``: the input that started it, for a resend)."""
-        end = await driver.follow(stream, text)
+    async def _follow_turn(self, driver: TurnDriver, stream: TurnStream, text: str = "",
+                           files: Sequence[attachments.Attachment] = ()) -> None:
+        """Follow a turn to its end (``text`` and ``files``: the input that started it, for a resend)."""
+        end = await driver.follow(stream, text, files)
         if self._turn_stream is driver.stream:
             self._turn_stream = None
         if end.error is not None:
