@@ -29,7 +29,7 @@ from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
 from services.loop.policy.guards import compile_bash_policy
-from services.loop.policy.permissions import Level, Verdict, decide_permission, mcp_gate
+from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
 from services.loop.ports import (
     McpClient,
@@ -47,14 +47,12 @@ from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
 from services.loop.tail import SessionTail
-from services.loop.tasks import TODO_WRITE_TOOL, TaskState, todo_write
+from services.loop.todo_tool import TodoTool
 from services.loop.traces import SpanExport, TraceWriter
 from services.loop.turn_events import (
     Degraded,
     EventBody,
     InputQueued,
-    TaskItem,
-    TaskListUpdated,
 )
 from services.loop.webfetch import WEBFETCH
 
@@ -130,6 +128,7 @@ class SessionRuntime:
         start, unissued = resume_point(session.last_seq, store.reserved_seq(session.id))
         self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
                                unissued=unissued)
+        self.todo = TodoTool(session, lambda: self.settings.enforce_dependencies)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
         self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta())
@@ -356,7 +355,7 @@ class SessionRuntime:
         return await self.tail.turn_parts(emit)
 
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        return await self.tail.step_parts(emit, self.tasks())
+        return await self.tail.step_parts(emit, self.todo.state())
 
     def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
@@ -367,7 +366,7 @@ class SessionRuntime:
                                  bash_policy=self.bash_policy, declared=tool.permission, trusted=tool.local)
 
     def open_tasks(self) -> list[str]:
-        return [item.content for item in self.tasks().open_items()]
+        return self.todo.open_items()
 
     def add_usage(self, usage: Usage) -> None:
         self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
@@ -375,30 +374,16 @@ class SessionRuntime:
     # -- the session's own tools --
 
     def tool_defs(self, interactive: bool) -> list[ToolDef]:
-        """The loop's own tools for this session: todo_write (it changes this session's task
-        state, so its handler is ours) and the stateless ones of local_tools."""
-        todo = ToolDef.from_spec(TODO_WRITE_TOOL, permission=Level.ALLOW, handler=self._todo)
-        tools = [todo, *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH]
+        """The loop's own tools for this session: todo_write (on this session's task state), the
+        stateless ones of local_tools, and mcp_describe (on the catalog this session fetched)."""
+        tools = [self.todo.tool_def(), *local_tools(interactive, self.deps.memory is not None,
+                                                    self.deps.mcp is not None), WEBFETCH]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
             tools.append(mcp_describe_tool(self._mcp_describe))
         return tools
 
     async def _mcp_describe(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         return mcp_describe_outcome(call.id, self.tail.mcp_described, arguments)
-
-    async def _todo(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        """Apply a todo_write call to the session's task state."""
-        result = todo_write(self.tasks(), arguments, enforce_dependencies=self.settings.enforce_dependencies)
-        if result.ok:
-            self.session.task_state = result.state.to_json()
-            ctx.emit(TaskListUpdated(goal=result.state.goal, items=[
-                TaskItem(id=i.id, content=i.content, status=i.status, depends_on=list(i.depends_on))
-                for i in result.state.items]))
-        return ToolOutcome(call.id, call.name, result.ok, result.output, data=result.data,
-                           error_code=result.error_code, error_message=result.output if not result.ok else "")
-
-    def tasks(self) -> TaskState:
-        return TaskState.from_json(self.session.task_state)
 
     def _reserve_seq(self, mark: int) -> None:
         try:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The client (clients/) is being reshaped in the same wave; its graph joins this test once its
-# REPL modules stop importing the Repl class back for typing (repl.app <-> keys <-> terminal).
+# cycles are gone: repl.app <-> keys <-> terminal (the Repl class imported back for typing) and
+# convert <-> event_json.
 PACKAGES = ("services",)
 
 
