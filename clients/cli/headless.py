@@ -35,9 +35,13 @@ def rewrite_argv(args: Sequence[str], commands: Sequence[str]) -> list[str]:
 
 
 def git_root(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` holding ``.git`` (a repository or a worktree)."""
+    """The nearest directory at or above ``start`` holding ``.git`` (a repository or a worktree),
+    below the user's home: a dotfiles repository in ``~`` does not make home the workspace."""
     current = start.resolve()
+    home = Path(os.path.expanduser("~")).resolve()
     for directory in (current, *current.parents):
+        if directory == home or (directory in home.parents and current != directory):
+            return None
         if (directory / ".git").exists():
             return directory
     return None

@@ -6,6 +6,8 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from clients.cli.attachments import Attachment, AttachmentError, collect, mentioned_paths
 from clients.cli.headless import PICK, choose_session, default_workspace, read_prompt, rewrite_argv
 
@@ -48,6 +50,15 @@ def test_a_prefix_matching_several_sessions_lists_them_instead_of_picking() -> N
     assert "no session" in choose_session(rows, continue_last=False, resume="q").problem
     assert len(choose_session(rows, continue_last=False, resume=PICK).candidates) == 3
     assert choose_session(rows, continue_last=True, resume="abc").problem
+
+
+def test_a_dotfiles_repository_in_home_does_not_make_home_the_workspace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".git").mkdir(parents=True)
+    (home / "notes").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert default_workspace(home / "notes") == (home / "notes").resolve()
 
 
 def test_the_default_workspace_is_the_git_root_above_the_current_dir(tmp_path: Path) -> None:
