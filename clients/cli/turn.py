@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol
 
-from clients.cli import exit_codes, views
+from clients.cli import connection, exit_codes, views
 from clients.cli.approvals import CHOICES, approval_decision
 from clients.cli.attachments import Attachment
 from clients.cli.driver import TurnDriver, TurnEnd
@@ -130,7 +130,7 @@ def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", mo
             await client.close()
 
     try:
-        return asyncio.run(call())
+        return connection.run(call())
     except ClientError as err:
         if err.reason != "service_unavailable":
             raise ClientError(err.detail or err.message, reason=err.reason) from None  # the loop's own words
@@ -174,7 +174,7 @@ def drive_turn(
     and waits a few seconds for the turn's final event: nothing keeps running behind it.
     """
     with _CtrlC() as ctrl_c:
-        return asyncio.run(_drive(endpoint, session_id, prompt, attachments, sink, approver, timeout, ctrl_c))
+        return connection.run(_drive(endpoint, session_id, prompt, attachments, sink, approver, timeout, ctrl_c))
 
 
 async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: Sequence[Attachment], sink: Sink,

@@ -114,9 +114,7 @@ def service_call(noun: str, command: str, service: str, what: str, make: Callabl
     """Run ``body(client)`` against ``service`` for ``ai-coding NOUN COMMAND``, started first when
     nothing runs (as ``run`` and the REPL do); failures become one line and an exit code (``what``
     names the service in that line, e.g. "the memory service")."""
-    import asyncio
-
-    from clients.cli import control
+    from clients.cli import connection, control
     from clients.cli.connection.loop import ClientError
 
     with cli_errors(f"{noun} {command}"):
@@ -132,7 +130,7 @@ def service_call(noun: str, command: str, service: str, what: str, make: Callabl
             await client.close()
 
     try:
-        return asyncio.run(run())
+        return connection.run(run())
     except ClientError as err:
         if err.reason == "service_unavailable":
             print(f"ai-coding {noun} {command}: {what} is not reachable at {endpoint}; "

@@ -22,9 +22,7 @@ app = typer.Typer(help="Saved sessions of a workspace.", no_args_is_help=True, a
 
 def _loop_call(workspace: Path, body: Callable[[LoopClient], Awaitable[T]]) -> T:
     """Run ``body(client)`` against the workspace's loop service, starting the services if needed."""
-    import asyncio
-
-    from clients.cli import control
+    from clients.cli import connection, control
     from clients.cli.connection.loop import LoopClient
 
     setup = control.resolve(workspace)
@@ -37,7 +35,7 @@ def _loop_call(workspace: Path, body: Callable[[LoopClient], Awaitable[T]]) -> T
         finally:
             await client.close()
 
-    return asyncio.run(run())
+    return connection.run(run())
 
 
 def session_rows(workspace: Path) -> list[SessionRow]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
+from clients.cli import connection
 from clients.cli.connection.loop import LoopClient
 from clients.cli.connection.services import ServiceClients
 from clients.cli.headless import workspace_and_cwd
@@ -48,7 +48,7 @@ def run_repl(workspace: Path | str | None = None, session_id: str | None = None,
         return await repl.run(session_id or "")
 
     try:
-        return asyncio.run(main())
+        return connection.run(main())  # the process's one loop (`-c` listed sessions on it first)
     except KeyboardInterrupt:  # Ctrl-C before the prompt took over the terminal
         return 130
     except AiCodingError as err:
