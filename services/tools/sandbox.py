@@ -101,17 +101,16 @@ def read_only_paths(root: Path) -> list[Path]:
         git = root / raw / ".git"
         if ".." in Path(raw).parts or Path(raw).is_absolute() or not is_inside(Path(os.path.realpath(git)), [root]):
             continue
-        if not os.path.lexists(git):
+        real = Path(os.path.realpath(git))
+        if not os.path.exists(real):  # missing, or a dangling link to a place inside the root
             with contextlib.suppress(OSError, ToolError):
-                parent, name = open_parent_dir(Path(os.path.realpath(git.parent)) / ".git", [root], str(git),
-                                               create=True)
+                parent, name = open_parent_dir(real, [root], str(git), create=True)
                 try:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(name, 0o755, dir_fd=parent)
                 finally:
                     os.close(parent)
-        real = Path(os.path.realpath(git))
-        if os.path.lexists(git) and real not in out:
+        if os.path.exists(real) and real not in out:
             out.append(real)
     return out
 

@@ -118,3 +118,12 @@ def test_hidden_dirs_inside_a_root_are_masked_after_the_root_is_mounted(tmp_path
     argv = bwrap_argv("bwrap", [root], root, False, [str(root / "run")], "true")
     assert argv.index(str(root / "run")) > argv.index("--bind")
     assert argv[argv.index(str(root / "run")) - 1] == "--tmpfs"
+
+
+def test_a_dangling_git_link_into_the_root_gets_its_placeholder_at_the_target(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / ".git").symlink_to("gitdir/inner")  # a command could otherwise create the target
+    argv = " ".join(bwrap_argv("bwrap", [root], root, False, [], "true"))
+    target = root / "gitdir" / "inner"
+    assert target.is_dir() and f"--ro-bind {target} {target}" in argv
