@@ -9,7 +9,11 @@ Prints:
   ``json.dumps`` of the same history as the baseline a request costs anyway;
 - bytes sent to the model over a scripted session of N steps with ~20 KB tool outputs
   (real loop and tools services, the fake model), with compaction (context_window 32000)
-  and without it (compaction.enabled: false), summary requests included.
+  and without it (compaction.enabled: false), summary requests included;
+- with ``--opencode BIN``: the same session run by OpenCode (``opencode run``) against the same
+  fake model, its window set to 32000 too (OpenCode compacts by itself), for scale. Codex CLI
+  cannot be measured this way: it speaks only the Responses API (``wire_api = "chat"`` was
+  removed), and the fake model serves Chat Completions.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -85,8 +91,8 @@ def pipeline_times(messages: int, runs: int, base: Path) -> dict[str, list[float
     return times
 
 
-def session_bytes(base: Path, steps: int, enabled: bool) -> tuple[int, int, int, int]:
-    """(bytes sent, requests, summary requests, compactions) for one scripted session."""
+def session_bytes(base: Path, steps: int, enabled: bool) -> tuple[int, int, int, int, int]:
+    """(bytes sent, requests, summary requests, compactions, summary bytes) for one scripted session."""
     work = Path(tempfile.mkdtemp(dir=base))
     (work / "ws").mkdir()
     sock_dir = Path(tempfile.mkdtemp(prefix="aicc-", dir="/tmp"))
@@ -108,13 +114,40 @@ def session_bytes(base: Path, steps: int, enabled: bool) -> tuple[int, int, int,
         sent = sum(len(json.dumps(r.body)) for r in chat)
         summaries = sum(SUMMARY_MARKER in r.last_message for r in chat)
         compactions = sum(e.WhichOneof("event") == "compaction_ended" for e in events)
-    return sent, len(chat), summaries, compactions
+        summary_bytes = sum(len(json.dumps(r.body)) for r in chat if SUMMARY_MARKER in r.last_message)
+    return sent, len(chat), summaries, compactions, summary_bytes
+
+
+def opencode_bytes(base: Path, steps: int, binary: str) -> tuple[int, int, int, int]:
+    """(bytes sent, requests, summary requests, bash calls run) for the same session run by OpenCode."""
+    home, ws = base / "oc-home", base / "oc-ws"
+    (home / ".config" / "opencode").mkdir(parents=True)
+    ws.mkdir()
+    summary_match = "Here is the conversation so far"  # OpenCode's own compaction request
+    script = {"order": "first_match", "steps": [
+        {"match": summary_match, "text": "## Goal\n- run the command\n## Progress\n- ran it", "repeat": "forever"},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": BIG_OUTPUT}}], "repeat": steps + 1},
+        {"text": "finished", "repeat": "forever"}]}
+    with FakeModelServer(script) as fake:
+        (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps({"provider": {"fake": {
+            "npm": "@ai-sdk/openai-compatible", "name": "fake", "options": {"baseURL": fake.url, "apiKey": "k"},
+            "models": {"fake-model": {"name": "fake", "limit": {"context": 32_000, "output": 4000}}}}}}))
+        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+               "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CACHE_HOME": str(home / ".cache")}
+        subprocess.run([binary, "run", "-m", "fake/fake-model", f"Run the output command {steps} times, one call "
+                        "at a time."], cwd=ws, env=env, capture_output=True, timeout=900, check=False)
+        chat = fake.chat_requests
+        sent = sum(len(json.dumps(r.body)) for r in chat)
+        summaries = sum(summary_match in r.last_message for r in chat)
+        calls = sum(1 for r in chat if r.body.get("tools") and r.step == 1)  # the title request has no tools
+    return sent, len(chat), summaries, calls
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--opencode", default="", help="an `opencode` binary to run the same session with")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="aic-bench-compaction-"))
     try:
@@ -129,9 +162,13 @@ def main() -> None:
         without = session_bytes(base, args.steps, False)
         print(f"{args.steps}-step session, ~20 KB outputs, context_window 32000:")
         print(f"  with compaction:    {with_c[0] / 1e6:7.2f} MB in {with_c[1]} requests "
-              f"({with_c[2]} summary requests, {with_c[3]} compactions)")
+              f"({with_c[2]} summary requests, {with_c[4] / 1e6:.2f} MB of them; {with_c[3]} compactions)")
         print(f"  without compaction: {without[0] / 1e6:7.2f} MB in {without[1]} requests")
         print(f"  ratio with/without: {with_c[0] / without[0]:.2f}")
+        if args.opencode:
+            oc = opencode_bytes(base, args.steps, args.opencode)
+            print(f"  OpenCode:           {oc[0] / 1e6:7.2f} MB in {oc[1]} requests ({oc[2]} summary requests, "
+                  f"{oc[3]} bash calls run)   ours/OpenCode: {with_c[0] / oc[0]:.2f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
