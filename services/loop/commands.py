@@ -37,6 +37,7 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
             except AiCodingError as err:
                 return f"cannot switch model: {err}", json.dumps({"error": err.reason})
             rt.session.model = rt.model.model_name
+            rt.context.set_model(rt.model)  # its window sets the compaction budget from now on
         elif wanted:
             return "cannot switch model while a turn runs; try again when it ends", json.dumps({"error": "busy"})
         configured = sorted(str(name) for name in (rt.deps.config_data.get("models") or {}))

@@ -187,9 +187,9 @@ class Turn:
         tools = [t.spec for t in rt.tools.visible()] if with_tools else []
         step_parts = await rt.step_tail(self.emit)
         for hard in (False, True):  # a context_length refusal compacts harder and retries the step once
-            tail = tail_blocks({**self.aux_tail, **step_parts, **rt.context.tail_part(),
-                                "environment": environment_block(rt.workspace, rt.model.model_name)})
-            messages = await self._request(tools, tail, hard=hard)
+            parts = {**self.aux_tail, **step_parts,
+                     "environment": environment_block(rt.workspace, rt.model.model_name)}
+            messages = await self._request(tools, parts, hard=hard)
             try:
                 step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
                                            timeout_seconds=self.remaining(), on_reset=self._on_reset)
@@ -208,11 +208,13 @@ class Turn:
                                     finish_reason=step.finish_reason))
         return step
 
-    async def _request(self, tools: list[dict[str, Any]], tail: list[tuple[str, str]], hard: bool) -> list[Message]:
+    async def _request(self, tools: list[dict[str, Any]], parts: dict[str, str], hard: bool) -> list[Message]:
         """The request's messages: the history compacted first when it would reach the ceiling."""
         rt = self.rt
+        tail = tail_blocks({**parts, **rt.context.tail_part()})
         fixed = fixed_tokens(rt.instructions, tools, sum(len(text.encode()) for _, text in tail))
-        await rt.context.prepare(rt.messages, fixed, self.text, rt.model, self.emit, self._save, hard=hard)
+        if await rt.context.prepare(rt.messages, fixed, self.text, rt.model, self.emit, self._save, hard=hard):
+            tail = tail_blocks({**parts, **rt.context.tail_part()})  # working memory joins a compacted turn
         history, history_bytes = rt.context.request_history(rt.messages)
         messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
         fill = rt.context.fill()

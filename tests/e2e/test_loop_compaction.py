@@ -185,4 +185,6 @@ def test_manual_compact_summarizes_now_and_the_next_turn_starts_from_the_checkpo
     last = turn_requests(fake)[-1]
     assert last["messages"][1]["content"].startswith("[checkpoint]")  # the saved checkpoint is the view
     assert INSTRUCTION in last["messages"][1]["content"]
+    # a compacted turn carries the working memory: one digest per earlier turn
+    assert "<working-memory>\nturn 1 [completed]: Refactor the parser" in last["messages"][-1]["content"]
     assert len(session_messages(stack, sid)) == 6  # and the record has every message

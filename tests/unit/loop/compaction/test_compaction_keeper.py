@@ -90,3 +90,17 @@ def test_the_pinned_request_is_the_newest_user_message_with_the_turns_text() -> 
     messages = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
                 {"role": "user", "content": "a"}, {"role": "user", "content": "[continue] nudge"}]
     assert pinned_index(messages, "a") == 2 and pinned_index(messages, "zzz") == -1
+
+
+def test_the_budget_follows_the_models_window_and_max_tokens_and_a_model_switch(tmp_path: Path) -> None:
+    from services.loop.model.settings import ModelSettings
+
+    small = OpenAIModelClient(ModelSettings(name="small", provider="generic", model="m", base_url="http://127.0.0.1:9/v1",
+                                            api_key="k", context_window=16_000, max_tokens=2000))
+    big = OpenAIModelClient(ModelSettings(name="big", provider="generic", model="m", base_url="http://127.0.0.1:9/v1",
+                                          api_key="k", context_window=200_000))
+    s = CompactionSettings(models={"big": {"threshold": 0.5}})
+    k = ContextKeeper.create(s, small, "s1", str(tmp_path), {})
+    assert (k.budget.window, k.budget.reserve, k.budget.ceiling) == (16_000, 2000, 12_800)
+    k.set_model(big)
+    assert (k.budget.window, k.budget.reserve, k.budget.ceiling) == (200_000, 20_000, 100_000)
