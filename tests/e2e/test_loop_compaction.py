@@ -72,6 +72,7 @@ def session_messages(stack: LoopStack, sid: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_300_step_session_of_20kb_outputs_completes_inside_a_32k_window(
         long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
     stack = long_stack([summary_step(), bash_step(BIG_OUTPUT, repeat=300), {"text": "Refactor finished."}])
@@ -96,6 +97,7 @@ def test_a_300_step_session_of_20kb_outputs_completes_inside_a_32k_window(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_failing_summaries_open_the_breaker_the_fallback_trims_and_history_search_finds_the_output(
         long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
     stack = long_stack([
@@ -126,6 +128,7 @@ def test_failing_summaries_open_the_breaker_the_fallback_trims_and_history_searc
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_after_a_compaction_requests_stay_under_the_ceiling_until_the_history_really_grows(
         long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
     stack = long_stack([summary_step(), bash_step(BIG_OUTPUT, repeat=40), {"text": "done"}])
@@ -151,6 +154,7 @@ def test_after_a_compaction_requests_stay_under_the_ceiling_until_the_history_re
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_context_length_refusal_compacts_harder_and_retries_the_step_instead_of_failing(
         long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
     # The model entry claims 64k, the endpoint holds 32k: our ceiling is too high, the provider refuses.
@@ -168,6 +172,7 @@ def test_a_context_length_refusal_compacts_harder_and_retries_the_step_instead_o
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_manual_compact_summarizes_now_and_the_next_turn_starts_from_the_checkpoint(
         long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
     stack = long_stack([summary_step(), {"match": INSTRUCTION, **bash_step("echo first-step-output")},

@@ -57,6 +57,7 @@ def loop_proc(short_dir: Path, isolated_home: Path, tmp_path: Path) -> Iterator[
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_loop_killed_mid_compaction_reloads_every_step_and_the_previous_checkpoint(
         loop_proc: tuple[LoopProcess, FakeModelServer, Path]) -> None:
     proc, fake, workspace = loop_proc
