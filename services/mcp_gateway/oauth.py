@@ -162,4 +162,5 @@ def build_provider(settings: ServerSettings, store: AuthStore, login: LoginFlow 
 
     storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "")
     return OAuthClientProvider(settings.url, metadata, storage, redirect_handler=redirect_handler,
-                               callback_handler=callback_handler)
+                               callback_handler=callback_handler,
+                               client_metadata_url=(settings.oauth.client_metadata_url or None) if settings.oauth else None)

@@ -45,6 +45,9 @@ class OAuthOptions:
     """Local port of the one-time login callback (0 = any free port, the client re-registers)."""
     scope: str = ""
     """Scope to request (empty = what the server advertises)."""
+    client_metadata_url: str = ""
+    """HTTPS URL of a client ID metadata document you host (SEP-991): used as the client id where the
+    authorization server supports it, instead of registering a new client; empty = dynamic registration."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ class _RawTimeouts:
 class _RawOAuth:
     callback_port: int = 0
     scope: str = ""
+    client_metadata_url: str = ""
 
 
 @dataclass
@@ -196,7 +200,11 @@ def parse_server(raw: Mapping[str, Any], source: str = "") -> ServerSettings:
         catalog=_positive_ms(r.name, source, "catalog", r.timeout.catalog),
         execution=_positive_ms(r.name, source, "execution", r.timeout.execution),
     )
-    oauth = OAuthOptions(r.oauth.callback_port, r.oauth.scope) if raw.get("oauth") is not None else None
+    oauth = (OAuthOptions(r.oauth.callback_port, r.oauth.scope, r.oauth.client_metadata_url)
+             if raw.get("oauth") is not None else None)
+    if oauth is not None and oauth.client_metadata_url and not oauth.client_metadata_url.startswith("https://"):
+        raise _fail(r.name, source, "oauth.client_metadata_url must be an https:// URL of the metadata document",
+                    "Host the document over HTTPS, or remove the key to register dynamically.")
     if oauth is not None and not 0 <= oauth.callback_port <= 65535:
         raise _fail(r.name, source, "oauth.callback_port must be 0..65535", "Use 0 for any free port.")
     return ServerSettings(

@@ -1,0 +1,90 @@
+"""The client the official MCP conformance suite runs: our real gateway, driven for one scenario.
+
+The suite (npm ``@modelcontextprotocol/conformance``) starts a test server, then runs
+``python gateway_client.py URL`` with ``MCP_CONFORMANCE_SCENARIO`` set. This script builds the
+gateway service exactly as ``ai-coding serve mcp_gateway`` does (its supervisor, connection and
+OAuth code), with the one remote server at URL, and does what a user would: sign in when the
+server asks (the browser step done headlessly: the authorization URL is fetched and its redirect
+delivered to the gateway's own callback listener), then list the tools and call them.
+
+Exit 0 when the scenario's steps ran; the suite's checks say whether they conformed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from services.kernel.config import Config
+from services.mcp_gateway.accounts import Accounts
+from services.mcp_gateway.domain import Progress, State
+from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.main import build
+
+SERVER = "conformance"
+# Arguments for the tools the client scenarios offer (the rest are called with {}).
+TOOL_ARGUMENTS: dict[str, dict[str, Any]] = {"add_numbers": {"a": 5, "b": 3}}
+# The client id metadata document the suite's authorization server expects (as the SDK's own client uses).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+async def _no_progress(progress: Progress) -> None:
+    return None
+
+
+async def _sign_in(accounts: Accounts, gateway: Gateway) -> None:
+    """The browser step without a browser: follow the authorization URL to our callback."""
+    url, _ = await accounts.login(SERVER)
+    if not url:
+        return
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as http:
+        response = await http.get(url)
+        for _ in range(5):  # the authorization server may redirect through its own pages first
+            location = response.headers.get("location", "")
+            if not location:
+                raise SystemExit(f"the authorization URL answered {response.status_code} without a redirect")
+            response = await http.get(location)
+            if location.startswith("http://127.0.0.1") or location.startswith("http://localhost"):
+                break
+    await gateway.supervisor(SERVER).wait_connected(30)
+
+
+async def run(url: str, scenario: str) -> int:
+    home = Path(tempfile.mkdtemp(prefix="aic-conf-"))
+    entry = {"name": SERVER, "type": "remote", "url": url, "oauth": {"client_metadata_url": CLIENT_METADATA_URL}}
+    service = build(Config(data={"mcp": {"servers": [entry]}}), sidecar=home / "mcp.local.yaml",
+                    auth_path=home / "mcp-auth.json")
+    gateway, accounts = service.extra["gateway"], service.extra["accounts"]
+    assert isinstance(gateway, Gateway) and isinstance(accounts, Accounts)
+    assert service.on_start is not None and service.on_shutdown is not None
+    await service.on_start()
+    try:
+        sup = gateway.supervisor(SERVER)
+        state = await sup.wait_settled(30)
+        if state == State.NEEDS_AUTH or sup.auth_required:
+            await _sign_in(accounts, gateway)
+        if sup.state != State.CONNECTED:
+            print(f"{scenario}: the server is {sup.state.value}: {sup.reason}", file=sys.stderr)
+            return 1
+        for tool in [e.tool for e in gateway.entries()]:
+            outcome = await gateway.call(SERVER, tool, json.dumps(TOOL_ARGUMENTS.get(tool, {})), 30, _no_progress)
+            print(f"{tool}: ok={outcome.ok} {outcome.output[:200]}")
+        return 0
+    finally:
+        await service.on_shutdown()
+
+
+def main() -> None:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    sys.exit(asyncio.run(run(sys.argv[-1], scenario)))
+
+
+if __name__ == "__main__":
+    main()

