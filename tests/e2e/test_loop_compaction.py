@@ -76,7 +76,8 @@ def session_messages(stack: LoopStack, sid: str) -> list[dict[str, Any]]:
 def test_a_300_step_session_of_20kb_outputs_completes_inside_a_32k_window(
         long_stack: Callable[..., LoopStack], fake: FakeModelServer) -> None:
     stack = long_stack([summary_step(), bash_step(BIG_OUTPUT, repeat=300), {"text": "Refactor finished."}])
-    sid, events = stack.turn(INSTRUCTION)
+    sid = stack.open().session_id
+    events = stack.start(sid, INSTRUCTION, timeout=540).drain()  # 300 real sandboxed steps: minutes when busy
     end = finished(events)
     assert status_name(end) == "completed", end.reason
     assert end.text == "Refactor finished." and end.iterations == 301

@@ -71,10 +71,11 @@ def model_config(url: str, **ai: Any) -> dict[str, Any]:
 class Conversation:
     """One Converse stream from the client side."""
 
-    def __init__(self, stub: loop_pb2_grpc.AgentLoopStub, first: loop_pb2.ClientMessage) -> None:
+    def __init__(self, stub: loop_pb2_grpc.AgentLoopStub, first: loop_pb2.ClientMessage,
+                 timeout: float = EVENT_TIMEOUT_S) -> None:
         self._outbox: queue.Queue[loop_pb2.ClientMessage | None] = queue.Queue()
         self._outbox.put(first)
-        self.call = stub.Converse(self._messages(), timeout=EVENT_TIMEOUT_S)
+        self.call = stub.Converse(self._messages(), timeout=timeout)
         self.events: list[loop_pb2.TurnEvent] = []
 
     def _messages(self) -> Iterator[loop_pb2.ClientMessage]:
@@ -161,9 +162,10 @@ class LoopStack:
             interactive=interactive), timeout=30)
         return response
 
-    def start(self, session_id: str, text: str) -> Conversation:
+    def start(self, session_id: str, text: str, timeout: float = EVENT_TIMEOUT_S) -> Conversation:
+        """Start a turn; ``timeout`` bounds the whole stream (a long session's turn needs more)."""
         return Conversation(self.stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id,
-                                                                                       input=text)))
+                                                                                       input=text)), timeout)
 
     def attach(self, session_id: str, after_seq: int) -> Conversation:
         return Conversation(self.stub, loop_pb2.ClientMessage(
