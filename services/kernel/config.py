@@ -740,6 +740,8 @@ USER_CONFIG_TEMPLATE = """\
 #     # images: true                         # the model takes image input (@shot.png)
 #     # price_input_per_mtok: 0.27           # cost is reported only when prices are set
 #     # price_output_per_mtok: 1.10
+#     # thinking: on                         # on/off; unset = the provider's default (DeepSeek: on)
+#     # reasoning_effort: high               # as the provider names it; Qwen has none (use thinking)
 
 # ai:
 #   max_tool_iterations: 50           # model steps per round (a backstop: the guards stop loops)
