@@ -159,7 +159,9 @@ def test_ollama_parallel_calls_all_with_index_zero_run_as_separate_calls(stack: 
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     got = results(events)
     assert [(r["tool"], r.get("ok", False)) for r in got] == [("read", True), ("read", True)]
-    assert "content-of-a" in got[0]["output"] and "content-of-b" in got[1]["output"]
+    # Parallel reads finish in either order; each file was read by its own call.
+    assert sorted("content-of-a" in r["output"] for r in got) == [False, True]
+    assert sorted("content-of-b" in r["output"] for r in got) == [False, True]
     assert finished(events)["text"] == "read both"
 
 
