@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from ai_coding.v1 import common_pb2, loop_pb2, memory_pb2
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from clients.cli import views
@@ -105,11 +107,34 @@ def event(message: loop_pb2.TurnEvent) -> views.Event:
 def event_json(ev: views.Event) -> dict[str, Any]:
     """The event as ``run --json`` prints it: the proto's JSON mapping, 64-bit integers as numbers
     (docs/events.md; the schema is clients/cli/run_events.schema.json)."""
-    from clients.cli.event_json import message_json
-
     if not isinstance(ev.wire, Message):
         raise TypeError("event_json needs an event converted from the wire")
     return message_json(ev.wire)
+
+
+_INT64 = frozenset({FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
+                    FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64})
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """A protobuf message in the JSON mapping, 64-bit integers as numbers (``event_json`` uses it)."""
+    data = MessageToDict(message)
+    _numbers(message.DESCRIPTOR, data)
+    return data
+
+
+def _numbers(descriptor: Any, data: dict[str, Any]) -> None:
+    """Turn the 64-bit integer strings of ``data`` (a message of ``descriptor``) into ints."""
+    for field in descriptor.fields:
+        if field.json_name not in data:
+            continue
+        value = data[field.json_name]
+        repeated = field.is_repeated
+        if field.message_type is not None:
+            for item in value if repeated else [value]:
+                _numbers(field.message_type, item)
+        elif field.type in _INT64:
+            data[field.json_name] = [int(v) for v in value] if repeated else int(value)
 
 
 def tool_result(message: common_pb2.ToolResult) -> views.ToolResult:

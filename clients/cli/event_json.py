@@ -17,42 +17,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import Message
+from clients.cli.convert import event_json
 
 if TYPE_CHECKING:
     from clients.cli.views import Event
 
 SCHEMA_VERSION = 1
 """Bumped when a key changes meaning or goes away; new events and fields keep the version."""
-
-_INT64 = frozenset({FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
-                    FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64})
-
-
-def message_json(message: Message) -> dict[str, Any]:
-    """A protobuf message in the JSON mapping, 64-bit integers as numbers (convert.event_json uses it)."""
-    data = MessageToDict(message)
-    _numbers(message.DESCRIPTOR, data)
-    return data
-
-
-def _numbers(descriptor: Any, data: dict[str, Any]) -> None:
-    """Turn the 64-bit integer strings of ``data`` (a message of ``descriptor``) into ints."""
-    for field in descriptor.fields:
-        if field.json_name not in data:
-            continue
-        value = data[field.json_name]
-        repeated = field.is_repeated
-        if field.message_type is not None:
-            for item in value if repeated else [value]:
-                _numbers(field.message_type, item)
-        elif field.type in _INT64:
-            data[field.json_name] = [int(v) for v in value] if repeated else int(value)
-
 
 class JsonLinesPrinter:
     """Prints events to ``out``; the first one gets ``schemaVersion``."""
@@ -63,8 +36,6 @@ class JsonLinesPrinter:
         self.reader_gone = False
 
     def write(self, event: Event) -> None:
-        from clients.cli.convert import event_json
-
         if self.reader_gone:
             return
         data = event_json(event)

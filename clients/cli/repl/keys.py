@@ -20,10 +20,10 @@ from clients.cli.render import last_tool_text
 from clients.cli.repl.state import cycle_option, is_answer_tail, osc52
 
 if TYPE_CHECKING:
-    from clients.cli.repl.app import Repl
+    from clients.cli.repl.host import KeyHost
 
 
-def build_bindings(repl: Repl) -> KeyBindings:
+def build_bindings(repl: KeyHost) -> KeyBindings:
     """Key bindings over ``repl``'s state (filters read it on every key press)."""
     kb = KeyBindings()
     line_empty = Condition(lambda: not repl.prompt.default_buffer.text)

@@ -22,7 +22,7 @@ from clients.cli.repl import resume
 from clients.cli.slash import SUBCOMMANDS, completions, subcommand_completions
 
 if TYPE_CHECKING:
-    from clients.cli.repl.app import Repl
+    from clients.cli.repl.host import CompleterHost
 
 # prompt_toolkit's default (0.2 s) batches output above the prompt coarsely: bench/client.py's
 # Enter-to-first-token p50 fell from 153 to 96 ms when it went to 10 ms (same run conditions).
@@ -83,7 +83,7 @@ class Timings:
 class SlashCompleter(Completer):
     """Completion as soon as ``/`` is typed; subcommands of /memory and /mcp; saved sessions after ``/resume ``."""
 
-    def __init__(self, repl: Repl) -> None:
+    def __init__(self, repl: CompleterHost) -> None:
         self._repl = repl
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
