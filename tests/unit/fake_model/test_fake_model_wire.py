@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from services.fake_model import wire
 from services.fake_model.replies import stream_chunks
 from services.fake_model.script import parse_step
 
 
-def _deltas(raw: dict[str, object]) -> list[dict[str, object]]:
+def _deltas(raw: dict[str, Any]) -> list[dict[str, Any]]:
     step = parse_step(raw, 0)
     chunks = stream_chunks(step, completion_id="c", model="m", created=0, ids=["a", "b"][:len(step.tool_calls)],
                            include_usage=False, usage=None)
