@@ -90,6 +90,8 @@ class _Prompt:
         self.given_way = threading.Event()
         self.stopped = False
         """Ctrl-C or a signal came while it asked: the answer is "stop"."""
+        self.elsewhere = False
+        """Another client answered it (already said, in stream order)."""
         loop = asyncio.get_running_loop()
 
         def ask() -> None:
@@ -192,7 +194,7 @@ async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: 
         if prompt.stopped:
             print(file=sys.stdout)
             decision = views.Decision.STOP
-        elif decision is None:
+        elif decision is None and not prompt.elsewhere:
             print("(answered elsewhere)", file=sys.stdout)
         if decision is not None:
             driver.answer_approval(prompt.request.request_id, decision)
@@ -202,8 +204,14 @@ async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: 
         body = event.body
         if isinstance(body, views.Degraded) and body.component == "session_save":
             unsaved.append(body.reason)
-        elif isinstance(body, views.ApprovalResolved) and body.request_id in asking:
-            asking[body.request_id].give_way()
+        elif isinstance(body, views.ApprovalResolved) and body.request_id in asking \
+                and not asking[body.request_id].elsewhere:
+            # Said here, not by the prompt's thread when it notices: that thread may only get to
+            # it after the rest of the turn has been printed.
+            waiting = asking[body.request_id]
+            waiting.elsewhere = True
+            print("(answered elsewhere)", file=sys.stdout)
+            waiting.give_way()
         elif isinstance(body, views.TurnFinished):
             for prompt in asking.values():
                 prompt.give_way()

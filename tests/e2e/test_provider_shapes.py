@@ -174,7 +174,8 @@ def test_whole_calls_with_neither_index_nor_id_run_as_separate_calls(stack: dict
     ], "read c.txt and list txt files")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     got = results(events)
-    assert [(r["tool"], r.get("ok", False)) for r in got] == [("read", True), ("glob", True)]
+    # Parallel calls finish in either order.
+    assert sorted((r["tool"], r.get("ok", False)) for r in got) == [("glob", True), ("read", True)]
     ids = [e["toolStarted"]["callId"] for e in events if "toolStarted" in e]
     assert len(set(ids)) == 2
 
