@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,49 +26,17 @@ import pytest
 pexpect = pytest.importorskip("pexpect")
 
 from clients.cli.repl.state import DOUBLE_PRESS_SECONDS  # noqa: E402
-from services.fake_model import FakeModelServer  # noqa: E402
+from tests.support.cli_stack import Stack, cli_stack  # noqa: E402
+from tests.support.cli_stack import cli as _cli  # noqa: E402
 
 ESC = "\x1b"
 TIMEOUT = 40
 
 
-@dataclass
-class Stack:
-    env: dict[str, str]
-    model: FakeModelServer
-    base: Path
-
-
-def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
-
-
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    base = Path(tempfile.mkdtemp(prefix="aic-repl-", dir="/tmp"))
-    os.chmod(base, 0o700)
-    home = base / "home"
-    (home / ".config").mkdir(parents=True)
-    model = FakeModelServer([{"text": "unused", "repeat": "forever"}]).start()
-    config = base / "config.yaml"
-    config.write_text("models:\n  default: {provider: generic, model: fake-model, "
-                      f"base_url: '{model.url}', api_key: x}}\nloop: {{harvest: false}}\n")
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("AI_CODING_", "OPENAI_", "DEEPSEEK_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
-               AI_CODING_RUNTIME_DIR=str(base / "run"), AI_CODING_CONFIG=str(config),
-               PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="120", LINES="40")
-    up = _cli(env, "up")
-    if up.returncode != 0:
-        model.stop()
-        pytest.fail(f"ai-coding up failed: {up.stdout}\n{up.stderr}")
-    try:
-        yield Stack(env, model, base)
-    finally:
-        _cli(env, "down", timeout=60)
-        model.stop()
-        shutil.rmtree(base, ignore_errors=True)
+    with cli_stack("aic-repl-", [{"text": "unused", "repeat": "forever"}]) as running:
+        yield running
 
 
 @pytest.fixture
