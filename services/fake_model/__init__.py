@@ -35,6 +35,10 @@ holds answer: for concurrent callers such as subagents, whose order varies)::
     - name: read-the-code              # optional; shown in error messages
       match: "fix the bug"             # substring (or list of substrings, all required)
                                        # that the request's LAST message must contain
+      match_first_user: "the task"     # ... that its FIRST user message must contain (a subagent's
+                                       # request opens with its task, its parent's with the prompt)
+      match_anywhere: "result:"        # ... that some message (text or tool arguments) must contain
+      match_absent: "subagent done"    # ... that no message may contain
       reasoning: "Let me look."        # streamed as reasoning_content deltas
       text: "I'll read calc.py."       # assistant text (streamed in chunk_chars pieces)
       tool_calls:                      # arguments arrive split across several chunks
@@ -67,8 +71,8 @@ Faults (``fault: KIND`` or ``fault: {kind: KIND, ...}``):
   normally) or, without ``seconds``, until the client gives up.
 - ``drop``: stream ``after_chunks`` chunks, then close the connection mid-body.
 
-A request whose last message lacks the next step's ``match`` gets a 400 with
-``error.code = fake_script_mismatch`` naming the expected substring and what
+All match keys of a step must hold. A request that fails the next step's match keys gets a 400 with
+``error.code = fake_script_mismatch`` naming the key, the expected substring and what
 arrived (nothing is consumed); a request after the last step gets a 400 with
 ``fake_script_exhausted``. Both are listed in ``server.errors``.
 

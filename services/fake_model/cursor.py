@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.fake_model.replies import match_failure
+from services.fake_model.replies import Conversation, match_failure
 from services.fake_model.script import Script, Step
 
 
@@ -48,8 +48,12 @@ class ScriptCursor:
             return None
         return sum(left or 0 for left in self.left)
 
-    def take(self, last_message: str) -> Selected | Refused:
-        """Consume one use of the step that answers ``last_message``; a refusal consumes nothing."""
+    def take(self, seen: str | Conversation) -> Selected | Refused:
+        """Consume one use of the step that answers the request; a refusal consumes nothing.
+
+        ``seen`` is the request's ``Conversation`` (a bare string stands for every view of it).
+        """
+        last_message = seen.last if isinstance(seen, Conversation) else seen
         open_steps = [i for i, left in enumerate(self.left) if left != 0]
         if not open_steps:
             total = len(self.script.steps)
@@ -59,12 +63,12 @@ class ScriptCursor:
         candidates = open_steps if self.script.order == "first_match" else open_steps[:1]
         for i in candidates:
             step = self.script.steps[i]
-            if match_failure(step, step.label(i), last_message) is None:
+            if match_failure(step, step.label(i), seen) is None:
                 left = self.left[i]
                 self.left[i] = None if left is None else left - 1
                 return Selected(step, i)
         first = self.script.steps[candidates[0]]
-        failure = match_failure(first, first.label(candidates[0]), last_message) or ""
+        failure = match_failure(first, first.label(candidates[0]), seen) or ""
         if len(candidates) > 1:
             failure += f" (order: first_match; no other unused step matched either: {len(candidates)} tried)"
         return Refused("fake_script_mismatch", failure)

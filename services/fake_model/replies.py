@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from services.fake_model import wire
@@ -39,14 +40,56 @@ def last_message_text(body: dict[str, Any]) -> str:
     return ""
 
 
-def match_failure(step: Step, label: str, text: str) -> str | None:
-    """``None`` when every ``match`` substring is in ``text``; else a message naming what was expected."""
-    missing = [m for m in step.match if m not in text]
-    if not missing:
-        return None
-    shown = text if len(text) <= 300 else text[:150] + " ... " + text[-150:]
-    return (f"fake model: {label} expects the last message to contain {missing[0]!r}, "
-            f"but the last message was: {shown!r}")
+@dataclass(frozen=True)
+class Conversation:
+    """What a step's match keys look at in one request: the last message, the first user message, all of it."""
+
+    last: str = ""
+    first_user: str = ""
+    everything: str = ""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Conversation:
+        """The views of a chat request body (tool-call arguments count as part of ``everything``)."""
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return cls()
+        first_user = next((message_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"), "")
+        parts: list[str] = []
+        for message in messages:
+            parts.append(message_text(message))
+            calls = message.get("tool_calls") if isinstance(message, dict) else None
+            for call in calls if isinstance(calls, list) else []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    parts.append(str(function.get("arguments", "")))
+        return cls(last=last_message_text(body), first_user=first_user, everything="\n".join(parts))
+
+
+def match_failure(step: Step, label: str, seen: str | Conversation) -> str | None:
+    """``None`` when every match key of ``step`` holds for the request; else a message naming what failed."""
+    view = seen if isinstance(seen, Conversation) else Conversation(last=seen, first_user=seen, everything=seen)
+    missing = [m for m in step.match if m not in view.last]
+    if missing:
+        return (f"fake model: {label} expects the last message to contain {missing[0]!r}, "
+                f"but the last message was: {_shown(view.last)!r}")
+    missing = [m for m in step.match_first_user if m not in view.first_user]
+    if missing:
+        return (f"fake model: {label} expects the first user message to contain {missing[0]!r}, "
+                f"but it was: {_shown(view.first_user)!r}")
+    missing = [m for m in step.match_anywhere if m not in view.everything]
+    if missing:
+        return (f"fake model: {label} expects some message to contain {missing[0]!r}; none does "
+                f"(last message: {_shown(view.last)!r})")
+    present = [m for m in step.match_absent if m in view.everything]
+    if present:
+        return (f"fake model: {label} expects no message to contain {present[0]!r}, but one does "
+                f"(last message: {_shown(view.last)!r})")
+    return None
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 300 else text[:150] + " ... " + text[-150:]
 
 
 def serialize_prompt(body: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ DEFAULT_MODELS = ("fake-model",)
 _STEP_KEYS = {
     "match", "text", "reasoning", "tool_calls", "usage_shape", "usage", "delay_ms", "chunk_delay_ms",
     "finish_reason", "repeat", "fault", "chunk_chars", "name", "wire", "require_reasoning_echo",
+    "match_first_user", "match_anywhere", "match_absent",
 }
 _TOOL_KEYS = {"name", "arguments", "arguments_raw", "id"}
 _FAULT_KEYS = {"kind", "retry_after", "after_chunks", "seconds", "status", "message", "code"}
@@ -56,6 +57,12 @@ class Step:
     """One scripted reply, answering ``repeat`` requests (``None``: every request from here on)."""
 
     match: tuple[str, ...] = ()
+    match_first_user: tuple[str, ...] = ()
+    """Substrings the request's first user message must contain (tells a child's request from its parent's)."""
+    match_anywhere: tuple[str, ...] = ()
+    """Substrings that must occur somewhere in the request's messages."""
+    match_absent: tuple[str, ...] = ()
+    """Substrings that must occur nowhere in the request's messages."""
     text: str = ""
     reasoning: str = ""
     tool_calls: tuple[ToolCallSpec, ...] = ()
@@ -177,6 +184,9 @@ def parse_step(raw: Any, index: int) -> Step:
         raise ScriptError(f"{where}: chunk_chars must be at least 1.")
     return Step(
         match=_parse_match(raw.get("match"), where),
+        match_first_user=_parse_match(raw.get("match_first_user"), where, "match_first_user"),
+        match_anywhere=_parse_match(raw.get("match_anywhere"), where, "match_anywhere"),
+        match_absent=_parse_match(raw.get("match_absent"), where, "match_absent"),
         text=_get(raw, "text", str, where, ""),
         reasoning=_get(raw, "reasoning", str, where, ""),
         tool_calls=tuple(_parse_tool_call(t, f"{where} tool_calls[{k}]")
@@ -195,14 +205,14 @@ def parse_step(raw: Any, index: int) -> Step:
     )
 
 
-def _parse_match(raw: Any, where: str) -> tuple[str, ...]:
+def _parse_match(raw: Any, where: str, key: str = "match") -> tuple[str, ...]:
     if raw is None:
         return ()
     if isinstance(raw, str):
         return (raw,)
     if isinstance(raw, list) and all(isinstance(m, str) for m in raw):
         return tuple(raw)
-    raise ScriptError(f"{where}: match must be a string or a list of strings.")
+    raise ScriptError(f"{where}: {key} must be a string or a list of strings.")
 
 
 def _parse_tool_call(raw: Any, where: str) -> ToolCallSpec:

@@ -265,7 +265,7 @@ class FakeModelServer:
         """Pick the step for a chat request and compute its usage, under the lock."""
         with self._lock:
             self._request_count += 1
-            outcome = self._cursor.take(replies.last_message_text(body))
+            outcome = self._cursor.take(replies.Conversation.of(body))
             prompt = replies.serialize_prompt(body)
             usage: dict[str, Any] = {}
             if isinstance(outcome, Selected):

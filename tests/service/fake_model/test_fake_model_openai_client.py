@@ -176,3 +176,20 @@ def test_concurrent_callers_each_get_their_own_reply_in_first_match_order(fake_m
 
     assert run(all_callers, server) == [f"reply-{i}" for i in range(count)]
     assert server.errors == [] and server.remaining() == 0
+
+
+def test_a_parent_and_its_child_get_different_replies_keyed_by_their_first_user_message(fake_model: Start) -> None:
+    server = fake_model({"order": "first_match", "steps": [
+        {"match_first_user": "refactor calc", "match": "tool says ok", "text": "parent reply"},
+        {"match_first_user": "list the tests", "match": "tool says ok", "text": "child reply"}]})
+
+    async def both(client: Any) -> list[str]:
+        async def one(task: str) -> str:
+            chunks = await collect_chunks(client, messages=[{"role": "user", "content": task},
+                                                            {"role": "user", "content": "tool says ok"}])
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+        return [await one("list the tests"), await one("refactor calc")]
+
+    assert run(both, server) == ["child reply", "parent reply"]
+    assert server.errors == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from services.fake_model.cursor import Refused, ScriptCursor, Selected
+from services.fake_model.replies import Conversation
 from services.fake_model.script import parse_script
 
 
@@ -69,3 +70,44 @@ def test_first_match_order_still_refuses_a_request_no_unused_step_matches() -> N
 def test_strict_order_refuses_a_later_step_even_when_it_would_match() -> None:
     cursor = ScriptCursor(parse_script([{"match": "first"}, {"match": "second"}]))
     assert isinstance(cursor.take("second"), Refused)
+
+
+def _request(*messages: tuple[str, str]) -> Conversation:
+    return Conversation.of({"messages": [{"role": role, "content": text} for role, text in messages]})
+
+
+def test_match_first_user_tells_a_childs_request_from_its_parents_when_last_messages_look_alike() -> None:
+    cursor = ScriptCursor(parse_script({"order": "first_match", "steps": [
+        {"match_first_user": "fix the build", "text": "parent"},
+        {"match_first_user": "count the files", "text": "child"}]}))
+    child = cursor.take(_request(("system", "fix the build"), ("user", "count the files"), ("tool", "ok")))
+    parent = cursor.take(_request(("user", "fix the build"), ("tool", "ok")))
+    assert isinstance(child, Selected) and child.step.text == "child"
+    assert isinstance(parent, Selected) and parent.step.text == "parent"
+
+
+def test_match_anywhere_looks_at_every_message_and_tool_call_arguments() -> None:
+    body = {"messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "calc.py"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1"}]}
+    cursor = ScriptCursor(parse_script([{"match_anywhere": ["calc.py", "go"], "text": "seen"}]))
+    assert isinstance(cursor.take(_request(("user", "go"), ("tool", "x = 1"))), Refused)
+    assert isinstance(cursor.take(Conversation.of(body)), Selected)
+
+
+def test_match_absent_refuses_a_request_that_contains_the_substring_and_names_it() -> None:
+    cursor = ScriptCursor(parse_script([{"match_absent": "subagent finished", "text": "first pass"}]))
+    refused = cursor.take(_request(("user", "go"), ("tool", "subagent finished: 3 files")))
+    assert isinstance(refused, Refused) and refused.code == "fake_script_mismatch"
+    assert "no message to contain 'subagent finished'" in refused.message
+    assert isinstance(cursor.take(_request(("user", "go"))), Selected)
+
+
+def test_a_first_user_mismatch_names_the_key_and_what_the_first_user_message_was() -> None:
+    cursor = ScriptCursor(parse_script([{"name": "child", "match_first_user": "task A"}]))
+    refused = cursor.take(_request(("user", "task B"), ("user", "task A later")))
+    assert isinstance(refused, Refused)
+    assert "step 1 (child)" in refused.message and "first user message" in refused.message
+    assert "'task B'" in refused.message

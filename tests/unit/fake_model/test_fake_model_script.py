@@ -34,6 +34,11 @@ def test_a_mapping_with_steps_and_models_parses() -> None:
     assert script.steps[0].repeat is None
 
 
+def test_conversation_match_keys_parse_from_a_string_or_a_list() -> None:
+    step = parse_script([{"match_first_user": "task", "match_anywhere": ["a", "b"], "match_absent": "done"}]).steps[0]
+    assert (step.match_first_user, step.match_anywhere, step.match_absent) == (("task",), ("a", "b"), ("done",))
+
+
 def test_arguments_raw_is_kept_verbatim_even_when_it_is_broken_json() -> None:
     step = parse_script([{"tool_calls": [{"name": "edit", "arguments_raw": '{"path": "a.py", '}]}]).steps[0]
     assert step.tool_calls[0].arguments_json == '{"path": "a.py", '
@@ -60,6 +65,8 @@ def test_a_fault_can_be_a_bare_kind_or_a_mapping() -> None:
         ([{"fault": {"kind": "http_error", "status": 200}}], "status must be an HTTP error status"),
         ({"steps": [], "extra": 1}, "unknown top-level key(s) ['extra']"),
         ("just text", "must be a list of steps"),
+        ([{"match_first_user": {"role": "user"}}], "step 1: match_first_user must be a string or a list"),
+        ([{"match_absent": 3}], "step 1: match_absent must be a string or a list"),
     ],
 )
 def test_malformed_scripts_are_refused_with_the_step_and_field_named(data: Any, expected: str) -> None:
