@@ -47,6 +47,8 @@ EVENT_BODIES: dict[str, type[views.Body]] = {
     "notice": views.Notice,
     "turn_finished": views.TurnFinished,
     "events_skipped": views.EventsSkipped,
+    "hook_run": views.HookRun,
+    "skill_catalog_changed": views.SkillCatalogChanged,
 }
 # Messages nested in events (full proto name -> view).
 PARTS: dict[str, type[Any]] = {

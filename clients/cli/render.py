@@ -441,6 +441,19 @@ class EventRenderer:
         style = {"warning": "yellow", "error": "red"}.get(ev.level, "dim")
         self._line(literal(ev.text, style))
 
+    def _on_hook_run(self, ev: views.HookRun) -> None:
+        if ev.outcome in ("blocked", "failed", "timeout"):
+            style = "yellow" if ev.outcome != "blocked" else "dim"
+            detail = f": {one_line(ev.detail, 100)}" if ev.detail else ""
+            self._line(literal(f"  hook {ev.hook} ({ev.point}) {ev.outcome}{detail}", style))
+        elif self.verbose:
+            self._line(literal(f"  hook {ev.hook} ({ev.point}) {ev.outcome} · {human_duration(ev.duration_ms)}", "dim"))
+
+    def _on_skill_catalog_changed(self, ev: views.SkillCatalogChanged) -> None:
+        what = ", ".join([*(f"+{n}" for n in ev.added), *(f"-{n}" for n in ev.removed), *(f"~{n}" for n in ev.changed)])
+        self._line(literal(f"  skills changed ({what or 'catalog'}): the system message changes, the prompt cache "
+                           "restarts once", "dim"))
+
     def _on_events_skipped(self, ev: views.EventsSkipped) -> None:
         count = max(ev.to_seq - ev.from_seq + 1, 0)
         noun = "event" if count == 1 else "events"

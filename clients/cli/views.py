@@ -246,6 +246,27 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class HookRun:
+    point: str = ""
+    hook: str = ""
+    hook_kind: str = ""
+    duration_ms: float = 0.0
+    outcome: str = ""
+    detail: str = ""
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class SkillCatalogChanged:
+    skills: int = 0
+    catalog_chars: int = 0
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
 class TurnFinished:
     status: TurnStatus = TurnStatus.UNSPECIFIED
     text: str = ""
@@ -267,7 +288,7 @@ class EventsSkipped:
 Body = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | ToolFinished | ApprovalRequested
         | ApprovalResolved | QuestionAsked | QuestionResolved | TaskListUpdated | CompactionStarted
         | CompactionEnded | MemoryRecalled | Degraded | SearchStalled | ContextAssembled | ModelStepFinished
-        | InputQueued | Notice | TurnFinished | EventsSkipped)
+        | InputQueued | Notice | TurnFinished | EventsSkipped | HookRun | SkillCatalogChanged)
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,33 @@ class EventsSkipped(EventBody):
     hint: str
 
 
+@dataclass(frozen=True)
+class HookRun(EventBody):
+    """One hook ran (services/loop/hooks): where, which, how long, and what came of it."""
+
+    kind: ClassVar[str] = "hook_run"
+    point: str
+    hook: str
+    hook_kind: str
+    duration_ms: float
+    outcome: str
+    detail: str = ""
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class SkillCatalogChanged(EventBody):
+    """The skill catalog in the system message changed: one declared prompt-cache break."""
+
+    kind: ClassVar[str] = "skill_catalog_changed"
+    skills: int
+    catalog_chars: int
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+
 def body_classes() -> list[type[EventBody]]:
     """Every event payload class (convert's table and the proto-agreement test use it)."""
     return list(EventBody.__subclasses__())

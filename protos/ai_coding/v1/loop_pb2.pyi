@@ -1095,6 +1095,93 @@ class InputQueued(_message.Message):
 Global___InputQueued: _TypeAlias = InputQueued  # noqa: Y015
 
 @_typing.final
+class HookRun(_message.Message):
+    """One configured hook ran at one point of the turn (services/loop/hooks)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POINT_FIELD_NUMBER: _builtins.int
+    HOOK_FIELD_NUMBER: _builtins.int
+    HOOK_KIND_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    point: _builtins.str
+    """The point it ran at: "turn.start", "step.before", "tool.before", "tool.after", "turn.end", ..."""
+    hook: _builtins.str
+    """The hook's name (its `name:` in the config, else "<point>#<n>")."""
+    hook_kind: _builtins.str
+    """"command" or "python"."""
+    duration_ms: _builtins.float
+    outcome: _builtins.str
+    """"ok", "blocked", "rewritten", "injected", "failed" or "timeout"."""
+    detail: _builtins.str
+    """Why it blocked or failed (the hook's reason, or what went wrong); empty when ok."""
+    call_id: _builtins.str
+    """The tool call it ran for (tool.before / tool.after), else empty."""
+    def __init__(
+        self,
+        *,
+        point: _builtins.str = ...,
+        hook: _builtins.str = ...,
+        hook_kind: _builtins.str = ...,
+        duration_ms: _builtins.float = ...,
+        outcome: _builtins.str = ...,
+        detail: _builtins.str = ...,
+        call_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "detail", b"detail", "duration_ms", b"duration_ms", "hook", b"hook", "hook_kind", b"hook_kind", "outcome", b"outcome", "point", b"point"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HookRun: _TypeAlias = HookRun  # noqa: Y015
+
+@_typing.final
+class SkillCatalogChanged(_message.Message):
+    """The skill catalog in the system message changed (a skill was added, removed or edited):
+    the stable prefix changes, so the provider's prompt cache restarts once.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SKILLS_FIELD_NUMBER: _builtins.int
+    CATALOG_CHARS_FIELD_NUMBER: _builtins.int
+    ADDED_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELD_NUMBER: _builtins.int
+    CHANGED_FIELD_NUMBER: _builtins.int
+    TRUNCATED_FIELD_NUMBER: _builtins.int
+    skills: _builtins.int
+    catalog_chars: _builtins.int
+    truncated: _builtins.bool
+    """The catalog was cut to its character budget."""
+    @_builtins.property
+    def added(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def removed(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def changed(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        skills: _builtins.int = ...,
+        catalog_chars: _builtins.int = ...,
+        added: _abc.Iterable[_builtins.str] | None = ...,
+        removed: _abc.Iterable[_builtins.str] | None = ...,
+        changed: _abc.Iterable[_builtins.str] | None = ...,
+        truncated: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["added", b"added", "catalog_chars", b"catalog_chars", "changed", b"changed", "removed", b"removed", "skills", b"skills", "truncated", b"truncated"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SkillCatalogChanged: _TypeAlias = SkillCatalogChanged  # noqa: Y015
+
+@_typing.final
 class Notice(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1228,6 +1315,8 @@ class TurnEvent(_message.Message):
     NOTICE_FIELD_NUMBER: _builtins.int
     TURN_FINISHED_FIELD_NUMBER: _builtins.int
     EVENTS_SKIPPED_FIELD_NUMBER: _builtins.int
+    HOOK_RUN_FIELD_NUMBER: _builtins.int
+    SKILL_CATALOG_CHANGED_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """Per-session sequence number, strictly increasing from 1."""
     session_id: _builtins.str
@@ -1278,6 +1367,10 @@ class TurnEvent(_message.Message):
     def turn_finished(self) -> Global___TurnFinished: ...
     @_builtins.property
     def events_skipped(self) -> Global___EventsSkipped: ...
+    @_builtins.property
+    def hook_run(self) -> Global___HookRun: ...
+    @_builtins.property
+    def skill_catalog_changed(self) -> Global___SkillCatalogChanged: ...
     def __init__(
         self,
         *,
@@ -1307,12 +1400,14 @@ class TurnEvent(_message.Message):
         notice: Global___Notice | None = ...,
         turn_finished: Global___TurnFinished | None = ...,
         events_skipped: Global___EventsSkipped | None = ...,
+        hook_run: Global___HookRun | None = ...,
+        skill_catalog_changed: Global___SkillCatalogChanged | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "skill_catalog_changed", b"skill_catalog_changed", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "skill_catalog_changed", b"skill_catalog_changed", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped", "hook_run", "skill_catalog_changed"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

@@ -37,7 +37,7 @@ def test_payload_fields_are_the_proto_message_fields(cls: type[EventBody]) -> No
     assert [f.name for f in fields(cls)] == [f.name for f in message.fields]  # type: ignore[arg-type]
 
 
-_SAMPLES: dict[type, Any] = {str: "x", int: 3, float: 1.5, Usage: Usage(1, 2, 3, cached_tokens=1),
+_SAMPLES: dict[type, Any] = {str: "x", bool: True, int: 3, float: 1.5, Usage: Usage(1, 2, 3, cached_tokens=1),
                              ToolOutcome: ToolOutcome("c1", "read", False, "boom", {"a": 1}, "not_found", "no"),
                              Status: Status.BUDGET, Decision: Decision.ALLOW_ALWAYS,
                              list[str]: ["a", "b"],
