@@ -49,6 +49,9 @@ EVENT_BODIES: dict[str, type[views.Body]] = {
     "events_skipped": views.EventsSkipped,
     "hook_run": views.HookRun,
     "skill_catalog_changed": views.SkillCatalogChanged,
+    "subagent_started": views.SubagentStarted,
+    "subagent_finished": views.SubagentFinished,
+    "background_task_done": views.BackgroundTaskDone,
 }
 # Messages nested in events (full proto name -> view).
 PARTS: dict[str, type[Any]] = {
@@ -102,8 +105,9 @@ def event(message: loop_pb2.TurnEvent) -> views.Event:
     kind = message.WhichOneof("event")
     body_view = EVENT_BODIES.get(kind) if kind else None
     body = copy(getattr(message, kind), body_view) if kind and body_view else None
+    scope = copy(message.scope, views.SubagentScope) if message.HasField("scope") else None
     return views.Event(seq=message.seq, session_id=message.session_id, turn=message.turn, ts=message.ts,
-                       body=body, wire=message)
+                       body=body, wire=message, scope=scope)
 
 
 def event_json(ev: views.Event) -> dict[str, Any]:

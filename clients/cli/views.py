@@ -285,10 +285,55 @@ class EventsSkipped:
     hint: str = ""
 
 
+@dataclass(frozen=True)
+class SubagentScope:
+    """Which subagent child an event comes from (rendered nested under its subAgent call)."""
+
+    run_id: str = ""
+    name: str = ""
+    call_id: str = ""
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class SubagentStarted:
+    run_id: str = ""
+    name: str = ""
+    task: str = ""
+    background: bool = False
+    call_id: str = ""
+    workspace: str = ""
+
+
+@dataclass(frozen=True)
+class SubagentFinished:
+    run_id: str = ""
+    name: str = ""
+    status: str = ""
+    truncated: bool = False
+    exit_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    elapsed_ms: float = 0.0
+    packet_json: str = ""
+
+
+@dataclass(frozen=True)
+class BackgroundTaskDone:
+    run_id: str = ""
+    name: str = ""
+    status: str = ""
+    summary: str = ""
+    elapsed_ms: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    origin_session_id: str = ""
+    transcript_path: str = ""
+
+
 Body = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | ToolFinished | ApprovalRequested
         | ApprovalResolved | QuestionAsked | QuestionResolved | TaskListUpdated | CompactionStarted
         | CompactionEnded | MemoryRecalled | Degraded | SearchStalled | ContextAssembled | ModelStepFinished
-        | InputQueued | Notice | TurnFinished | EventsSkipped | HookRun | SkillCatalogChanged)
+        | InputQueued | Notice | TurnFinished | EventsSkipped | HookRun | SkillCatalogChanged | SubagentStarted
+        | SubagentFinished | BackgroundTaskDone)
 
 
 @dataclass(frozen=True)
@@ -302,6 +347,8 @@ class Event:
     ts: float = 0.0
     body: Body | None = None
     wire: object = field(default=None, repr=False, compare=False)
+    scope: SubagentScope | None = None
+    """Set when a subagent child sent this event (through its parent's stream)."""
     """The message as received, for ``run --json`` (:func:`clients.cli.convert.event_json`)."""
 
 

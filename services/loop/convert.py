@@ -88,8 +88,11 @@ def body_to_proto(body: EventBody) -> Any:
 
 def event_to_proto(event: Event) -> loop_pb2.TurnEvent:
     """A numbered event as a TurnEvent."""
-    return loop_pb2.TurnEvent(seq=event.seq, session_id=event.session_id, turn=event.turn, ts=event.ts,
-                              **{event.body.kind: body_to_proto(event.body)})
+    message = loop_pb2.TurnEvent(seq=event.seq, session_id=event.session_id, turn=event.turn, ts=event.ts,
+                                 **{event.body.kind: body_to_proto(event.body)})
+    if event.scope is not None:
+        message.scope.CopyFrom(loop_pb2.SubagentScope(**asdict(event.scope)))
+    return message
 
 
 def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from services.loop.turn_events import EventBody, EventsSkipped
+from services.loop.turn_events import EventBody, EventsSkipped, SubagentScope
 
 # A turn of a busy session emits a few thousand events (mostly text deltas);
 # the window keeps several turns so a late re-attach is still served, while 50
@@ -48,6 +48,8 @@ class Event:
     turn: int
     ts: float
     body: EventBody
+    scope: SubagentScope | None = None
+    """Set on a subagent child's events relayed into its parent's log."""
 
     @property
     def kind(self) -> str:
@@ -86,14 +88,14 @@ class EventLog:
         """Call ``listener`` synchronously for every new event (traces use this)."""
         self._listeners.append(listener)
 
-    def emit(self, turn: int, body: EventBody) -> Event:
+    def emit(self, turn: int, body: EventBody, scope: SubagentScope | None = None) -> Event:
         """Append ``body`` as an event of ``turn`` with the next sequence number and wake
-        every follower."""
+        every follower (``scope``: the subagent child it comes from)."""
         if self._reserve is not None and self._last_seq + 1 > self._reserved:
             self._reserved = self._last_seq + SEQ_BLOCK
             self._reserve(self._reserved)
         self._last_seq += 1
-        event = Event(self._last_seq, self.session_id, turn, time.time(), body)
+        event = Event(self._last_seq, self.session_id, turn, time.time(), body, scope)
         self._events.append(event)
         for listener in self._listeners:
             listener(event)

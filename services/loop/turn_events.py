@@ -272,6 +272,55 @@ class SkillCatalogChanged(EventBody):
     truncated: bool = False
 
 
+@dataclass(frozen=True)
+class SubagentScope:
+    """Which child an event comes from (the ``TurnEvent.scope`` envelope field; None: the session's own)."""
+
+    run_id: str
+    name: str
+    call_id: str = ""
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class SubagentStarted(EventBody):
+    kind: ClassVar[str] = "subagent_started"
+    run_id: str
+    name: str
+    task: str
+    background: bool
+    call_id: str
+    workspace: str
+
+
+@dataclass(frozen=True)
+class SubagentFinished(EventBody):
+    kind: ClassVar[str] = "subagent_finished"
+    run_id: str
+    name: str
+    status: str
+    truncated: bool
+    exit_reason: str
+    usage: Usage
+    elapsed_ms: float
+    packet_json: str
+
+
+@dataclass(frozen=True)
+class SubagentTaskDone(EventBody):
+    """A background child ended; delivered in the session that started it (never a tool message)."""
+
+    kind: ClassVar[str] = "background_task_done"
+    run_id: str
+    name: str
+    status: str
+    summary: str
+    elapsed_ms: float
+    usage: Usage
+    origin_session_id: str
+    transcript_path: str
+
+
 def body_classes() -> list[type[EventBody]]:
     """Every event payload class (convert's table and the proto-agreement test use it)."""
     return list(EventBody.__subclasses__())

@@ -1252,6 +1252,165 @@ class TurnFinished(_message.Message):
 Global___TurnFinished: _TypeAlias = TurnFinished  # noqa: Y015
 
 @_typing.final
+class SubagentScope(_message.Message):
+    """---- subagents ----
+
+    Which child an event comes from: a client renders scoped events nested under the subAgent call.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    name: _builtins.str
+    """The child's label (its name, else the head of its task)."""
+    call_id: _builtins.str
+    """The parent's subAgent tool call the child runs under."""
+    task: _builtins.str
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        call_id: _builtins.str = ...,
+        task: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "name", b"name", "run_id", b"run_id", "task", b"task"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubagentScope: _TypeAlias = SubagentScope  # noqa: Y015
+
+@_typing.final
+class SubagentStarted(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
+    BACKGROUND_FIELD_NUMBER: _builtins.int
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    WORKSPACE_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    name: _builtins.str
+    task: _builtins.str
+    background: _builtins.bool
+    call_id: _builtins.str
+    workspace: _builtins.str
+    """Where the child works: the workspace, or its git worktree when isolated."""
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        task: _builtins.str = ...,
+        background: _builtins.bool = ...,
+        call_id: _builtins.str = ...,
+        workspace: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["background", b"background", "call_id", b"call_id", "name", b"name", "run_id", b"run_id", "task", b"task", "workspace", b"workspace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubagentStarted: _TypeAlias = SubagentStarted  # noqa: Y015
+
+@_typing.final
+class SubagentFinished(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    TRUNCATED_FIELD_NUMBER: _builtins.int
+    EXIT_REASON_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    ELAPSED_MS_FIELD_NUMBER: _builtins.int
+    PACKET_JSON_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    name: _builtins.str
+    status: _builtins.str
+    """completed / max_iterations / timeout / failed / cancelled."""
+    truncated: _builtins.bool
+    exit_reason: _builtins.str
+    elapsed_ms: _builtins.float
+    packet_json: _builtins.str
+    """The packet the parent got, as JSON."""
+    @_builtins.property
+    def usage(self) -> _common_pb2.Usage: ...
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        status: _builtins.str = ...,
+        truncated: _builtins.bool = ...,
+        exit_reason: _builtins.str = ...,
+        usage: _common_pb2.Usage | None = ...,
+        elapsed_ms: _builtins.float = ...,
+        packet_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["usage", b"usage"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["elapsed_ms", b"elapsed_ms", "exit_reason", b"exit_reason", "name", b"name", "packet_json", b"packet_json", "run_id", b"run_id", "status", b"status", "truncated", b"truncated", "usage", b"usage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubagentFinished: _TypeAlias = SubagentFinished  # noqa: Y015
+
+@_typing.final
+class SubagentTaskDone(_message.Message):
+    """A background child finished (completed, failed or stopped): never a second tool message."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    ELAPSED_MS_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    ORIGIN_SESSION_ID_FIELD_NUMBER: _builtins.int
+    TRANSCRIPT_PATH_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    name: _builtins.str
+    status: _builtins.str
+    summary: _builtins.str
+    """One line: the head of the child's final text or its error."""
+    elapsed_ms: _builtins.float
+    origin_session_id: _builtins.str
+    """The session that started the run (the event is delivered there)."""
+    transcript_path: _builtins.str
+    """The full packet and transcript (workspace-relative), "" when it could not be written."""
+    @_builtins.property
+    def usage(self) -> _common_pb2.Usage: ...
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        status: _builtins.str = ...,
+        summary: _builtins.str = ...,
+        elapsed_ms: _builtins.float = ...,
+        usage: _common_pb2.Usage | None = ...,
+        origin_session_id: _builtins.str = ...,
+        transcript_path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["usage", b"usage"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["elapsed_ms", b"elapsed_ms", "name", b"name", "origin_session_id", b"origin_session_id", "run_id", b"run_id", "status", b"status", "summary", b"summary", "transcript_path", b"transcript_path", "usage", b"usage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubagentTaskDone: _TypeAlias = SubagentTaskDone  # noqa: Y015
+
+@_typing.final
 class EventsSkipped(_message.Message):
     """Sent first on a stream that attached after a seq the loop no longer holds
     (the per-session event window keeps the newest events only, and a restarted
@@ -1293,6 +1452,7 @@ class TurnEvent(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     TURN_FIELD_NUMBER: _builtins.int
     TS_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
     TURN_STARTED_FIELD_NUMBER: _builtins.int
     TEXT_DELTA_FIELD_NUMBER: _builtins.int
     REASONING_DELTA_FIELD_NUMBER: _builtins.int
@@ -1317,12 +1477,19 @@ class TurnEvent(_message.Message):
     EVENTS_SKIPPED_FIELD_NUMBER: _builtins.int
     HOOK_RUN_FIELD_NUMBER: _builtins.int
     SKILL_CATALOG_CHANGED_FIELD_NUMBER: _builtins.int
+    SUBAGENT_STARTED_FIELD_NUMBER: _builtins.int
+    SUBAGENT_FINISHED_FIELD_NUMBER: _builtins.int
+    BACKGROUND_TASK_DONE_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """Per-session sequence number, strictly increasing from 1."""
     session_id: _builtins.str
     turn: _builtins.int
     ts: _builtins.float
     """Unix time in seconds."""
+    @_builtins.property
+    def scope(self) -> Global___SubagentScope:
+        """Set on the events of a subagent child relayed into its parent's stream (unset: the session's own)."""
+
     @_builtins.property
     def turn_started(self) -> Global___TurnStarted: ...
     @_builtins.property
@@ -1371,6 +1538,12 @@ class TurnEvent(_message.Message):
     def hook_run(self) -> Global___HookRun: ...
     @_builtins.property
     def skill_catalog_changed(self) -> Global___SkillCatalogChanged: ...
+    @_builtins.property
+    def subagent_started(self) -> Global___SubagentStarted: ...
+    @_builtins.property
+    def subagent_finished(self) -> Global___SubagentFinished: ...
+    @_builtins.property
+    def background_task_done(self) -> Global___SubagentTaskDone: ...
     def __init__(
         self,
         *,
@@ -1378,6 +1551,7 @@ class TurnEvent(_message.Message):
         session_id: _builtins.str = ...,
         turn: _builtins.int = ...,
         ts: _builtins.float = ...,
+        scope: Global___SubagentScope | None = ...,
         turn_started: Global___TurnStarted | None = ...,
         text_delta: Global___TextDelta | None = ...,
         reasoning_delta: Global___ReasoningDelta | None = ...,
@@ -1402,12 +1576,15 @@ class TurnEvent(_message.Message):
         events_skipped: Global___EventsSkipped | None = ...,
         hook_run: Global___HookRun | None = ...,
         skill_catalog_changed: Global___SkillCatalogChanged | None = ...,
+        subagent_started: Global___SubagentStarted | None = ...,
+        subagent_finished: Global___SubagentFinished | None = ...,
+        background_task_done: Global___SubagentTaskDone | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "skill_catalog_changed", b"skill_catalog_changed", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "skill_catalog_changed", b"skill_catalog_changed", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped", "hook_run", "skill_catalog_changed"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped", "hook_run", "skill_catalog_changed", "subagent_started", "subagent_finished", "background_task_done"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

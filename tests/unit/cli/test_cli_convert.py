@@ -33,11 +33,12 @@ def test_every_turn_event_kind_on_the_wire_has_a_view_named_after_it() -> None:
 
 
 _WIRE_NAMES = {"ToolError": "ErrorInfo", "OpenedSession": "OpenSessionLoopResponse",
-               "CommandReply": "RunCommandResponse", "Recall": "RecallResponse"}
+               "CommandReply": "RunCommandResponse", "Recall": "RecallResponse", "BackgroundTaskDone": "SubagentTaskDone"}
 
 
 @pytest.mark.parametrize("view", [*convert.EVENT_BODIES.values(), *convert.PARTS.values(), views.OpenedSession,
-                                  views.SessionSummary, views.CommandReply, views.Recall, views.CatalogEntry])
+                                  views.SessionSummary, views.CommandReply, views.Recall, views.CatalogEntry,
+                                  views.SubagentScope])
 def test_a_view_names_only_fields_its_message_has_and_copies_from_an_empty_one(view: type[object]) -> None:
     name = _WIRE_NAMES.get(view.__name__, view.__name__)
     modules = [m for m in (loop_pb2, common_pb2, memory_pb2, mcp_gateway_pb2) if name in m.DESCRIPTOR.message_types_by_name]
@@ -76,6 +77,14 @@ def test_a_status_number_newer_than_the_client_reads_as_unspecified() -> None:
     wire = loop_pb2.TurnEvent(approval_resolved=loop_pb2.ApprovalResolved(request_id="r", decision=99))  # type: ignore[arg-type]
     body = convert.event(wire).body
     assert isinstance(body, views.ApprovalResolved) and body.decision is views.Decision.UNSPECIFIED
+
+
+def test_a_scoped_event_keeps_its_subagent_scope_and_an_unscoped_one_has_none() -> None:
+    scoped = loop_pb2.TurnEvent(seq=4, scope=loop_pb2.SubagentScope(run_id="r1", name="lister", call_id="c1"),
+                                text_delta=loop_pb2.TextDelta(text="x"))
+    event = convert.event(scoped)
+    assert event.scope == views.SubagentScope(run_id="r1", name="lister", call_id="c1", task="")
+    assert convert.event(loop_pb2.TurnEvent(seq=5, text_delta=loop_pb2.TextDelta(text="y"))).scope is None
 
 
 def test_an_event_without_a_kind_has_no_body_and_is_still_numbered() -> None:

@@ -61,6 +61,15 @@ def test_every_payload_converts_with_its_values(cls: type[EventBody]) -> None:
             assert len(got) == len(value), name
 
 
+def test_a_subagent_scope_travels_in_the_envelope_and_is_absent_on_the_sessions_own_events() -> None:
+    log = EventLog("s1")
+    scope = turn_events.SubagentScope(run_id="r1", name="lister", call_id="c7", task="list files")
+    child = event_to_proto(log.emit(1, turn_events.TextDelta(text="hi"), scope))
+    own = event_to_proto(log.emit(1, turn_events.TextDelta(text="ho")))
+    assert child.HasField("scope") and (child.scope.run_id, child.scope.name, child.scope.call_id) == ("r1", "lister", "c7")
+    assert not own.HasField("scope")
+
+
 def test_status_decision_and_nested_values_map_to_their_proto_forms() -> None:
     log = EventLog("s1")
     finished = event_to_proto(log.emit(1, turn_events.TurnFinished(
