@@ -52,6 +52,11 @@ EVENT_BODIES: dict[str, type[views.Body]] = {
     "subagent_started": views.SubagentStarted,
     "subagent_finished": views.SubagentFinished,
     "background_task_done": views.BackgroundTaskDone,
+    "acceptance_checked": views.AcceptanceChecked,
+    "plan_step_started": views.PlanStepStarted,
+    "plan_step_receipt": views.PlanStepReceipt,
+    "plan_report": views.PlanReport,
+    "ledger_updated": views.LedgerUpdated,
 }
 # Messages nested in events (full proto name -> view).
 PARTS: dict[str, type[Any]] = {
@@ -171,6 +176,10 @@ def start(session_id: str, text: str, files: Sequence[Attachment] = ()) -> loop_
                    for a in files]
     return loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text,
                                                            attachments=attachments))
+
+
+def start_plan(session_id: str, topic: str) -> loop_pb2.ClientMessage:
+    return loop_pb2.ClientMessage(plan=loop_pb2.StartPlan(session_id=session_id, topic=topic))
 
 
 def attach(session_id: str, after_seq: int) -> loop_pb2.ClientMessage:

@@ -19,12 +19,15 @@ INTERRUPTED = 5
 """The turn was interrupted (Ctrl-C, another client) or stopped at an approval."""
 LIMIT = 6
 """The turn stopped at a limit: max iterations or the token budget."""
+UNVERIFIED = 7
+"""The work is not proven: an acceptance proof still fails, or a plan item is blocked or stalled."""
 SIGNAL_BASE = 128
 """A client stopped by a signal exits 128 + its number (SIGHUP 129, SIGTERM 143), as shells do."""
 
 EPILOG = (
     "Exit codes: 0 completed; 1 failed; 2 bad input or config; 3 services unavailable; "
     "4 timeout; 5 interrupted or stopped at an approval; 6 stopped at max iterations or the token budget; "
+    "7 not verified (an acceptance proof fails, or a plan item is blocked or stalled); "
     "129/143 stopped by SIGHUP/SIGTERM (the turn is interrupted first)."
 )
 
@@ -37,6 +40,8 @@ _BY_STATUS = {
     "TURN_STATUS_APPROVAL_STOP": INTERRUPTED,
     "TURN_STATUS_MAX_ITERATIONS": LIMIT,
     "TURN_STATUS_BUDGET": LIMIT,
+    "TURN_STATUS_ACCEPTANCE_FAILED": UNVERIFIED,
+    "TURN_STATUS_PLAN_INCOMPLETE": UNVERIFIED,
 }
 
 

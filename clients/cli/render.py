@@ -39,6 +39,8 @@ STATUS_NAMES = {
     views.TurnStatus.INTERRUPTED: "interrupted",
     views.TurnStatus.APPROVAL_STOP: "stopped at approval",
     views.TurnStatus.FAILED: "failed",
+    views.TurnStatus.ACCEPTANCE_FAILED: "acceptance failed",
+    views.TurnStatus.PLAN_INCOMPLETE: "plan incomplete",
 }
 DECISION_NAMES = {
     views.Decision.ALLOW_ONCE: "allowed once",

@@ -35,6 +35,8 @@ class TurnStatus(enum.Enum):
     INTERRUPTED = "TURN_STATUS_INTERRUPTED"
     APPROVAL_STOP = "TURN_STATUS_APPROVAL_STOP"
     FAILED = "TURN_STATUS_FAILED"
+    ACCEPTANCE_FAILED = "TURN_STATUS_ACCEPTANCE_FAILED"
+    PLAN_INCOMPLETE = "TURN_STATUS_PLAN_INCOMPLETE"
 
 
 class Scope(enum.Enum):
@@ -329,11 +331,63 @@ class BackgroundTaskDone:
     transcript_path: str = ""
 
 
+@dataclass(frozen=True)
+class AcceptanceChecked:
+    item_id: str = ""
+    statement: str = ""
+    command: str = ""
+    exit_code: int = 0
+    passed: bool = False
+    output_tail: str = ""
+    duration_ms: float = 0.0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class PlanStepStarted:
+    index: int = 0
+    total: int = 0
+    item_id: str = ""
+    content: str = ""
+
+
+@dataclass(frozen=True)
+class PlanStepReceipt:
+    index: int = 0
+    total: int = 0
+    item_id: str = ""
+    content: str = ""
+    outcome: str = ""
+    grade: str = ""
+    attested: bool = False
+    attempts: int = 0
+    model_steps: int = 0
+    tokens: int = 0
+    duration_ms: float = 0.0
+    verify: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    goal: str = ""
+    total: int = 0
+    done: int = 0
+    unproven: tuple[str, ...] = ()
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class LedgerUpdated:
+    open: tuple[str, ...] = ()
+
+
 Body = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | ToolFinished | ApprovalRequested
         | ApprovalResolved | QuestionAsked | QuestionResolved | TaskListUpdated | CompactionStarted
         | CompactionEnded | MemoryRecalled | Degraded | SearchStalled | ContextAssembled | ModelStepFinished
         | InputQueued | Notice | TurnFinished | EventsSkipped | HookRun | SkillCatalogChanged | SubagentStarted
-        | SubagentFinished | BackgroundTaskDone)
+        | SubagentFinished | BackgroundTaskDone | AcceptanceChecked | PlanStepStarted | PlanStepReceipt
+        | PlanReport | LedgerUpdated)
 
 
 @dataclass(frozen=True)

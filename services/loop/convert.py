@@ -27,6 +27,8 @@ _STATUS: dict[Status, int] = {
     Status.INTERRUPTED: loop_pb2.TURN_STATUS_INTERRUPTED,
     Status.APPROVAL_STOP: loop_pb2.TURN_STATUS_APPROVAL_STOP,
     Status.FAILED: loop_pb2.TURN_STATUS_FAILED,
+    Status.ACCEPTANCE_FAILED: loop_pb2.TURN_STATUS_ACCEPTANCE_FAILED,
+    Status.PLAN_INCOMPLETE: loop_pb2.TURN_STATUS_PLAN_INCOMPLETE,
 }
 _DECISION_TO_PB = {
     Decision.ALLOW_ONCE: loop_pb2.APPROVAL_DECISION_ALLOW_ONCE,
@@ -100,6 +102,8 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
     which = message.WhichOneof("msg")
     if which == "start":
         return inbound.Start(message.start.session_id, message.start.input, _files(message.start.attachments))
+    if which == "plan":
+        return inbound.StartPlan(message.plan.session_id, message.plan.topic)
     if which == "attach":
         return inbound.Attach(message.attach.session_id, message.attach.after_seq)
     if which == "approval":

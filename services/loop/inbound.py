@@ -47,8 +47,16 @@ class Queue:
 
 
 @dataclass(frozen=True)
+class StartPlan:
+    """``/plan <topic>``: a planning turn, then one step session per item."""
+
+    session_id: str
+    topic: str
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A message with no recognised body."""
 
 
-Inbound = Start | Attach | ApprovalAnswer | QuestionReply | InterruptRequest | Queue | Unknown
+Inbound = Start | StartPlan | Attach | ApprovalAnswer | QuestionReply | InterruptRequest | Queue | Unknown

@@ -270,6 +270,63 @@ class SkillCatalogChanged(EventBody):
     removed: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     truncated: bool = False
+# -- plans and the acceptance gate (services/loop/plans) --
+
+
+@dataclass(frozen=True)
+class AcceptanceChecked(EventBody):
+    kind: ClassVar[str] = "acceptance_checked"
+    item_id: str
+    statement: str
+    command: str
+    exit_code: int
+    passed: bool
+    output_tail: str = ""
+    duration_ms: float = 0.0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class PlanStepStarted(EventBody):
+    kind: ClassVar[str] = "plan_step_started"
+    index: int
+    total: int
+    item_id: str
+    content: str
+
+
+@dataclass(frozen=True)
+class PlanStepReceipt(EventBody):
+    kind: ClassVar[str] = "plan_step_receipt"
+    index: int
+    total: int
+    item_id: str
+    content: str
+    outcome: str
+    grade: str
+    attested: bool = False
+    attempts: int = 0
+    model_steps: int = 0
+    tokens: int = 0
+    duration_ms: float = 0.0
+    verify: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PlanReport(EventBody):
+    kind: ClassVar[str] = "plan_report"
+    goal: str
+    total: int
+    done: int
+    unproven: list[str] = field(default_factory=list)
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class LedgerUpdated(EventBody):
+    kind: ClassVar[str] = "ledger_updated"
+    open: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

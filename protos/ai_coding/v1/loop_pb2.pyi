@@ -37,6 +37,12 @@ class _TurnStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TurnStatus
     TURN_STATUS_INTERRUPTED: _TurnStatus.ValueType  # 5
     TURN_STATUS_APPROVAL_STOP: _TurnStatus.ValueType  # 6
     TURN_STATUS_FAILED: _TurnStatus.ValueType  # 7
+    TURN_STATUS_ACCEPTANCE_FAILED: _TurnStatus.ValueType  # 8
+    """The model stopped but an acceptance proof still fails after the gate's nudges
+    (TurnFinished.reason names the failing command).
+    """
+    TURN_STATUS_PLAN_INCOMPLETE: _TurnStatus.ValueType  # 9
+    """A /plan run ended with items blocked (their verify failed) or stalled (never done)."""
 
 class TurnStatus(_TurnStatus, metaclass=_TurnStatusEnumTypeWrapper): ...
 
@@ -48,6 +54,12 @@ TURN_STATUS_TIMEOUT: TurnStatus.ValueType  # 4
 TURN_STATUS_INTERRUPTED: TurnStatus.ValueType  # 5
 TURN_STATUS_APPROVAL_STOP: TurnStatus.ValueType  # 6
 TURN_STATUS_FAILED: TurnStatus.ValueType  # 7
+TURN_STATUS_ACCEPTANCE_FAILED: TurnStatus.ValueType  # 8
+"""The model stopped but an acceptance proof still fails after the gate's nudges
+(TurnFinished.reason names the failing command).
+"""
+TURN_STATUS_PLAN_INCOMPLETE: TurnStatus.ValueType  # 9
+"""A /plan run ended with items blocked (their verify failed) or stalled (never done)."""
 Global___TurnStatus: _TypeAlias = TurnStatus  # noqa: Y015
 
 class _ApprovalDecision:
@@ -270,8 +282,13 @@ class GetSessionResponse(_message.Message):
 
     SUMMARY_FIELD_NUMBER: _builtins.int
     MESSAGES_JSON_FIELD_NUMBER: _builtins.int
+    PLAN_JSON_FIELD_NUMBER: _builtins.int
     messages_json: _builtins.str
     """The session file's messages as JSON (camelCase, the session format)."""
+    plan_json: _builtins.str
+    """The last /plan run's receipts as JSON ({"goal", "receipts": [PlanStepReceipt fields]});
+    "" when the session ran no plan. /resume replays them as step headers.
+    """
     @_builtins.property
     def summary(self) -> Global___SessionSummary: ...
     def __init__(
@@ -279,10 +296,11 @@ class GetSessionResponse(_message.Message):
         *,
         summary: Global___SessionSummary | None = ...,
         messages_json: _builtins.str = ...,
+        plan_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["summary", b"summary"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages_json", b"messages_json", "summary", b"summary"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages_json", b"messages_json", "plan_json", b"plan_json", "summary", b"summary"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -519,6 +537,7 @@ class ClientMessage(_message.Message):
     ANSWER_FIELD_NUMBER: _builtins.int
     INTERRUPT_FIELD_NUMBER: _builtins.int
     QUEUE_FIELD_NUMBER: _builtins.int
+    PLAN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def start(self) -> Global___StartTurn: ...
     @_builtins.property
@@ -531,6 +550,10 @@ class ClientMessage(_message.Message):
     def interrupt(self) -> Global___Interrupt: ...
     @_builtins.property
     def queue(self) -> Global___QueueInput: ...
+    @_builtins.property
+    def plan(self) -> Global___StartPlan:
+        """/plan <topic>: a planning turn, then the plan's items one step session each."""
+
     def __init__(
         self,
         *,
@@ -540,16 +563,39 @@ class ClientMessage(_message.Message):
         answer: Global___QuestionAnswer | None = ...,
         interrupt: Global___Interrupt | None = ...,
         queue: Global___QueueInput | None = ...,
+        plan: Global___StartPlan | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "interrupt", b"interrupt", "msg", b"msg", "queue", b"queue", "start", b"start"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "interrupt", b"interrupt", "msg", b"msg", "plan", b"plan", "queue", b"queue", "start", b"start"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "interrupt", b"interrupt", "msg", b"msg", "queue", b"queue", "start", b"start"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "interrupt", b"interrupt", "msg", b"msg", "plan", b"plan", "queue", b"queue", "start", b"start"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["start", "attach", "approval", "answer", "interrupt", "queue"]  # noqa: Y015
+    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["start", "attach", "approval", "answer", "interrupt", "queue", "plan"]  # noqa: Y015
     _WhichOneofArgType_msg: _TypeAlias = _typing.Literal["msg", b"msg"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_msg) -> _WhichOneofReturnType_msg | None: ...
 
 Global___ClientMessage: _TypeAlias = ClientMessage  # noqa: Y015
+
+@_typing.final
+class StartPlan(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    TOPIC_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    topic: _builtins.str
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        topic: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_id", b"session_id", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartPlan: _TypeAlias = StartPlan  # noqa: Y015
 
 @_typing.final
 class TurnStarted(_message.Message):
@@ -1182,6 +1228,207 @@ class SkillCatalogChanged(_message.Message):
 Global___SkillCatalogChanged: _TypeAlias = SkillCatalogChanged  # noqa: Y015
 
 @_typing.final
+class AcceptanceChecked(_message.Message):
+    """---- plans and the acceptance gate ----
+
+    One acceptance proof's verdict (the gate runs it in the sandbox when the model stops).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEM_ID_FIELD_NUMBER: _builtins.int
+    STATEMENT_FIELD_NUMBER: _builtins.int
+    COMMAND_FIELD_NUMBER: _builtins.int
+    EXIT_CODE_FIELD_NUMBER: _builtins.int
+    PASSED_FIELD_NUMBER: _builtins.int
+    OUTPUT_TAIL_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    item_id: _builtins.str
+    statement: _builtins.str
+    command: _builtins.str
+    exit_code: _builtins.int
+    """The proof's exit code (-1 when it did not run to one: see error)."""
+    passed: _builtins.bool
+    output_tail: _builtins.str
+    """The end of the proof's output (at most 2000 characters)."""
+    duration_ms: _builtins.float
+    error: _builtins.str
+    """Why the proof gave no exit code: "timeout", "denied", "gate_budget", "tools_unavailable" ("" otherwise)."""
+    def __init__(
+        self,
+        *,
+        item_id: _builtins.str = ...,
+        statement: _builtins.str = ...,
+        command: _builtins.str = ...,
+        exit_code: _builtins.int = ...,
+        passed: _builtins.bool = ...,
+        output_tail: _builtins.str = ...,
+        duration_ms: _builtins.float = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["command", b"command", "duration_ms", b"duration_ms", "error", b"error", "exit_code", b"exit_code", "item_id", b"item_id", "output_tail", b"output_tail", "passed", b"passed", "statement", b"statement"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AcceptanceChecked: _TypeAlias = AcceptanceChecked  # noqa: Y015
+
+@_typing.final
+class PlanStepStarted(_message.Message):
+    """A plan step begins: item `index` of `total` (1-based) runs in its own step session."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INDEX_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    ITEM_ID_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    index: _builtins.int
+    total: _builtins.int
+    item_id: _builtins.str
+    content: _builtins.str
+    def __init__(
+        self,
+        *,
+        index: _builtins.int = ...,
+        total: _builtins.int = ...,
+        item_id: _builtins.str = ...,
+        content: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "index", b"index", "item_id", b"item_id", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanStepStarted: _TypeAlias = PlanStepStarted  # noqa: Y015
+
+@_typing.final
+class PlanStepReceipt(_message.Message):
+    """What one plan item came to (every item gets one, failed ones too)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INDEX_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    ITEM_ID_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    GRADE_FIELD_NUMBER: _builtins.int
+    ATTESTED_FIELD_NUMBER: _builtins.int
+    ATTEMPTS_FIELD_NUMBER: _builtins.int
+    MODEL_STEPS_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    VERIFY_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    index: _builtins.int
+    total: _builtins.int
+    item_id: _builtins.str
+    content: _builtins.str
+    outcome: _builtins.str
+    """"done", "blocked" (its verify still fails), "stalled" (not marked done), "open" (not run: a budget stop)."""
+    grade: _builtins.str
+    """Proof grade: "verified" (every verdict passed), "on-claim" (marked done, no verify),
+    "fiat" (done without running a step), "n/a" (not done).
+    """
+    attested: _builtins.bool
+    """False when the model marked the item done during the planning turn (no step ran)."""
+    attempts: _builtins.int
+    model_steps: _builtins.int
+    tokens: _builtins.int
+    duration_ms: _builtins.float
+    verify: _builtins.str
+    note: _builtins.str
+    """One line: the checkpoint note, the failing command, or why it stalled."""
+    def __init__(
+        self,
+        *,
+        index: _builtins.int = ...,
+        total: _builtins.int = ...,
+        item_id: _builtins.str = ...,
+        content: _builtins.str = ...,
+        outcome: _builtins.str = ...,
+        grade: _builtins.str = ...,
+        attested: _builtins.bool = ...,
+        attempts: _builtins.int = ...,
+        model_steps: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+        duration_ms: _builtins.float = ...,
+        verify: _builtins.str = ...,
+        note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "attested", b"attested", "content", b"content", "duration_ms", b"duration_ms", "grade", b"grade", "index", b"index", "item_id", b"item_id", "model_steps", b"model_steps", "note", b"note", "outcome", b"outcome", "tokens", b"tokens", "total", b"total", "verify", b"verify"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanStepReceipt: _TypeAlias = PlanStepReceipt  # noqa: Y015
+
+@_typing.final
+class PlanReport(_message.Message):
+    """The end of a /plan run."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GOAL_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    UNPROVEN_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    goal: _builtins.str
+    total: _builtins.int
+    done: _builtins.int
+    text: _builtins.str
+    @_builtins.property
+    def unproven(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Ids of items that have no proof (grade other than "verified")."""
+
+    def __init__(
+        self,
+        *,
+        goal: _builtins.str = ...,
+        total: _builtins.int = ...,
+        done: _builtins.int = ...,
+        unproven: _abc.Iterable[_builtins.str] | None = ...,
+        text: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "goal", b"goal", "text", b"text", "total", b"total", "unproven", b"unproven"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanReport: _TypeAlias = PlanReport  # noqa: Y015
+
+@_typing.final
+class LedgerUpdated(_message.Message):
+    """The uncertainty ledger's open set changed (derived from recorded evidence only)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def open(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """One line per open entry, e.g. "verify failed: pytest -q (item 2)"."""
+
+    def __init__(
+        self,
+        *,
+        open: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["open", b"open"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LedgerUpdated: _TypeAlias = LedgerUpdated  # noqa: Y015
+
+@_typing.final
 class Notice(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1480,6 +1727,11 @@ class TurnEvent(_message.Message):
     SUBAGENT_STARTED_FIELD_NUMBER: _builtins.int
     SUBAGENT_FINISHED_FIELD_NUMBER: _builtins.int
     BACKGROUND_TASK_DONE_FIELD_NUMBER: _builtins.int
+    ACCEPTANCE_CHECKED_FIELD_NUMBER: _builtins.int
+    PLAN_STEP_STARTED_FIELD_NUMBER: _builtins.int
+    PLAN_STEP_RECEIPT_FIELD_NUMBER: _builtins.int
+    PLAN_REPORT_FIELD_NUMBER: _builtins.int
+    LEDGER_UPDATED_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """Per-session sequence number, strictly increasing from 1."""
     session_id: _builtins.str
@@ -1544,6 +1796,16 @@ class TurnEvent(_message.Message):
     def subagent_finished(self) -> Global___SubagentFinished: ...
     @_builtins.property
     def background_task_done(self) -> Global___SubagentTaskDone: ...
+    @_builtins.property
+    def acceptance_checked(self) -> Global___AcceptanceChecked: ...
+    @_builtins.property
+    def plan_step_started(self) -> Global___PlanStepStarted: ...
+    @_builtins.property
+    def plan_step_receipt(self) -> Global___PlanStepReceipt: ...
+    @_builtins.property
+    def plan_report(self) -> Global___PlanReport: ...
+    @_builtins.property
+    def ledger_updated(self) -> Global___LedgerUpdated: ...
     def __init__(
         self,
         *,
@@ -1579,12 +1841,17 @@ class TurnEvent(_message.Message):
         subagent_started: Global___SubagentStarted | None = ...,
         subagent_finished: Global___SubagentFinished | None = ...,
         background_task_done: Global___SubagentTaskDone | None = ...,
+        acceptance_checked: Global___AcceptanceChecked | None = ...,
+        plan_step_started: Global___PlanStepStarted | None = ...,
+        plan_step_receipt: Global___PlanStepReceipt | None = ...,
+        plan_report: Global___PlanReport | None = ...,
+        ledger_updated: Global___LedgerUpdated | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["acceptance_checked", b"acceptance_checked", "approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "ledger_updated", b"ledger_updated", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "plan_report", b"plan_report", "plan_step_receipt", b"plan_step_receipt", "plan_step_started", b"plan_step_started", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acceptance_checked", b"acceptance_checked", "approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "ledger_updated", b"ledger_updated", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "plan_report", b"plan_report", "plan_step_receipt", b"plan_step_receipt", "plan_step_started", b"plan_step_started", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped", "hook_run", "skill_catalog_changed", "subagent_started", "subagent_finished", "background_task_done"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped", "hook_run", "skill_catalog_changed", "subagent_started", "subagent_finished", "background_task_done", "acceptance_checked", "plan_step_started", "plan_step_receipt", "plan_report", "ledger_updated"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

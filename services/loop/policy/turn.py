@@ -53,6 +53,8 @@ class Status(StrEnum):
     INTERRUPTED = "interrupted"
     APPROVAL_STOP = "approval_stop"
     FAILED = "failed"
+    ACCEPTANCE_FAILED = "acceptance_failed"
+    PLAN_INCOMPLETE = "plan_incomplete"
 
 
 @dataclass

@@ -41,6 +41,8 @@ def test_each_turn_status_maps_to_its_documented_exit_code() -> None:
         "TURN_STATUS_INTERRUPTED": 5,
         "TURN_STATUS_APPROVAL_STOP": 5,
         "TURN_STATUS_FAILED": 1,
+        "TURN_STATUS_ACCEPTANCE_FAILED": 7,
+        "TURN_STATUS_PLAN_INCOMPLETE": 7,
     }
     codes = {exit_codes.FAILED, exit_codes.UNAVAILABLE, exit_codes.TIMEOUT, exit_codes.INTERRUPTED}
     assert len(codes) == 4 and exit_codes.OK not in codes
