@@ -239,20 +239,59 @@ class ListSessionsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SESSIONS_FIELD_NUMBER: _builtins.int
+    UNREADABLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def sessions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SessionSummary]: ...
+    @_builtins.property
+    def unreadable(self) -> _containers.RepeatedCompositeFieldContainer[Global___UnreadableSession]:
+        """Sessions whose files could not be read (listed, never skipped silently)."""
+
     def __init__(
         self,
         *,
         sessions: _abc.Iterable[Global___SessionSummary] | None = ...,
+        unreadable: _abc.Iterable[Global___UnreadableSession] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["sessions", b"sessions"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sessions", b"sessions", "unreadable", b"unreadable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListSessionsResponse: _TypeAlias = ListSessionsResponse  # noqa: Y015
+
+@_typing.final
+class UnreadableSession(_message.Message):
+    """A saved session the loop could not read: where its files are and what to do."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    HINT_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    path: _builtins.str
+    """The session's data file (snapshot or journal) that failed."""
+    reason: _builtins.str
+    """What went wrong, one sentence."""
+    hint: _builtins.str
+    """What the user can do about it."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        path: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        hint: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hint", b"hint", "path", b"path", "reason", b"reason", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UnreadableSession: _TypeAlias = UnreadableSession  # noqa: Y015
 
 @_typing.final
 class GetSessionRequest(_message.Message):
