@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "todo": ("", "the session's task list"),
     "tasks": ("[stop <id>]", "background subagent runs"),
     "skills": ("", "the skill catalog"),
+    "hooks": ("", "the configured hooks and what each did last"),
     "plan": ("<topic>", "plan a topic and run the plan step by step"),
     "review": ("", "ask the model to review the current git diff"),
     "config": ("", "the effective configuration"),

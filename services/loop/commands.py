@@ -71,6 +71,9 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         return "\n".join(lines), json.dumps({"values": values, "sources": sources}, default=str)
     if name == "trace":
         return _trace(rt)
+    if name == "hooks":
+        text, rows = rt.hooks.report()
+        return text, json.dumps({"hooks": rows})
     if name in LATER:
         return LATER[name], "{}"
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})

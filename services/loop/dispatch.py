@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,10 @@ Emit = Callable[[EventBody], None]
 Gate = Callable[[ToolDef, dict[str, Any]], Verdict]
 # (call, arguments) -> a guard's refusal (duplicate call, strict path escape) or None.
 Guard = Callable[[ToolCall, dict[str, Any]], Refusal | None]
+# (call, arguments) -> the call to run (arguments maybe rewritten by a tool.before hook) or its refusal.
+BeforeTool = Callable[[ToolCall, dict[str, Any]], Awaitable[ToolCall | ToolOutcome]]
+# (call, outcome) -> None: tool.after hooks (observe only).
+AfterTool = Callable[[ToolCall, ToolOutcome], Awaitable[None]]
 # Chat Completions tool messages beyond this are cut (head and tail kept) so one
 # runaway output cannot crowd out the history; the tools service caps output too.
 MAX_RESULT_CHARS = 60_000
@@ -57,6 +61,14 @@ log = logging.getLogger("ai_coding.loop")
 
 
 def no_guard(call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
+    return None
+
+
+async def no_before(call: ToolCall, arguments: dict[str, Any]) -> ToolCall | ToolOutcome:
+    return call
+
+
+async def no_after(call: ToolCall, outcome: ToolOutcome) -> None:
     return None
 
 
@@ -80,6 +92,8 @@ class DispatchContext:
     ask_timeout_seconds: float = 300.0
     on_degraded: Callable[[str, str], None] = lambda component, reason: None
     preview_timeout_seconds: float = PREVIEW_TIMEOUT_S
+    before_tool: BeforeTool = no_before
+    after_tool: AfterTool = no_after
     outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
 
 
@@ -95,8 +109,8 @@ async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
             _finish(ctx, error_outcome(call.id, call.name, "cancelled", "the user stopped the turn"))
             continue
         refusal = await _precheck(ctx, call, runnable)
-        if refusal is None:
-            runnable.append(call)
+        if isinstance(refusal, ToolCall):
+            runnable.append(refusal)
             continue
         _finish(ctx, refusal)
         stop = refusal.error_code == "stopped_by_user"
@@ -124,8 +138,8 @@ def _args(call: ToolCall) -> dict[str, Any]:
         return {}
 
 
-async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall]) -> ToolOutcome | None:
-    """None when ``call`` may run, else its refusal. ``earlier``: calls of this batch already
+async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall]) -> ToolOutcome | ToolCall:
+    """The call to run (a tool.before hook may have rewritten its arguments), else its refusal. ``earlier``: calls of this batch already
     cleared to run (they run first, so an approval preview must not assume the files as they are)."""
     if call.truncated:
         return error_outcome(call.id, call.name, "truncated_call", call.parse_error)
@@ -147,17 +161,22 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if refusal is not None:
         return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
                            error_code=refusal.code, error_message=refusal.message)
+    hooked = await ctx.before_tool(call, arguments)
+    if isinstance(hooked, ToolOutcome):
+        return hooked
+    if hooked is not call:  # rewritten: the gate judges what will run, never what was asked
+        call, arguments = hooked, _args(hooked)
     verdict = ctx.gate(tool, arguments)
     if verdict.level == Level.DENY:
         return error_outcome(call.id, call.name, "permission_denied",
                              f"{verdict.reason}; choose another approach")
     if verdict.level == Level.ALLOW:
-        return None
+        return call
     resolution = await _ask_approval(ctx, call, arguments, verdict.reason, earlier)
     if resolution.decision == Decision.ALLOW_ALWAYS and verdict.grant_key:
         ctx.allowed_always.append(verdict.grant_key)
     if is_allowed(resolution.decision):
-        return None
+        return call
     if resolution.decision == Decision.STOP:
         return error_outcome(call.id, call.name, "stopped_by_user", "the user stopped the turn")
     return error_outcome(call.id, call.name, "denied_by_user",
@@ -224,6 +243,7 @@ async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
     else:
         outcome = await _run_remote(ctx, call)
     _finish(ctx, outcome)
+    await ctx.after_tool(call, outcome)
 
 
 async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:

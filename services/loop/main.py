@@ -19,6 +19,7 @@ from services.loop.adapters.memory import GrpcMemoryClient
 from services.loop.adapters.tools import GrpcToolRunner
 from services.loop.compaction.settings import compaction_settings
 from services.loop.events import DEFAULT_WINDOW
+from services.loop.hooks.config import parse_hooks
 from services.loop.policy.settings import loop_settings
 from services.loop.ports import ModelClient
 from services.loop.runtime import LoopDeps, LoopRuntime
@@ -82,6 +83,8 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
     from services.loop.model.settings import secret_env_names
 
     loop = config.section(LoopConfig, "loop")
+    hooks, hook_warnings = parse_hooks(config.get("hooks"), config.source_of)
+    config.warnings += [w for w in hook_warnings if w not in config.warnings]
     if shared is None:
         tools: Any = GrpcToolRunner(endpoint_for("tools", config))
         memory: Any = GrpcMemoryClient(endpoint_for("memory", config)) if loop.memory else None
@@ -108,6 +111,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
         event_window=max(1, loop.event_window),
         compaction=compaction_settings(config),
         span_export=span_export,
+        hooks=hooks,
     )
 
 

@@ -60,6 +60,8 @@ log = logging.getLogger("ai_coding.loop")
 
 # A model error this close to the turn clock's end is the clock's doing, not the model's.
 CLOCK_GRACE_S = 1.0
+# turn.end hooks may run this long past the turn clock (they observe a turn that already ended).
+TURN_END_HOOKS_GRACE_S = 30.0
 
 
 @dataclass
@@ -115,7 +117,17 @@ class Turn:
         self.emit(TurnStarted(turn=self.number, input=self.text, model=self.rt.model.model_name))
         self._append({"role": "user", "content": user_content(self.text, self.images)})
         self._save()
-        self._end(await self._guarded())
+        decision = await self._guarded()
+        await self._turn_end_hooks(decision)
+        self._end(decision)
+
+    async def _turn_end_hooks(self, decision: TurnDecision) -> None:
+        """turn.end hooks (observe only) see the status before clients get turn_finished."""
+        try:
+            async with asyncio.timeout(wait_limit(max(self.remaining(), 0.0) + TURN_END_HOOKS_GRACE_S)):
+                await self.rt.hooks.turn_end(self.number, _status(decision).value, self.final_text, self.emit)
+        except Exception as exc:  # observing hooks fail open: the turn still ends as decided
+            self.emit(Degraded(component="hooks", reason=f"turn.end: {type(exc).__name__}: {exc}"))
 
     def crashed(self, exc: BaseException) -> None:
         """The turn's task failed outside ``run``'s guard: clients must still see an end."""
@@ -153,6 +165,7 @@ class Turn:
 
     async def _steps(self) -> TurnDecision:
         self.aux_tail = await self.rt.turn_tail(self.emit)
+        await self.rt.hooks.turn_start(self.number, self.text, self.emit)
         while True:
             step = await self._model_step()
             self._append_assistant(step)
@@ -186,8 +199,9 @@ class Turn:
         self._step = _StepState()
         tools = [t.spec for t in rt.tools.visible()] if with_tools else []
         step_parts = await rt.step_tail(self.emit)
+        hook_context = await rt.hooks.step_before(self.number, self.iterations + 1, self.emit)
         for hard in (False, True):  # a context_length refusal compacts harder and retries the step once
-            parts = {**self.aux_tail, **step_parts,
+            parts = {**self.aux_tail, **step_parts, "hook-context": hook_context,
                      "environment": environment_block(rt.workspace, rt.model.model_name)}
             messages = await self._request(tools, parts, hard=hard)
             try:
@@ -262,6 +276,8 @@ class Turn:
             remaining=self.remaining, gate=rt.gate, memory=rt.memory, mcp=rt.mcp, guard=self._guard,
             ask_timeout_seconds=rt.settings.question_timeout_seconds,
             on_degraded=lambda component, reason: self.emit(Degraded(component=component, reason=reason)),
+            before_tool=lambda call, arguments: rt.hooks.tool_before(call, arguments, self.emit),
+            after_tool=lambda call, outcome: rt.hooks.tool_after(call, outcome, self.emit),
         )
 
     def _guard(self, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:

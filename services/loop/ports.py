@@ -48,6 +48,7 @@ __all__ = [
     "ToolIndex",
     "ToolOutcome",
     "ToolRunner",
+    "TurnHooks",
     "TurnHost",
     "Usage",
 ]
@@ -293,6 +294,25 @@ class ContextWindow(Protocol):
     def end_turn(self, number: int, status: str, request: str, answer: str, changed: list[str]) -> None: ...
 
 
+class TurnHooks(Protocol):
+    """The session's hooks at the turn's points (hooks.engine.HookEngine is one; no hooks: all pass)."""
+
+    async def turn_start(self, turn: int, text: str, emit: Callable[[EventBody], None]) -> None: ...
+
+    async def step_before(self, turn: int, step: int, emit: Callable[[EventBody], None]) -> str:
+        """Runs step.before; returns the ``hook-context`` tail block body for this step's request."""
+        ...
+
+    async def tool_before(self, call: ToolCall, arguments: dict[str, Any], emit: Callable[[EventBody], None]
+                          ) -> ToolCall | ToolOutcome:
+        """The call to run (its arguments maybe rewritten: the gate then checks those), or its refusal."""
+        ...
+
+    async def tool_after(self, call: ToolCall, outcome: ToolOutcome, emit: Callable[[EventBody], None]) -> None: ...
+
+    async def turn_end(self, turn: int, status: str, text: str, emit: Callable[[EventBody], None]) -> None: ...
+
+
 class TurnHost(Protocol):
     """Everything a ``pipeline.Turn`` needs from its session (``runtime.SessionRuntime`` is the host).
 
@@ -329,6 +349,8 @@ class TurnHost(Protocol):
         ...
     @property
     def context(self) -> ContextWindow: ...
+    @property
+    def hooks(self) -> TurnHooks: ...
 
     def emit(self, turn: int, body: EventBody) -> None: ...
 

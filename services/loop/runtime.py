@@ -25,6 +25,8 @@ from services.loop.compaction.settings import CompactionSettings
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
+from services.loop.hooks.config import HookSettings
+from services.loop.hooks.engine import HookEngine
 from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
@@ -111,6 +113,8 @@ class LoopDeps:
     """The ``compaction`` section (thresholds and layers)."""
     span_export: SpanExport | None = None
     """Live OTLP export of finished turns (``tracing.otlp.endpoint``), shared by every session."""
+    hooks: HookSettings = field(default_factory=HookSettings)
+    """The ``hooks`` section (user layer only; off when empty)."""
 
 
 class SessionRuntime:
@@ -129,6 +133,7 @@ class SessionRuntime:
         self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
                                unissued=unissued)
         self.todo = TodoTool(session, lambda: self.settings.enforce_dependencies)
+        self.hooks = HookEngine(deps.hooks, session.id, session.workspace)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
         self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta())
@@ -157,6 +162,10 @@ class SessionRuntime:
         if export is not None:
             export.watch(session.id, self._export_failed)
 
+    def _emit_now(self, body: EventBody) -> None:
+        """Emit ``body`` as part of the running (or last) turn."""
+        self.events.emit(self.turn.number if self.turn else self.session.turns, body)
+
     def _export_failed(self, reason: str) -> None:
         """The live trace exporter could not send this session's spans (told once per outage)."""
         self.events.emit(self.session.turns, Degraded(component="trace_export", reason=reason))
@@ -178,6 +187,7 @@ class SessionRuntime:
             return
         self.settings = deps.settings
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
+        self.hooks.settings = deps.hooks
         same_ports = (deps.memory is None) == (self.deps.memory is None) and (deps.mcp is None) == (
             self.deps.mcp is None)
         if same_ports:  # the catalog offers memory / MCP tools by their presence
@@ -253,6 +263,8 @@ class SessionRuntime:
 
         async def run() -> None:
             try:
+                await self.hooks.observe("memory.harvest", {"from_message": start, "messages": len(messages)},
+                                         self._emit_now)
                 ok = await harvest_quietly(self.model, memory, self.session.workspace, self.session.id,
                                            messages, start, self.deps.harvest_timeout_seconds)
                 if ok:

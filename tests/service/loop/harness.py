@@ -219,11 +219,12 @@ def make_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated
 
     def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool = False, memory: str = "",
              mcp_servers: list[dict[str, Any]] | None = None, loop: dict[str, Any] | None = None,
-             **ai: Any) -> LoopStack:
+             sections: dict[str, Any] | None = None, **ai: Any) -> LoopStack:
         if script is not None:
             fake.load_script(script)
         config = model_config(fake.url, **ai)
         config["loop"].update(loop or {})
+        config.update(sections or {})  # other top-level sections as the user config has them (hooks, skills)
         stack = LoopStack(short_dir, workspace, fake, config, with_tools, memory, mcp_servers)
         stacks.append(stack)
         return stack
