@@ -114,6 +114,7 @@ class OpenSessionLoopRequest(_message.Message):
     AUTO_APPROVE_FIELD_NUMBER: _builtins.int
     INTERACTIVE_FIELD_NUMBER: _builtins.int
     CWD_FIELD_NUMBER: _builtins.int
+    SKILL_DIRS_FIELD_NUMBER: _builtins.int
     workspace: _builtins.str
     """Absolute workspace root."""
     session_id: _builtins.str
@@ -128,6 +129,12 @@ class OpenSessionLoopRequest(_message.Message):
     """Where the user runs the client (absolute, inside the workspace); project instructions
     (AGENTS.md, CLAUDE.md) are read from the workspace root down to here. Empty = the root.
     """
+    @_builtins.property
+    def skill_dirs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Skill directories that replace the default ones (`--skills DIR`; absolute paths). Empty: the
+        user library, the workspace's skills/, .claude/skills, .agents/skills and ~/.claude/skills.
+        """
+
     def __init__(
         self,
         *,
@@ -137,10 +144,11 @@ class OpenSessionLoopRequest(_message.Message):
         auto_approve: _builtins.bool = ...,
         interactive: _builtins.bool = ...,
         cwd: _builtins.str = ...,
+        skill_dirs: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_approve", b"auto_approve", "cwd", b"cwd", "interactive", b"interactive", "model", b"model", "session_id", b"session_id", "workspace", b"workspace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_approve", b"auto_approve", "cwd", b"cwd", "interactive", b"interactive", "model", b"model", "session_id", b"session_id", "skill_dirs", b"skill_dirs", "workspace", b"workspace"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
