@@ -80,12 +80,26 @@ class TtyApprover:
         return approval_decision(sys.stdin.readline())  # "" at end of input: deny
 
 
-class _Prompt:
-    """One approval being asked on its own thread (a terminal read blocks; the turn's stream must
-    keep flowing meanwhile, so an answer from another client or the turn's end is seen)."""
+def tty_answer(question: views.QuestionAsked, answered_elsewhere: Callable[[], bool] = _never) -> str | None:
+    """Read the answer to a question on the terminal (the renderer printed it and its options): a
+    number picks that option, anything else is the answer; None when it was answered elsewhere."""
+    sys.stdout.write("answer› ")
+    sys.stdout.flush()
+    while not select.select([sys.stdin], [], [], _TICK_SECONDS)[0]:
+        if answered_elsewhere():
+            return None
+    text = sys.stdin.readline().strip()
+    if text.isdigit() and 1 <= int(text) <= len(question.options):
+        return question.options[int(text) - 1]
+    return text
 
-    def __init__(self, approver: Approver, request: views.ApprovalRequested,
-                 done: Callable[[_Prompt, views.Decision | None], None]) -> None:
+
+class _Prompt:
+    """One approval or question being asked on its own thread (a terminal read blocks; the turn's
+    stream must keep flowing meanwhile, so an answer from another client or the turn's end is seen)."""
+
+    def __init__(self, request: views.ApprovalRequested | views.QuestionAsked,
+                 ask: Callable[[Callable[[], bool]], object], done: Callable[[_Prompt, object], None]) -> None:
         self.request = request
         self.given_way = threading.Event()
         self.stopped = False
@@ -94,12 +108,12 @@ class _Prompt:
         """Another client answered it (already said, in stream order)."""
         loop = asyncio.get_running_loop()
 
-        def ask() -> None:
-            decision = approver.decide(request, self.given_way.is_set)
+        def run() -> None:
+            answer = ask(self.given_way.is_set)
             with contextlib.suppress(RuntimeError):  # the loop already closed: the turn is over
-                loop.call_soon_threadsafe(done, self, decision)
+                loop.call_soon_threadsafe(done, self, answer)
 
-        self.thread = threading.Thread(target=ask, name="approval-prompt", daemon=True)
+        self.thread = threading.Thread(target=run, name="approval-prompt", daemon=True)
         self.thread.start()
 
     def give_way(self, stopped: bool = False) -> None:
@@ -119,15 +133,16 @@ class TurnOutcome:
 
 
 def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", model: str = "",
-                 auto_approve: bool = False, cwd: str = "") -> views.OpenedSession:
-    """``OpenSession`` for a non-interactive turn, on the loop just found healthy."""
+                 auto_approve: bool = False, cwd: str = "", interactive: bool = False) -> views.OpenedSession:
+    """``OpenSession`` for one turn, on the loop just found healthy (``interactive``: a person at a
+    terminal answers questions: ask_user and MCP servers' elicitations)."""
     from clients.cli.connection.loop import ClientError, LoopClient
 
     async def call() -> views.OpenedSession:
         client = LoopClient(endpoint, cwd=cwd)
         try:
             return await client.open_session(workspace, session_id, model=model, auto_approve=auto_approve,
-                                              interactive=False)
+                                              interactive=interactive)
         finally:
             await client.close()
 
@@ -188,23 +203,26 @@ async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: 
     unsaved: list[str] = []  # why the loop could not save the session, when it said so
     asking: dict[str, _Prompt] = {}
 
-    def answered(prompt: _Prompt, decision: views.Decision | None) -> None:
+    def answered(prompt: _Prompt, answer: object) -> None:
         asking.pop(prompt.request.request_id, None)
         ctrl_c.handled = ctrl_c.presses  # a Ctrl-C at the prompt answered it: "stop", not an interrupt
+        question = isinstance(prompt.request, views.QuestionAsked)
         if prompt.stopped:
             print(file=sys.stdout)
-            decision = views.Decision.STOP
-        elif decision is None and not prompt.elsewhere:
+            answer = "" if question else views.Decision.STOP
+        elif answer is None and not prompt.elsewhere:
             print("(answered elsewhere)", file=sys.stdout)
-        if decision is not None:
-            driver.answer_approval(prompt.request.request_id, decision)
+        if isinstance(answer, views.Decision):
+            driver.answer_approval(prompt.request.request_id, answer)
+        elif isinstance(answer, str) and driver.stream is not None:
+            driver.stream.answer(prompt.request.request_id, answer)
 
     def on_event(event: views.Event) -> None:
         sink(event)
         body = event.body
         if isinstance(body, views.Degraded) and body.component == "session_save":
             unsaved.append(body.reason)
-        elif isinstance(body, views.ApprovalResolved) and body.request_id in asking \
+        elif isinstance(body, views.ApprovalResolved | views.QuestionResolved) and body.request_id in asking \
                 and not asking[body.request_id].elsewhere:
             # Said here, not by the prompt's thread when it notices: that thread may only get to
             # it after the rest of the turn has been printed.
@@ -219,7 +237,12 @@ async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: 
             if stopping is not None:
                 driver.answer_approval(body.request_id, views.Decision.STOP)
             else:
-                asking[body.request_id] = _Prompt(approver, body, answered)
+                request = body
+                asking[body.request_id] = _Prompt(body, lambda elsewhere: approver.decide(request, elsewhere),
+                                                  answered)
+        elif isinstance(body, views.QuestionAsked) and stopping is None:
+            question = body
+            asking[body.request_id] = _Prompt(body, lambda elsewhere: tty_answer(question, elsewhere), answered)
 
     driver = TurnDriver(client, session_id, on_event)
     following = asyncio.ensure_future(driver.follow(driver.start(prompt, attachments)))

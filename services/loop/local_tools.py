@@ -19,8 +19,16 @@ from typing import Any
 from services.loop.approvals import Decision, RequestKind, Resolution
 from services.loop.domain import call_deadline
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
+from services.loop.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
 from services.loop.turn_events import QuestionAsked, QuestionResolved, ToolChunk
+from services.mcp_gateway.elicitation import (
+    ElicitAsk,
+    ElicitReply,
+    Value,
+    form_fields,
+    parse_field,
+    question_text,
+)
 from services.mcp_gateway.tool_schema import MCP_CALL_SCHEMA, MCP_DESCRIBE_SCHEMA
 from services.memory.tools_schema import MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA
 
@@ -48,6 +56,16 @@ async def _ask_user(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
     if not ctx.interactive:
         return ToolOutcome(call.id, call.name, True, "no_user: nobody can answer; state your assumption and decide",
                            data={"status": "no_user"})
+    answer = (await ask_question(ctx, question, options)).answer.strip()
+    if not answer:
+        return ToolOutcome(call.id, call.name, True, "no_answer: the user gave no answer; decide yourself",
+                           data={"status": "no_answer"})
+    return ToolOutcome(call.id, call.name, True, f"user answered: {answer}", data={"status": "answered"})
+
+
+async def ask_question(ctx: ToolContext, question: str, options: list[str]) -> Resolution:
+    """One question to the user on the turn's stream (QuestionAsked/QuestionResolved); the
+    resolution's source says "timeout" or "turn_ended" when nobody answered."""
     request_id, future = ctx.pending.open(RequestKind.QUESTION)
     ctx.emit(QuestionAsked(request_id=request_id, question=question, options=options))
     try:
@@ -55,12 +73,51 @@ async def _ask_user(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
     except TimeoutError:
         ctx.pending.forget(request_id)
         resolution = Resolution(request_id, Decision.DENY, source="timeout")
-    answer = resolution.answer.strip()
-    ctx.emit(QuestionResolved(request_id=request_id, answer=answer, source=resolution.source))
-    if not answer:
-        return ToolOutcome(call.id, call.name, True, "no_answer: the user gave no answer; decide yourself",
-                           data={"status": "no_answer"})
-    return ToolOutcome(call.id, call.name, True, f"user answered: {answer}", data={"status": "answered"})
+    ctx.emit(QuestionResolved(request_id=request_id, answer=resolution.answer.strip(), source=resolution.source))
+    return resolution
+
+
+# An answer that refuses an MCP server's question (the rest of the form is not asked).
+DECLINE = "/decline"
+# Asking a field again after an answer of the wrong type, at most this often.
+FIELD_ATTEMPTS = 3
+
+
+def elicit_asker(ctx: ToolContext) -> ElicitAsker:
+    """Put an MCP server's elicitation to the user: one question per form field (a URL request is
+    one question), typed answers checked; declined when nobody can answer, cancelled when the
+    question went unanswered."""
+
+    async def ask(request: ElicitAsk) -> ElicitReply:
+        if not ctx.interactive:
+            return ElicitReply("decline")
+        fields = form_fields(request.schema) if request.mode == "form" else []
+        if not fields:
+            resolution = await ask_question(ctx, question_text(request, None), ["accept", "decline"])
+            if resolution.source != "user":
+                return ElicitReply("cancel")
+            return ElicitReply("accept" if resolution.answer.strip().lower() in ("accept", "a", "y", "yes", "done")
+                               else "decline")
+        content: dict[str, Value] = {}
+        for index, item in enumerate(fields, 1):
+            text = question_text(request, item, index, len(fields))
+            for _ in range(FIELD_ATTEMPTS):
+                resolution = await ask_question(ctx, text, list(item.options))
+                if resolution.source != "user":
+                    return ElicitReply("cancel")
+                if resolution.answer.strip() == DECLINE:
+                    return ElicitReply("decline")
+                value, problem = parse_field(item, resolution.answer)
+                if not problem:
+                    if value is not None:
+                        content[item.name] = value
+                    break
+                text = f"{problem}; try again.\n{question_text(request, item, index, len(fields))}"
+            else:
+                return ElicitReply("decline")
+        return ElicitReply("accept", content)
+
+    return ask
 
 
 async def _memory_search(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
@@ -84,7 +141,8 @@ async def _mcp_call(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
     emit = ctx.emit
     return await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")), mcp_input_json(args),
                               call_deadline(ctx.remaining()),
-                              lambda c: emit(ToolChunk(call_id=call.id, stream=c.stream, text=c.text)))
+                              lambda c: emit(ToolChunk(call_id=call.id, stream=c.stream, text=c.text)),
+                              elicit_asker(ctx))
 
 
 TOOL_SEARCH = ToolDef(

@@ -29,9 +29,11 @@ from services.loop.errors import ModelError
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.policy.settings import LoopSettings
 from services.loop.turn_events import EventBody
+from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
 
 __all__ = [
     "ContextWindow",
+    "ElicitAsker",
     "McpCatalog",
     "McpClient",
     "MemoryClient",
@@ -128,6 +130,10 @@ class MemoryClient(Protocol):
         ...
 
 
+ElicitAsker = Callable[[ElicitAsk], Awaitable[ElicitReply]]
+"""Puts an MCP server's question to the user (services/mcp_gateway/elicitation.py) and returns the reply."""
+
+
 class McpClient(Protocol):
     """The MCP gateway as the loop uses it."""
 
@@ -135,8 +141,11 @@ class McpClient(Protocol):
 
     async def call(
         self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
-        on_chunk: Callable[[ToolChunkEvent], None],
-    ) -> ToolOutcome: ...
+        on_chunk: Callable[[ToolChunkEvent], None], on_elicit: ElicitAsker | None = None,
+    ) -> ToolOutcome:
+        """One remote call; ``on_elicit`` answers the questions the server asks the user meanwhile
+        (none given: they are declined)."""
+        ...
 
 
 # -- tools the loop answers itself (services/loop/registry.py keeps them per session) --

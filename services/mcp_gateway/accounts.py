@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from services.mcp_gateway.auth_store import AuthStore
 from services.mcp_gateway.domain import McpSession, ServerView, State
+from services.mcp_gateway.elicitation import ElicitReply
 from services.mcp_gateway.errors import McpGatewayError
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.settings import ServerSettings
@@ -45,6 +46,13 @@ class Accounts:
         from services.mcp_gateway.oauth import build_provider
 
         auth = None
+        elicit = None
+        if self.gateway is not None:
+            broker, server = self.gateway.elicitations, settings.name
+
+            async def elicit(message: str, mode: str, schema: Mapping[str, Any], url: str) -> ElicitReply:
+                return await broker.elicit(server, message, mode, schema, url)
+
         if self._uses_oauth(settings) and self.gateway is not None:
             sup = self.gateway.supervisor(settings.name)
             flow = self.flows.get(settings.name) if sup.login_pending else None
@@ -53,7 +61,7 @@ class Accounts:
                 sup.auth_required = True
 
             auth = build_provider(settings, self.store, flow, mark)
-        async with open_session(settings, auth) as session:
+        async with open_session(settings, auth, elicit) as session:
             yield session
 
     async def login(self, name: str) -> tuple[str, ServerView]:

@@ -32,7 +32,7 @@ from services.kernel import __version__
 from services.kernel.config import expand_vars
 from services.kernel.errors import ConfigError
 from services.mcp_gateway.catalog import ToolEntry
-from services.mcp_gateway.domain import CallOutcome, Progress, ProgressSink
+from services.mcp_gateway.domain import CallOutcome, ElicitHandler, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
 from services.mcp_gateway.settings import ServerSettings
 from services.mcp_gateway.stderr_tail import StderrTail
@@ -48,8 +48,23 @@ TASKS_REQUIRED = "it runs only as an MCP task (execution.taskSupport: required),
 CLIENT_INFO = types.Implementation(name="ai-coding", version=__version__)
 
 
-def _client(transport: Any) -> Client:
-    return Client(transport, mode=CONNECT_MODE, cache=None, client_info=CLIENT_INFO)
+def _client(transport: Any, elicit: ElicitHandler | None = None) -> Client:
+    return Client(transport, mode=CONNECT_MODE, cache=None, client_info=CLIENT_INFO,
+                  elicitation_callback=_elicitation_callback(elicit) if elicit is not None else None)
+
+
+def _elicitation_callback(elicit: ElicitHandler) -> Any:
+    """The SDK callback (it also makes the client announce the elicitation capability)."""
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            reply = await elicit(params.message, "url", {}, params.url)
+            return types.ElicitResult(action=reply.action)
+        reply = await elicit(params.message, "form", dict(params.requested_schema or {}), "")
+        content = dict(reply.content) if reply.action == "accept" else None
+        return types.ElicitResult(action=reply.action, content=content)
+
+    return callback
 
 
 class SdkSession:
@@ -273,26 +288,28 @@ def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
 
 
 @asynccontextmanager
-async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[SdkSession]:
-    """Connect and handshake; leaving the block closes the session (and kills a local server)."""
+async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None,
+                       elicit: ElicitHandler | None = None) -> AsyncIterator[SdkSession]:
+    """Connect and handshake; leaving the block closes the session (and kills a local server).
+    With ``elicit``, the client announces elicitation and the server's requests go to it."""
     if settings.type == "local":
-        async with _local_session(settings) as session:
+        async with _local_session(settings, elicit) as session:
             yield session
         return
     headers = expanded(settings.headers, "headers", settings.name)
     if settings.transport == "sse":
-        async with _client(sse_client(settings.url, headers=headers or None, auth=auth)) as client:
+        async with _client(sse_client(settings.url, headers=headers or None, auth=auth), elicit) as client:
             yield SdkSession(settings.name, client)
         return
     http = create_mcp_http_client(headers=headers or None, auth=auth)
     async with http:
         transport = streamable_http_client(settings.url, http_client=http)
-        async with _client(transport) as client:
+        async with _client(transport, elicit) as client:
             yield SdkSession(settings.name, client)
 
 
 @asynccontextmanager
-async def _local_session(settings: ServerSettings) -> AsyncIterator[SdkSession]:
+async def _local_session(settings: ServerSettings, elicit: ElicitHandler | None) -> AsyncIterator[SdkSession]:
     """A stdio session whose startup failure names the server's last stderr line."""
     params = stdio_parameters(settings)
     tail = StderrTail(settings.name)
@@ -301,7 +318,7 @@ async def _local_session(settings: ServerSettings) -> AsyncIterator[SdkSession]:
         await tail.start()
         assert tail.writer is not None
         transport: Any = stdio_client(params, errlog=tail.writer)
-        async with _client(transport) as client:
+        async with _client(transport, elicit) as client:
             tail.close_writer()
             ready = True
             yield SdkSession(settings.name, client)

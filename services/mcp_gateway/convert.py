@@ -8,6 +8,7 @@ from ai_coding.v1 import common_pb2, mcp_gateway_pb2
 
 from services.mcp_gateway.catalog import ToolEntry
 from services.mcp_gateway.domain import CallOutcome, Progress, ServerView, State
+from services.mcp_gateway.elicitation import ElicitAsk
 from services.mcp_gateway.permissions import mcp_permission
 from services.mcp_gateway.settings import ServerSettings
 
@@ -47,6 +48,13 @@ def entry_to_proto(entry: ToolEntry, settings: ServerSettings | None) -> mcp_gat
         input_schema_json=json.dumps(dict(entry.input_schema), ensure_ascii=False, sort_keys=True),
         permission=mcp_permission(settings, entry.tool, entry.read_only) if settings is not None else "warn",
     )
+
+
+def elicitation_to_proto(ask: ElicitAsk) -> mcp_gateway_pb2.McpCallToolResponse:
+    """A server's question to the user -> an McpElicitation item of the call's stream."""
+    return mcp_gateway_pb2.McpCallToolResponse(elicitation=mcp_gateway_pb2.McpElicitation(
+        request_id=ask.request_id, server=ask.server, message=ask.message, mode=ask.mode,
+        requested_schema_json=json.dumps(dict(ask.schema)), url=ask.url))
 
 
 def progress_to_proto(call_id: str, progress: Progress) -> mcp_gateway_pb2.McpCallToolResponse:

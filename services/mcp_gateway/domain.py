@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from services.mcp_gateway.catalog import ToolEntry
+from services.mcp_gateway.elicitation import ElicitReply
 from services.mcp_gateway.settings import ServerSettings
 
 
@@ -65,6 +66,8 @@ class CallOutcome:
 
 
 ProgressSink = Callable[[Progress], Awaitable[None]]
+ElicitHandler = Callable[[str, str, Mapping[str, Any], str], Awaitable[ElicitReply]]
+"""(message, mode "form"/"url", requested schema, url) -> the user's reply, for one server's session."""
 
 
 class McpSession(Protocol):

@@ -21,6 +21,7 @@ from services.mcp_gateway.domain import (
     SessionOpener,
     State,
 )
+from services.mcp_gateway.elicitation import ElicitationBroker, ElicitSink
 from services.mcp_gateway.errors import ServerConfigError, UnknownServer
 from services.mcp_gateway.policy import MAX_CONCURRENT_CONNECTS, qualified_tool
 from services.mcp_gateway.settings import McpSettings, ServerSettings, append_to_sidecar, parse_server
@@ -37,6 +38,8 @@ class Gateway:
         self._sidecar = sidecar
         self._limiter = asyncio.Semaphore(MAX_CONCURRENT_CONNECTS)
         self.supervisors: dict[str, ServerSupervisor] = {}
+        self.elicitations = ElicitationBroker()
+        """Servers' questions to the user, routed to the call running on that server."""
         self._invalid = {bad.name: bad.reason for bad in settings.invalid}
         for server in settings.servers:
             self.supervisors[server.name] = self._make(server)
@@ -53,6 +56,7 @@ class Gateway:
 
     async def aclose(self) -> None:
         """Close every session; safe to call twice or before start."""
+        self.elicitations.cancel_all()
         await asyncio.gather(*(s.aclose() for s in self.supervisors.values()), return_exceptions=True)
 
     def servers(self) -> list[ServerView]:
@@ -84,8 +88,9 @@ class Gateway:
         return render_catalog(self.entries())
 
     async def call(self, server: str, tool: str, input_json: str, timeout_s: float,
-                   on_progress: ProgressSink) -> CallOutcome:
-        """Run one remote tool; every failure comes back as an outcome the model can read."""
+                   on_progress: ProgressSink, on_elicit: ElicitSink | None = None) -> CallOutcome:
+        """Run one remote tool; every failure comes back as an outcome the model can read.
+        ``on_elicit`` receives the questions the server asks the user during the call."""
         sup = self.supervisors.get(server)
         if sup is None:
             return unknown_server(server, list(self.supervisors))
@@ -93,7 +98,8 @@ class Gateway:
         if problem:
             return CallOutcome(False, problem, error_code="invalid_arguments", error_message=problem,
                                hint="Pass `input` as a JSON object of the tool's arguments.")
-        return await sup.call(qualified_tool(server, tool), arguments, timeout_s, on_progress)
+        with self.elicitations.call(server, on_elicit):
+            return await sup.call(qualified_tool(server, tool), arguments, timeout_s, on_progress)
 
     async def resources(self, server: str, timeout_s: float) -> CallOutcome:
         """The resources ``server`` lists."""

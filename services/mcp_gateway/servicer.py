@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
@@ -14,6 +15,7 @@ from services.kernel.errors import abort
 from services.mcp_gateway import convert
 from services.mcp_gateway.accounts import Accounts
 from services.mcp_gateway.domain import CallOutcome, Progress
+from services.mcp_gateway.elicitation import ElicitAsk
 from services.mcp_gateway.errors import McpGatewayError, ServerConfigError, UnknownServer
 from services.mcp_gateway.gateway import Gateway
 
@@ -44,19 +46,23 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
 
     async def CallTool(self, request: mcp_gateway_pb2.McpCallToolRequest,
                        context: grpc.aio.ServicerContext) -> AsyncIterator[mcp_gateway_pb2.McpCallToolResponse]:
-        queue: asyncio.Queue[Progress] = asyncio.Queue()
+        queue: asyncio.Queue[Progress | ElicitAsk] = asyncio.Queue()
 
         async def on_progress(progress: Progress) -> None:
             queue.put_nowait(progress)
 
         call = asyncio.ensure_future(self._gateway.call(request.server, request.tool, request.input_json,
-                                                        request.timeout_seconds, on_progress))
+                                                        request.timeout_seconds, on_progress, queue.put_nowait))
         try:
             while not call.done() or not queue.empty():
                 getter = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getter, call}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
-                    yield convert.progress_to_proto(request.call_id, getter.result())
+                    item = getter.result()
+                    if isinstance(item, ElicitAsk):
+                        yield convert.elicitation_to_proto(item)
+                    else:
+                        yield convert.progress_to_proto(request.call_id, item)
                 else:
                     getter.cancel()
             try:
@@ -70,6 +76,22 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
         finally:
             if not call.done():
                 call.cancel()
+
+    async def AnswerElicitation(self, request: mcp_gateway_pb2.McpElicitationAnswer,
+                                context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.McpElicitationAnswered:
+        content: dict[str, Any] = {}
+        if request.content_json.strip():
+            try:
+                parsed = json.loads(request.content_json)
+            except json.JSONDecodeError as exc:
+                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument",
+                            f"content_json is not JSON ({exc.msg}); send a JSON object of field values")
+            if not isinstance(parsed, dict):
+                await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument",
+                            "content_json must be a JSON object of field values")
+            content = parsed
+        delivered = self._gateway.elicitations.answer(request.request_id, request.action, content)
+        return mcp_gateway_pb2.McpElicitationAnswered(delivered=delivered)
 
     async def ListResources(self, request: mcp_gateway_pb2.ListResourcesRequest,
                             context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ListResourcesResponse:

@@ -5,7 +5,8 @@ The suite (npm ``@modelcontextprotocol/conformance``) starts a test server, then
 gateway service exactly as ``ai-coding serve mcp_gateway`` does (its supervisor, connection and
 OAuth code), with the one remote server at URL, and does what a user would: sign in when the
 server asks (the browser step done headlessly: the authorization URL is fetched and its redirect
-delivered to the gateway's own callback listener), then list the tools and call them.
+delivered to the gateway's own callback listener), then list the tools and call them, accepting
+any question a server asks with its defaults (as a user pressing Enter on every field).
 
 Exit 0 when the scenario's steps ran; the suite's checks say whether they conformed.
 """
@@ -17,6 +18,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ import httpx2
 from services.kernel.config import Config
 from services.mcp_gateway.accounts import Accounts
 from services.mcp_gateway.domain import Progress, State
+from services.mcp_gateway.elicitation import ElicitAsk
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.main import build
 
@@ -37,6 +40,16 @@ CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 async def _no_progress(progress: Progress) -> None:
     return None
+
+
+def _accept_with_defaults(gateway: Gateway) -> Callable[[ElicitAsk], None]:
+    """A user who presses Enter on every field: accept, nothing typed (the gateway fills the defaults)."""
+
+    def answer(ask: ElicitAsk) -> None:
+        print(f"elicitation from {ask.server}: {ask.message}")
+        asyncio.get_running_loop().call_soon(gateway.elicitations.answer, ask.request_id, "accept", {})
+
+    return answer
 
 
 async def _sign_in(accounts: Accounts, gateway: Gateway) -> None:
@@ -74,7 +87,8 @@ async def run(url: str, scenario: str) -> int:
             print(f"{scenario}: the server is {sup.state.value}: {sup.reason}", file=sys.stderr)
             return 1
         for tool in [e.tool for e in gateway.entries()]:
-            outcome = await gateway.call(SERVER, tool, json.dumps(TOOL_ARGUMENTS.get(tool, {})), 30, _no_progress)
+            outcome = await gateway.call(SERVER, tool, json.dumps(TOOL_ARGUMENTS.get(tool, {})), 30, _no_progress,
+                                         _accept_with_defaults(gateway))
             print(f"{tool}: ok={outcome.ok} {outcome.output[:200]}")
         return 0
     finally:

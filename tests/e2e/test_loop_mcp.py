@@ -9,9 +9,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
-from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
+from ai_coding.v1 import loop_pb2, mcp_gateway_pb2, mcp_gateway_pb2_grpc
 
-from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
+from tests.service.loop.harness import (
+    Conversation,
+    LoopStack,
+    fake,
+    finished,
+    make_stack,
+    status_name,
+    workspace,
+)
 
 __all__ = ["fake", "make_stack", "workspace"]
 
@@ -154,3 +162,57 @@ def test_a_changed_server_set_is_a_declared_cache_break_once(make_stack: Callabl
     assert [len(b) for b in breaks] == [0, 1, 0]
     print(f"catalog bytes: {len(systems[0]) - len(systems[0].split('<mcp-catalog>')[0])} with one server, "
           f"{len(systems[1]) - len(systems[1].split('<mcp-catalog>')[0])} with two")
+
+
+def _answer_questions(answers: list[str], asked: list[loop_pb2.QuestionAsked]
+                      ) -> Callable[[loop_pb2.TurnEvent, Conversation], None]:
+    """Answer each question with the next of ``answers`` (and record what was asked)."""
+
+    def answer(event: loop_pb2.TurnEvent, conv: Conversation) -> None:
+        if event.WhichOneof("event") == "question_asked":
+            asked.append(event.question_asked)
+            conv.send(loop_pb2.ClientMessage(answer=loop_pb2.QuestionAnswer(
+                request_id=event.question_asked.request_id, answer=answers[len(asked) - 1])))
+
+    return answer
+
+
+def test_an_mcp_servers_elicitation_reaches_the_user_as_one_question_per_field(
+        make_stack: Callable[..., LoopStack]) -> None:
+    signup = {"match": "sign me up", "tool_calls": [{"name": "mcp_call", "arguments": {
+        "server": "demo", "tool": "signup", "input": {}}}]}
+    stack = make_stack([signup, {"match": "signed up", "text": "You are signed up."},
+                        signup, {"match": "free plan", "text": "Free it is."},
+                        signup, {"match": "signup declined", "text": "Not signed up."}],
+                       mcp_servers=[_demo(auto_approve=True)])
+    _wait_connected(stack)
+    sid = stack.open(interactive=True).session_id
+    asked: list[loop_pb2.QuestionAsked] = []
+    # A plan that is not offered is asked again; then a valid one.
+    events = stack.start(sid, "sign me up").drain(_answer_questions(["Ada", "gold", "pro"], asked))
+    assert finished(events).text == "You are signed up."
+    assert "MCP server 'demo' asks: Sign up for the demo" in asked[0].question and "Your name" in asked[0].question
+    assert list(asked[1].options) == ["free", "pro"] and "Enter for 'free'" in asked[1].question
+    assert "plan is one of free, pro; try again" in asked[2].question
+    result = next(e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished")
+    assert result.ok and result.output == "signed up Ada on the pro plan", result.output
+    # Enter on the plan takes its default; /decline refuses the whole form.
+    asked.clear()
+    events = stack.start(sid, "sign me up").drain(_answer_questions(["Grace", ""], asked))
+    assert finished(events).text == "Free it is." and len(asked) == 2
+    asked.clear()
+    events = stack.start(sid, "sign me up").drain(_answer_questions(["/decline"], asked))
+    assert finished(events).text == "Not signed up." and len(asked) == 1
+
+
+def test_an_elicitation_in_a_session_nobody_answers_is_declined_without_a_question(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "sign me up", "tool_calls": [{"name": "mcp_call", "arguments": {
+            "server": "demo", "tool": "signup", "input": {}}}]},
+        {"match": "signup declined", "text": "It needs you there."},
+    ], mcp_servers=[_demo(auto_approve=True)])
+    _wait_connected(stack)
+    _, events = stack.turn("sign me up", interactive=False)
+    assert finished(events).text == "It needs you there."
+    assert "question_asked" not in [e.WhichOneof("event") for e in events]

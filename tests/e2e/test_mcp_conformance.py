@@ -24,7 +24,7 @@ SUITE = REPO / "tests" / "node" / "node_modules" / "@modelcontextprotocol" / "co
 ADAPTER = REPO / "tests" / "conformance" / "gateway_client.py"
 
 PASSING = [
-    "initialize", "tools_call", "sse-retry",
+    "initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults",
     "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
     "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
     "auth/scope-omitted-when-undefined", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
@@ -32,7 +32,6 @@ PASSING = [
     "auth/offline-access-not-supported",
 ]
 # Not passed yet, each for a reason the gateway has to fix (see the issue):
-#   elicitation-sep1034-client-defaults: the gateway announces no elicitation capability;
 #   auth/scope-step-up: a 403 insufficient_scope on tools/call does not start a second authorization;
 #   auth/pre-registration, auth/client-credentials-*: no pre-registered client id/secret, no
 #   client_credentials grant; auth/2025-03-26-oauth-metadata-backcompat; and
@@ -40,8 +39,8 @@ PASSING = [
 # Each scenario takes 10-20 s here (a Node suite process, its servers, our client); the suite runs
 # one from each family, AI_CODING_CONFORMANCE_ALL=1 runs every one above. (Four at a time made
 # most of them time out on this 2-core machine.)
-SAMPLE = ["initialize", "tools_call", "sse-retry", "auth/metadata-default", "auth/basic-cimd",
-          "auth/scope-from-www-authenticate", "auth/token-endpoint-auth-none", "auth/offline-access-scope"]
+SAMPLE = ["initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults", "auth/metadata-default",
+          "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/token-endpoint-auth-none", "auth/offline-access-scope"]
 RUN = PASSING if os.environ.get("AI_CODING_CONFORMANCE_ALL") == "1" else SAMPLE
 
 

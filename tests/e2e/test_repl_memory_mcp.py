@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
-from tests.e2e.test_repl_session import Stack, Term, _cli, plain, stack, workspace
+from tests.e2e.test_repl_session import Stack, Term, _cli, plain, script, stack, workspace
 
 __all__ = ["stack", "workspace"]  # fixtures used by name below
 
@@ -183,3 +183,32 @@ def test_memory_service_and_gateway_down_are_one_line_each_and_the_repl_goes_on(
         assert "Traceback" not in plain(term.seen)
     finally:
         term.close()
+
+
+def test_an_mcp_servers_elicitation_is_asked_in_the_repl_field_by_field(stack: Stack, workspace: Path) -> None:
+    added = _cli(stack.env, "mcp", "add", "--auto-approve", "signup", "--", sys.executable, str(DEMO_SERVER), "stdio")
+    assert added.returncode == 0, added.stderr
+    _wait_for_states(stack, {"signup": "connected"})
+    script(stack, [
+        {"tool_calls": [{"name": "mcp_call", "arguments": {"server": "signup", "tool": "signup", "input": {}}}]},
+        {"match": "signed up Ada on the pro plan", "text": "Signed up on pro."},
+    ])
+    term = Term(stack, workspace)
+    try:
+        term.line("sign me up")
+        term.expect("MCP server 'signup' asks: Sign up for the demo")
+        term.expect("(1/2) Name: Your name")
+        term.expect("answer›")
+        term.line("Ada")
+        term.expect("→ Ada")
+        term.expect("(2/2) Plan: Which plan")
+        term.expect("2. pro")
+        term.expect("answer›")
+        term.key("2")
+        term.expect("→ pro")
+        term.expect("Signed up on pro.")
+        term.expect("● completed")
+    finally:
+        term.close()
+    results = [str(m.get("content")) for m in stack.model.chat_requests[-1].messages if m.get("role") == "tool"]
+    assert "signed up Ada on the pro plan" in results[-1]

@@ -2,7 +2,8 @@
 
 Tools: echo, add, count_with_progress, crash (the process exits mid-call),
 hang (never answers), fail (an ordinary tool error), whoami (environment),
-client (the name and version the client announced), tally (nested arguments).
+client (the name and version the client announced), tally (nested arguments),
+signup (asks the user for a name and a plan: MCP elicitation).
 Resource: demo://notes/readme. Prompt: review(path).
 
     python tests/mcp_servers/demo_server.py stdio
@@ -16,10 +17,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 server = MCPServer("demo", log_level="WARNING")
 
@@ -92,6 +95,20 @@ def client(ctx: Context) -> str:
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
     return f"{info.name} {info.version}" if info is not None else "unknown"
+
+
+class Signup(BaseModel):
+    name: str = Field(description="Your name")
+    plan: Literal["free", "pro"] = Field(default="free", description="Which plan")
+
+
+@server.tool()
+async def signup(ctx: Context) -> str:
+    """Sign the user up: asks them for their name and plan (an elicitation), then says what it got."""
+    answer = await ctx.elicit("Sign up for the demo", Signup)
+    if answer.action == "accept":
+        return f"signed up {answer.data.name} on the {answer.data.plan} plan"
+    return f"signup {answer.action}d" if answer.action == "decline" else "signup cancelled"
 
 
 @server.resource("demo://notes/readme", name="readme", mime_type="text/plain", description="The demo notes.")

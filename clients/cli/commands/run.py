@@ -60,7 +60,8 @@ def run(
         if continue_last or resume or session:
             session = pick_session(session_rows(root), continue_last, resume or session, "run")
         opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,
-                              auto_approve=auto_approve, cwd=str(cwd))
+                              auto_approve=auto_approve, cwd=str(cwd),
+                              interactive=sys.stdin.isatty() and not as_json)
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         for item in files:

@@ -258,25 +258,116 @@ class McpCallToolResponse(_message.Message):
 
     CHUNK_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    ELICITATION_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chunk(self) -> _common_pb2.ToolChunk: ...
     @_builtins.property
     def result(self) -> _common_pb2.ToolResult: ...
+    @_builtins.property
+    def elicitation(self) -> Global___McpElicitation:
+        """The server asks the user something mid-call; the call waits for AnswerElicitation."""
+
     def __init__(
         self,
         *,
         chunk: _common_pb2.ToolChunk | None = ...,
         result: _common_pb2.ToolResult | None = ...,
+        elicitation: Global___McpElicitation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "item", b"item", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "elicitation", b"elicitation", "item", b"item", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "item", b"item", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "elicitation", b"elicitation", "item", b"item", "result", b"result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["chunk", "result"]  # noqa: Y015
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["chunk", "result", "elicitation"]  # noqa: Y015
     _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
 
 Global___McpCallToolResponse: _TypeAlias = McpCallToolResponse  # noqa: Y015
+
+@_typing.final
+class McpElicitation(_message.Message):
+    """One MCP elicitation/create request, as the server sent it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    REQUESTED_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    URL_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    server: _builtins.str
+    message: _builtins.str
+    mode: _builtins.str
+    """"form" (fill requested_schema_json) or "url" (open url, then confirm)."""
+    requested_schema_json: _builtins.str
+    """The flat JSON object schema the answer must match (form mode)."""
+    url: _builtins.str
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        server: _builtins.str = ...,
+        message: _builtins.str = ...,
+        mode: _builtins.str = ...,
+        requested_schema_json: _builtins.str = ...,
+        url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "mode", b"mode", "request_id", b"request_id", "requested_schema_json", b"requested_schema_json", "server", b"server", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___McpElicitation: _TypeAlias = McpElicitation  # noqa: Y015
+
+@_typing.final
+class McpElicitationAnswer(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    CONTENT_JSON_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    action: _builtins.str
+    """"accept", "decline" or "cancel"."""
+    content_json: _builtins.str
+    """JSON object of the fields given (accept in form mode); the gateway fills schema defaults."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        action: _builtins.str = ...,
+        content_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "content_json", b"content_json", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___McpElicitationAnswer: _TypeAlias = McpElicitationAnswer  # noqa: Y015
+
+@_typing.final
+class McpElicitationAnswered(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELIVERED_FIELD_NUMBER: _builtins.int
+    delivered: _builtins.bool
+    """False when no call is waiting on request_id (it ended or timed out)."""
+    def __init__(
+        self,
+        *,
+        delivered: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivered", b"delivered"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___McpElicitationAnswered: _TypeAlias = McpElicitationAnswered  # noqa: Y015
 
 @_typing.final
 class ReconnectRequest(_message.Message):

@@ -49,6 +49,11 @@ class McpGatewayStub:
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolResponse.FromString,
                 _registered_method=True)
+        self.AnswerElicitation = channel.unary_unary(
+                '/ai_coding.v1.McpGateway/AnswerElicitation',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpElicitationAnswer.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpElicitationAnswered.FromString,
+                _registered_method=True)
         self.ListResources = channel.unary_unary(
                 '/ai_coding.v1.McpGateway/ListResources',
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ListResourcesRequest.SerializeToString,
@@ -110,6 +115,13 @@ class McpGatewayServicer:
 
     def CallTool(self, request, context):
         """Call one remote tool; streams progress chunks, then exactly one result.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AnswerElicitation(self, request, context):
+        """The user's answer to an elicitation a CallTool stream carried (MCP elicitation/create).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -186,6 +198,11 @@ def add_McpGatewayServicer_to_server(servicer, server):
                     servicer.CallTool,
                     request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolResponse.SerializeToString,
+            ),
+            'AnswerElicitation': grpc.unary_unary_rpc_method_handler(
+                    servicer.AnswerElicitation,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpElicitationAnswer.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.McpElicitationAnswered.SerializeToString,
             ),
             'ListResources': grpc.unary_unary_rpc_method_handler(
                     servicer.ListResources,
@@ -309,6 +326,33 @@ class McpGateway:
             '/ai_coding.v1.McpGateway/CallTool',
             ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolRequest.SerializeToString,
             ai__coding_dot_v1_dot_mcp__gateway__pb2.McpCallToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnswerElicitation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/AnswerElicitation',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.McpElicitationAnswer.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.McpElicitationAnswered.FromString,
             options,
             channel_credentials,
             insecure,

@@ -40,6 +40,8 @@ class McpGatewayStub:
     """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry."""
     CallTool: _grpc.UnaryStreamMultiCallable[_mcp_gateway_pb2.McpCallToolRequest, _mcp_gateway_pb2.McpCallToolResponse]
     """Call one remote tool; streams progress chunks, then exactly one result."""
+    AnswerElicitation: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.McpElicitationAnswer, _mcp_gateway_pb2.McpElicitationAnswered]
+    """The user's answer to an elicitation a CallTool stream carried (MCP elicitation/create)."""
     ListResources: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListResourcesRequest, _mcp_gateway_pb2.ListResourcesResponse]
     """Resources and prompts of one server (MCP resources/list, resources/read,
     prompts/list, prompts/get); each answers one ToolResult: text for the model or
@@ -65,6 +67,8 @@ class McpGatewayAsyncStub(McpGatewayStub):
     """The budgeted catalog text (the loop keeps it in its system message), plus every tool's entry."""
     CallTool: _aio.UnaryStreamMultiCallable[_mcp_gateway_pb2.McpCallToolRequest, _mcp_gateway_pb2.McpCallToolResponse]  # type: ignore[assignment]
     """Call one remote tool; streams progress chunks, then exactly one result."""
+    AnswerElicitation: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.McpElicitationAnswer, _mcp_gateway_pb2.McpElicitationAnswered]  # type: ignore[assignment]
+    """The user's answer to an elicitation a CallTool stream carried (MCP elicitation/create)."""
     ListResources: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListResourcesRequest, _mcp_gateway_pb2.ListResourcesResponse]  # type: ignore[assignment]
     """Resources and prompts of one server (MCP resources/list, resources/read,
     prompts/list, prompts/get); each answers one ToolResult: text for the model or
@@ -105,6 +109,14 @@ class McpGatewayServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_mcp_gateway_pb2.McpCallToolResponse], _abc.AsyncIterator[_mcp_gateway_pb2.McpCallToolResponse]]:
         """Call one remote tool; streams progress chunks, then exactly one result."""
+
+    @_abc_1.abstractmethod
+    def AnswerElicitation(
+        self,
+        request: _mcp_gateway_pb2.McpElicitationAnswer,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mcp_gateway_pb2.McpElicitationAnswered, _abc.Awaitable[_mcp_gateway_pb2.McpElicitationAnswered]]:
+        """The user's answer to an elicitation a CallTool stream carried (MCP elicitation/create)."""
 
     @_abc_1.abstractmethod
     def ListResources(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import grpc
@@ -11,7 +12,8 @@ from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
 from services.loop.errors import AuxiliaryError
-from services.loop.ports import McpCatalog, ToolChunkEvent, ToolOutcome
+from services.loop.ports import ElicitAsker, McpCatalog, ToolChunkEvent, ToolOutcome
+from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
 from services.mcp_gateway.tool_schema import describe_text
 
 
@@ -52,7 +54,7 @@ class GrpcMcpClient:
         )
 
     async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
-                   on_chunk: Callable[[ToolChunkEvent], None]) -> ToolOutcome:
+                   on_chunk: Callable[[ToolChunkEvent], None], on_elicit: ElicitAsker | None = None) -> ToolOutcome:
         request = mcp_gateway_pb2.McpCallToolRequest(
             call_id=call_id, server=server, tool=tool, input_json=input_json, timeout_seconds=timeout_seconds
         )
@@ -60,11 +62,27 @@ class GrpcMcpClient:
             async for item in self._stub.CallTool(request, timeout=timeout_seconds + 5.0, metadata=call_metadata()):
                 if item.HasField("chunk"):
                     on_chunk(ToolChunkEvent(call_id, item.chunk.stream or "progress", item.chunk.text))
+                elif item.HasField("elicitation"):
+                    await self._answer(item.elicitation, on_elicit, timeout_seconds)
                 elif item.HasField("result"):
                     return result_to_outcome(item.result)
         except grpc.RpcError as err:
             raise AuxiliaryError("mcp_call", _reason(err)) from None
         raise AuxiliaryError("mcp_call", "the gateway ended the call without a result")
+
+    async def _answer(self, asked: mcp_gateway_pb2.McpElicitation, on_elicit: ElicitAsker | None,
+                      timeout_seconds: float) -> None:
+        """Ask the user (declined when nobody can answer) and send the reply back to the gateway."""
+        try:
+            schema = json.loads(asked.requested_schema_json or "{}")
+        except json.JSONDecodeError:
+            schema = {}
+        ask = ElicitAsk(asked.request_id, asked.server, asked.message, asked.mode or "form",
+                        schema if isinstance(schema, dict) else {}, asked.url)
+        reply = await on_elicit(ask) if on_elicit is not None else ElicitReply("decline")
+        answer = mcp_gateway_pb2.McpElicitationAnswer(request_id=ask.request_id, action=reply.action,
+                                                      content_json=json.dumps(dict(reply.content)))
+        await self._stub.AnswerElicitation(answer, timeout=timeout_seconds + 5.0, metadata=call_metadata())
 
 
 def _reason(err: grpc.RpcError) -> str:
