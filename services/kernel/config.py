@@ -748,6 +748,9 @@ USER_CONFIG_TEMPLATE = """\
 #   max_auto_continuations: 3         # extra rounds while the todo list has open items
 #   turn_timeout_seconds: 1800        # wall clock of one turn; 0 = none
 #   turn_token_budget: 0              # tokens per turn; 0 = none
+#   subagent_timeout_seconds: 600     # wall clock of one subAgent child; 0 = none
+#   subagent_max_iterations: 30       # model steps of one child
+#   max_parallel_subagents: 4         # children running at once per session (one more is refused)
 #   strict_paths: false               # refuse bash naming paths outside the workspace
 #   bash_policy:
 #     deny: []                        # regular expressions refused outright

@@ -44,8 +44,10 @@ class Resolution:
 class Pending:
     """The open requests of one turn."""
 
-    def __init__(self, turn: int) -> None:
+    def __init__(self, turn: int, prefix: str = "") -> None:
         self.turn = turn
+        self.prefix = prefix or f"t{turn}"
+        """Ids are ``<prefix>-<kind><n>``: a subagent child's carry its run id (never a parent's id)."""
         self._counter = 0
         self._futures: dict[str, asyncio.Future[Resolution]] = {}
         self._kinds: dict[str, RequestKind] = {}
@@ -53,7 +55,7 @@ class Pending:
     def open(self, kind: RequestKind) -> tuple[str, asyncio.Future[Resolution]]:
         """A new request id and its future."""
         self._counter += 1
-        request_id = f"t{self.turn}-{kind.value}{self._counter}"
+        request_id = f"{self.prefix}-{kind.value}{self._counter}"
         future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future
         self._kinds[request_id] = kind

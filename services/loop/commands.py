@@ -74,6 +74,8 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
     if name == "hooks":
         text, rows = rt.hooks.report()
         return text, json.dumps({"hooks": rows})
+    if name == "tasks":
+        return rt.subagents.command(args)
     if name in LATER:
         return LATER[name], "{}"
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})

@@ -48,6 +48,8 @@ from services.loop.ports import (
 from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
+from services.loop.subagents.child import ParentView
+from services.loop.subagents.manager import SubagentLimits, SubagentManager
 from services.loop.tail import SessionTail
 from services.loop.todo_tool import TodoTool
 from services.loop.traces import SpanExport, TraceWriter
@@ -55,6 +57,7 @@ from services.loop.turn_events import (
     Degraded,
     EventBody,
     InputQueued,
+    SubagentScope,
 )
 from services.loop.webfetch import WEBFETCH
 
@@ -134,6 +137,8 @@ class SessionRuntime:
                                unissued=unissued)
         self.todo = TodoTool(session, lambda: self.settings.enforce_dependencies)
         self.hooks = HookEngine(deps.hooks, session.id, session.workspace)
+        self.subagents = SubagentManager(session.id, session.workspace, self._parent_view, self._emit_scoped,
+                                         self._subagent_limits, deps.model_for)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
         self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta())
@@ -292,12 +297,12 @@ class SessionRuntime:
         return True
 
     def answer_approval(self, request_id: str, decision: Decision | None) -> bool:
-        """Settle an approval; a malformed answer (None) counts as deny."""
-        if self.turn is None:
-            return False
-        if decision is None:
-            return self.turn.pending.resolve(Resolution(request_id, Decision.DENY, source="malformed"))
-        return self.turn.pending.resolve(Resolution(request_id, decision, source="user"))
+        """Settle an approval (the turn's or a subagent child's); a malformed answer (None) counts as deny."""
+        resolution = (Resolution(request_id, Decision.DENY, source="malformed") if decision is None
+                      else Resolution(request_id, decision, source="user"))
+        if self.turn is not None and self.turn.pending.resolve(resolution):
+            return True
+        return self.subagents.resolve(resolution)
 
     def answer_question(self, request_id: str, answer: str) -> bool:
         if self.turn is None:
@@ -309,6 +314,7 @@ class SessionRuntime:
         self.queue.clear()
         if self.harvest_task is not None:
             self.harvest_task.cancel()
+        await self.subagents.shutdown()
         task, turn = self.task, self.turn
         if task is not None and turn is not None:
             turn.stop_reason = reason
@@ -389,10 +395,25 @@ class SessionRuntime:
         """The loop's own tools for this session: todo_write (on this session's task state), the
         stateless ones of local_tools, and mcp_describe (on the catalog this session fetched)."""
         tools = [self.todo.tool_def(), *local_tools(interactive, self.deps.memory is not None,
-                                                    self.deps.mcp is not None), WEBFETCH]
+                                                    self.deps.mcp is not None), WEBFETCH,
+                 self.subagents.tool_def()]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
             tools.append(mcp_describe_tool(self._mcp_describe))
         return tools
+
+    def _parent_view(self) -> ParentView:
+        """What a subagent child takes from this session, read when it starts."""
+        return ParentView(self.session.id, self.session.workspace, self.settings, self.model, self.deps.tools,
+                          self.tail.instructions, self.options.interactive, self.session.allowed_tools, self.gate,
+                          self.add_usage, self.deps.compaction, self.deps.secret_env_names, hooks=self.hooks)
+
+    def _subagent_limits(self) -> SubagentLimits:
+        st = self.settings
+        return SubagentLimits(st.subagent_timeout_seconds, st.subagent_max_iterations, st.subagent_token_budget,
+                              st.max_parallel_subagents)
+
+    def _emit_scoped(self, body: EventBody, scope: SubagentScope | None) -> None:
+        self.events.emit(self.turn.number if self.turn else self.session.turns, body, scope)
 
     async def _mcp_describe(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         return mcp_describe_outcome(call.id, self.tail.mcp_described, arguments)

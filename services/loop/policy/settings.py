@@ -46,6 +46,14 @@ class LoopSettings:
     up to 600 s per call), do not fit in 600 s; a stuck turn is still cut, and --timeout shortens it."""
     turn_token_budget: int = 0
     """Tokens (prompt + completion, summed over steps) one turn may use; 0 = no budget. Terminal."""
+    subagent_timeout_seconds: float = 600.0
+    """Wall clock of one subagent child (a foreground child also ends before its parent's clock); 0 = none."""
+    subagent_max_iterations: int = 30
+    """Model steps one subagent child may take before it ends as max_iterations."""
+    subagent_token_budget: int = 0
+    """Tokens one subagent child may use; 0 = no budget."""
+    max_parallel_subagents: int = 4
+    """Subagent children running at once per session; one more is refused at once (never queued)."""
     failed_streak_threshold: int = 2
     """Consecutive steps whose tool calls all failed before one `[strategy-gate]` nudge."""
     max_strategy_nudges: int = 3

@@ -1,0 +1,406 @@
+"""The ``subAgent`` tool of one session: foreground and background child runs, the runs table, /tasks.
+
+A session owns one ``SubagentManager`` (runtime.SessionRuntime builds it and
+registers ``tool_def()``). Every run takes a slot of the ``max_parallel_subagents``
+capacity; a full capacity is an immediate tool error, never a silent queue.
+A foreground call waits for its child and returns the packet; a background
+call returns the run id at once, and the end arrives as a ``background_task_done``
+event in the originating session plus a row of the runs table, never as a
+second tool message. The table keeps ``MAX_ROWS`` rows (finished ones pruned
+first) and lives in memory only: a restarted loop has lost it, and says so
+from the running-run markers the dead loop left (``/tasks`` lists them as lost).
+
+Seam for hooks (``subagent.start`` / ``subagent.end``): ``hooks`` holds
+``SubagentHook`` objects; ``before_start`` may refuse a run (its reason is the
+tool error), ``after_end`` sees the packet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from services.kernel.errors import AiCodingError
+from services.kernel.ids import new_id
+from services.kernel.statedir import ensure_state_dir
+from services.loop.domain import ToolCall, ToolOutcome
+from services.loop.local_tools import error_outcome
+from services.loop.pipeline import Turn
+from services.loop.policy.permissions import Level
+from services.loop.ports import ModelClient, ToolContext, ToolDef
+from services.loop.subagents.child import (
+    ChildHost,
+    ParentView,
+    changed_files,
+    child_settings,
+    denied_calls,
+    elapsed_ms,
+    new_turn,
+)
+from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
+from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
+from services.loop.turn_events import (
+    EventBody,
+    SubagentFinished,
+    SubagentScope,
+    SubagentStarted,
+    SubagentTaskDone,
+    TurnFinished,
+)
+
+log = logging.getLogger("ai_coding.loop")
+
+MAX_ROWS = 200
+TRANSCRIPTS_DIR = Path(".ai-coding") / "transcripts" / "subagents"
+RUNNING_DIR = TRANSCRIPTS_DIR / "running"
+# A foreground child ends this long before its parent's clock, so its packet still reaches the parent.
+PARENT_MARGIN_S = 2.0
+
+SUBAGENT_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "What the child must do, self-contained: it sees nothing of "
+                                                  "this conversation but what you write here and in context."},
+        "name": {"type": "string", "description": "A short label for the child (shown to the user)."},
+        "context": {"type": "string", "description": "Facts the child needs from this conversation."},
+        "background": {"type": "boolean", "description": "Return a run id at once; the result arrives later as "
+                                                        "an event (see /tasks). Default false: wait for the packet."},
+        "output_schema": {"type": "object", "description": "A JSON Schema (object; only 'required' is checked) "
+                                                           "the child's final JSON must follow; the packet then "
+                                                           "carries 'facts' and 'schema_valid'."},
+        "tools": {"type": "array", "items": {"type": "string"}, "description": "Only these tools (default: all "
+                                                                                "but subAgent, memory, ask_user)."},
+        "model": {"type": "string", "description": "A model name from the configuration (default: this one)."},
+    },
+    "required": ["task"],
+}
+SUBAGENT_DESCRIPTION = ("Delegate a self-contained task to a child agent with its own fresh history and limits, "
+                        "in this workspace. Foreground (default) returns a packet: status, final text, files "
+                        "changed, usage, and with output_schema the parsed facts. background=true returns a run "
+                        "id immediately; the result arrives later.")
+
+
+class SubagentHook(Protocol):
+    """Called around every run (hooks' ``subagent.start`` / ``subagent.end``)."""
+
+    def before_start(self, run: RunRecord) -> str | None:
+        """A reason to refuse the run, or None."""
+        ...
+
+    def after_end(self, run: RunRecord, packet: SubagentPacket) -> None: ...
+
+
+@dataclass
+class RunRecord:
+    """One row of the runs table."""
+
+    run_id: str
+    name: str
+    task: str
+    background: bool
+    call_id: str
+    started: float = field(default_factory=time.time)
+    status: str = "running"
+    ended: float = 0.0
+    tokens: int = 0
+    packet: SubagentPacket | None = None
+    turn: Turn | None = field(default=None, repr=False)
+    task_handle: asyncio.Task[SubagentPacket] | None = field(default=None, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+    def elapsed_seconds(self) -> float:
+        return (self.ended or time.time()) - self.started
+
+    def scope(self) -> SubagentScope:
+        return SubagentScope(run_id=self.run_id, name=self.name, call_id=self.call_id, task=self.task[:200])
+
+
+@dataclass(frozen=True)
+class SubagentLimits:
+    timeout_seconds: float
+    max_iterations: int
+    token_budget: int
+    max_parallel: int
+
+
+class SubagentManager:
+    """The runs of one session."""
+
+    def __init__(self, session_id: str, workspace: str, parent: Callable[[], ParentView],
+                 emit: Callable[[EventBody, SubagentScope | None], None], limits: Callable[[], SubagentLimits],
+                 model_for: Callable[[str], ModelClient] | None = None) -> None:
+        self.session_id = session_id
+        self.workspace = workspace
+        self._parent = parent
+        self._emit = emit
+        self._limits = limits
+        self._model_for = model_for
+        self.runs: OrderedDict[str, RunRecord] = OrderedDict()
+        self.hooks: list[SubagentHook] = []
+        self.lost: list[dict[str, Any]] = self._collect_lost()
+
+    # -- the tool --
+
+    def tool_def(self) -> ToolDef:
+        return ToolDef("subAgent", SUBAGENT_DESCRIPTION, SUBAGENT_PARAMETERS, permission=Level.ALLOW,
+                       handler=self.handle)
+
+    async def handle(self, ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
+        task = args.get("task")
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("subAgent needs 'task': a non-empty string saying what the child must do")
+        schema: dict[str, Any] | None = None
+        if "output_schema" in args and args["output_schema"] is not None:
+            try:
+                schema = check_schema(args["output_schema"])
+            except SchemaRefused as err:
+                return error_outcome(call.id, call.name, err.code, str(err))
+        only = args.get("tools")
+        if only is not None and (not isinstance(only, list) or not all(isinstance(t, str) for t in only)):
+            raise ValueError("'tools' must be a list of tool names")
+        view = self._parent()
+        model_name = args.get("model")
+        if isinstance(model_name, str) and model_name and self._model_for is not None:
+            try:
+                view.model = self._model_for(model_name)
+            except AiCodingError as err:
+                return error_outcome(call.id, call.name, "unknown_model", f"{err}; omit 'model' to use this one")
+        limits = self._limits()
+        running = sum(1 for r in self.runs.values() if not r.finished)
+        if running >= limits.max_parallel:
+            return error_outcome(call.id, call.name, "subagent_capacity",
+                                 f"{running} subagent(s) already run (max_parallel_subagents={limits.max_parallel}); "
+                                 "wait for one to finish (/tasks) or do this step yourself")
+        name = str(args.get("name") or "").strip()[:60] or _label(task)
+        run = RunRecord(new_id(), name, task.strip(), bool(args.get("background")), call.id)
+        for hook in self.hooks:
+            reason = hook.before_start(run)
+            if reason:
+                return error_outcome(call.id, call.name, "subagent_refused", reason)
+        text = task.strip()
+        if isinstance(args.get("context"), str) and args["context"].strip():
+            text += f"\n\nContext from the agent that delegated this:\n{args['context'].strip()}"
+        if schema is not None:
+            text += "\n\n" + schema_instructions(schema)
+        timeout = limits.timeout_seconds
+        if not run.background:
+            left = ctx.remaining() - PARENT_MARGIN_S
+            timeout = min(timeout, left) if timeout > 0 else left
+            timeout = max(timeout, 1.0) if timeout != float("inf") else 0.0
+        settings = child_settings(view.settings, timeout, limits.max_iterations, limits.token_budget)
+        host = ChildHost(run.run_id, view, settings, lambda body: self._emit(body, run.scope()),
+                         only_tools=list(only) if only is not None else None)
+        self._add(run)
+        run.task_handle = asyncio.create_task(self._run(run, host, text, schema))
+        if run.background:
+            self._mark_running(run)
+            return ToolOutcome(call.id, call.name, True,
+                               json.dumps({"run_id": run.run_id, "name": run.name, "status": "running",
+                                           "background": True,
+                                           "note": "the result arrives later as an event; /tasks lists runs"}),
+                               data={"run_id": run.run_id, "background": True})
+        try:
+            packet = await asyncio.shield(run.task_handle)
+        except asyncio.CancelledError:
+            self.stop(run.run_id)
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await run.task_handle
+            raise
+        return packet.outcome(call.id)
+
+    async def _run(self, run: RunRecord, host: ChildHost, text: str, schema: dict[str, Any] | None
+                   ) -> SubagentPacket:
+        started = time.monotonic()
+        self._emit(SubagentStarted(run_id=run.run_id, name=run.name, task=run.task, background=run.background,
+                                   call_id=run.call_id, workspace=host.workspace), run.scope())
+        turn = new_turn(host, text)
+        run.turn = turn
+        try:
+            await turn.run()
+        except asyncio.CancelledError:
+            if not turn.finished:
+                turn.crashed(RuntimeError("cancelled"))
+        except Exception as exc:  # a child's bug ends the child, never the parent
+            log.exception("subagent %s crashed", run.run_id)
+            turn.crashed(exc)
+        finally:
+            await host.close()
+        packet = self._packet(run, host, turn, started, schema)
+        run.packet, run.status, run.ended, run.tokens = packet, packet.status, time.time(), host.usage.total_tokens
+        packet.transcript_path = self._write_transcript(run, host, packet)
+        self._emit(SubagentFinished(run_id=run.run_id, name=run.name, status=packet.status,
+                                    truncated=packet.truncated, exit_reason=packet.exit_reason, usage=host.usage,
+                                    elapsed_ms=packet.elapsed_ms,
+                                    packet_json=json.dumps(packet.to_json(), ensure_ascii=False)), run.scope())
+        for hook in self.hooks:
+            try:
+                hook.after_end(run, packet)
+            except Exception:  # a hook's failure is its own
+                log.exception("subagent end hook failed")
+        if run.background:
+            self._clear_marker(run.run_id)
+            self._emit(SubagentTaskDone(run_id=run.run_id, name=run.name, status=packet.status,
+                                        summary=_summary(packet), elapsed_ms=packet.elapsed_ms, usage=host.usage,
+                                        origin_session_id=self.session_id,
+                                        transcript_path=packet.transcript_path), None)
+        return packet
+
+    def _packet(self, run: RunRecord, host: ChildHost, turn: Turn, started: float,
+                schema: dict[str, Any] | None) -> SubagentPacket:
+        ends = [e for e in host.events if isinstance(e, TurnFinished)]
+        turn_status = turn.status.value if turn.status is not None else "failed"
+        status = STATUS_OF_TURN.get(turn_status, "failed")
+        if run.status == "cancelled" or turn.stop_reason == "interrupted":
+            status = "cancelled"
+        final = turn.final_text or (ends[-1].handoff if ends else "")
+        packet = SubagentPacket(
+            run_id=run.run_id, name=run.name, status=status,
+            truncated=status in ("max_iterations", "timeout", "cancelled"),
+            exit_reason=(ends[-1].reason if ends else "") or ("" if status == "completed" else turn_status),
+            usage=usage_dict(host.usage), final_text=final[:FINAL_TEXT_CHARS],
+            files_changed=changed_files(turn), iterations=turn.iterations, elapsed_ms=elapsed_ms(started),
+            denied_calls=denied_calls(turn), workspace=host.workspace)
+        if schema is not None:
+            result = parse_facts(turn.final_text, schema)
+            packet.facts, packet.schema_valid, packet.schema_errors = result.facts, result.valid, result.errors
+        return packet
+
+    # -- the table --
+
+    def _add(self, run: RunRecord) -> None:
+        self.runs[run.run_id] = run
+        while len(self.runs) > MAX_ROWS:
+            oldest = next((rid for rid, r in self.runs.items() if r.finished), None)
+            if oldest is None:
+                break
+            del self.runs[oldest]
+
+    def find(self, prefix: str) -> RunRecord | None:
+        matches = [r for rid, r in self.runs.items() if rid.startswith(prefix)]
+        return matches[0] if len(matches) == 1 else None
+
+    def stop(self, run_id: str) -> bool:
+        """Cancel a running child (its packet says cancelled; a background run still gets its event)."""
+        run = self.runs.get(run_id)
+        if run is None or run.finished or run.task_handle is None:
+            return False
+        run.status = "cancelled"
+        if run.turn is not None:
+            run.turn.stop_reason = "interrupted"
+        run.task_handle.cancel()
+        return True
+
+    def resolve(self, resolution: Any) -> bool:
+        """Settle a child's approval (its request id names the run)."""
+        for run in self.runs.values():
+            if run.turn is not None and not run.finished and run.turn.pending.resolve(resolution):
+                return True
+        return False
+
+    async def shutdown(self) -> None:
+        for run in list(self.runs.values()):
+            self.stop(run.run_id)
+        handles = [r.task_handle for r in self.runs.values() if r.task_handle is not None]
+        if handles:
+            await asyncio.wait(handles, timeout=5.0)
+
+    def command(self, args: str) -> tuple[str, str]:
+        """``/tasks`` (list) and ``/tasks stop ID``."""
+        words = args.split()
+        if words and words[0] == "stop":
+            if len(words) != 2:
+                return "usage: /tasks stop <run id>", json.dumps({"error": "usage"})
+            run = self.find(words[1])
+            if run is None:
+                return f"no run {words[1]!r} (see /tasks)", json.dumps({"error": "unknown_run"})
+            if not self.stop(run.run_id):
+                return f"run {run.run_id} already ended ({run.status})", json.dumps({"error": "finished"})
+            return f"stopping run {run.run_id} ({run.name})", json.dumps({"stopped": run.run_id})
+        if words:
+            return "usage: /tasks  or  /tasks stop <run id>", json.dumps({"error": "usage"})
+        rows: list[dict[str, Any]] = [{"run_id": r.run_id, "name": r.name, "status": r.status, "background": r.background,
+                 "elapsed_seconds": round(r.elapsed_seconds(), 1), "tokens": r.tokens} for r in self.runs.values()]
+        lines = [f"{r['run_id']}  {r['name'][:30]:<30}  {r['status']:<14} {r['elapsed_seconds']:>7.1f}s "
+                 f"{r['tokens']:>8} tok" for r in rows]
+        for lost in self.lost:
+            lines.append(f"{lost['run_id']}  {str(lost.get('name', ''))[:30]:<30}  lost: the loop restarted while "
+                         "it ran (runs are not resumed)")
+        if not lines:
+            lines = ["no subagent runs in this session"]
+        return "\n".join(lines), json.dumps({"runs": rows, "lost": self.lost})
+
+    # -- files --
+
+    def _write_transcript(self, run: RunRecord, host: ChildHost, packet: SubagentPacket) -> str:
+        relative = TRANSCRIPTS_DIR / f"{run.run_id}.json"
+        doc = {"run_id": run.run_id, "session_id": self.session_id, "name": run.name, "task": run.task,
+               "background": run.background, "packet": packet.to_json(),
+               "messages": [{k: v for k, v in m.items() if not k.startswith("_")} for m in host.messages]}
+        try:
+            ensure_state_dir(self.workspace)
+            path = Path(self.workspace) / relative
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.write_text(json.dumps(doc, ensure_ascii=False, default=str), encoding="utf-8")
+        except OSError as err:
+            log.error("writing the transcript of subagent %s failed: %s", run.run_id, err)
+            return ""
+        return str(relative)
+
+    def _mark_running(self, run: RunRecord) -> None:
+        try:
+            ensure_state_dir(self.workspace)
+            folder = Path(self.workspace) / RUNNING_DIR
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            (folder / f"{run.run_id}.json").write_text(json.dumps(
+                {"run_id": run.run_id, "session_id": self.session_id, "name": run.name, "pid": os.getpid(),
+                 "started": run.started}), encoding="utf-8")
+        except OSError as err:
+            log.error("marking subagent %s as running failed: %s", run.run_id, err)
+
+    def _clear_marker(self, run_id: str) -> None:
+        with contextlib.suppress(OSError):
+            (Path(self.workspace) / RUNNING_DIR / f"{run_id}.json").unlink()
+
+    def _collect_lost(self) -> list[dict[str, Any]]:
+        """Background runs of this session a dead loop left running: they are lost (never resumed)."""
+        folder = Path(self.workspace) / RUNNING_DIR
+        lost: list[dict[str, Any]] = []
+        if not folder.is_dir():
+            return lost
+        for marker in sorted(folder.glob("*.json")):
+            try:
+                doc = json.loads(marker.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(doc, dict) or doc.get("session_id") != self.session_id:
+                continue
+            if doc.get("pid") == os.getpid():
+                continue  # ours: still running in this loop
+            lost.append({"run_id": str(doc.get("run_id", marker.stem)), "name": str(doc.get("name", "")),
+                         "status": "lost"})
+            with contextlib.suppress(OSError):
+                marker.unlink()
+        return lost
+
+
+def _label(task: str) -> str:
+    head = " ".join(task.split())
+    return head[:40] + ("…" if len(head) > 40 else "")
+
+
+def _summary(packet: SubagentPacket) -> str:
+    text = " ".join(packet.final_text.split()) or packet.exit_reason or packet.status
+    return text[:160]
+

@@ -1,0 +1,137 @@
+"""Subagents through the real loop and tools services; the fake model answers parent and child apart
+(its steps are keyed by the first user message: the parent's prompt or the child's task)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ai_coding.v1 import loop_pb2
+
+from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
+
+__all__ = ["fake", "make_stack", "workspace"]
+
+PARENT = "delegate this"
+
+
+def parent_calls(*calls: dict[str, Any], then: str = "parent done") -> list[dict[str, Any]]:
+    """The parent's two steps: call subAgent (once per call given), then answer once the packets are in."""
+    return [
+        {"name": "parent-delegates", "match_first_user": PARENT,
+         "tool_calls": [{"name": "subAgent", "arguments": c} for c in calls]},
+        {"name": "parent-answers", "match_first_user": PARENT, "match": '"run_id"', "text": then},
+    ]
+
+
+def child(task: str, *steps: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"match_first_user": task, **step} for step in steps]
+
+
+def script(*steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"order": "first_match", "steps": [s for group in steps for s in group]}
+
+
+def subagent_results(events: list[loop_pb2.TurnEvent]) -> list[dict[str, Any]]:
+    """The packets of the parent's subAgent calls (scoped child results excluded)."""
+    return [json.loads(e.tool_finished.result.output) for e in events
+            if e.WhichOneof("event") == "tool_finished" and e.tool_finished.result.tool == "subAgent"
+            and not e.HasField("scope")]
+
+
+def result_codes(events: list[loop_pb2.TurnEvent]) -> list[tuple[bool, str]]:
+    return [(e.tool_finished.result.ok, e.tool_finished.result.error.code) for e in events
+            if e.WhichOneof("event") == "tool_finished" and e.tool_finished.result.tool == "subAgent"]
+
+
+def test_a_foreground_child_edits_a_file_and_returns_its_packet_with_scoped_events(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    task = "create greeting.txt saying hello"
+    stack = make_stack(script(
+        parent_calls({"task": task, "name": "writer"}),
+        child(task, {"tool_calls": [{"name": "write", "arguments": {"path": "greeting.txt", "content": "hello\n"}}]},
+              {"match": "greeting.txt", "text": "Created greeting.txt with hello."}),
+    ), with_tools=True)
+    sid, events = stack.turn(f"{PARENT}: make a greeting file")
+    end = finished(events)
+    assert status_name(end) == "completed" and end.text == "parent done", end.reason
+    assert (workspace / "greeting.txt").read_text() == "hello\n"
+    [packet] = subagent_results(events)
+    assert packet["status"] == "completed" and packet["error"] == "" and packet["truncated"] is False
+    assert packet["final_text"] == "Created greeting.txt with hello."
+    assert packet["files_changed"] == ["greeting.txt"] and packet["name"] == "writer"
+    assert packet["usage"]["total_tokens"] > 0 and packet["schema_valid"] is None
+    # The child's own events reached the parent's stream, scoped by its run id; no second turn_finished.
+    scoped = [e for e in events if e.HasField("scope")]
+    assert {e.scope.run_id for e in scoped} == {packet["run_id"]}
+    assert {"subagent_started", "tool_started", "tool_finished", "subagent_finished"} <= {
+        str(e.WhichOneof("event")) for e in scoped}
+    assert [e.WhichOneof("event") for e in events].count("turn_finished") == 1
+    # The transcript holds the child's whole conversation and its packet.
+    transcript = json.loads((workspace / packet["transcript_path"]).read_text())
+    assert transcript["packet"]["run_id"] == packet["run_id"]
+    assert [m["role"] for m in transcript["messages"]] == ["user", "assistant", "tool", "assistant"]
+    # The child's tokens count toward the parent session's budget.
+    status = json.loads(stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="status")).data_json)
+    assert status["usage"]["totalTokens"] >= end.usage.total_tokens + packet["usage"]["total_tokens"]
+
+
+SCHEMA = {"type": "object", "properties": {"count": {"type": "integer"}, "files": {"type": "array"}},
+          "required": ["count", "files"]}
+
+
+@pytest.mark.parametrize(("answer", "valid", "facts"), [
+    ('{"count": 2, "files": ["a.py", "b.py"]}', True, {"count": 2, "files": ["a.py", "b.py"]}),
+    ('{"count": "two"}', False, {"count": "two"}),
+    ('I looked around.\n```json\n{"count": 2, "files": ["a.py"], "extra": true}\n```\nThat is all.', True,
+     {"count": 2, "files": ["a.py"], "extra": True}),
+    ('Found them: {"count": 1, "files": ["a.py"]} and nothing else {', True, {"count": 1, "files": ["a.py"]}),
+], ids=["valid", "missing-key", "fenced-in-prose", "bare-in-prose"])
+def test_an_output_schema_child_returns_parsed_facts_and_whether_they_hold(
+        make_stack: Callable[..., LoopStack], answer: str, valid: bool, facts: dict[str, Any]) -> None:
+    task = "count the python files"
+    stack = make_stack(script(parent_calls({"task": task, "output_schema": SCHEMA}), child(task, {"text": answer})))
+    _, events = stack.turn(f"{PARENT}: how many python files")
+    [packet] = subagent_results(events)
+    assert packet["status"] == "completed" and packet["final_text"] == answer  # the work is kept either way
+    assert packet["schema_valid"] is valid and packet["facts"] == facts
+    assert bool(packet["schema_errors"]) is not valid
+    if not valid:
+        assert packet["schema_errors"] == ["missing required key 'files'"]
+    # The schema reached the child's prompt.
+    child_request = next(r for r in stack.fake.chat_requests if task in json.dumps(r.messages))
+    assert "required keys: count, files" in json.dumps(child_request.messages)
+
+
+def test_a_schema_too_large_or_not_an_object_is_refused_before_any_child_runs(
+        make_stack: Callable[..., LoopStack]) -> None:
+    big = {"type": "object", "required": ["a"], "description": "x" * 5000}
+    stack = make_stack(script(parent_calls({"task": "never runs", "output_schema": big},
+                                           {"task": "never runs either", "output_schema": ["a"]})))
+    _, events = stack.turn(f"{PARENT}: bad schemas")
+    assert result_codes(events) == [(False, "schema_too_large"), (False, "schema_invalid")]
+    assert not any(e.WhichOneof("event") == "subagent_started" for e in events)
+    assert not any("never runs" in json.dumps(r.messages[:2]) and r.messages[1].get("role") == "user"
+                   and "never runs" in str(r.messages[1].get("content")) for r in stack.fake.chat_requests)
+
+
+def test_a_child_hitting_its_timeout_and_one_hitting_its_iteration_cap_report_their_codes(
+        make_stack: Callable[..., LoopStack]) -> None:
+    slow, busy = "a slow task", "a busy task"
+    stack = make_stack(script(
+        parent_calls({"task": slow, "name": "slow"}, {"task": busy, "name": "busy"}),
+        child(slow, {"text": "thinking...", "chunk_delay_ms": 400, "chunk_chars": 1}),
+        child(busy, {"tool_calls": [{"name": "todo_write", "arguments": {"goal": "loop"}}], "repeat": 2}),
+    ), subagent_timeout_seconds=1.5, subagent_max_iterations=2)
+    _, events = stack.turn(f"{PARENT}: two children")
+    timed_out, capped = subagent_results(events)
+    assert (timed_out["status"], timed_out["error"], timed_out["truncated"]) == ("timeout", "child_timeout", True)
+    assert (capped["status"], capped["error"], capped["truncated"]) == (
+        "max_iterations", "child_max_iterations", True)
+    assert capped["iterations"] == 2
+    # A timeout is a failed call with its code; the iteration cap still counts as a success.
+    assert result_codes(events) == [(False, "child_timeout"), (True, "")]
+    assert status_name(finished(events)) == "completed"
