@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from enum import StrEnum
 from typing import Any
 
@@ -40,7 +40,8 @@ _DECISION_FROM_PB = {v: k for k, v in _DECISION_TO_PB.items()}
 _TURN_EVENT_FIELDS = loop_pb2.TurnEvent.DESCRIPTOR.fields_by_name
 # Payload type -> its proto message class (by the oneof field that ``kind`` names).
 _MESSAGE_OF: dict[type[EventBody], Any] = {}
-
+# Values the proto takes as they are (most fields of most events: a text delta is one str).
+_PLAIN = frozenset({str, int, float, bool, bytes})
 
 def usage_to_proto(usage: Usage) -> common_pb2.Usage:
     return common_pb2.Usage(**{k: v for k, v in asdict(usage).items() if v is not None})
@@ -59,6 +60,8 @@ def outcome_to_proto(outcome: ToolOutcome) -> common_pb2.ToolResult:
 
 def _value(value: Any) -> Any:
     """One payload field as the proto wants it (by the value's type)."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, Status):
         return _STATUS[value]
     if isinstance(value, Decision):
@@ -85,13 +88,15 @@ def body_to_proto(body: EventBody) -> Any:
     message: Any = _MESSAGE_OF.get(cls)
     if message is None:
         message = _MESSAGE_OF[cls] = getattr(_TURN_EVENT_FIELDS[cls.kind].message_type, "_concrete_class", None)
-    return message(**{f.name: _value(getattr(body, f.name)) for f in fields(body)})  # type: ignore[arg-type]
+    # A payload is a frozen dataclass without slots or extra attributes: its __dict__ is its fields.
+    return message(**{k: v if type(v) in _PLAIN else _value(v) for k, v in vars(body).items()})
 
 
 def event_to_proto(event: Event) -> loop_pb2.TurnEvent:
     """A numbered event as a TurnEvent."""
+    body = event.body
     message = loop_pb2.TurnEvent(seq=event.seq, session_id=event.session_id, turn=event.turn, ts=event.ts,
-                                 **{event.body.kind: body_to_proto(event.body)})
+                                 **{body.kind: body_to_proto(body)})
     if event.scope is not None:
         message.scope.CopyFrom(loop_pb2.SubagentScope(**asdict(event.scope)))
     return message

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import platform
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from services.loop.pairing import is_paired, repair_pairing
 
@@ -96,6 +96,23 @@ def approx_bytes(message: Message) -> int:
     return size
 
 
+class _LastTools:
+    """The specs last measured and their size (one entry: sessions mostly send the same list)."""
+
+    specs: ClassVar[list[dict[str, Any]]] = []
+    size: ClassVar[int] = 2
+
+
+def tools_bytes(tools: list[dict[str, Any]]) -> int:
+    """Bytes of the tool definitions as sent; the same spec objects as last time (the registry's
+    own dicts, step after step) are not serialized again."""
+    last = _LastTools
+    if len(last.specs) == len(tools) and all(a is b for a, b in zip(last.specs, tools, strict=True)):
+        return last.size
+    last.specs, last.size = list(tools), len(json.dumps(tools).encode())
+    return last.size
+
+
 @dataclass(frozen=True)
 class RequestStats:
     """Bytes per part of one request (for ContextAssembled and the bench)."""
@@ -142,7 +159,7 @@ def assemble_view(
             messages.append({"role": "user", "content": tail_text})
     stats = RequestStats(
         instructions_bytes=len(instructions.encode()),
-        tools_bytes=len(json.dumps(tools).encode()),
+        tools_bytes=tools_bytes(tools),
         history_bytes=history_bytes,
         tail_bytes=len(tail_text.encode()),
         tail_parts={name: len(text.encode()) for name, text in tail},

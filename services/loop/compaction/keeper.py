@@ -14,7 +14,6 @@ the previous state or the new one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,13 +22,13 @@ from services.loop.compaction.layers import Inputs
 from services.loop.compaction.pipeline import Outcome, compact
 from services.loop.compaction.settings import Budget, CompactionSettings, budget_for
 from services.loop.compaction.state import CompactionState, build_view, validate
-from services.loop.compaction.tokens import history_tokens, should_compact, tokens_of_bytes
+from services.loop.compaction.tokens import RunningBytes, should_compact, tokens_of_bytes
 from services.loop.compaction.transcripts import Transcripts
 from services.loop.domain import ToolOutcome
 from services.loop.model.settings import ModelSettings
 from services.loop.policy.permissions import Level
 from services.loop.ports import ModelClient, ToolCall, ToolContext, ToolDef
-from services.loop.prompt import HistoryView
+from services.loop.prompt import HistoryView, tools_bytes
 from services.loop.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
 
 Message = dict[str, Any]
@@ -105,6 +104,8 @@ class ContextKeeper:
     _observed: _Observed = field(default_factory=_Observed)
     _view: HistoryView = field(default_factory=HistoryView)
     _view_generation: int = 0
+    _history_bytes: RunningBytes = field(default_factory=RunningBytes)
+    _repairs_seen: int = 0
 
     @staticmethod
     def create(settings: CompactionSettings, model: ModelClient, session_id: str, workspace: str,
@@ -150,7 +151,9 @@ class ContextKeeper:
     def estimates(self, messages: list[Message], fixed_tokens: int) -> tuple[int, int]:
         """``(the provider's last figure carried forward by what was added since, our estimate)`` of the
         next request; the provider's is 0 when unknown or from before the last compaction."""
-        ours = fixed_tokens + history_tokens(self.view(messages))
+        if self._view.repairs != self._repairs_seen:  # the request view rewrote pairing in place
+            self._repairs_seen, self._history_bytes = self._view.repairs, RunningBytes()
+        ours = fixed_tokens + tokens_of_bytes(self._history_bytes.of(self.view(messages), self.state))
         self._ours = ours
         seen = self._observed
         carried = seen.reported + (ours - seen.estimated) if seen.generation == self.state.compactions else 0
@@ -266,7 +269,7 @@ def pinned_index(messages: list[Message], request: str) -> int:
 
 def fixed_tokens(instructions: str, tools: list[dict[str, Any]], tail_bytes: int) -> int:
     """Tokens of a request outside its history."""
-    return tokens_of_bytes(len(instructions.encode()) + len(json.dumps(tools).encode()) + tail_bytes + 200)
+    return tokens_of_bytes(len(instructions.encode()) + tools_bytes(tools) + tail_bytes + 200)
 
 
 def _first_sentence(text: str) -> str:

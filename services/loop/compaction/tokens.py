@@ -47,6 +47,30 @@ def history_tokens(messages: list[Message]) -> int:
     return tokens_of_bytes(sum(message_bytes(m) for m in messages))
 
 
+class RunningBytes:
+    """``sum(message_bytes)`` of a history that only grows between compactions, kept up to date:
+    a step costs what it appended, not the length of the session.
+
+    Counted again from scratch when the history was rewritten (shorter, the last counted message
+    no longer in place) or when ``state`` is another object than last time (a view is a pure
+    function of the record and the compaction state, and a new state is a new object)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._bytes = 0
+        self._last: Message | None = None
+        self._state: object = None
+
+    def of(self, history: list[Message], state: object) -> int:
+        n = self._count
+        if state is not self._state or len(history) < n or (n and history[n - 1] is not self._last):
+            n, self._bytes, self._state = 0, 0, state
+        self._bytes += sum(message_bytes(m) for m in history[n:])
+        self._count = len(history)
+        self._last = history[-1] if history else None
+        return self._bytes
+
+
 def should_compact(observed_tokens: int, estimated_tokens: int, ceiling: int) -> bool:
     """The trigger: the larger of what the provider last reported (carried forward) and our estimate
     reaches the ceiling. Provider figures can be missing (0) or stale; ours can be low on unusual text."""

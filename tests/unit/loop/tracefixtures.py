@@ -79,3 +79,4 @@ class Recorder:
         total = Usage(prompt * steps, completion * steps, (prompt + completion) * steps,
                       cached_tokens=None if cached is None else cached * steps)
         self.emit(number, TurnFinished(Status.COMPLETED, text, "", total, steps, 1500.0, ""))
+        self.writer.end_turn()  # as the runtime's end_of_turn does once the clients have the event
