@@ -307,17 +307,27 @@ class GetSessionRequest(_message.Message):
 
     WORKSPACE_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
+    FROM_MESSAGE_FIELD_NUMBER: _builtins.int
+    PAGE_BYTES_FIELD_NUMBER: _builtins.int
     workspace: _builtins.str
     session_id: _builtins.str
+    from_message: _builtins.int
+    """Paging (a long session's messages exceed one gRPC message): the first message to send, and
+    at most about this many bytes of messages_json (0: the loop's page size, ~1 MB). A page always
+    holds at least one message.
+    """
+    page_bytes: _builtins.int
     def __init__(
         self,
         *,
         workspace: _builtins.str = ...,
         session_id: _builtins.str = ...,
+        from_message: _builtins.int = ...,
+        page_bytes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_id", b"session_id", "workspace", b"workspace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_message", b"from_message", "page_bytes", b"page_bytes", "session_id", b"session_id", "workspace", b"workspace"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -330,12 +340,17 @@ class GetSessionResponse(_message.Message):
     SUMMARY_FIELD_NUMBER: _builtins.int
     MESSAGES_JSON_FIELD_NUMBER: _builtins.int
     PLAN_JSON_FIELD_NUMBER: _builtins.int
+    NEXT_MESSAGE_FIELD_NUMBER: _builtins.int
     messages_json: _builtins.str
-    """The session file's messages as JSON (camelCase, the session format)."""
+    """The session file's messages as JSON (camelCase, the session format): one page of them, from
+    the request's from_message.
+    """
     plan_json: _builtins.str
     """The last /plan run's receipts as JSON ({"goal", "receipts": [PlanStepReceipt fields]});
     "" when the session ran no plan. /resume replays them as step headers.
     """
+    next_message: _builtins.int
+    """Where the next page starts; 0 when this page holds the last message."""
     @_builtins.property
     def summary(self) -> Global___SessionSummary: ...
     def __init__(
@@ -344,10 +359,11 @@ class GetSessionResponse(_message.Message):
         summary: Global___SessionSummary | None = ...,
         messages_json: _builtins.str = ...,
         plan_json: _builtins.str = ...,
+        next_message: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["summary", b"summary"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages_json", b"messages_json", "plan_json", b"plan_json", "summary", b"summary"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages_json", b"messages_json", "next_message", b"next_message", "plan_json", b"plan_json", "summary", b"summary"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
