@@ -15,6 +15,7 @@ from typing import Protocol, TextIO
 
 PRINT_FLAGS = ("-p", "--print")
 RESUME_FLAGS = ("-r", "--resume")
+ROOT_ONLY_FLAGS = ("--skills",)
 # What a bare ``-r``/``--resume`` (no id after it) becomes: "show me the sessions to pick from".
 PICK = "@list"
 STDIN_PROMPT = "-"
@@ -27,7 +28,12 @@ def rewrite_argv(args: Sequence[str], commands: Sequence[str]) -> list[str]:
     first_command = next((n for n, a in enumerate(out) if a in commands), len(out))
     flag = next((n for n, a in enumerate(out[:first_command]) if a in PRINT_FLAGS), None)
     if flag is not None:
-        out = ["run", *out[:flag], *out[flag + 1:]]
+        before = out[:flag]
+        root_only = []  # root options `run` does not take stay in front of it
+        while ROOT_ONLY_FLAGS and before[:1] and before[0] in ROOT_ONLY_FLAGS and len(before) > 1:
+            root_only += before[:2]
+            before = before[2:]
+        out = [*root_only, "run", *before, *out[flag + 1:]]
     for n, arg in enumerate(out):
         if arg in RESUME_FLAGS and (n + 1 == len(out) or out[n + 1].startswith("-")):
             out[n] = f"--resume={PICK}"

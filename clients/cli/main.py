@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from typing import Annotated
 
 import typer
 
@@ -29,6 +30,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _skills(value: list[str] | None) -> list[str] | None:
+    """``--skills DIR``: the loop reads these skill directories instead of the defaults (this client's
+    sessions only; the option travels with each OpenSession)."""
+    if value:
+        import os
+        from pathlib import Path
+
+        os.environ["AI_CODING_SKILLS"] = os.pathsep.join(str(Path(v).expanduser().resolve()) for v in value)
+    return value
 
 
 def _version(value: bool) -> None:
@@ -55,6 +67,10 @@ def root(
                                        "current dir); also passed to the command."),
     session: str = typer.Option("", "--session",
                                 help="Continue this session (id or unique prefix); also passed to the command."),
+    skills: Annotated[list[str] | None, typer.Option(
+        "--skills", callback=_skills, metavar="DIR",
+        help="Read skills from DIR (repeatable) instead of the user library and the workspace's skills/, "
+             ".claude/skills and .agents/skills.")] = None,
 ) -> None:
     """ai-coding: a terminal AI coding agent."""
     if ctx.invoked_subcommand is None:

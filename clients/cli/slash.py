@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "permissions": ("[auto|confirm]", "show or switch how approvals are answered"),
     "todo": ("", "the session's task list"),
     "tasks": ("[stop <id>]", "background subagent runs"),
-    "skills": ("", "the skill catalog"),
+    "skills": ("[approve|deny <name>]", "the skills, shadowed ones, and pending ones to approve or deny"),
     "hooks": ("", "the configured hooks and what each did last"),
     "plan": ("<topic>", "plan a topic and run the plan step by step"),
     "review": ("", "ask the model to review the current git diff"),
@@ -46,6 +46,8 @@ SUBCOMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("forget <id>", "delete a note (asks y/N first)"),
     ),
     "mcp": (("retry <name>", "reconnect a server now and show its new state"),),
+    "skills": (("approve <name>", "move a pending skill into the library (it joins the catalog)"),
+               ("deny <name>", "delete a pending skill")),
 }
 
 ALIASES: dict[str, str] = {"h": "help", "q": "quit", "exit": "quit", "?": "help"}
@@ -131,7 +133,7 @@ def subcommand_completions(command: str, prefix: str) -> list[tuple[str, str]]:
 
 # Commands of the product that this version does not have yet: /help says so instead of
 # letting a user find out by trying.
-NOT_IN_THIS_VERSION = frozenset({"tasks", "skills", "plan"})
+NOT_IN_THIS_VERSION = frozenset({"tasks", "plan"})
 
 
 def help_text() -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from services.kernel.config import Config, user_config_path
+from services.kernel.datadir import data_dir
 from services.kernel.endpoints import SERVICES, endpoint_for, runtime_dir
 from services.kernel.errors import AiCodingError
 
@@ -38,8 +39,7 @@ def private_dirs(config: Config | None, env: Mapping[str, str] | None = None) ->
         if endpoint.scheme == "unix":
             dirs.append((f"the {service} service socket", str(Path(endpoint.path).parent)))
     dirs.append(("the user config", str(user_config_path(environ).parent)))
-    data = environ.get("XDG_DATA_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".local" / "share")
-    dirs.append(("the ai-coding data dir", str(Path(data) / "ai-coding")))
+    dirs.append(("the ai-coding data dir", str(data_dir(environ))))
     return dirs
 
 

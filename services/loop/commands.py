@@ -71,6 +71,8 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         return "\n".join(lines), json.dumps({"values": values, "sources": sources}, default=str)
     if name == "trace":
         return _trace(rt)
+    if name == "skills":
+        return rt.skills.command(args)
     if name == "hooks":
         text, rows = rt.hooks.report()
         return text, json.dumps({"hooks": rows})

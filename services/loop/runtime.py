@@ -48,6 +48,7 @@ from services.loop.ports import (
 from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
+from services.loop.skills.session import SessionSkills
 from services.loop.subagents.child import ParentView
 from services.loop.subagents.manager import SubagentLimits, SubagentManager
 from services.loop.tail import SessionTail
@@ -88,6 +89,8 @@ class SessionOptions:
     interactive: bool = False
     cwd: str = ""
     """Where the user runs the client (inside the workspace): instructions are read down to here."""
+    skill_dirs: list[str] = field(default_factory=list)
+    """``--skills DIR``: skill directories replacing the defaults."""
 
 
 @dataclass
@@ -157,8 +160,12 @@ class SessionRuntime:
         self.tool_warnings: list[tuple[str, str]] = []
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
+        self.notes = render_notes(notes)
+        self.skills = SessionSkills(session.workspace, options.skill_dirs)
+        for tool in self.skills.tool_defs():
+            self.tools.register(tool)
         self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
-                                build_instructions(BASE_INSTRUCTIONS, render_notes(notes), ""))
+                                build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
         export = deps.span_export if deps.traces else None
         self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None
                                  ) if deps.traces else None
@@ -373,6 +380,8 @@ class SessionRuntime:
         return await self.tail.turn_parts(emit)
 
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
+        if self.skills.refresh(emit):  # a declared cache break: the catalog is in the system message
+            self.tail.set_base(build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
         return await self.tail.step_parts(emit, self.todo.state())
 
     def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:

@@ -62,7 +62,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             rt, warnings = await self.runtime.open(
                 request.workspace, request.session_id, request.model,
                 SessionOptions(auto_approve=request.auto_approve, interactive=request.interactive,
-                               cwd=request.cwd if request.cwd.startswith("/") else ""),
+                               cwd=request.cwd if request.cwd.startswith("/") else "",
+                               skill_dirs=[d for d in request.skill_dirs if d.startswith("/")]),
             )
         except AiCodingError as err:
             await _fail(context, err)

@@ -49,6 +49,11 @@ class SessionTail:
         self._reported: set[str] = set()
         self._gateway_reported = False
 
+    def set_base(self, base_instructions: str) -> None:
+        """New base instructions (the skill catalog changed); the MCP catalog stays the last block."""
+        self.base_instructions = base_instructions
+        self.instructions = with_mcp_catalog(base_instructions, self.mcp_catalog or "")
+
     async def turn_parts(self, emit: Emit) -> dict[str, str]:
         """Blocks that hold for the whole turn: the memory constraints."""
         self._gateway_reported = False

@@ -8,6 +8,7 @@ and ``ClientError`` (one readable line, never a traceback), with view models
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Sequence
 
 import grpc
@@ -117,6 +118,15 @@ class TurnStream:
         self._call.cancel()
 
 
+SKILLS_ENV = "AI_CODING_SKILLS"
+"""``--skills DIR`` (absolute paths joined by ``os.pathsep``): skill directories replacing the defaults."""
+
+
+def skill_dirs() -> list[str]:
+    """The ``--skills`` directories this client was started with (empty: the loop's defaults)."""
+    return [d for d in os.environ.get(SKILLS_ENV, "").split(os.pathsep) if d]
+
+
 class LoopClient:
     """Typed calls to the AgentLoop service."""
 
@@ -129,7 +139,8 @@ class LoopClient:
                            auto_approve: bool = False, interactive: bool = True) -> views.OpenedSession:
         """Create a session, or load one by id or unique prefix."""
         request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, model=model,
-                                                  auto_approve=auto_approve, interactive=interactive, cwd=self.cwd)
+                                                  auto_approve=auto_approve, interactive=interactive, cwd=self.cwd,
+                                                  skill_dirs=skill_dirs())
         try:
             response: loop_pb2.OpenSessionLoopResponse = await self.stub.OpenSession(request, timeout=UNARY_TIMEOUT)
             return convert.opened(response)
