@@ -133,7 +133,7 @@ def subcommand_completions(command: str, prefix: str) -> list[tuple[str, str]]:
 
 # Commands of the product that this version does not have yet: /help says so instead of
 # letting a user find out by trying.
-NOT_IN_THIS_VERSION = frozenset({"tasks", "plan"})
+NOT_IN_THIS_VERSION = frozenset({"plan"})
 
 
 def help_text() -> str:

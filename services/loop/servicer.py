@@ -147,7 +147,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         reader = asyncio.create_task(self._read(messages, rt))
         rt.attached += 1
         try:
-            async for batch in rt.events.follow_batches(after, lambda: rt.idle, max_batch):
+            async for batch in rt.events.follow_batches(after, lambda: rt.idle and not rt.subagents.running(),
+                                                        max_batch):
                 yield batch
         finally:
             rt.attached -= 1

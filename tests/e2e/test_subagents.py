@@ -23,7 +23,7 @@ def parent_calls(*calls: dict[str, Any], then: str = "parent done") -> list[dict
     return [
         {"name": "parent-delegates", "match_first_user": PARENT,
          "tool_calls": [{"name": "subAgent", "arguments": c} for c in calls]},
-        {"name": "parent-answers", "match_first_user": PARENT, "match": '"run_id"', "text": then},
+        {"name": "parent-answers", "match_first_user": PARENT, "match_anywhere": '"run_id"', "text": then},
     ]
 
 
@@ -135,3 +135,99 @@ def test_a_child_hitting_its_timeout_and_one_hitting_its_iteration_cap_report_th
     # A timeout is a failed call with its code; the iteration cap still counts as a success.
     assert result_codes(events) == [(False, "child_timeout"), (True, "")]
     assert status_name(finished(events)) == "completed"
+
+
+def command(stack: LoopStack, sid: str, name: str, args: str = "") -> tuple[str, dict[str, Any]]:
+    reply = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command=name, args=args))
+    return reply.text, json.loads(reply.data_json)
+
+
+def of_kind(events: list[loop_pb2.TurnEvent], kind: str) -> list[loop_pb2.TurnEvent]:
+    return [e for e in events if e.WhichOneof("event") == kind]
+
+
+def test_three_background_children_outlive_the_parents_turn_and_each_ends_with_one_event(
+        make_stack: Callable[..., LoopStack]) -> None:
+    tasks = ["background alpha", "background beta", "background gamma"]
+    slow = {"text": "g" * 200, "chunk_delay_ms": 200, "chunk_chars": 1}  # ~40 s unless stopped
+    stack = make_stack(script(
+        parent_calls(*({"task": t, "name": t.split()[1], "background": True} for t in tasks),
+                     {"task": "one too many", "background": True}, then="three started"),
+        child(tasks[0], {"text": "alpha done", "delay_ms": 1500}),
+        child(tasks[1], {"text": "beta done", "delay_ms": 1500}),
+        child(tasks[2], slow),
+    ), max_parallel_subagents=3)
+    sid = stack.open().session_id
+    turn = stack.start(sid, f"{PARENT}: start three")
+    events: list[loop_pb2.TurnEvent] = []
+    for event in turn:
+        events.append(event)
+        if event.WhichOneof("event") == "turn_finished":
+            break
+    end = finished(events)
+    assert status_name(end) == "completed" and end.text == "three started", (end.reason, stack.fake.errors)
+    starts = [json.loads(e.tool_finished.result.output) for e in of_kind(events, "tool_finished")
+              if e.tool_finished.result.ok]
+    assert [s["status"] for s in starts] == ["running"] * 3
+    # The fourth call met a full capacity: an immediate error, not a queue.
+    refused = [e.tool_finished.result for e in of_kind(events, "tool_finished") if not e.tool_finished.result.ok]
+    assert [r.error.code for r in refused] == ["subagent_capacity"]
+    assert "max_parallel_subagents=3" in refused[0].error.message
+    # The parent's turn ended while its children still ran; each got exactly one tool message.
+    assert not of_kind(events, "background_task_done")
+    text, data = command(stack, sid, "tasks")
+    assert [(r["name"], r["status"]) for r in data["runs"]] == [("alpha", "running"), ("beta", "running"),
+                                                               ("gamma", "running")]
+    assert all(r["run_id"] in text for r in data["runs"])
+    gamma = data["runs"][2]["run_id"]
+    text, data = command(stack, sid, "tasks", f"stop {gamma[:8]}")
+    assert data == {"stopped": gamma} and "stopping run" in text
+    # The stream stays open while children run: their completions arrive on it.
+    rest = list(turn)
+    done = of_kind(rest, "background_task_done")
+    assert sorted((d.background_task_done.name, d.background_task_done.status) for d in done) == [
+        ("alpha", "completed"), ("beta", "completed"), ("gamma", "cancelled")]
+    assert all(d.background_task_done.origin_session_id == sid for d in done)
+    assert all(d.seq > events[-1].seq for d in done)
+    summaries = {d.background_task_done.name: d.background_task_done.summary for d in done}
+    assert summaries["alpha"] == "alpha done" and summaries["beta"] == "beta done"
+    _, data = command(stack, sid, "tasks")
+    statuses = {r["name"]: r["status"] for r in data["runs"]}
+    assert statuses == {"alpha": "completed", "beta": "completed", "gamma": "cancelled"}
+    # Never a second tool message: the session holds one tool message per call.
+    reply = stack.stub.GetSession(loop_pb2.GetSessionRequest(workspace=str(stack.workspace), session_id=sid))
+    roles = [m["role"] for m in json.loads(reply.messages_json)]
+    assert roles == ["user", "assistant", "tool", "tool", "tool", "tool", "assistant"]
+    assert command(stack, sid, "tasks", "stop nope")[1] == {"error": "unknown_run"}
+
+
+def test_a_childs_approval_reaches_the_parents_stream_labelled_and_a_denied_call_is_in_the_packet(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    task = "write two notes"
+    stack = make_stack(script(
+        parent_calls({"task": task, "name": "notes"}),
+        child(task, {"tool_calls": [{"name": "write", "arguments": {"path": "yes.txt", "content": "kept\n"}},
+                                    {"name": "write", "arguments": {"path": "no.txt", "content": "refused\n"}}]},
+              {"match": "denied_by_user", "text": "Wrote yes.txt; no.txt was refused."}),
+    ), with_tools=True)
+    sid = stack.open(auto_approve=False, interactive=True).session_id
+    asked: list[loop_pb2.TurnEvent] = []
+
+    def answer(event: loop_pb2.TurnEvent, conversation: Any) -> None:
+        if event.WhichOneof("event") != "approval_requested":
+            return
+        asked.append(event)
+        decision = (loop_pb2.APPROVAL_DECISION_ALLOW_ONCE if "yes.txt" in event.approval_requested.arguments_json
+                    else loop_pb2.APPROVAL_DECISION_DENY)
+        conversation.send(loop_pb2.ClientMessage(approval=loop_pb2.ApprovalReply(
+            request_id=event.approval_requested.request_id, decision=decision)))
+
+    events = stack.start(sid, f"{PARENT}: notes please").drain(answer)
+    assert len(asked) == 2
+    for event in asked:  # labelled with the child: its run id, name and task ride in the scope
+        assert event.HasField("scope") and event.scope.name == "notes" and event.scope.task == task
+        assert event.approval_requested.request_id.startswith(event.scope.run_id)
+    assert (workspace / "yes.txt").read_text() == "kept\n" and not (workspace / "no.txt").exists()
+    [packet] = subagent_results(events)
+    assert packet["status"] == "completed" and packet["files_changed"] == ["yes.txt"]
+    assert packet["denied_calls"] == ["write: denied_by_user"]

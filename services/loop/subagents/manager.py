@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -30,7 +31,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from services.kernel.errors import AiCodingError
-from services.kernel.ids import new_id
 from services.kernel.statedir import ensure_state_dir
 from services.loop.domain import ToolCall, ToolOutcome
 from services.loop.local_tools import error_outcome
@@ -112,6 +112,8 @@ class RunRecord:
     status: str = "running"
     ended: float = 0.0
     tokens: int = 0
+    stopping: bool = False
+    """``/tasks stop`` asked for it; the status changes when the child has actually ended."""
     packet: SubagentPacket | None = None
     turn: Turn | None = field(default=None, repr=False)
     task_handle: asyncio.Task[SubagentPacket] | None = field(default=None, repr=False)
@@ -184,7 +186,7 @@ class SubagentManager:
                                  f"{running} subagent(s) already run (max_parallel_subagents={limits.max_parallel}); "
                                  "wait for one to finish (/tasks) or do this step yourself")
         name = str(args.get("name") or "").strip()[:60] or _label(task)
-        run = RunRecord(new_id(), name, task.strip(), bool(args.get("background")), call.id)
+        run = RunRecord(_new_run_id(), name, task.strip(), bool(args.get("background")), call.id)
         for hook in self.hooks:
             reason = hook.before_start(run)
             if reason:
@@ -262,7 +264,7 @@ class SubagentManager:
         ends = [e for e in host.events if isinstance(e, TurnFinished)]
         turn_status = turn.status.value if turn.status is not None else "failed"
         status = STATUS_OF_TURN.get(turn_status, "failed")
-        if run.status == "cancelled" or turn.stop_reason == "interrupted":
+        if run.stopping or turn.stop_reason == "interrupted":
             status = "cancelled"
         final = turn.final_text or (ends[-1].handoff if ends else "")
         packet = SubagentPacket(
@@ -287,6 +289,10 @@ class SubagentManager:
                 break
             del self.runs[oldest]
 
+    def running(self) -> bool:
+        """Whether a child still runs (a stream following the session stays open until none does)."""
+        return any(not r.finished for r in self.runs.values())
+
     def find(self, prefix: str) -> RunRecord | None:
         matches = [r for rid, r in self.runs.items() if rid.startswith(prefix)]
         return matches[0] if len(matches) == 1 else None
@@ -294,9 +300,9 @@ class SubagentManager:
     def stop(self, run_id: str) -> bool:
         """Cancel a running child (its packet says cancelled; a background run still gets its event)."""
         run = self.runs.get(run_id)
-        if run is None or run.finished or run.task_handle is None:
+        if run is None or run.finished or run.stopping or run.task_handle is None:
             return False
-        run.status = "cancelled"
+        run.stopping = True
         if run.turn is not None:
             run.turn.stop_reason = "interrupted"
         run.task_handle.cancel()
@@ -330,7 +336,8 @@ class SubagentManager:
             return f"stopping run {run.run_id} ({run.name})", json.dumps({"stopped": run.run_id})
         if words:
             return "usage: /tasks  or  /tasks stop <run id>", json.dumps({"error": "usage"})
-        rows: list[dict[str, Any]] = [{"run_id": r.run_id, "name": r.name, "status": r.status, "background": r.background,
+        rows: list[dict[str, Any]] = [{"run_id": r.run_id, "name": r.name,
+                                       "status": "stopping" if r.stopping and not r.finished else r.status, "background": r.background,
                  "elapsed_seconds": round(r.elapsed_seconds(), 1), "tokens": r.tokens} for r in self.runs.values()]
         lines = [f"{r['run_id']}  {r['name'][:30]:<30}  {r['status']:<14} {r['elapsed_seconds']:>7.1f}s "
                  f"{r['tokens']:>8} tok" for r in rows]
@@ -393,6 +400,11 @@ class SubagentManager:
             with contextlib.suppress(OSError):
                 marker.unlink()
         return lost
+
+
+def _new_run_id() -> str:
+    """Short and random (not time-ordered), so a few characters of it name a run in /tasks stop."""
+    return f"sa-{secrets.token_hex(4)}"
 
 
 def _label(task: str) -> str:

@@ -64,4 +64,4 @@ def test_help_lists_every_command() -> None:
         assert name in text
     marked = [line.split()[0] for line in text.splitlines() if line.endswith("(not in this version)")]
     assert marked == [f"/{n}" for n in COMMANDS if n in NOT_IN_THIS_VERSION]  # said up front, not found out by trying
-    assert "/skills" not in marked and "/hooks" not in marked
+    assert "/skills" not in marked and "/hooks" not in marked and "/tasks" not in marked
