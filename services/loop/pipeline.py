@@ -206,7 +206,8 @@ class Turn:
             messages = await self._request(tools, parts, hard=hard)
             try:
                 step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
-                                           timeout_seconds=self.remaining(), on_reset=self._on_reset)
+                                           timeout_seconds=self.remaining(), on_reset=self._on_reset,
+                                           on_retry=self._on_retry)
                 break
             except ModelError as err:
                 if err.reason != "context_length" or hard or not rt.context.settings.enabled:
@@ -247,6 +248,9 @@ class Turn:
         self._step.partial_text = ""
         self.emit(Notice(level="warning",
                          text="the model's stream broke off; retrying the step (its partial text above is discarded)"))
+
+    def _on_retry(self, why: str) -> None:
+        self.emit(Notice(level="warning", text=f"the model's reply failed before its first words: {why}"))
 
     def _on_reasoning(self, text: str) -> None:
         self.emit(ReasoningDelta(text=text))

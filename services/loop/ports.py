@@ -70,12 +70,15 @@ class ModelClient(Protocol):
         on_reasoning: Callable[[str], None],
         timeout_seconds: float,
         on_reset: Callable[[], None] | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> StepResult:
         """Raises ModelError when the step cannot complete.
 
         ``on_reset`` (optional): called when a stream dropped after deltas were
         delivered and the step is being retried; the caller discards the partial
         text it showed. Without it such a drop fails the step instead.
+        ``on_retry`` (optional): told, in one sentence, of every other retry (an attempt
+        that failed before it streamed anything), so the wait is not silent.
         """
         ...
 

@@ -336,11 +336,14 @@ class OpenAIModelClient:
         on_reasoning: Callable[[str], None],
         timeout_seconds: float,
         on_reset: Callable[[], None] | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> StepResult:
         """Run one streamed step within ``timeout_seconds`` (capped by ``step_timeout_seconds``).
 
         Raises ``ModelError`` with a stable reason on failure; a non-positive
         ``timeout_seconds`` means the caller's clock has run out (reason ``timeout``).
+        ``on_retry(sentence)`` is told of each retry of an attempt that had streamed nothing yet
+        (a retry after streamed text calls ``on_reset`` instead).
         """
         s = self.settings
         limit = min(timeout_seconds, s.step_timeout_seconds)
@@ -379,6 +382,8 @@ class OpenAIModelClient:
                             raise self._error(failed.failure, detail, attempts) from None
                         if asm.streamed_anything and on_reset is not None:
                             on_reset()
+                        elif on_retry is not None:
+                            on_retry(f"{failed.detail}; retrying in {wait:.1f} s (attempt {attempts + 1})")
                         waited += wait
                         await asyncio.sleep(wait)
         except TimeoutError:
