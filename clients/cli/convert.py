@@ -160,6 +160,11 @@ def session_summary(message: loop_pb2.SessionSummary) -> views.SessionSummary:
     return copy(message, views.SessionSummary)
 
 
+def session_list(message: loop_pb2.ListSessionsResponse) -> views.SessionList:
+    return views.SessionList(sessions=tuple(session_summary(s) for s in message.sessions),
+                             unreadable=tuple(copy(u, views.UnreadableSession) for u in message.unreadable))
+
+
 def session_detail(message: loop_pb2.GetSessionResponse) -> views.SessionDetail:
     return views.SessionDetail(summary=session_summary(message.summary), messages_json=message.messages_json)
 

@@ -429,6 +429,24 @@ class SessionSummary:
 
 
 @dataclass(frozen=True)
+class UnreadableSession:
+    """A saved session the loop could not read: its file, why, and what to do."""
+
+    session_id: str = ""
+    path: str = ""
+    reason: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class SessionList:
+    """ListSessions: the readable sessions (newest first) and the ones that could not be read."""
+
+    sessions: tuple[SessionSummary, ...] = ()
+    unreadable: tuple[UnreadableSession, ...] = ()
+
+
+@dataclass(frozen=True)
 class SessionDetail:
     summary: SessionSummary
     messages_json: str = ""

@@ -16,7 +16,7 @@ from services.loop.attachments import InputFile
 from services.loop.events import Event
 from services.loop.policy.turn import Status
 from services.loop.ports import ToolOutcome, Usage
-from services.loop.sessions import Session, SessionSummary, message_to_disk
+from services.loop.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
 from services.loop.turn_events import EventBody, LayerStat, TaskItem
 
 _STATUS: dict[Status, int] = {
@@ -132,6 +132,10 @@ def summary_to_proto(summary: SessionSummary, is_open: bool) -> loop_pb2.Session
     return loop_pb2.SessionSummary(session_id=summary.id, created=summary.created,
                                    last_activity=summary.updated, preview=summary.preview,
                                    message_count=summary.message_count, open=is_open)
+
+
+def unreadable_to_proto(entry: UnreadableSession) -> loop_pb2.UnreadableSession:
+    return loop_pb2.UnreadableSession(session_id=entry.id, path=entry.path, reason=entry.reason, hint=entry.hint)
 
 
 def messages_json(session: Session) -> str:

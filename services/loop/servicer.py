@@ -20,6 +20,7 @@ from services.loop.compaction.command import compact_command
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import Event
 from services.loop.runtime import LoopRuntime, SessionOptions, SessionRuntime
+from services.loop.sessions import UnreadableSession
 from services.loop.turn_events import Notice
 
 log = logging.getLogger("ai_coding.loop")
@@ -76,18 +77,19 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
                            ) -> loop_pb2.ListSessionsResponse:
         store = self.runtime.store(request.workspace)
         summaries = []
+        unreadable = []
         for sid in store.ids():
             live = self.runtime.sessions.get(sid)
             if live is not None:
                 summaries.append(convert.summary_to_proto(live.session.summary(), live.busy))
                 continue
-            try:
-                summary = store.summary(sid)
-            except (OSError, AiCodingError):
-                continue
-            summaries.append(convert.summary_to_proto(summary, False))
+            entry = store.list_entry(sid)
+            if isinstance(entry, UnreadableSession):
+                unreadable.append(convert.unreadable_to_proto(entry))
+            elif entry is not None:
+                summaries.append(convert.summary_to_proto(entry, False))
         summaries.sort(key=lambda s: s.last_activity, reverse=True)
-        return loop_pb2.ListSessionsResponse(sessions=summaries)
+        return loop_pb2.ListSessionsResponse(sessions=summaries, unreadable=unreadable)
 
     async def GetSession(self, request: loop_pb2.GetSessionRequest, context: grpc.aio.ServicerContext
                          ) -> loop_pb2.GetSessionResponse:

@@ -44,6 +44,7 @@ SESSIONS_DIR = Path(".ai-coding") / "sessions"
 # few MB of JSON lines on load stays well under a second.
 COMPACT_JOURNAL_BYTES = 2 * 1024 * 1024
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+BOTH_CORRUPT = "its snapshot and its journal are both corrupt and no message could be recovered"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,16 @@ class SessionSummary:
     updated: float
     preview: str
     message_count: int
+
+
+@dataclass(frozen=True)
+class UnreadableSession:
+    """A saved session whose files cannot be read: the file, why, and what to do."""
+
+    id: str
+    path: str
+    reason: str
+    hint: str
 
 
 @dataclass
@@ -253,6 +264,26 @@ class SessionStore:
         except (OSError, ValueError, KeyError, TypeError):
             pass
         return self.read(session_id)[0].summary()
+
+    def list_entry(self, session_id: str) -> SessionSummary | UnreadableSession | None:
+        """A session's list view, or what stops it from being read (None: it is gone meanwhile).
+        A session that cannot be read is listed as such, never left out silently."""
+        try:
+            return self.summary(session_id)
+        except SessionNotFound:
+            return None
+        except SessionUnreadable as err:
+            return UnreadableSession(session_id, str(self._data_file(session_id)), BOTH_CORRUPT, err.hint)
+        except OSError as err:
+            path = err.filename or str(self._data_file(session_id))
+            hint = (f"Make it readable by the loop service (user {_user()})" if err.errno in (errno.EACCES, errno.EPERM)
+                    else "Restore it from a backup")
+            return UnreadableSession(session_id, str(path), str(err.strerror or err).lower(),
+                                     f"{hint}, or move it out of {self.dir}.")
+
+    def _data_file(self, session_id: str) -> Path:
+        snap = self.snapshot_path(session_id)
+        return snap if snap.exists() else self.journal_path(session_id)
 
     def create(self, model: str = "") -> Session:
         """A new empty session, written to disk at once."""
@@ -538,10 +569,18 @@ def _unreadable(session_id: str, folder: Path, warnings: list[str], journal: Pat
                                          if p.exists())
     where = f"{names} in {folder}"
     return SessionUnreadable(
-        f"session {session_id} cannot be read: its snapshot and its journal are both corrupt and no message "
-        f"could be recovered ({where})",
+        f"session {session_id} cannot be read: {BOTH_CORRUPT} ({where})",
         hint="Restore those files from a backup, or start a new session; `ai-coding sessions list` shows the others.",
     )
+
+
+def _user() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.geteuid())
 
 
 def storage_error(err: OSError, folder: Path) -> SessionStorageError:

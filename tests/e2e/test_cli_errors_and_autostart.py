@@ -3,6 +3,7 @@ what to do, with a non-zero exit (real CLI, supervisor and services; the fake mo
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -97,3 +98,27 @@ def test_a_full_disk_during_the_turn_says_the_session_was_not_saved_and_exits_1(
     assert line.startswith(f"ai-coding run: the session was not saved: cannot write the session file {state}/"), line
     assert line.endswith(f": No space left on device. Free disk space on the filesystem of {state / 'sessions'}, "
                          "then continue the session with --session."), line
+
+
+def test_sessions_list_names_each_unreadable_session_with_its_file_and_exits_1(env: dict[str, Any]) -> None:
+    workspace: Path = env["workspace"]
+    assert cli("run", "-w", str(workspace), "a good session").returncode == 0
+    sessions = workspace / ".ai-coding" / "sessions"
+    garbage, odd = "0123456789abcdef0123", "0123456789abcdef0456"
+    (sessions / f"{garbage}.json").write_bytes(b"\x00\x17{garbage")
+    (sessions / f"{garbage}.journal").write_bytes(b"not a journal\nat all\n")
+    (sessions / f"{odd}.json").mkdir()  # cannot be read as a file, even by root
+    done = cli("sessions", "list", "-w", str(workspace))
+    as_json = cli("sessions", "list", "-w", str(workspace), "--json")
+    assert done.returncode == 1 and as_json.returncode == 1, done.stdout + done.stderr
+    assert "a good session" in done.stdout and garbage not in done.stdout and odd not in done.stdout
+    assert [row["preview"] for row in json.loads(as_json.stdout)] == ["a good session"]
+    assert sorted(done.stderr.strip().splitlines()) == [
+        f"ai-coding sessions list: session {garbage} cannot be read ({sessions / garbage}.json): its snapshot and "
+        "its journal are both corrupt and no message could be recovered. Restore those files from a backup, or "
+        "start a new session; `ai-coding sessions list` shows the others.",
+        f"ai-coding sessions list: session {odd} cannot be read ({sessions / odd}.json): is a directory. "
+        f"Restore it from a backup, or move it out of {sessions}.",
+    ], done.stderr
+    assert as_json.stderr == done.stderr
+    assert (sessions / f"{garbage}.json").read_bytes() == b"\x00\x17{garbage"  # listing destroys nothing

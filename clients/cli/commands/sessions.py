@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -14,6 +15,7 @@ from clients.cli.repl.resume import SessionRow, day_label, row_line
 
 if TYPE_CHECKING:
     from clients.cli.connection.loop import LoopClient
+    from clients.cli.views import SessionList, UnreadableSession
 
 T = TypeVar("T")
 
@@ -40,8 +42,16 @@ def _loop_call(workspace: Path, body: Callable[[LoopClient], Awaitable[T]]) -> T
 
 def session_rows(workspace: Path) -> list[SessionRow]:
     """Ask the loop for the workspace's sessions, newest activity first."""
-    summaries = _loop_call(workspace, lambda client: client.list_sessions(str(workspace)))
-    return [SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open) for s in summaries]
+    return _rows(_loop_call(workspace, lambda client: client.session_list(str(workspace))))
+
+
+def _rows(listed: SessionList) -> list[SessionRow]:
+    return [SessionRow(s.session_id, s.last_activity, s.preview, s.message_count, s.open) for s in listed.sessions]
+
+
+def unreadable_line(entry: UnreadableSession) -> str:
+    """One line for a session that cannot be read: which file, why, what to do."""
+    return f"session {entry.session_id} cannot be read ({entry.path}): {entry.reason}. {entry.hint}".strip()
 
 
 @app.command("list")
@@ -49,9 +59,13 @@ def list_sessions(
     workspace: str = typer.Option(".", "--workspace", "-w", help="Workspace root (default: current dir)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array instead of a table."),
 ) -> None:
-    """List sessions, newest activity first, with the first user message and message count."""
+    """List sessions, newest activity first, with the first user message and message count.
+
+    A session whose files cannot be read is one line on stderr (the file and what to do) and the
+    command exits 1; the readable ones are still listed."""
     from rich.console import Console
 
+    from clients.cli import exit_codes
     from clients.cli.commands.common import cli_errors, fail
     from clients.cli.render import literal
 
@@ -59,20 +73,25 @@ def list_sessions(
     if not root.is_dir():
         raise fail("sessions list", f"workspace {workspace} is not a directory; pass an existing one with -w")
     with cli_errors("sessions list"):
-        rows = session_rows(root)
+        listed = _loop_call(root, lambda client: client.session_list(str(root)))
+    rows = _rows(listed)
     if as_json:
         data = [{"id": r.session_id, "last_activity": r.last_activity, "preview": r.preview,
                  "messages": r.message_count, "open": r.open} for r in rows]
         print(json.dumps(data, ensure_ascii=False, indent=2))
-        return
-    console = Console(highlight=False)
-    if not rows:
-        console.print(literal("no saved sessions"))
-        return
-    today = datetime.date.today()
-    for row in rows:
-        mark = " (open)" if row.open else ""
-        console.print(literal(f"{day_label(row.last_activity, today):<10} {row_line(row)}{mark}"), soft_wrap=True)
+    else:
+        console = Console(highlight=False)
+        if not rows and not listed.unreadable:
+            console.print(literal("no saved sessions"))
+        today = datetime.date.today()
+        for row in rows:
+            mark = " (open)" if row.open else ""
+            console.print(literal(f"{day_label(row.last_activity, today):<10} {row_line(row)}{mark}"),
+                          soft_wrap=True)
+    for entry in listed.unreadable:
+        print(f"ai-coding sessions list: {unreadable_line(entry)}", file=sys.stderr)
+    if listed.unreadable:
+        raise typer.Exit(exit_codes.FAILED)
 
 
 @app.command("show")

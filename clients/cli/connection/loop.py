@@ -148,13 +148,17 @@ class LoopClient:
             raise _error(err, "cannot open the session") from None
 
     async def list_sessions(self, workspace: str) -> list[views.SessionSummary]:
-        """Saved sessions of ``workspace``, newest activity first."""
+        """Saved sessions of ``workspace`` that can be read, newest activity first."""
+        return list((await self.session_list(workspace)).sessions)
+
+    async def session_list(self, workspace: str) -> views.SessionList:
+        """Saved sessions of ``workspace``, newest activity first, and those that cannot be read."""
         try:
             response = await self.stub.ListSessions(loop_pb2.ListSessionsRequest(workspace=workspace),
                                                     timeout=UNARY_TIMEOUT)
         except grpc.aio.AioRpcError as err:
             raise _error(err, "cannot list sessions") from None
-        return [convert.session_summary(summary) for summary in response.sessions]
+        return convert.session_list(response)
 
     async def get_session(self, workspace: str, session_id: str) -> views.SessionDetail:
         """One session with its messages (for the redraw after /resume)."""
