@@ -33,9 +33,10 @@ def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.Com
 
 
 @contextlib.contextmanager
-def cli_stack(prefix: str, script: list[dict[str, Any]], model_options: str = "") -> Iterator[Stack]:
+def cli_stack(prefix: str, script: list[dict[str, Any]], model_options: str = "",
+              extra_config: str = "") -> Iterator[Stack]:
     """Services up for a fake model serving ``script``; ``model_options`` is added to the model
-    entry's YAML flow mapping (e.g. ``", max_retries: 0"``)."""
+    entry's YAML flow mapping (e.g. ``", max_retries: 0"``), ``extra_config`` (YAML) to the config."""
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     os.chmod(base, 0o700)
     home = base / "home"
@@ -43,7 +44,7 @@ def cli_stack(prefix: str, script: list[dict[str, Any]], model_options: str = ""
     model = FakeModelServer(script).start()
     config = base / "config.yaml"
     config.write_text("models:\n  default: {provider: generic, model: fake-model, "
-                      f"base_url: '{model.url}', api_key: x{model_options}}}\nloop: {{harvest: false}}\n")
+                      f"base_url: '{model.url}', api_key: x{model_options}}}\nloop: {{harvest: false}}\n{extra_config}")
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("AI_CODING_", "OPENAI_", "DEEPSEEK_"))}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
