@@ -128,8 +128,8 @@ def status_line(finished: views.TurnFinished, context: views.ContextAssembled | 
     """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s · ctx 12k/25.6k/32k' for a finished turn."""
     usage = finished.usage
     parts = [STATUS_NAMES.get(finished.status, "unknown")]
-    if finished.reason and finished.status != views.TurnStatus.COMPLETED:
-        parts[0] += f" ({one_line(finished.reason, 60)})"
+    if finished.reason:  # a completed turn has one only when its acceptance was verified
+        parts[0] += f" ({one_line(finished.reason, 80)})"
     parts.append(f"{human_count(usage.prompt_tokens)} in / {human_count(usage.completion_tokens)} out")
     parts.append(f"cache {cache_hit(usage)}")
     if finished.iterations:
@@ -138,6 +138,27 @@ def status_line(finished: views.TurnFinished, context: views.ContextAssembled | 
     fill = window_fill(context) if context is not None else ""
     if fill:
         parts.append(fill)
+    return " · ".join(parts)
+
+
+def plan_step_header(index: int, total: int, content: str) -> str:
+    """``[plan] step 2/3: write the parser``: the head of a plan step's block (live and after /resume)."""
+    return f"[plan] step {index}/{total}: {one_line(content, 100)}"
+
+
+_OUTCOME_MARKS = {"done": "✓", "blocked": "✗", "stalled": "…", "open": "·"}
+
+
+def receipt_line(r: views.PlanStepReceipt) -> str:
+    """A plan item's receipt: outcome, proof grade, what it cost, its note."""
+    parts = [f"  {_OUTCOME_MARKS.get(r.outcome, '?')} {r.outcome} · proof: {r.grade}"]
+    if not r.attested:
+        parts.append("done during planning (not attested)")
+    else:
+        parts.append(f"{r.attempts} attempt{'s' if r.attempts != 1 else ''} · {r.model_steps} steps · "
+                     f"{human_count(r.tokens)} tokens · {human_duration(r.duration_ms)}")
+    if r.note:
+        parts.append(one_line(r.note, 80))
     return " · ".join(parts)
 
 
@@ -455,6 +476,33 @@ class EventRenderer:
         what = ", ".join([*(f"+{n}" for n in ev.added), *(f"-{n}" for n in ev.removed), *(f"~{n}" for n in ev.changed)])
         self._line(literal(f"  skills changed ({what or 'catalog'}): the system message changes, the prompt cache "
                            "restarts once", "dim"))
+
+    def _on_acceptance_checked(self, ev: views.AcceptanceChecked) -> None:
+        self._end_text()
+        if ev.passed:
+            self._line(literal(f"  [acceptance] ✓ {ev.item_id} {one_line(ev.statement, 60)} · `{one_line(ev.command, 60)}`"
+                               f" · {human_duration(ev.duration_ms)}", "green"))
+            return
+        why = ev.error or f"exit {ev.exit_code}"
+        last = next((ln for ln in reversed(ev.output_tail.splitlines()) if ln.strip()), "")
+        self._line(literal(f"  [acceptance] ✗ {ev.item_id} {one_line(ev.statement, 60)} · `{one_line(ev.command, 60)}`"
+                           f" · {why}" + (f" · {one_line(last, 80)}" if last else ""), "yellow"))
+
+    def _on_plan_step_started(self, ev: views.PlanStepStarted) -> None:
+        self._end_text()
+        self._line(literal(plan_step_header(ev.index, ev.total, ev.content), "bold"))
+
+    def _on_plan_step_receipt(self, ev: views.PlanStepReceipt) -> None:
+        self._end_text()
+        self._line(literal(receipt_line(ev), "green" if ev.outcome == "done" else "yellow"))
+
+    def _on_plan_report(self, ev: views.PlanReport) -> None:
+        self._end_text()
+        self.console.print(literal(ev.text), highlight=False)
+
+    def _on_ledger_updated(self, ev: views.LedgerUpdated) -> None:
+        shown = "; ".join(one_line(e, 60) for e in ev.open[:3]) or "nothing open"
+        self._line(literal(f"  uncertain: {shown}", "dim"))
 
     def _on_events_skipped(self, ev: views.EventsSkipped) -> None:
         count = max(ev.to_seq - ev.from_seq + 1, 0)

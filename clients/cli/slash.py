@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "skills": ("[approve|deny <name>]", "the skills, shadowed ones, and pending ones to approve or deny"),
     "hooks": ("", "the configured hooks and what each did last"),
     "plan": ("<topic>", "plan a topic and run the plan step by step"),
+    "accept": ('["stmt" -- cmd]',
+               "acceptance items: proofs the gate runs whenever the model stops"),
     "review": ("", "ask the model to review the current git diff"),
     "config": ("", "the effective configuration"),
     "compact": ("", "compact the history now"),

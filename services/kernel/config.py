@@ -84,6 +84,7 @@ EXECUTION_KEYS: tuple[str, ...] = (
     "memory.embeddings.api_key_env",
     "ai.websearch_api_key",
     "ai.static_check",
+    "plans.acceptance",
 )
 # What a project may tune in a model entry the user already has (everything
 # else, e.g. headers, is dropped: an allow-list, so a new endpoint-ish key

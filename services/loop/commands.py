@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from services.kernel.errors import AiCodingError
 from services.loop.compaction.keeper import fixed_tokens
+from services.loop.plans.command import accept_command
 from services.loop.policy.permissions import MODES
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         return text, json.dumps({"hooks": rows})
     if name == "tasks":
         return rt.subagents.command(args)
+    if name == "accept":
+        return accept_command(rt.acceptance, args)
     if name in LATER:
         return LATER[name], "{}"
     return f"unknown command /{name}", json.dumps({"error": "unknown_command"})

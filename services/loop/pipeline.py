@@ -32,11 +32,13 @@ from services.loop.compaction.keeper import fixed_tokens
 from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
 from services.loop.domain import Message, wait_limit
 from services.loop.errors import LoopError, ModelError
+from services.loop.plans import gate
+from services.loop.plans.policy import GateFailure
 from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.static_check import plan_static_check, should_run_static_check
-from services.loop.policy.turn import Action, Facts, Status, decide, handoff_needed
+from services.loop.policy.turn import VERIFIED, Action, Facts, Status, decide, gate_due, handoff_needed
 from services.loop.policy.turn import Decision as TurnDecision
 from services.loop.ports import StepResult, ToolCall, ToolOutcome, TurnHost, Usage
 from services.loop.prompt import assemble_view, environment_block, tail_blocks
@@ -95,6 +97,10 @@ class Turn:
             st.search_streak_threshold, st.search_streak_l2, st.search_streak_l3, st.stale_streak_l1,
             st.stale_streak_l2, st.stale_streak_l3, st.repeated_nonempty_l3))
         self.round_iterations = 0
+        self.gate_nudges = 0
+        self.proved: set[str] = set()
+        """Acceptance items whose proof passed this turn (the gate runs only the others)."""
+        self._budget_rechecked = False
         self.batch_task: asyncio.Task[None] | None = None
         self.aux_tail: dict[str, str] = {}
         self._truncated = False
@@ -174,17 +180,45 @@ class Turn:
                 nudges = await self._batch(step.tool_calls)
             self._save()
             decision = decide(self._facts(step))
+            if self._gate_applies(decision):
+                decision = decide(self._facts(step, gate=await self._acceptance_gate()))
             if decision.final_summary_step:
                 await self._closing_answer(decision.reason)
             if decision.finished:
                 return decision
             if decision.action is Action.NUDGE:
-                self.continuations += 1
+                if decision.rule == "acceptance_nudge":  # the place for a `stop.blocked` hook
+                    self.gate_nudges += 1
+                else:
+                    self.continuations += 1
                 nudges.append(decision.nudge)
             if decision.rearm:
                 self.round_iterations = 0
             for nudge in nudges:
                 self._append({"role": "user", "content": nudge})
+
+    def _gate_applies(self, decision: TurnDecision) -> bool:
+        """Check the acceptance proofs now? When the model stopped, and once per turn after a budget
+        finish with clock left; only while some item is not yet proved this turn."""
+        if not gate_due(decision) or all(i.id in self.proved for i in self.rt.acceptance.items()):
+            return False
+        if decision.rule == "completed":
+            return True
+        if self._budget_rechecked or self.remaining() < gate.MIN_PROOF_S:
+            return False
+        self._budget_rechecked = True
+        return True
+
+    async def _acceptance_gate(self) -> list[GateFailure]:
+        """Run the proofs not yet passed (services/loop/plans/gate.py); returns those that failed."""
+        rt = self.rt
+        items = [i for i in rt.acceptance.items() if i.id not in self.proved]
+        verdicts = await gate.check(items, gate.GateDeps(
+            session_id=rt.session_id, runner=rt.runner, permission=rt.gate, emit=self.emit,
+            remaining=self.remaining, bash=rt.tools.get("bash")))
+        self.proved.update(v.item.id for v in verdicts if v.passed)
+        rt.acceptance.record({v.item.id: v.passed for v in verdicts})
+        return [v.failure() for v in verdicts if not v.passed]
 
     async def _closing_answer(self, reason: str) -> None:
         """One last step without tools so the model writes its answer (search unconverged)."""
@@ -355,8 +389,9 @@ class Turn:
         self._step.dispatch = None
 
     def _facts(self, step: StepResult | None = None, *, cut_by_clock: bool = False, interrupted: bool = False,
-               engine_error: str = "") -> Facts:
-        """The turn's facts after ``step`` (None: the steps ended without one, for the given reason)."""
+               engine_error: str = "", gate: list[GateFailure] | None = None) -> Facts:
+        """The turn's facts after ``step`` (None: the steps ended without one, for the given reason);
+        ``gate``: the acceptance gate checked after this step and these proofs failed."""
         st = self.rt.settings
         return Facts(
             made_tool_calls=bool(step and step.tool_calls), round_iterations=self.round_iterations,
@@ -367,6 +402,7 @@ class Turn:
             stalled=self.strategy.stalled,
             search_unconverged=self.ladder.level()[0] == 3, truncated=bool(step and step.finish_reason == "length"),
             cut_by_clock=cut_by_clock, interrupted=interrupted, engine_error=engine_error,
+            gate_checked=gate is not None, gate_failures=gate or [], gate_nudges_used=self.gate_nudges,
         )
 
     def _append(self, message: dict[str, Any]) -> None:
@@ -400,7 +436,7 @@ class Turn:
             handoff = handoff_report(self._handoff_facts(status, reason))
         self.emit(TurnFinished(status=status, text=self.final_text, handoff=handoff, usage=self.usage,
                                iterations=self.iterations, duration_ms=self._elapsed_ms(),
-                               reason="" if status is Status.COMPLETED else reason, cleared_requests=list(cleared)))
+                               reason=_shown_reason(decision), cleared_requests=list(cleared)))
         self.finished = True
         self._save()
         # Folding the journal and rewriting the summaries waits until the clients have had the
@@ -427,6 +463,13 @@ def _status(decision: TurnDecision) -> Status:
     if decision.status is None:
         raise AssertionError(f"decide() finished without a status: {decision}")
     return decision.status
+
+
+def _shown_reason(decision: TurnDecision) -> str:
+    """The reason a client sees: none for a plain completion; "acceptance verified" is one it shows."""
+    if decision.status is Status.COMPLETED and not decision.reason.startswith(VERIFIED):
+        return ""
+    return decision.reason
 
 
 def _stored_arguments(call: ToolCall) -> str:

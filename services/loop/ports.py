@@ -8,7 +8,7 @@ meet the orchestrator here. Messages are Chat Completions dicts
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -26,12 +26,14 @@ from services.loop.domain import (
     Usage,
 )
 from services.loop.errors import ModelError
+from services.loop.plans.items import AcceptanceItem
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.policy.settings import LoopSettings
 from services.loop.turn_events import EventBody
 from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
 
 __all__ = [
+    "AcceptanceSource",
     "ContextWindow",
     "ElicitAsker",
     "McpCatalog",
@@ -324,6 +326,16 @@ class TurnHooks(Protocol):
 
     async def turn_end(self, turn: int, status: str, text: str, emit: Callable[[EventBody], None]) -> None: ...
 
+class AcceptanceSource(Protocol):
+    """The acceptance items a turn must prove when the model stops (plans.acceptance.AcceptanceBook
+    is one; a plan step's host gives its item's ``verify``)."""
+
+    def items(self) -> list[AcceptanceItem]: ...
+
+    def record(self, verdicts: Mapping[str, bool]) -> None:
+        """Keep each checked item's last verdict (by item id)."""
+        ...
+
 
 class TurnHost(Protocol):
     """Everything a ``pipeline.Turn`` needs from its session (``runtime.SessionRuntime`` is the host).
@@ -363,6 +375,10 @@ class TurnHost(Protocol):
     def context(self) -> ContextWindow: ...
     @property
     def hooks(self) -> TurnHooks: ...
+    @property
+    def acceptance(self) -> AcceptanceSource:
+        """What the acceptance gate checks when the model stops (no items: no gate)."""
+        ...
 
     def emit(self, turn: int, body: EventBody) -> None: ...
 

@@ -30,6 +30,7 @@ from services.loop.hooks.engine import HookEngine
 from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
+from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
 from services.loop.policy.guards import compile_bash_policy
 from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
@@ -142,6 +143,8 @@ class SessionRuntime:
         self.hooks = HookEngine(deps.hooks, session.id, session.workspace)
         self.subagents = SubagentManager(session.id, session.workspace, self._parent_view, self._emit_scoped,
                                          self._subagent_limits, deps.model_for)
+        self.acceptance = AcceptanceBook(lambda: self.session.acceptance, self._store_acceptance,
+                                         config_items(_plans_section(deps).get("acceptance"), session.workspace))
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
         self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta())
@@ -403,8 +406,8 @@ class SessionRuntime:
     def tool_defs(self, interactive: bool) -> list[ToolDef]:
         """The loop's own tools for this session: todo_write (on this session's task state), the
         stateless ones of local_tools, and mcp_describe (on the catalog this session fetched)."""
-        tools = [self.todo.tool_def(), *local_tools(interactive, self.deps.memory is not None,
-                                                    self.deps.mcp is not None), WEBFETCH,
+        tools = [self.todo.tool_def(), ProposeTool(self.acceptance).tool_def(),
+                 *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH,
                  self.subagents.tool_def()]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
             tools.append(mcp_describe_tool(self._mcp_describe))
@@ -426,6 +429,9 @@ class SessionRuntime:
 
     async def _mcp_describe(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         return mcp_describe_outcome(call.id, self.tail.mcp_described, arguments)
+
+    def _store_acceptance(self, items: list[dict[str, Any]]) -> None:
+        self.session.acceptance = items
 
     def _reserve_seq(self, mark: int) -> None:
         try:
@@ -451,6 +457,11 @@ class SessionRuntime:
             log.error("compacting session %s failed: %s", self.session.id, err)
         if self.trace is not None:
             self.trace.end_turn()
+
+
+def _plans_section(deps: LoopDeps) -> dict[str, Any]:
+    plans = deps.config_data.get("plans")
+    return plans if isinstance(plans, dict) else {}
 
 
 class LoopRuntime:

@@ -89,6 +89,10 @@ class Session:
     """What compaction decided (services/loop/compaction/state.py); the messages stay whole."""
     turn_digests: list[str] = field(default_factory=list)
     """The working-memory ring: one line per finished turn."""
+    acceptance: list[dict[str, Any]] = field(default_factory=list)
+    """Acceptance items (services/loop/plans/acceptance.py); saved only when there are any."""
+    plan: dict[str, Any] = field(default_factory=dict)
+    """The last /plan run: goal and receipts (services/loop/plans/receipts.py); saved only when set."""
 
     def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int) -> None:
         """Add one model step's tokens to the session's totals (kept in the on-disk shape)."""
@@ -123,6 +127,8 @@ class Session:
             "harvestCursor": self.harvest_cursor,
             "compaction": self.compaction,
             "turnDigests": self.turn_digests,
+            **({"acceptance": self.acceptance} if self.acceptance else {}),
+            **({"plan": self.plan} if self.plan else {}),
         }
 
     def apply_meta(self, meta: dict[str, Any]) -> None:
@@ -140,6 +146,10 @@ class Session:
             self.compaction = meta["compaction"]
         if isinstance(meta.get("turnDigests"), list):
             self.turn_digests = [str(d) for d in meta["turnDigests"]]
+        # Saved only when set, and every meta is whole: a missing key means none (an /accept clear).
+        raw_acceptance, raw_plan = meta.get("acceptance"), meta.get("plan")
+        self.acceptance = [a for a in raw_acceptance if isinstance(a, dict)] if isinstance(raw_acceptance, list) else []
+        self.plan = raw_plan if isinstance(raw_plan, dict) else {}
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----

@@ -15,9 +15,15 @@ first:
    if the clock or budget ran out during that last step), unless the answer
    was cut at the output token limit and continuations, clock and budget
    remain: then a ``[continue]`` nudge asks for the rest (counted as a
-   continuation);
+   continuation). When the acceptance gate checked the session's proofs
+   (services/loop/plans): all passed -> ``completed`` "acceptance verified";
+   one failed -> an ``[acceptance-gate]`` nudge with its output while the
+   gate's own budget (2 per turn), clock and tokens last, else
+   ``acceptance_failed`` naming the failing command;
 6. the token budget is spent -> ``budget``; terminal, so it wins over
-   auto-continuation (a nudge that cannot be acted on only burns tokens);
+   auto-continuation (a nudge that cannot be acted on only burns tokens).
+   A budget finish (this one, or 9's ``max_iterations``) after which the gate
+   re-checked every proof and all passed is ``completed``: the work was done;
 7. the search ladder reached L3 -> ``max_iterations`` ("search unconverged");
 8. steps keep failing with zero successes -> ``max_iterations`` ("no progress");
 9. the round's iteration budget is spent: with open todo items and
@@ -33,6 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure, failure_reason, gate_nudge
 
 
 class Action(StrEnum):
@@ -97,6 +105,13 @@ class Facts:
     """The search ladder reached L3 (see search.SearchLadder)."""
     truncated: bool = False
     """The last step stopped at the output token limit (finish_reason "length")."""
+    gate_checked: bool = False
+    """The acceptance gate ran every proof not yet passed this turn, after this step."""
+    gate_failures: list[GateFailure] = field(default_factory=list)
+    """The proofs that failed in that check (empty with ``gate_checked``: all passed)."""
+    gate_nudges_used: int = 0
+    """`[acceptance-gate]` nudges already given this turn."""
+    max_gate_nudges: int = MAX_GATE_NUDGES
 
 
 @dataclass(frozen=True)
@@ -135,12 +150,21 @@ def continue_nudge(open_items: list[str]) -> str:
     )
 
 
-RULES = ("interrupted", "approval_stop", "engine_error", "timeout", "truncated_continue", "completed", "budget",
-         "search_unconverged", "no_progress", "auto_continue", "max_iterations", "continue")
+RULES = ("interrupted", "approval_stop", "engine_error", "timeout", "truncated_continue", "acceptance_nudge",
+         "acceptance_failed", "acceptance_verified", "completed", "budget_verified", "budget", "search_unconverged",
+         "no_progress", "auto_continue", "max_iterations", "continue")
+VERIFIED = "acceptance verified"
 
 
 def _finish(rule: str, status: Status, reason: str, *, final_summary_step: bool = False) -> Decision:
     return Decision(Action.FINISH, status, reason, final_summary_step=final_summary_step, rule=rule)
+
+
+def gate_due(decision: Decision) -> bool:
+    """The acceptance gate checks the proofs after this decision, if the session has any: the model
+    stopped (``completed``), or a budget finish (token or iteration budget) that the work may have
+    beaten (checked once per turn, while the clock lasts; the pipeline keeps count)."""
+    return decision.rule in ("completed", "budget", "max_iterations")
 
 
 def decide(f: Facts) -> Decision:
@@ -159,8 +183,18 @@ def decide(f: Facts) -> Decision:
         if f.truncated and not out_of_time and not out_of_tokens and f.continuations_used < f.max_auto_continuations:
             return Decision(Action.NUDGE, reason="answer cut at the output token limit", nudge=TRUNCATED_NUDGE,
                             rule="truncated_continue")
+        if f.gate_failures:
+            if f.gate_nudges_used < f.max_gate_nudges and not out_of_time and not out_of_tokens:
+                return Decision(Action.NUDGE, reason=failure_reason(f.gate_failures),
+                                nudge=gate_nudge(f.gate_failures), rule="acceptance_nudge")
+            return _finish("acceptance_failed", Status.ACCEPTANCE_FAILED, failure_reason(f.gate_failures))
+        if f.gate_checked:
+            return _finish("acceptance_verified", Status.COMPLETED, VERIFIED)
         return _finish("completed", Status.COMPLETED, "the model finished")
+    verified = f.gate_checked and not f.gate_failures
     if out_of_tokens:
+        if verified:
+            return _finish("budget_verified", Status.COMPLETED, f"{VERIFIED} (token budget used up)")
         return _finish("budget", Status.BUDGET, f"token budget of {f.turn_token_budget} used ({f.tokens_used})")
     if f.search_unconverged:
         return _finish("search_unconverged", Status.MAX_ITERATIONS, "search unconverged", final_summary_step=True)
@@ -175,6 +209,8 @@ def decide(f: Facts) -> Decision:
                 rearm=True,
                 rule="auto_continue",
             )
+        if verified:
+            return _finish("budget_verified", Status.COMPLETED, f"{VERIFIED} (iteration budget used up)")
         return _finish("max_iterations", Status.MAX_ITERATIONS, f"{f.max_tool_iterations} iterations used")
     return Decision(Action.CONTINUE)
 

@@ -22,6 +22,7 @@ from services.loop.approvals import Pending
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
 from services.loop.pipeline import Turn
+from services.loop.plans.acceptance import NoAcceptance
 from services.loop.policy.permissions import Verdict
 from services.loop.policy.settings import LoopSettings
 from services.loop.ports import (
@@ -46,6 +47,8 @@ CHILD_EXCLUDED = frozenset({"subAgent", "memory_search", "memory_write", "ask_us
 # Child events not relayed to the parent's stream (the packet and subagent_* events carry their facts).
 NOT_RELAYED = frozenset({"turn_started", "turn_finished", "text_delta", "reasoning_delta", "context_assembled",
                          "input_queued"})
+
+NO_ACCEPTANCE = NoAcceptance()  # the parent's gate checks the work when the parent stops
 
 CHILD_PREAMBLE = ("You are a subagent: another agent delegated one task to you. Work only on that task, "
                   "with the tools you have, and end with a final answer that reports what you did and found "
@@ -183,6 +186,10 @@ class ChildHost:
     @property
     def hooks(self) -> ChildHooks:
         return self._hooks
+
+    @property
+    def acceptance(self) -> NoAcceptance:
+        return NO_ACCEPTANCE
 
     def emit(self, turn: int, body: EventBody) -> None:
         self.events.append(body)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from services.loop.plans.policy import GateFailure
 from services.loop.policy.turn import RULES, Action, Decision, Facts, Status, decide, handoff_needed
 
 
@@ -114,6 +115,9 @@ def test_a_stop_or_an_engine_error_outranks_the_clock() -> None:
     assert decide(facts(cut_by_clock=True, engine_error="service_stopping")).status is Status.FAILED
 
 
+FAILED_PROOF = GateFailure("a1", "tests pass", "pytest -q", 1)
+
+
 def test_each_rule_names_the_branch_that_answered() -> None:
     cases = {
         "interrupted": facts(interrupted=True), "approval_stop": facts(approval_stopped=True),
@@ -123,6 +127,11 @@ def test_each_rule_names_the_branch_that_answered() -> None:
         "search_unconverged": facts(search_unconverged=True), "no_progress": facts(stalled=True),
         "auto_continue": facts(round_iterations=10, open_items=["a"]), "max_iterations": facts(round_iterations=10),
         "continue": facts(),
+        "acceptance_nudge": facts(made_tool_calls=False, gate_checked=True, gate_failures=[FAILED_PROOF]),
+        "acceptance_failed": facts(made_tool_calls=False, gate_checked=True, gate_failures=[FAILED_PROOF],
+                                   gate_nudges_used=2),
+        "acceptance_verified": facts(made_tool_calls=False, gate_checked=True),
+        "budget_verified": facts(tokens_used=9, turn_token_budget=9, gate_checked=True),
     }
     assert sorted(cases) == sorted(RULES)
     assert {rule: decide(f).rule for rule, f in cases.items()} == {rule: rule for rule in cases}
