@@ -289,6 +289,9 @@ class EventRenderer:
         self.last_seq = max(self.last_seq, event.seq)
         if event.body is None:
             return
+        if event.scope is not None:
+            self._on_scoped(event.scope, event.body)
+            return
         handler = getattr(self, "_on_" + _snake(type(event.body).__name__), None)
         if handler is not None:
             handler(event.body)
@@ -389,12 +392,45 @@ class EventRenderer:
             self.console.file.write("\x1b[1A\x1b[2K\r")
         self._line(literal(text, style))
 
-    def _on_approval_requested(self, ev: views.ApprovalRequested) -> None:
+    def _on_approval_requested(self, ev: views.ApprovalRequested, label: str = "") -> None:
         self.pending_approval = ev
-        self._line(literal(f"? approve {ev.tool}" + (f" ({ev.reason})" if ev.reason else ""), "bold magenta"))
+        self._line(literal(f"? approve {ev.tool}" + (f" for {label}" if label else "")
+                           + (f" ({ev.reason})" if ev.reason else ""), "bold magenta"))
         self._end_text()
         self.console.print(preview_text(ev.preview or ev.arguments_json), highlight=False)
         self._line(Text(f"  {approvals.HINT}", style="magenta"))
+
+    # ---- a subagent child's events: nested lines under the subAgent call ----
+
+    def _on_scoped(self, scope: views.SubagentScope, body: views.Body) -> None:
+        """A child's event, relayed by its parent: a few of them as indented dim lines; its approvals
+        as the ordinary approval prompt, labelled with the child (answering works as for the parent's)."""
+        who = scope.name or scope.run_id
+        if isinstance(body, views.SubagentStarted):
+            mode = "background " if body.background else ""
+            self._line(literal(f"  ↳ {mode}subagent {who} [{body.run_id}] · {one_line(body.task, 80)}", "dim"))
+        elif isinstance(body, views.ToolFinished):
+            result = body.result
+            mark = "✓" if result.ok else "✗"
+            summary = tool_result_summary(result)
+            self._line(literal(f"    {who} {mark} {tool_title(result.tool, '{}')}" + (f" · {summary}" if summary else ""),
+                               "dim"))
+        elif isinstance(body, views.ApprovalRequested):
+            self._on_approval_requested(body, label=f"subagent {who} (task: {one_line(scope.task, 60)})")
+        elif isinstance(body, views.ApprovalResolved):
+            self._on_approval_resolved(body)
+        elif isinstance(body, views.SubagentFinished):
+            self._line(literal(f"  ↳ subagent {who} {body.status}" + (f" ({body.exit_reason})" if body.exit_reason
+                                                                        else "")
+                               + f" · {human_count(body.usage.total_tokens)} tokens · {human_duration(body.elapsed_ms)}",
+                               "dim"))
+
+    def _on_background_task_done(self, ev: views.BackgroundTaskDone) -> None:
+        line = (f"  ⟲ background subagent {ev.name} [{ev.run_id}] {ev.status} · {one_line(ev.summary, 80)}"
+                f" · {human_duration(ev.elapsed_ms)}")
+        if ev.transcript_path:
+            line += f" · full packet: {ev.transcript_path}"
+        self._line(literal(line, "dim"))
 
     def _on_approval_resolved(self, ev: views.ApprovalResolved) -> None:
         if self.pending_approval and self.pending_approval.request_id == ev.request_id:

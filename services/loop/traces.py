@@ -113,6 +113,8 @@ class TraceWriter:
             self._counts[event.kind] = self._counts.get(event.kind, 0) + 1
             return
         line = {"seq": event.seq, "ts": event.ts, "turn": event.turn, "kind": event.kind, **preview(event.data)}
+        if event.scope is not None:  # a subagent child's event: readers nest it under the calling tool
+            line["scope"], line["parent_call_id"] = event.scope.run_id, event.scope.call_id
         self._note(line)
         if event.kind == "turn_finished":
             line["counts"] = dict(self._counts)

@@ -74,6 +74,15 @@ def test_a_foreground_child_edits_a_file_and_returns_its_packet_with_scoped_even
     transcript = json.loads((workspace / packet["transcript_path"]).read_text())
     assert transcript["packet"]["run_id"] == packet["run_id"]
     assert [m["role"] for m in transcript["messages"]] == ["user", "assistant", "tool", "assistant"]
+    # The parent's trace holds the child's events scoped by run id under the calling tool.
+    call_id = next(e.tool_started.call_id for e in events
+                   if e.WhichOneof("event") == "tool_started" and e.tool_started.tool == "subAgent")
+    lines = [json.loads(line) for line in
+             (workspace / ".ai-coding" / "traces" / sid / "turn-1.jsonl").read_text().splitlines()]
+    child_lines = [line for line in lines if line.get("scope")]
+    assert child_lines and {(line["scope"], line["parent_call_id"]) for line in child_lines} == {
+        (packet["run_id"], call_id)}
+    assert {"tool_started", "tool_finished"} <= {line["kind"] for line in child_lines}
     # The child's tokens count toward the parent session's budget.
     status = json.loads(stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="status")).data_json)
     assert status["usage"]["totalTokens"] >= end.usage.total_tokens + packet["usage"]["total_tokens"]
