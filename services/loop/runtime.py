@@ -27,6 +27,7 @@ from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
 from services.loop.hooks.config import HookSettings
 from services.loop.hooks.engine import HookEngine
+from services.loop.hooks.observers import ObservingHooks
 from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
@@ -145,6 +146,9 @@ class SessionRuntime:
                                          self._subagent_limits, deps.model_for)
         self.acceptance = AcceptanceBook(lambda: self.session.acceptance, self._store_acceptance,
                                          config_items(_plans_section(deps).get("acceptance"), session.workspace))
+        self.observing_hooks = ObservingHooks(self.hooks, self._emit_now)
+        self.subagents.hooks.append(self.observing_hooks)
+        self.events.add_listener(self.observing_hooks.on_event)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
         self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta())

@@ -289,3 +289,30 @@ def test_every_hook_run_is_in_the_turns_trace(
     traced = [(t["point"], t["hook"], t["outcome"]) for t in lines if t["kind"] == "hook_run"]
     assert traced == [("turn.start", "start-hook", "ok"), ("turn.end", "end-hook", "ok")]
     assert all(t["duration_ms"] > 0 for t in lines if t["kind"] == "hook_run")
+
+
+def test_subagent_start_and_end_hooks_observe_each_child_run(
+        make_stack: Callable[..., LoopStack], workspace: Path, hooks_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "subagents.log"
+    argv = hook_script(hooks_dir, "runs", f"""
+        with open({str(log)!r}, "a") as fh:
+            fh.write(json.dumps({{"point": event["point"], "name": event["name"],
+                                 "status": event.get("status", "")}}) + "\\n")
+        """)
+    task = "say hi from the child"
+    stack = make_stack({"order": "first_match", "steps": [
+        {"match_first_user": "delegate", "match": '"run_id"', "text": "parent done"},
+        {"match_first_user": "delegate", "tool_calls": [{"name": "subAgent", "arguments": {"task": task,
+                                                                                           "name": "greeter"}}]},
+        {"match_first_user": task, "text": "hi"},
+    ]}, with_tools=True, sections={"hooks": {"events": [
+        {"name": "child-start", "point": "subagent.start", "command": argv},
+        {"name": "child-end", "point": "subagent.end", "command": argv}]}})
+    _, events = stack.turn("delegate a greeting")
+    assert status_name(finished(events)) == "completed"
+    deadline = time.monotonic() + 10
+    while len(log.read_text().splitlines() if log.exists() else []) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert seen == [{"point": "subagent.start", "name": "greeter", "status": ""},
+                    {"point": "subagent.end", "name": "greeter", "status": "completed"}]
