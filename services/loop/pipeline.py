@@ -187,8 +187,9 @@ class Turn:
             if decision.finished:
                 return decision
             if decision.action is Action.NUDGE:
-                if decision.rule == "acceptance_nudge":  # the place for a `stop.blocked` hook
+                if decision.rule == "acceptance_nudge":
                     self.gate_nudges += 1
+                    await self.rt.hooks.stop_blocked(self.number, decision.reason, self.emit)
                 else:
                     self.continuations += 1
                 nudges.append(decision.nudge)

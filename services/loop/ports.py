@@ -326,6 +326,11 @@ class TurnHooks(Protocol):
 
     async def turn_end(self, turn: int, status: str, text: str, emit: Callable[[EventBody], None]) -> None: ...
 
+    async def stop_blocked(self, turn: int, reason: str, emit: Callable[[EventBody], None]) -> None:
+        """The acceptance gate refused the model's stop (observe only)."""
+        ...
+
+
 class AcceptanceSource(Protocol):
     """The acceptance items a turn must prove when the model stops (plans.acceptance.AcceptanceBook
     is one; a plan step's host gives its item's ``verify``)."""

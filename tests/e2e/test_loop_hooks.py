@@ -316,3 +316,22 @@ def test_subagent_start_and_end_hooks_observe_each_child_run(
     seen = [json.loads(line) for line in log.read_text().splitlines()]
     assert seen == [{"point": "subagent.start", "name": "greeter", "status": ""},
                     {"point": "subagent.end", "name": "greeter", "status": "completed"}]
+
+
+def test_a_stop_blocked_hook_hears_when_the_acceptance_gate_refuses_the_models_stop(
+        make_stack: Callable[..., LoopStack], workspace: Path, hooks_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "blocked.log"
+    argv = hook_script(hooks_dir, "blocked", f"open({str(log)!r}, 'a').write(event['reason'] + '\\n')\n")
+    stack = make_stack([
+        {"match": "make the marker", "text": "Done."},
+        {"match": "[acceptance-gate]", "tool_calls": [{"name": "bash", "arguments": {"command": "touch marker.txt"}}]},
+        {"match": "(no output)", "text": "Now it is."},
+    ], with_tools=True, sections={"hooks": {"events": [
+        {"name": "gate-watch", "point": "stop.blocked", "command": argv}]}})
+    sid = stack.open().session_id
+    stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="accept",
+                                                     args='"the marker exists" -- test -f marker.txt'), timeout=30)
+    events = stack.start(sid, "make the marker file").drain()
+    assert status_name(finished(events)) == "completed"
+    assert [(r.point, r.outcome) for r in hook_runs(events)] == [("stop.blocked", "ok")]
+    assert len(log.read_text().splitlines()) == 1

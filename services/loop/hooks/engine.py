@@ -104,6 +104,9 @@ class HookEngine:
         await self._run("turn.end", {"status": status, "text": text}, emit)
         self._turn_context, self._next_context = [], []
 
+    async def stop_blocked(self, turn: int, reason: str, emit: Emit) -> None:
+        await self._run("stop.blocked", {"reason": reason}, emit)
+
     async def observe(self, point: str, payload: dict[str, Any], emit: Emit) -> None:
         """Run an observing point (memory.harvest, compact.*, subagent.*, stop.blocked)."""
         await self._run(point, payload, emit)

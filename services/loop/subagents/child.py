@@ -100,6 +100,9 @@ class ChildHooks:
     async def turn_end(self, turn: int, status: str, text: str, emit: Callable[[EventBody], None]) -> None:
         return None
 
+    async def stop_blocked(self, turn: int, reason: str, emit: Callable[[EventBody], None]) -> None:
+        return None
+
 
 def child_settings(parent: LoopSettings, timeout_seconds: float, max_iterations: int, token_budget: int
                    ) -> LoopSettings:
