@@ -335,3 +335,21 @@ def test_a_stop_blocked_hook_hears_when_the_acceptance_gate_refuses_the_models_s
     assert status_name(finished(events)) == "completed"
     assert [(r.point, r.outcome) for r in hook_runs(events)] == [("stop.blocked", "ok")]
     assert len(log.read_text().splitlines()) == 1
+
+
+def test_claude_code_prompt_and_session_start_hooks_add_context_to_the_tail(
+        make_stack: Callable[..., LoopStack], workspace: Path, hooks_dir: Path) -> None:
+    prompt_hook = hooks_dir / "prompt.py"
+    prompt_hook.write_text("import json, sys\nevent = json.load(sys.stdin)\nprint('prompt was: ' + event['prompt'])\n")
+    start_hook = hooks_dir / "start.py"
+    start_hook.write_text("print('branch: feature/login')\n")
+    stack = make_stack([{"match_absent": "never", "text": "ok", "repeat": "forever"}], sections={"hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"{sys.executable} {prompt_hook}"}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": f"{sys.executable} {start_hook}"}]}]}})
+    sid, _ = stack.turn("first question")
+    stack.turn("second question", session_id=sid)
+    first, second = (r.body["messages"] for r in stack.fake.chat_requests)
+    assert "<hook-context>" in first[-1]["content"]
+    assert "prompt was: first question" in first[-1]["content"] and "branch: feature/login" in first[-1]["content"]
+    assert "prompt was: second question" in second[-1]["content"]
+    assert "branch: feature/login" not in json.dumps(second)  # SessionStart: once per session
