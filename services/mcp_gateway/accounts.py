@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from services.mcp_gateway.auth_store import AuthStore
 from services.mcp_gateway.domain import McpSession, ServerView, State
@@ -43,7 +44,7 @@ class Accounts:
     async def open(self, settings: ServerSettings) -> AsyncIterator[McpSession]:
         """The gateway's session opener: OAuth-aware for remote servers."""
         from services.mcp_gateway.connection import open_session
-        from services.mcp_gateway.oauth import build_provider
+        from services.mcp_gateway.oauth import StepUp, build_provider
 
         auth = None
         elicit = None
@@ -60,7 +61,12 @@ class Accounts:
             def mark() -> None:
                 sup.auth_required = True
 
-            auth = build_provider(settings, self.store, flow, mark)
+            broker, server = self.gateway.elicitations, settings.name
+
+            async def ask(message: str, url: str) -> str:
+                return (await broker.elicit(server, message, "url", {}, url)).action
+
+            auth = build_provider(settings, self.store, flow, mark, StepUp(lambda: broker.busy(server), ask))
         async with open_session(settings, auth, elicit) as session:
             yield session
 
@@ -80,9 +86,15 @@ class Accounts:
         from services.mcp_gateway.oauth import LoginFlow
 
         port = sup.settings.oauth.callback_port if sup.settings.oauth else 0
-        flow = LoginFlow(port)
+        flow = LoginFlow(port or self._registered_port(sup.settings))
         try:
-            await flow.start()
+            try:
+                await flow.start()
+            except OSError:
+                if port:
+                    raise
+                flow = LoginFlow(port)  # the registered port is taken: any port (a new registration)
+                await flow.start()
         except OSError as exc:
             raise McpGatewayError(f"cannot listen for the login callback on 127.0.0.1:{port}: {exc.strerror}",
                                   hint="Free that port or set oauth.callback_port: 0.",
@@ -107,6 +119,17 @@ class Accounts:
         raise McpGatewayError(f"MCP server {name!r} gave no sign-in URL within {URL_WAIT_S:g}s: "
                               f"{sup.reason or sup.state.value}", hint="Check the server URL and retry.",
                               reason="mcp_login_failed")
+
+    def _registered_port(self, settings: ServerSettings) -> int:
+        """The callback port of the client registered at an earlier login (0 = none): listening there
+        again reuses that registration instead of registering a new client on every login."""
+        stored = self.store.entry(settings.name, settings.url).get("client_info") or {}
+        uris = stored.get("redirect_uris") or []
+        try:
+            parts = urlsplit(str(uris[0])) if uris else None
+            return (parts.port or 0) if parts is not None and parts.hostname == "127.0.0.1" else 0
+        except ValueError:
+            return 0
 
     async def _close_when_done(self, name: str, flow: LoginFlow) -> None:
         with contextlib.suppress(Exception):

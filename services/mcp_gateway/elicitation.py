@@ -189,6 +189,10 @@ class ElicitationBroker:
             if not sinks:
                 del self._calls[server]
 
+    def busy(self, server: str) -> bool:
+        """Whether a call that can carry a question runs on ``server`` now."""
+        return bool(self._calls.get(server))
+
     async def elicit(self, server: str, message: str, mode: str, schema: Mapping[str, Any],
                      url: str = "") -> ElicitReply:
         """Ask through the running call and wait; declined when no call can ask, cancelled on timeout."""

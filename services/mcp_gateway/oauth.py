@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from mcp.client.auth import OAuthClientProvider
@@ -25,9 +26,10 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl
 
+from services.kernel.config import expand_vars
 from services.mcp_gateway.auth_store import AuthStore
 from services.mcp_gateway.errors import NeedsAuth
-from services.mcp_gateway.settings import ServerSettings
+from services.mcp_gateway.settings import OAuthOptions, ServerSettings
 
 log = logging.getLogger("ai_coding.mcp_gateway.oauth")
 
@@ -42,13 +44,16 @@ _NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n"
 
 
 class FileTokenStorage:
-    """The SDK's ``TokenStorage`` over the gateway's token file, for one server."""
+    """The SDK's ``TokenStorage`` over the gateway's token file, for one server (``fixed``: the
+    client registered beforehand, used instead of any stored or new registration)."""
 
-    def __init__(self, store: AuthStore, server: str, url: str, redirect_uri: str) -> None:
+    def __init__(self, store: AuthStore, server: str, url: str, redirect_uri: str,
+                 fixed: OAuthClientInformationFull | None = None) -> None:
         self._store = store
         self._server = server
         self._url = url
         self._redirect_uri = redirect_uri
+        self._fixed = fixed
 
     async def get_tokens(self) -> OAuthToken | None:
         raw = self._store.entry(self._server, self._url).get("tokens")
@@ -58,6 +63,8 @@ class FileTokenStorage:
         self._store.put(self._server, self._url, "tokens", tokens.model_dump(mode="json", exclude_none=True))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self._fixed is not None:
+            return self._fixed
         raw = self._store.entry(self._server, self._url).get("client_info")
         if not raw:
             return None
@@ -68,6 +75,8 @@ class FileTokenStorage:
         return info
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        if self._fixed is not None:
+            return
         self._store.put(self._server, self._url, "client_info",
                         client_info.model_dump(mode="json", exclude_none=True))
 
@@ -128,9 +137,29 @@ class LoginFlow:
                 writer.close()
 
 
+class StepUp:
+    """Asking the user, mid-call, to authorize again (a 403 ``insufficient_scope``: more scope).
+
+    ``can_ask()`` says whether a call the loop follows runs on the server now; ``ask(message, url)``
+    puts the URL to the user as an MCP URL elicitation on that call (services/mcp_gateway/elicitation.py)
+    and returns "accept", "decline" or "cancel"."""
+
+    def __init__(self, can_ask: Callable[[], bool], ask: Callable[[str, str], Awaitable[str]]) -> None:
+        self.can_ask = can_ask
+        self.ask = ask
+
+
+def _port_of(redirect_uri: str) -> int:
+    return urlsplit(redirect_uri).port or 0
+
+
 def build_provider(settings: ServerSettings, store: AuthStore, login: LoginFlow | None,
-                   mark_needs_auth: Callable[[], None]) -> OAuthClientProvider:
-    """The SDK provider for one connection attempt of a remote server."""
+                   mark_needs_auth: Callable[[], None], step_up: StepUp | None = None) -> OAuthClientProvider:
+    """The SDK provider for one connection attempt of a remote server.
+
+    With no login running, an authorization the SDK starts mid-call (scope step-up) gets its own
+    fresh flow: a new callback listener on the registered port, its URL put to the user through
+    ``step_up``, and the code that comes back to it (never the finished login's)."""
     redirect_uri = login.redirect_uri if login else ""
     if not redirect_uri:
         stored = store.entry(settings.name, settings.url).get("client_info") or {}
@@ -146,8 +175,40 @@ def build_provider(settings: ServerSettings, store: AuthStore, login: LoginFlow 
         scope=(settings.oauth.scope or None) if settings.oauth else None,
     )
 
+    again: list[LoginFlow] = []  # the mid-call authorization running now (at most one)
+
+    async def authorize_again(url: str) -> bool:
+        # Only a server already signed in into asks for more mid-call; a first sign-in is `mcp login`'s.
+        if step_up is None or not step_up.can_ask() or not store.entry(settings.name, settings.url).get("tokens"):
+            return False
+        if login is not None:
+            await login.close()  # its one code is spent; free the registered port for the new listener
+        flow = LoginFlow(_port_of(redirect_uri))
+        try:
+            await flow.start()
+        except OSError as exc:
+            log.warning("mcp server %s: cannot listen for a second sign-in on %s: %s", settings.name,
+                        redirect_uri, exc.strerror)
+            return False
+        flow.url.set_result(url)
+        again.append(flow)
+
+        async def ask() -> None:
+            answer = await step_up.ask(f"server {settings.name!r} needs more permissions for this call: sign in "
+                                       "again in your browser", url)
+            if answer != "accept" and not flow.code.done():
+                flow.code.set_exception(NeedsAuth(f"the second sign-in to {settings.name!r} was {answer}d"))
+
+        asking = asyncio.ensure_future(ask())
+        flow.code.add_done_callback(lambda _: asking.cancel() if not asking.done() else None)
+        return True
+
+    spent: list[bool] = []  # the running login's code was used (a later authorization is a new one)
+
     async def redirect_handler(url: str) -> None:
-        if login is None:
+        if login is None or spent:
+            if await authorize_again(url):
+                return
             mark_needs_auth()
             raise NeedsAuth(f"server {settings.name!r} requires sign-in",
                             hint=f"Run `ai-coding mcp login {settings.name}`.")
@@ -155,12 +216,57 @@ def build_provider(settings: ServerSettings, store: AuthStore, login: LoginFlow 
             login.url.set_result(url)
 
     async def callback_handler() -> AuthorizationCodeResult:
-        if login is None:
+        if again:
+            flow = again.pop()
+            try:
+                return await asyncio.wait_for(asyncio.shield(flow.code), LOGIN_WAIT_S)
+            except (NeedsAuth, TimeoutError):
+                mark_needs_auth()
+                raise
+            finally:
+                await flow.close()
+        if login is None or spent:
             mark_needs_auth()
             raise NeedsAuth(f"server {settings.name!r} requires sign-in")
-        return await asyncio.wait_for(asyncio.shield(login.code), LOGIN_WAIT_S)
+        code = await asyncio.wait_for(asyncio.shield(login.code), LOGIN_WAIT_S)
+        spent.append(True)
+        return code
 
-    storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "")
+    options = settings.oauth
+    fixed = None
+    if options is not None and options.client_id:
+        secret = expand_vars(options.client_secret) if options.client_secret else None
+        fixed = OAuthClientInformationFull(
+            client_id=options.client_id, client_secret=secret, redirect_uris=[AnyUrl(redirect_uri)],
+            grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+            token_endpoint_auth_method="client_secret_basic" if secret else "none")
+    storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "", fixed)
+    if options is not None and options.grant == "client_credentials":
+        return machine_provider(settings.url, options, storage)
     return OAuthClientProvider(settings.url, metadata, storage, redirect_handler=redirect_handler,
                                callback_handler=callback_handler,
                                client_metadata_url=(settings.oauth.client_metadata_url or None) if settings.oauth else None)
+
+
+def machine_provider(url: str, options: OAuthOptions, storage: FileTokenStorage) -> OAuthClientProvider:
+    """The client_credentials grant (no person signs in): client_secret_basic with the secret, or
+    private_key_jwt with the key file."""
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
+    scope, issuer = options.scope or None, options.issuer or None
+    if options.private_key_file:
+        try:
+            key = Path(options.private_key_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise NeedsAuth(f"cannot read oauth.private_key_file {options.private_key_file}: {exc.strerror}",
+                            hint="Point oauth.private_key_file at the client's PEM key.") from None
+        signer = SignedJWTParameters(issuer=options.client_id, subject=options.client_id, signing_key=key,
+                                     signing_algorithm=options.signing_algorithm)
+        return PrivateKeyJWTOAuthProvider(url, storage, options.client_id, signer.create_assertion_provider(),
+                                          scope=scope, issuer=issuer)
+    return ClientCredentialsOAuthProvider(url, storage, options.client_id, expand_vars(options.client_secret),
+                                          scope=scope, issuer=issuer)

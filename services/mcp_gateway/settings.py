@@ -48,6 +48,21 @@ class OAuthOptions:
     client_metadata_url: str = ""
     """HTTPS URL of a client ID metadata document you host (SEP-991): used as the client id where the
     authorization server supports it, instead of registering a new client; empty = dynamic registration."""
+    client_id: str = ""
+    """A client registered beforehand with the authorization server (no dynamic registration). For the
+    browser sign-in its redirect URI must be http://127.0.0.1:<callback_port>/callback."""
+    client_secret: str = ""
+    """That client's secret (``${VAR}`` is expanded from the environment; keep it out of the file)."""
+    grant: str = "authorization_code"
+    """"authorization_code" (a person signs in in the browser) or "client_credentials" (machine to
+    machine with client_id and client_secret, or private_key_file: no sign-in)."""
+    private_key_file: str = ""
+    """client_credentials with private_key_jwt: the PEM key that signs the client's assertion."""
+    signing_algorithm: str = "RS256"
+    """The JWT algorithm for private_key_file (RS256, ES256, ...)."""
+    issuer: str = ""
+    """client_credentials: the authorization server's issuer URL the credentials belong to (they are
+    then sent nowhere else); empty = whichever server the MCP server names."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +146,12 @@ class _RawOAuth:
     callback_port: int = 0
     scope: str = ""
     client_metadata_url: str = ""
+    client_id: str = ""
+    client_secret: str = ""
+    grant: str = "authorization_code"
+    private_key_file: str = ""
+    signing_algorithm: str = "RS256"
+    issuer: str = ""
 
 
 @dataclass
@@ -156,6 +177,9 @@ class _RawServer:
     auto_approve: bool = False
     trust_read_only_hint: bool = True
     timeout: _RawTimeouts = field(default_factory=_RawTimeouts)
+
+
+GRANTS = ("authorization_code", "client_credentials")
 
 
 def _fail(name: str, source: str, message: str, hint: str) -> ServerConfigError:
@@ -200,8 +224,21 @@ def parse_server(raw: Mapping[str, Any], source: str = "") -> ServerSettings:
         catalog=_positive_ms(r.name, source, "catalog", r.timeout.catalog),
         execution=_positive_ms(r.name, source, "execution", r.timeout.execution),
     )
-    oauth = (OAuthOptions(r.oauth.callback_port, r.oauth.scope, r.oauth.client_metadata_url)
+    o = r.oauth
+    oauth = (OAuthOptions(o.callback_port, o.scope, o.client_metadata_url, o.client_id, o.client_secret, o.grant,
+                          os.path.expanduser(o.private_key_file) if o.private_key_file else "", o.signing_algorithm,
+                          o.issuer)
              if raw.get("oauth") is not None else None)
+    if oauth is not None and oauth.grant not in GRANTS:
+        raise _fail(r.name, source, f"oauth.grant must be one of {', '.join(GRANTS)}, not {oauth.grant!r}",
+                    "Use client_credentials for a machine client, or leave it out for the browser sign-in.")
+    if oauth is not None and oauth.grant == "client_credentials" and not (
+            oauth.client_id and (oauth.client_secret or oauth.private_key_file)):
+        raise _fail(r.name, source, "oauth.grant client_credentials needs oauth.client_id and "
+                    "oauth.client_secret (or oauth.private_key_file)", "Add the client's credentials.")
+    if oauth is not None and oauth.client_secret and not oauth.client_id:
+        raise _fail(r.name, source, "oauth.client_secret needs the oauth.client_id it belongs to",
+                    "Add oauth.client_id.")
     if oauth is not None and oauth.client_metadata_url and not oauth.client_metadata_url.startswith("https://"):
         raise _fail(r.name, source, "oauth.client_metadata_url must be an https:// URL of the metadata document",
                     "Host the document over HTTPS, or remove the key to register dynamically.")

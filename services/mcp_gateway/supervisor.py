@@ -292,6 +292,8 @@ class ServerSupervisor:
                                hint="Retry with a smaller request, or use another tool.", limit_hit="timeout",
                                duration_ms=(time.monotonic() - started) * 1000)
         except TransportFailure as exc:
+            if self.auth_required:
+                return await self._needs_auth_again(session, started)
             if self._session is session:
                 self.reason = exc.message
                 await self._set(State.RECONNECTING, exc.message)
@@ -299,6 +301,21 @@ class ServerSupervisor:
             return CallOutcome(False, f"{exc.message}; the gateway is reconnecting", error_code="mcp_transport_failed",
                                error_message=exc.message, hint="Retry the call in a moment.",
                                duration_ms=(time.monotonic() - started) * 1000)
+
+    async def _needs_auth_again(self, session: McpSession, started: float) -> CallOutcome:
+        """The server wants a new authorization mid-call (say more scope) and nobody completed it: the
+        session is dropped and the server waits for `mcp login` (a reconnect with the old token would
+        show it connected while every such call fails)."""
+        name = self.settings.name
+        self._hold_for_auth = True
+        if self._session is session:
+            self._drop.set()
+        await self._set(State.NEEDS_AUTH, f"sign in again (the server asked for more permissions): "
+                                          f"run `ai-coding mcp login {name}`")
+        return CallOutcome(False, f"MCP server {name!r} needs a new sign-in for this call (more permissions)",
+                           error_code="mcp_needs_auth", error_message="authorization required",
+                           hint=f"The user must run `ai-coding mcp login {name}`, then retry.",
+                           duration_ms=(time.monotonic() - started) * 1000)
 
     def _not_ready(self) -> CallOutcome:
         name = self.settings.name

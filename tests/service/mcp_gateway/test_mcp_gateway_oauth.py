@@ -64,3 +64,32 @@ def test_oauth_login_connects_persists_the_token_and_logout_forgets_it(
             assert "secure" not in json.loads(token_file.read_text())
 
     asyncio.run(scenario())
+
+
+def test_a_second_login_reuses_the_registered_client_and_its_callback_port(
+        gateway: Callable[..., Any], oauth_demo: str, isolated_home: Path) -> None:
+    server = {"name": "secure", "type": "remote", "url": oauth_demo, "oauth": {"callback_port": 0},
+              "timeout": {"startup": 20000}}
+    token_file = isolated_home / ".local" / "share" / "ai-coding" / "mcp-auth.json"
+
+    async def sign_in(gw: Any) -> dict[str, list[str]]:
+        await gw.wait_state("secure", NEEDS_AUTH, timeout=30)
+        login = await gw.stub.Login(pb.LoginRequest(server="secure"), timeout=60)
+        await asyncio.to_thread(_browser, login.authorization_url)
+        await gw.wait_state("secure", CONNECTED, timeout=30)
+        return parse_qs(urlsplit(login.authorization_url).query)
+
+    async def scenario() -> None:
+        async with gateway([server]) as gw:
+            first = await sign_in(gw)
+        stored = json.loads(token_file.read_text())
+        del stored["secure"]["tokens"]  # the token is gone (expired, revoked): sign in again
+        token_file.write_text(json.dumps(stored))
+        async with gateway([server]) as gw:
+            second = await sign_in(gw)
+            _, result = await gw.call("secure", "secret_sum", '{"a": 1, "b": 2}')
+            assert result.ok, result.error.message
+        assert second["client_id"] == first["client_id"]  # no new registration
+        assert second["redirect_uri"] == first["redirect_uri"]
+
+    asyncio.run(scenario())

@@ -190,3 +190,26 @@ def test_an_env_block_from_a_config_file_keeps_its_variable_names(tmp_path: Path
     [server] = _load(tmp_path, user).servers
     assert dict(server.environment) == {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "LogLevel": "debug"}
     assert server.command == ("npx", "-y", "server-github")
+
+
+def test_oauth_client_settings_are_read_and_an_incomplete_machine_client_names_what_is_missing() -> None:
+    good, bad = parse_servers([
+        {"name": "pre", "type": "remote", "url": "https://x/mcp",
+         "oauth": {"client_id": "cid", "client_secret": "${SECRET}", "callback_port": 8765}},
+        {"name": "m2m", "type": "remote", "url": "https://x/mcp",
+         "oauth": {"grant": "client_credentials", "client_id": "cid", "private_key_file": "~/k.pem",
+                   "signing_algorithm": "ES256", "issuer": "https://auth.x"}},
+        {"name": "nokey", "type": "remote", "url": "https://x/mcp",
+         "oauth": {"grant": "client_credentials", "client_id": "cid"}},
+        {"name": "grant", "type": "remote", "url": "https://x/mcp", "oauth": {"grant": "password"}},
+        {"name": "orphan", "type": "remote", "url": "https://x/mcp", "oauth": {"client_secret": "s"}},
+    ], "user.yaml")
+    pre, m2m = good
+    assert pre.oauth is not None and (pre.oauth.client_id, pre.oauth.client_secret) == ("cid", "${SECRET}")
+    assert pre.oauth.grant == "authorization_code"
+    assert m2m.oauth is not None and m2m.oauth.grant == "client_credentials"
+    assert m2m.oauth.private_key_file.endswith("/k.pem") and not m2m.oauth.private_key_file.startswith("~")
+    reasons = {b.name: b.reason for b in bad}
+    assert "needs oauth.client_id and oauth.client_secret (or oauth.private_key_file)" in reasons["nokey"]
+    assert "oauth.grant must be one of authorization_code, client_credentials, not 'password'" in reasons["grant"]
+    assert "needs the oauth.client_id" in reasons["orphan"]
