@@ -26,6 +26,7 @@ import pytest
 pexpect = pytest.importorskip("pexpect")
 
 from clients.cli.repl.state import DOUBLE_PRESS_SECONDS  # noqa: E402
+from clients.cli.slash import NOT_IN_THIS_VERSION  # noqa: E402
 from tests.support.cli_stack import Stack, cli_stack  # noqa: E402
 from tests.support.cli_stack import cli as _cli  # noqa: E402
 
@@ -318,8 +319,9 @@ def test_a_near_miss_command_says_did_you_mean_and_is_not_sent(stack: Stack, ter
     term.expect("did you mean /plan?")
     term.line("/help")
     term.expect("/permissions")
-    term.line("/skills")
-    term.expect("/skills is not available in this version")
+    for name in sorted(NOT_IN_THIS_VERSION)[:1]:  # a listed command not built yet answers at once
+        term.line(f"/{name}")
+        term.expect(f"/{name} is not available in this version")
     term.line("/status")
     term.expect("messages")
     term.key("/re")
