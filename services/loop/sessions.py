@@ -213,6 +213,13 @@ class _JournalState:
     # Kept open between saves (an open() per step costs more than the write); unbuffered, so
     # every record is in the kernel the moment save() returns and survives a kill -9.
     handle: BinaryIO | None = None
+    # The bulky meta values last written (snapshot or journal): a record repeats them only when they
+    # changed (replay keeps a key a record leaves out), not the compaction state on every step.
+    written: dict[str, Any] = field(default_factory=dict)
+
+
+# Meta keys a journal record carries only when their value changed since the last record.
+_ONLY_WHEN_CHANGED = ("compaction", "turnDigests")
 
 
 class SessionStore:
@@ -341,7 +348,11 @@ class SessionStore:
             return
         session.updated = time.time()
         new = session.messages[state.saved_count :]
-        record = {"at": state.saved_count, "messages": [message_to_disk(m) for m in new], "meta": session.meta()}
+        meta = session.meta()
+        for key in _ONLY_WHEN_CHANGED:
+            if key in state.written and state.written[key] == meta[key]:
+                del meta[key]
+        record = {"at": state.saved_count, "messages": [message_to_disk(m) for m in new], "meta": meta}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         try:
             if state.handle is None:
@@ -354,6 +365,7 @@ class SessionStore:
             raise OSError(err.errno, err.strerror, str(self.journal_path(session.id))) from err
         state.saved_count = len(session.messages)
         state.journal_bytes += len(line)
+        state.written.update({key: meta[key] for key in _ONLY_WHEN_CHANGED if key in meta})
 
     def rewrite(self, session: Session) -> None:
         """Persist after history was rewritten in place (compaction, repair)."""
@@ -388,6 +400,7 @@ class SessionStore:
         _atomic_write(self.journal_path(session.id), header, self.fsync)
         state.saved_count = len(session.messages)
         state.journal_bytes = len(header)
+        state.written = {key: doc[key] for key in _ONLY_WHEN_CHANGED}
         self.write_summary(session)
 
     # -- loading --

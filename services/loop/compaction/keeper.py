@@ -21,7 +21,7 @@ from typing import Any
 from services.loop.compaction.layers import Inputs
 from services.loop.compaction.pipeline import Outcome, compact
 from services.loop.compaction.settings import Budget, CompactionSettings, budget_for
-from services.loop.compaction.state import CompactionState, build_view, validate
+from services.loop.compaction.state import CompactionState, Digests, build_view, validate
 from services.loop.compaction.tokens import RunningBytes, should_compact, tokens_of_bytes
 from services.loop.compaction.transcripts import Transcripts
 from services.loop.domain import ToolOutcome
@@ -106,6 +106,7 @@ class ContextKeeper:
     _view_generation: int = 0
     _history_bytes: RunningBytes = field(default_factory=RunningBytes)
     _repairs_seen: int = 0
+    _digests: Digests = field(default_factory=Digests)
 
     @staticmethod
     def create(settings: CompactionSettings, model: ModelClient, session_id: str, workspace: str,
@@ -139,7 +140,7 @@ class ContextKeeper:
         """The history a request carries (the record itself while nothing was compacted)."""
         if self.state == CompactionState(compactions=self.state.compactions, failures=self.state.failures):
             return messages
-        return build_view(messages, self.state)
+        return build_view(messages, self.state, self._digests)
 
     def request_history(self, messages: list[Message]) -> tuple[list[Message], int]:
         """The view as sent (private keys dropped, pairing checked) and its approximate bytes."""
@@ -182,7 +183,8 @@ class ContextKeeper:
             f"~{tokens} tokens reached the ceiling of {self.budget.ceiling}")
         emit(CompactionStarted(estimated_tokens=tokens, reason=reason))
         inp = Inputs(messages=messages, session_id=self.session_id, budget=self.budget, settings=self.settings,
-                     transcripts=self.transcripts, fixed_tokens=fixed_tokens, pinned=pinned_index(messages, request))
+                     transcripts=self.transcripts, fixed_tokens=fixed_tokens, pinned=pinned_index(messages, request),
+                     digests=self._digests)
         outcome = await compact(inp, self.state, model, force=force, hard=hard)
         return self._adopt(outcome, emit, save)
 

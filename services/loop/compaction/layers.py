@@ -14,9 +14,9 @@ from typing import Any
 from services.loop.compaction.settings import Budget, CompactionSettings
 from services.loop.compaction.state import (
     CompactionState,
+    Digests,
     Omission,
     Overlay,
-    content_digest,
     view_message,
     visible_indices,
 )
@@ -42,13 +42,21 @@ class Inputs:
     pinned: int = -1
     """Index of the current user request: never hidden, whatever is compacted."""
 
+    digests: Digests = field(default_factory=Digests, compare=False, repr=False)
+    """The session's digest memo (the keeper's), so an unchanged message is hashed once per session."""
+
     _cache: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    _overlaid: dict[int, tuple[Overlay, int]] = field(default_factory=dict, compare=False, repr=False)
 
     def message_tokens(self, index: int, state: CompactionState) -> int:
-        """Tokens of record message ``index`` as the view shows it (raw sizes are computed once)."""
+        """Tokens of record message ``index`` as the view shows it (each size is computed once)."""
         overlay = state.overlays.get(index)
         if overlay is not None:
-            return message_tokens(view_message(self.messages, index, state))
+            hit = self._overlaid.get(index)
+            if hit is None or hit[0] is not overlay:
+                hit = self._overlaid[index] = (overlay, message_tokens(
+                    view_message(self.messages, index, state, self.digests)))
+            return hit[1]
         cached = self._cache.get(index)
         if cached is None:
             cached = self._cache[index] = message_tokens(self.messages[index])
@@ -119,7 +127,7 @@ def l3_persist(inp: Inputs, state: CompactionState) -> tuple[CompactionState, La
             continue
         body = str(messages[i].get("content") or "")
         path = inp.transcripts.persist(body)
-        overlays[i] = Overlay("L3", content_digest(messages[i]), persisted_placeholder(path, body, s.l2_window_chars))
+        overlays[i] = Overlay("L3", inp.digests.of(messages, i), persisted_placeholder(path, body, s.l2_window_chars))
         rewritten += 1
     return replace(state, overlays=overlays), LayerStat("L3", rewritten=rewritten, skipped=len(batch) - rewritten)
 
@@ -213,7 +221,7 @@ def l2_envelopes(inp: Inputs, state: CompactionState) -> tuple[CompactionState, 
         previous = state.overlays.get(i)
         if previous is None or previous.content != text:
             rewritten += 1
-        overlays[i] = Overlay("L2", content_digest(messages[i]), text)
+        overlays[i] = Overlay("L2", inp.digests.of(messages, i), text)
     return replace(state, overlays=overlays), LayerStat("L2", rewritten=rewritten, skipped=skipped)
 
 

@@ -68,7 +68,7 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
     # down to the target, not just under the ceiling, or every following step would trim again.
     if hard or inp.tokens(current) >= budget.ceiling:
         current = record(hard_trim(inp, current, budget.target), current)
-    view = build_view(inp.messages, current)
+    view = build_view(inp.messages, current, inp.digests)
     if not is_paired(view):  # the layers cut on boundaries; this only guards against a bug
         raise AssertionError("compaction produced an unpaired view")
     after = inp.tokens(current)

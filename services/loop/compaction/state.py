@@ -38,6 +38,24 @@ def content_digest(message: Message) -> str:
     return h.hexdigest()
 
 
+class Digests:
+    """``content_digest`` per record index, computed once per message object: a session's record only
+    grows and its messages are replaced, never edited in place, so an overlay's check costs a dict
+    lookup on every later request instead of hashing the body again. One per session (the keeper's)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Message, str]] = {}
+
+    def of(self, messages: list[Message], index: int) -> str:
+        message = messages[index]
+        hit = self._memo.get(index)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        digest = content_digest(message)
+        self._memo[index] = (message, digest)
+        return digest
+
+
 def _feed(h: Any, message: Message) -> None:
     h.update(str(message.get("role", "")).encode())
     h.update(b"\x00")
@@ -200,16 +218,19 @@ def visible_indices(n: int, state: CompactionState) -> list[int]:
     return out
 
 
-def view_message(messages: list[Message], index: int, state: CompactionState) -> Message:
+def view_message(messages: list[Message], index: int, state: CompactionState,
+                 digests: Digests | None = None) -> Message:
     """One record message as the view shows it."""
     message = messages[index]
     overlay = state.overlays.get(index)
-    if overlay is None or content_digest(message) != overlay.digest:
+    if overlay is None:
+        return message
+    if (digests.of(messages, index) if digests is not None else content_digest(message)) != overlay.digest:
         return message
     return {**message, "content": overlay.content}
 
 
-def build_view(messages: list[Message], state: CompactionState) -> list[Message]:
+def build_view(messages: list[Message], state: CompactionState, digests: Digests | None = None) -> list[Message]:
     """The request's history: checkpoint note, then what follows ``consumed``, overlays applied,
     each omitted range as its marker. Pure: no model call, no I/O."""
     out: list[Message] = []
@@ -223,6 +244,6 @@ def build_view(messages: list[Message], state: CompactionState) -> list[Message]
             out.append(omission.marker())
             i = omission.end
             continue
-        out.append(view_message(messages, i, state) if i in state.overlays else messages[i])
+        out.append(view_message(messages, i, state, digests) if i in state.overlays else messages[i])
         i += 1
     return out

@@ -144,7 +144,7 @@ async def l4_summarize(inp: Inputs, state: CompactionState, model: ModelClient |
     if cut <= state.consumed:
         return state, None, ""
     messages = inp.messages
-    delta = [view_message(messages, i, state) for i in range(state.consumed, cut)]
+    delta = [view_message(messages, i, state, inp.digests) for i in range(state.consumed, cut)]
     delta_tokens = sum(message_tokens(m) for m in delta)
     if delta_tokens < inp.budget.summary_delta and not force:
         return state, None, ""  # the new part is small: carried verbatim, no model call

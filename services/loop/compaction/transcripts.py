@@ -55,6 +55,9 @@ class Transcripts:
         self._archived: dict[str, set[int]] = {}
         self._written: set[Path] = set()
         self._dirs: set[str] = set()
+        # Bodies already written, by the body itself: the strings are the record's own (no copy),
+        # and a str caches its hash, so a later compaction finds each in O(1).
+        self._bodies: dict[tuple[str, str], Path] = {}
 
     def _dir(self, name: str) -> Path:
         ensure_state_dir(self.workspace)
@@ -67,6 +70,14 @@ class Transcripts:
         return str(path.relative_to(self.workspace))
 
     def _content_file(self, folder: str, body: str) -> Path:
+        known = self._bodies.get((folder, body))  # a body seen before: no hashing, no file system
+        if known is not None:
+            return known
+        path = self._write_content(folder, body)
+        self._bodies[(folder, body)] = path
+        return path
+
+    def _write_content(self, folder: str, body: str) -> Path:
         data = body.encode("utf-8", "surrogatepass")
         path = self.root / folder / f"{hashlib.sha256(data).hexdigest()}.txt"
         if path in self._written:

@@ -33,6 +33,25 @@ def test_each_save_appends_only_the_new_messages_and_a_reload_sees_them_all(tmp_
     assert loaded.messages[1]["tool_calls"][0]["id"] == "c1"
 
 
+def test_the_compaction_state_is_journaled_when_it_changes_and_a_reload_sees_the_latest(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    session = store.create("fake")
+    bulky = {"compactions": 1, "overlays": {"3": {"layer": "L2", "digest": "d", "content": "x" * 20_000}}}
+    session.compaction = bulky
+    for n in range(5):  # five steps under one unchanged state: written once, not five times
+        session.messages.append({"role": "user", "content": f"step {n}"})
+        session.compaction = json.loads(json.dumps(bulky))  # as the runtime does: a fresh dict each save
+        store.save(session)
+    records = [json.loads(line) for line in store.journal_path(session.id).read_text().splitlines()[1:]]
+    assert sum("compaction" in r["meta"] for r in records) == 1
+    session.compaction = {"compactions": 2}
+    session.turn_digests = ["turn 1 [completed]: hi -> hello"]
+    store.save(session)
+    loaded, _ = SessionStore(tmp_path).load(session.id)
+    assert loaded.compaction == {"compactions": 2} and loaded.turn_digests == ["turn 1 [completed]: hi -> hello"]
+    assert len(loaded.messages) == 5
+
+
 def test_the_snapshot_is_camel_case_like_the_spec(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     session = store.create("fake")
