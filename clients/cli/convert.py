@@ -165,8 +165,11 @@ def session_list(message: loop_pb2.ListSessionsResponse) -> views.SessionList:
                              unreadable=tuple(copy(u, views.UnreadableSession) for u in message.unreadable))
 
 
-def session_detail(message: loop_pb2.GetSessionResponse) -> views.SessionDetail:
-    return views.SessionDetail(summary=session_summary(message.summary), messages_json=message.messages_json)
+def session_detail(pages: Sequence[loop_pb2.GetSessionResponse]) -> views.SessionDetail:
+    """A session from its GetSession pages (each a JSON list of the next messages), in order."""
+    items = [page.messages_json.strip()[1:-1].strip() for page in pages]
+    messages_json = "[" + ",".join(item for item in items if item) + "]"
+    return views.SessionDetail(summary=session_summary(pages[-1].summary), messages_json=messages_json)
 
 
 def command_reply(message: loop_pb2.RunCommandResponse) -> views.CommandReply:

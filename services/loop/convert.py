@@ -140,3 +140,19 @@ def unreadable_to_proto(entry: UnreadableSession) -> loop_pb2.UnreadableSession:
 
 def messages_json(session: Session) -> str:
     return json.dumps([message_to_disk(m) for m in session.messages], ensure_ascii=False)
+
+
+def messages_page(session: Session, start: int, page_bytes: int) -> tuple[str, int]:
+    """``(JSON list of messages[start:k], k or 0 at the end)``: messages from ``start`` until about
+    ``page_bytes`` of JSON (always at least one message, so a page makes progress)."""
+    messages = session.messages
+    parts: list[str] = []
+    size, i = 2, max(start, 0)
+    while i < len(messages) and (not parts or size < page_bytes):
+        part = json.dumps(message_to_disk(messages[i]), ensure_ascii=False)
+        if parts and size + len(part) > page_bytes:
+            break
+        parts.append(part)
+        size += len(part) + 1
+        i += 1
+    return "[" + ",".join(parts) + "]", i if i < len(messages) else 0

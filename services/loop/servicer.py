@@ -24,6 +24,9 @@ from services.loop.sessions import UnreadableSession
 from services.loop.turn_events import Notice
 
 log = logging.getLogger("ai_coding.loop")
+# GetSession pages: the default size, and the most a client may ask for (under gRPC's 4 MB default).
+DEFAULT_PAGE_BYTES = 1024 * 1024
+MAX_PAGE_BYTES = 3 * 1024 * 1024
 
 _CODES = {
     "session_not_found": grpc.StatusCode.NOT_FOUND,
@@ -101,9 +104,12 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         except AiCodingError as err:
             await _fail(context, err)
             raise
+        # A page stays well under gRPC's default 4 MB message limit, whatever the client's channel.
+        page_bytes = min(request.page_bytes, MAX_PAGE_BYTES) if request.page_bytes > 0 else DEFAULT_PAGE_BYTES
+        page, following = convert.messages_page(session, request.from_message, page_bytes)
         return loop_pb2.GetSessionResponse(summary=convert.summary_to_proto(session.summary(),
                                                                             live is not None and live.busy),
-                                           messages_json=convert.messages_json(session))
+                                           messages_json=page, next_message=following)
 
     async def RunCommand(self, request: loop_pb2.RunCommandRequest, context: grpc.aio.ServicerContext
                          ) -> loop_pb2.RunCommandResponse:

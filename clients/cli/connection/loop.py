@@ -162,10 +162,17 @@ class LoopClient:
 
     async def get_session(self, workspace: str, session_id: str) -> views.SessionDetail:
         """One session with its messages (for the redraw after /resume)."""
-        request = loop_pb2.GetSessionRequest(workspace=workspace, session_id=session_id)
+        pages: list[loop_pb2.GetSessionResponse] = []
+        following = 0
         try:
-            response: loop_pb2.GetSessionResponse = await self.stub.GetSession(request, timeout=UNARY_TIMEOUT)
-            return convert.session_detail(response)
+            while True:  # page by page: a long session's messages outgrow one gRPC message
+                request = loop_pb2.GetSessionRequest(workspace=workspace, session_id=session_id,
+                                                     from_message=following)
+                response: loop_pb2.GetSessionResponse = await self.stub.GetSession(request, timeout=UNARY_TIMEOUT)
+                pages.append(response)
+                if response.next_message <= following:  # 0 = the last page (and never loop on a bad answer)
+                    return convert.session_detail(pages)
+                following = response.next_message
         except grpc.aio.AioRpcError as err:
             raise _error(err, "cannot load the session") from None
 
