@@ -205,6 +205,7 @@ class SessionRuntime:
         if deps is self.deps or not self.idle:
             return
         self.settings = deps.settings
+        self.context.reconfigure(deps.compaction, self.model)
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
         self.hooks.settings = deps.hooks
         same_ports = (deps.memory is None) == (self.deps.memory is None) and (deps.mcp is None) == (

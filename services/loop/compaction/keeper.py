@@ -120,6 +120,13 @@ class ContextKeeper:
         keeper.digests = [str(d) for d in ring][-settings.working_memory_keep:] if isinstance(ring, list) else []
         return keeper
 
+    def reconfigure(self, settings: CompactionSettings, model: ModelClient) -> None:
+        """The config was reloaded: its ``compaction`` section (thresholds, layers, ring size) applies
+        from the next request on; the state and what it covers stay."""
+        self.settings = settings
+        self.set_model(model)
+        self.digests = self.digests[-settings.working_memory_keep:] if settings.working_memory_keep else []
+
     def set_model(self, model: ModelClient) -> None:
         """The session switched model: its window gives the budget from now on."""
         entry, window, max_output = model_limits(model)

@@ -5,6 +5,7 @@ Real loop service (and tools service where a turn runs bash) on unix sockets; th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -190,3 +191,20 @@ def test_a_session_whose_model_left_the_config_continues_with_the_default_and_sa
     end = finished(stack.start(old.id, "carry on").drain())
     assert status_name(end) == "completed" and end.text == "carried on"
     assert stack.fake.chat_requests[0].messages[1]["content"] == "earlier work"
+
+
+def test_reopening_an_idle_live_session_after_the_compaction_settings_changed_applies_the_new_threshold(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    def budget(sid: str) -> dict[str, int]:
+        reply = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=sid, command="budget"), timeout=30)
+        context: dict[str, int] = json.loads(reply.data_json)["context"]
+        return context
+
+    stack = make_stack([{"text": "first turn done"}])
+    sid, events = stack.turn("warm up")
+    assert status_name(finished(events)) == "completed"
+    before = budget(sid)
+    assert before["ceiling"] != 5000
+    (workspace / "ai-coding.local.yaml").write_text("compaction:\n  threshold: 5000\n")
+    assert stack.open(sid).session_id == sid
+    assert budget(sid) == {**before, "ceiling": 5000}
