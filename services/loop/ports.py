@@ -113,6 +113,15 @@ class ToolRunner(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ArchivedRecord:
+    """One message compaction archived: its index in the session's record, role and text."""
+
+    index: int
+    role: str
+    text: str
+
+
 class MemoryClient(Protocol):
     """The memory service as the loop uses it.
 
@@ -132,6 +141,16 @@ class MemoryClient(Protocol):
 
     async def reconcile(self, workspace: str, candidates: list[dict[str, Any]], timeout_seconds: float) -> int:
         """Send harvested candidates (NoteCandidate fields by name); returns how many were applied."""
+        ...
+
+    async def archive_messages(self, workspace: str, session_id: str, records: list[ArchivedRecord],
+                               timeout_seconds: float) -> int:
+        """Index messages compaction took out of the view (for history_search); returns how many were new."""
+        ...
+
+    async def search_history(self, workspace: str, session_id: str, query: str, k: int,
+                             timeout_seconds: float) -> list[ArchivedRecord]:
+        """The session's archived messages matching ``query``, best first."""
         ...
 
 

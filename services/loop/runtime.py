@@ -151,7 +151,8 @@ class SessionRuntime:
         self.events.add_listener(self.observing_hooks.on_event)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
-        self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta())
+        self.context = ContextKeeper.create(deps.compaction, model, session.id, session.workspace, session.meta(),
+                                            deps.memory)
         dropped = self.context.check(session.messages)
         if dropped:
             self.warnings.append(f"compaction: {dropped}")

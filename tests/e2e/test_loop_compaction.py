@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
-from ai_coding.v1 import loop_pb2
+from ai_coding.v1 import loop_pb2, memory_pb2, memory_pb2_grpc
 
 from services.fake_model import FakeModelServer
 from services.loop.compaction.summary import SUMMARY_MARKER
@@ -40,13 +41,13 @@ def long_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated
     stacks: list[LoopStack] = []
     (workspace / "AGENTS.md").write_text(f"# Rules\n{CONSTRAINT}\n")
 
-    def make(steps: list[dict[str, Any]], model_window: int = WINDOW, **compaction: Any) -> LoopStack:
+    def make(steps: list[dict[str, Any]], model_window: int = WINDOW, memory: str = "", **compaction: Any) -> LoopStack:
         fake.load_script({"order": "first_match", "context_window": WINDOW, "steps": steps})
         config = model_config(fake.url, max_tool_iterations=1000, duplicate_call_threshold=0,
                               turn_timeout_seconds=1200)
         config["models"]["fake"].update(context_window=model_window, max_tokens=4000, max_retries=0)
         config["compaction"] = compaction
-        stack = LoopStack(short_dir, workspace, fake, config, with_tools=True)
+        stack = LoopStack(short_dir, workspace, fake, config, with_tools=True, memory=memory)
         stacks.append(stack)
         return stack
 
@@ -126,6 +127,35 @@ def test_failing_summaries_open_the_breaker_the_fallback_trims_and_history_searc
     messages = session_messages(stack, sid)
     assert sum(1 for m in messages if m["role"] == "tool") == 16  # 15 bash + history_search: nothing lost
     assert "NEEDLE-4242-found" in messages[2]["content"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("memory", ["service", "down"])
+def test_history_search_asks_the_memory_service_and_reads_the_local_archive_when_it_is_down(
+        long_stack: Callable[..., LoopStack], fake: FakeModelServer, short_dir: Path, memory: str) -> None:
+    stack = long_stack([
+        summary_step(),
+        {"match": INSTRUCTION, **bash_step(f"echo NEEDLE-4242-found; {BIG_OUTPUT}")},
+        bash_step(BIG_OUTPUT, repeat=5),
+        {"tool_calls": [{"name": "history_search", "arguments": {"query": "NEEDLE-4242"}}]},
+        {"match": "NEEDLE-4242-found", "text": "Found it in the archive."},
+    ], memory=memory, threshold=12_000, keep_recent_tool_results=1)
+    sid, events = stack.turn(INSTRUCTION)
+    end = finished(events)
+    assert status_name(end) == "completed", end.reason
+    assert "compaction_ended" in kinds(events)
+    (search,) = [e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished"
+                 and e.tool_finished.result.tool == "history_search"]
+    assert search.ok and "NEEDLE-4242-found" in search.output
+    if memory == "down":
+        assert search.output.startswith("(the memory service is unavailable")
+        return
+    assert "unavailable" not in search.output
+    with grpc.insecure_channel(f"unix:{short_dir}/memory.sock") as channel:  # the memory service indexed it
+        found = memory_pb2_grpc.MemoryStub(channel).SearchHistory(memory_pb2.SearchHistoryRequest(
+            workspace=str(stack.workspace), session_id=sid, query="NEEDLE-4242", k=3), timeout=30)
+    assert any("NEEDLE-4242-found" in m.text for m in found.messages)
 
 
 @pytest.mark.slow

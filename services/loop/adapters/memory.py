@@ -11,7 +11,7 @@ from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.loop.errors import AuxiliaryError
-from services.loop.ports import MemorySearchResult
+from services.loop.ports import ArchivedRecord, MemorySearchResult
 from services.memory.tools_schema import parse_search_args, parse_write_args
 
 
@@ -101,6 +101,26 @@ class GrpcMemoryClient:
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
         return sum(1 for o in response.outcomes if not o.rejected_reason)
+
+    async def archive_messages(self, workspace: str, session_id: str, records: list[ArchivedRecord],
+                               timeout_seconds: float) -> int:
+        request = memory_pb2.ArchiveMessagesRequest(workspace=workspace, messages=[
+            memory_pb2.ArchivedMessage(session_id=session_id, index=r.index, role=r.role, text=r.text)
+            for r in records])
+        try:
+            response = await self._stub.ArchiveMessages(request, timeout=timeout_seconds, metadata=call_metadata())
+        except grpc.RpcError as err:
+            raise AuxiliaryError("memory", _reason(err)) from None
+        return int(response.archived)
+
+    async def search_history(self, workspace: str, session_id: str, query: str, k: int,
+                             timeout_seconds: float) -> list[ArchivedRecord]:
+        request = memory_pb2.SearchHistoryRequest(workspace=workspace, session_id=session_id, query=query, k=k)
+        try:
+            response = await self._stub.SearchHistory(request, timeout=timeout_seconds, metadata=call_metadata())
+        except grpc.RpcError as err:
+            raise AuxiliaryError("memory", _reason(err)) from None
+        return [ArchivedRecord(m.index, m.role, m.text) for m in response.messages]
 
 
 def _reason(err: grpc.RpcError) -> str:

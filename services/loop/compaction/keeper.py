@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.loop.compaction.history import HistoryIndex, local_search
 from services.loop.compaction.layers import Inputs
 from services.loop.compaction.pipeline import Outcome, compact
 from services.loop.compaction.settings import Budget, CompactionSettings, budget_for
@@ -27,7 +28,7 @@ from services.loop.compaction.transcripts import Transcripts
 from services.loop.domain import ToolOutcome
 from services.loop.model.settings import ModelSettings
 from services.loop.policy.permissions import Level
-from services.loop.ports import ModelClient, ToolCall, ToolContext, ToolDef
+from services.loop.ports import MemoryClient, ModelClient, ToolCall, ToolContext, ToolDef
 from services.loop.prompt import HistoryView, tools_bytes
 from services.loop.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
 
@@ -55,8 +56,6 @@ HISTORY_SEARCH_TOOL: dict[str, Any] = {
             "required": ["query"]},
     },
 }
-# A history_search hit longer than this is cut in the result (the archive keeps it whole).
-SEARCH_HIT_CHARS = 4000
 
 
 def model_limits(model: ModelClient) -> tuple[str, int | None, int | None]:
@@ -107,14 +106,22 @@ class ContextKeeper:
     _history_bytes: RunningBytes = field(default_factory=RunningBytes)
     _repairs_seen: int = 0
     _digests: Digests = field(default_factory=Digests)
+    memory: MemoryClient | None = None
+    """Indexes what compaction archives and answers history_search (None: the local archive does)."""
+    history: HistoryIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.history = HistoryIndex(self.memory, self.transcripts, self.session_id)
 
     @staticmethod
     def create(settings: CompactionSettings, model: ModelClient, session_id: str, workspace: str,
-               meta: dict[str, Any]) -> ContextKeeper:
-        """A keeper for a session, its state read from the session file's ``compaction`` object."""
+               meta: dict[str, Any], memory: MemoryClient | None = None) -> ContextKeeper:
+        """A keeper for a session, its state read from the session file's ``compaction`` object;
+        ``memory`` indexes what compaction archives and answers history_search (None: the local archive)."""
         entry, window, max_output = model_limits(model)
+        transcripts = Transcripts(workspace)
         keeper = ContextKeeper(settings, budget_for(settings, entry, window, max_output), session_id,
-                               Transcripts(workspace))
+                               transcripts, memory=memory)
         keeper.state = CompactionState.from_json(meta.get("compaction"))
         ring = meta.get("turnDigests")
         keeper.digests = [str(d) for d in ring][-settings.working_memory_keep:] if isinstance(ring, list) else []
@@ -204,6 +211,7 @@ class ContextKeeper:
         self.compacted_this_turn = self.compacted_this_turn or changed
         if dirty:
             save()  # the new state is durable before any request uses it
+        self.history.archived()
         self.last_estimate = outcome.after_tokens
         emit(CompactionEnded(layers=list(outcome.layers), estimated_before=outcome.before_tokens,
                              estimated_after=outcome.after_tokens))
@@ -235,7 +243,7 @@ class ContextKeeper:
                 ToolDef.from_spec(CHECKPOINT_WRITE_TOOL, permission=Level.ALLOW, handler=self._note_handler)]
 
     async def _search_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        return self.history_search(call.id, arguments)
+        return await self.history.search(call.id, arguments)
 
     async def _note_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         return self.checkpoint_write(call.id, arguments)
@@ -249,22 +257,8 @@ class ContextKeeper:
         return ToolOutcome(call_id, "checkpoint_write", True, f"noted: {self.note}")
 
     def history_search(self, call_id: str, arguments: dict[str, Any]) -> ToolOutcome:
-        query = str(arguments.get("query") or "").strip()
-        if not query:
-            return ToolOutcome(call_id, "history_search", False, "invalid_arguments: send {\"query\": \"words\"}",
-                               error_code="invalid_arguments", error_message="query is empty")
-        k = arguments.get("k", 3)
-        k = k if isinstance(k, int) and 1 <= k <= 10 else 3
-        found = self.transcripts.search(self.session_id, query, k)
-        if not found:
-            return ToolOutcome(call_id, "history_search", True,
-                               "no archived message matches (nothing compacted yet, or other words)",
-                               data={"hits": []})
-        parts = [f"[message {f.index}, {f.role}]\n{f.text[:SEARCH_HIT_CHARS]}" +
-                 (f"\n[... {len(f.text) - SEARCH_HIT_CHARS} more chars]" if len(f.text) > SEARCH_HIT_CHARS else "")
-                 for f in found]
-        return ToolOutcome(call_id, "history_search", True, "\n\n".join(parts),
-                           data={"hits": [f.index for f in found]})
+        """history_search over the local archive (the tool asks the memory service first: ``history``)."""
+        return local_search(self.transcripts, self.session_id, call_id, arguments)
 
 
 def pinned_index(messages: list[Message], request: str) -> int:

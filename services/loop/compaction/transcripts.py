@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.statedir import ensure_state_dir
+from services.loop.ports import ArchivedRecord
 
 Message = dict[str, Any]
 TRANSCRIPTS = "transcripts"
@@ -58,6 +59,8 @@ class Transcripts:
         # Bodies already written, by the body itself: the strings are the record's own (no copy),
         # and a str caches its hash, so a later compaction finds each in O(1).
         self._bodies: dict[tuple[str, str], Path] = {}
+        self.unsent: dict[str, list[ArchivedRecord]] = {}
+        """Archived records the memory service has not indexed yet, per session (the keeper sends them)."""
 
     def _dir(self, name: str) -> Path:
         ensure_state_dir(self.workspace)
@@ -120,17 +123,21 @@ class Transcripts:
         kill -9 keeps them; as durable as the session file); returns how many."""
         known = self.archived(session_id)
         parts: list[str] = []
+        added: list[ArchivedRecord] = []
         for i in indices:
             if i in known:
                 continue
             text = message_text(messages[i])
-            parts.append(f"{i} {messages[i].get('role', '') or '-'} {len(text)}\n{text}\n")
+            role = messages[i].get("role", "") or "-"
+            parts.append(f"{i} {role} {len(text)}\n{text}\n")
+            added.append(ArchivedRecord(i, role, text))
         if not parts:
             return 0
         self._dir("archive")
         with open(self.archive_path(session_id), "a", encoding="utf-8", errors="surrogatepass") as fh:
             fh.write("".join(parts))
         known.update(indices)
+        self.unsent.setdefault(session_id, []).extend(added)
         return len(parts)
 
     def records(self, session_id: str) -> list[dict[str, Any]]:
