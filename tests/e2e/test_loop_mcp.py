@@ -27,18 +27,7 @@ DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
 
 
 def _wait_connected(stack: LoopStack, name: str = "demo") -> None:
-    channel = grpc.insecure_channel(stack.gateway.address.replace("unix://", "unix:"))
-    gateway = mcp_gateway_pb2_grpc.McpGatewayStub(channel)
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            servers = gateway.ListServers(mcp_gateway_pb2.ListServersRequest(), timeout=10).servers
-            if {s.name: s.state for s in servers}.get(name) == mcp_gateway_pb2.SERVER_STATE_CONNECTED:
-                return
-            time.sleep(0.1)
-    finally:
-        channel.close()
-    raise AssertionError(f"MCP server {name} never connected")
+    _wait_state(stack, name, mcp_gateway_pb2.SERVER_STATE_CONNECTED)
 
 
 def _demo(**extra: object) -> dict[str, object]:
@@ -216,3 +205,37 @@ def test_an_elicitation_in_a_session_nobody_answers_is_declined_without_a_questi
     _, events = stack.turn("sign me up", interactive=False)
     assert finished(events).text == "It needs you there."
     assert "question_asked" not in [e.WhichOneof("event") for e in events]
+
+
+def _wait_state(stack: LoopStack, name: str, state: int) -> None:
+    channel = grpc.insecure_channel(stack.gateway.address.replace("unix://", "unix:"))
+    gateway = mcp_gateway_pb2_grpc.McpGatewayStub(channel)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            servers = gateway.ListServers(mcp_gateway_pb2.ListServersRequest(), timeout=10).servers
+            if {s.name: s.state for s in servers}.get(name) == state:
+                return
+            time.sleep(0.1)
+    finally:
+        channel.close()
+    raise AssertionError(f"MCP server {name} never reached state {state}")
+
+
+def test_a_failed_server_is_warned_about_once_per_session_not_every_turn(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([{"text": "ok", "repeat": "forever"}], mcp_servers=[
+        {"name": "broken", "type": "local", "command": ["/nonexistent/aic-no-such-mcp-server"]}])
+    _wait_state(stack, "broken", mcp_gateway_pb2.SERVER_STATE_FAILED)
+
+    def warnings(events: list[loop_pb2.TurnEvent]) -> list[str]:
+        return [e.degraded.reason for e in events
+                if e.WhichOneof("event") == "degraded" and e.degraded.component == "mcp:broken"]
+
+    sid, first = stack.turn("one")
+    second = stack.start(sid, "two").drain()
+    third = stack.start(sid, "three").drain()
+    assert len(warnings(first)) == 1 and "command not found" in warnings(first)[0], warnings(first)
+    assert warnings(second) == [] and warnings(third) == []
+    _, other_session = stack.turn("four")  # a new session is told once too
+    assert len(warnings(other_session)) == 1
