@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from ai_coding.v1 import common_pb2 as ai__coding_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61i_coding/v1/mcp_gateway.proto\x12\x0c\x61i_coding.v1\x1a\x19\x61i_coding/v1/common.proto\"\xe4\x01\n\x0cServerStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.ai_coding.v1.ServerState\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x12\n\ntool_count\x18\x05 \x01(\x05\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x05\x12\x17\n\x0fnext_retry_in_s\x18\x07 \x01(\x01\x12\x14\n\x0c\x61uto_approve\x18\x08 \x01(\x08\x12\x10\n\x08\x64\x65graded\x18\t \x01(\x08\x12\x17\n\x0f\x64\x65graded_reason\x18\n \x01(\t\"\x14\n\x12ListServersRequest\"B\n\x13ListServersResponse\x12+\n\x07servers\x18\x01 \x03(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"\x88\x01\n\x0c\x43\x61talogEntry\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x0c\n\x04tool\x18\x02 \x01(\t\x12\x16\n\x0equalified_name\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12\x19\n\x11input_schema_json\x18\x05 \x01(\t\x12\x12\n\npermission\x18\x06 \x01(\t\"\x13\n\x11GetCatalogRequest\"|\n\x12GetCatalogResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12+\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1a.ai_coding.v1.CatalogEntry\x12+\n\x07servers\x18\x03 \x03(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"p\n\x12McpCallToolRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12\x12\n\ninput_json\x18\x04 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\"\xa8\x01\n\x13McpCallToolResponse\x12(\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x17.ai_coding.v1.ToolChunkH\x00\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x18.ai_coding.v1.ToolResultH\x00\x12\x33\n\x0b\x65licitation\x18\x03 \x01(\x0b\x32\x1c.ai_coding.v1.McpElicitationH\x00\x42\x06\n\x04item\"\x7f\n\x0eMcpElicitation\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04mode\x18\x04 \x01(\t\x12\x1d\n\x15requested_schema_json\x18\x05 \x01(\t\x12\x0b\n\x03url\x18\x06 \x01(\t\"P\n\x14McpElicitationAnswer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontent_json\x18\x03 \x01(\t\"+\n\x16McpElicitationAnswered\x12\x11\n\tdelivered\x18\x01 \x01(\x08\"\"\n\x10ReconnectRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"?\n\x11ReconnectResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"\'\n\x10\x41\x64\x64ServerRequest\x12\x13\n\x0bserver_json\x18\x01 \x01(\t\"?\n\x11\x41\x64\x64ServerResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"\x1e\n\x0cLoginRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"V\n\rLoginResponse\x12\x19\n\x11\x61uthorization_url\x18\x01 \x01(\t\x12*\n\x06status\x18\x02 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"\x1f\n\rLogoutRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"<\n\x0eLogoutResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"?\n\x14ListResourcesRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x02 \x01(\x01\"A\n\x15ListResourcesResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult\"K\n\x13ReadResourceRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x03 \x01(\x01\"@\n\x14ReadResourceResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult\"=\n\x12ListPromptsRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x02 \x01(\x01\"?\n\x13ListPromptsResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult\"a\n\x10GetPromptRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x04 \x01(\x01\"=\n\x11GetPromptResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult*\xd4\x01\n\x0bServerState\x12\x1c\n\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17SERVER_STATE_CONNECTING\x10\x01\x12\x1a\n\x16SERVER_STATE_CONNECTED\x10\x02\x12\x1d\n\x19SERVER_STATE_RECONNECTING\x10\x03\x12\x17\n\x13SERVER_STATE_FAILED\x10\x04\x12\x1b\n\x17SERVER_STATE_NEEDS_AUTH\x10\x05\x12\x19\n\x15SERVER_STATE_DISABLED\x10\x06\x32\xd9\x07\n\nMcpGateway\x12R\n\x0bListServers\x12 .ai_coding.v1.ListServersRequest\x1a!.ai_coding.v1.ListServersResponse\x12O\n\nGetCatalog\x12\x1f.ai_coding.v1.GetCatalogRequest\x1a .ai_coding.v1.GetCatalogResponse\x12Q\n\x08\x43\x61llTool\x12 .ai_coding.v1.McpCallToolRequest\x1a!.ai_coding.v1.McpCallToolResponse0\x01\x12]\n\x11\x41nswerElicitation\x12\".ai_coding.v1.McpElicitationAnswer\x1a$.ai_coding.v1.McpElicitationAnswered\x12X\n\rListResources\x12\".ai_coding.v1.ListResourcesRequest\x1a#.ai_coding.v1.ListResourcesResponse\x12U\n\x0cReadResource\x12!.ai_coding.v1.ReadResourceRequest\x1a\".ai_coding.v1.ReadResourceResponse\x12R\n\x0bListPrompts\x12 .ai_coding.v1.ListPromptsRequest\x1a!.ai_coding.v1.ListPromptsResponse\x12L\n\tGetPrompt\x12\x1e.ai_coding.v1.GetPromptRequest\x1a\x1f.ai_coding.v1.GetPromptResponse\x12L\n\tReconnect\x12\x1e.ai_coding.v1.ReconnectRequest\x1a\x1f.ai_coding.v1.ReconnectResponse\x12L\n\tAddServer\x12\x1e.ai_coding.v1.AddServerRequest\x1a\x1f.ai_coding.v1.AddServerResponse\x12@\n\x05Login\x12\x1a.ai_coding.v1.LoginRequest\x1a\x1b.ai_coding.v1.LoginResponse\x12\x43\n\x06Logout\x12\x1b.ai_coding.v1.LogoutRequest\x1a\x1c.ai_coding.v1.LogoutResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61i_coding/v1/mcp_gateway.proto\x12\x0c\x61i_coding.v1\x1a\x19\x61i_coding/v1/common.proto\"\xe4\x01\n\x0cServerStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.ai_coding.v1.ServerState\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x12\n\ntool_count\x18\x05 \x01(\x05\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x05\x12\x17\n\x0fnext_retry_in_s\x18\x07 \x01(\x01\x12\x14\n\x0c\x61uto_approve\x18\x08 \x01(\x08\x12\x10\n\x08\x64\x65graded\x18\t \x01(\x08\x12\x17\n\x0f\x64\x65graded_reason\x18\n \x01(\t\"\x14\n\x12ListServersRequest\"B\n\x13ListServersResponse\x12+\n\x07servers\x18\x01 \x03(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"\x88\x01\n\x0c\x43\x61talogEntry\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x0c\n\x04tool\x18\x02 \x01(\t\x12\x16\n\x0equalified_name\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12\x19\n\x11input_schema_json\x18\x05 \x01(\t\x12\x12\n\npermission\x18\x06 \x01(\t\"\x13\n\x11GetCatalogRequest\"|\n\x12GetCatalogResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12+\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1a.ai_coding.v1.CatalogEntry\x12+\n\x07servers\x18\x03 \x03(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"p\n\x12McpCallToolRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12\x12\n\ninput_json\x18\x04 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\"\xa8\x01\n\x13McpCallToolResponse\x12(\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x17.ai_coding.v1.ToolChunkH\x00\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x18.ai_coding.v1.ToolResultH\x00\x12\x33\n\x0b\x65licitation\x18\x03 \x01(\x0b\x32\x1c.ai_coding.v1.McpElicitationH\x00\x42\x06\n\x04item\"\x7f\n\x0eMcpElicitation\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04mode\x18\x04 \x01(\t\x12\x1d\n\x15requested_schema_json\x18\x05 \x01(\t\x12\x0b\n\x03url\x18\x06 \x01(\t\"P\n\x14McpElicitationAnswer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontent_json\x18\x03 \x01(\t\"+\n\x16McpElicitationAnswered\x12\x11\n\tdelivered\x18\x01 \x01(\x08\"\"\n\x10ReconnectRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"?\n\x11ReconnectResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"?\n\x10\x41\x64\x64ServerRequest\x12\x13\n\x0bserver_json\x18\x01 \x01(\t\x12\x16\n\x0eproject_source\x18\x02 \x01(\t\"?\n\x11\x41\x64\x64ServerResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"\x1e\n\x0cLoginRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"V\n\rLoginResponse\x12\x19\n\x11\x61uthorization_url\x18\x01 \x01(\t\x12*\n\x06status\x18\x02 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"\x1f\n\rLogoutRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\"<\n\x0eLogoutResponse\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x1a.ai_coding.v1.ServerStatus\"?\n\x14ListResourcesRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x02 \x01(\x01\"A\n\x15ListResourcesResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult\"K\n\x13ReadResourceRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x03 \x01(\x01\"@\n\x14ReadResourceResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult\"=\n\x12ListPromptsRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x02 \x01(\x01\"?\n\x13ListPromptsResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult\"a\n\x10GetPromptRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x04 \x01(\x01\"=\n\x11GetPromptResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.ai_coding.v1.ToolResult*\xd4\x01\n\x0bServerState\x12\x1c\n\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1b\n\x17SERVER_STATE_CONNECTING\x10\x01\x12\x1a\n\x16SERVER_STATE_CONNECTED\x10\x02\x12\x1d\n\x19SERVER_STATE_RECONNECTING\x10\x03\x12\x17\n\x13SERVER_STATE_FAILED\x10\x04\x12\x1b\n\x17SERVER_STATE_NEEDS_AUTH\x10\x05\x12\x19\n\x15SERVER_STATE_DISABLED\x10\x06\x32\xd9\x07\n\nMcpGateway\x12R\n\x0bListServers\x12 .ai_coding.v1.ListServersRequest\x1a!.ai_coding.v1.ListServersResponse\x12O\n\nGetCatalog\x12\x1f.ai_coding.v1.GetCatalogRequest\x1a .ai_coding.v1.GetCatalogResponse\x12Q\n\x08\x43\x61llTool\x12 .ai_coding.v1.McpCallToolRequest\x1a!.ai_coding.v1.McpCallToolResponse0\x01\x12]\n\x11\x41nswerElicitation\x12\".ai_coding.v1.McpElicitationAnswer\x1a$.ai_coding.v1.McpElicitationAnswered\x12X\n\rListResources\x12\".ai_coding.v1.ListResourcesRequest\x1a#.ai_coding.v1.ListResourcesResponse\x12U\n\x0cReadResource\x12!.ai_coding.v1.ReadResourceRequest\x1a\".ai_coding.v1.ReadResourceResponse\x12R\n\x0bListPrompts\x12 .ai_coding.v1.ListPromptsRequest\x1a!.ai_coding.v1.ListPromptsResponse\x12L\n\tGetPrompt\x12\x1e.ai_coding.v1.GetPromptRequest\x1a\x1f.ai_coding.v1.GetPromptResponse\x12L\n\tReconnect\x12\x1e.ai_coding.v1.ReconnectRequest\x1a\x1f.ai_coding.v1.ReconnectResponse\x12L\n\tAddServer\x12\x1e.ai_coding.v1.AddServerRequest\x1a\x1f.ai_coding.v1.AddServerResponse\x12@\n\x05Login\x12\x1a.ai_coding.v1.LoginRequest\x1a\x1b.ai_coding.v1.LoginResponse\x12\x43\n\x06Logout\x12\x1b.ai_coding.v1.LogoutRequest\x1a\x1c.ai_coding.v1.LogoutResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ai_coding.v1.mcp_gateway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SERVERSTATE']._serialized_start=2211
-  _globals['_SERVERSTATE']._serialized_end=2423
+  _globals['_SERVERSTATE']._serialized_start=2235
+  _globals['_SERVERSTATE']._serialized_end=2447
   _globals['_SERVERSTATUS']._serialized_start=76
   _globals['_SERVERSTATUS']._serialized_end=304
   _globals['_LISTSERVERSREQUEST']._serialized_start=306
@@ -61,33 +61,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RECONNECTRESPONSE']._serialized_start=1259
   _globals['_RECONNECTRESPONSE']._serialized_end=1322
   _globals['_ADDSERVERREQUEST']._serialized_start=1324
-  _globals['_ADDSERVERREQUEST']._serialized_end=1363
-  _globals['_ADDSERVERRESPONSE']._serialized_start=1365
-  _globals['_ADDSERVERRESPONSE']._serialized_end=1428
-  _globals['_LOGINREQUEST']._serialized_start=1430
-  _globals['_LOGINREQUEST']._serialized_end=1460
-  _globals['_LOGINRESPONSE']._serialized_start=1462
-  _globals['_LOGINRESPONSE']._serialized_end=1548
-  _globals['_LOGOUTREQUEST']._serialized_start=1550
-  _globals['_LOGOUTREQUEST']._serialized_end=1581
-  _globals['_LOGOUTRESPONSE']._serialized_start=1583
-  _globals['_LOGOUTRESPONSE']._serialized_end=1643
-  _globals['_LISTRESOURCESREQUEST']._serialized_start=1645
-  _globals['_LISTRESOURCESREQUEST']._serialized_end=1708
-  _globals['_LISTRESOURCESRESPONSE']._serialized_start=1710
-  _globals['_LISTRESOURCESRESPONSE']._serialized_end=1775
-  _globals['_READRESOURCEREQUEST']._serialized_start=1777
-  _globals['_READRESOURCEREQUEST']._serialized_end=1852
-  _globals['_READRESOURCERESPONSE']._serialized_start=1854
-  _globals['_READRESOURCERESPONSE']._serialized_end=1918
-  _globals['_LISTPROMPTSREQUEST']._serialized_start=1920
-  _globals['_LISTPROMPTSREQUEST']._serialized_end=1981
-  _globals['_LISTPROMPTSRESPONSE']._serialized_start=1983
-  _globals['_LISTPROMPTSRESPONSE']._serialized_end=2046
-  _globals['_GETPROMPTREQUEST']._serialized_start=2048
-  _globals['_GETPROMPTREQUEST']._serialized_end=2145
-  _globals['_GETPROMPTRESPONSE']._serialized_start=2147
-  _globals['_GETPROMPTRESPONSE']._serialized_end=2208
-  _globals['_MCPGATEWAY']._serialized_start=2426
-  _globals['_MCPGATEWAY']._serialized_end=3411
+  _globals['_ADDSERVERREQUEST']._serialized_end=1387
+  _globals['_ADDSERVERRESPONSE']._serialized_start=1389
+  _globals['_ADDSERVERRESPONSE']._serialized_end=1452
+  _globals['_LOGINREQUEST']._serialized_start=1454
+  _globals['_LOGINREQUEST']._serialized_end=1484
+  _globals['_LOGINRESPONSE']._serialized_start=1486
+  _globals['_LOGINRESPONSE']._serialized_end=1572
+  _globals['_LOGOUTREQUEST']._serialized_start=1574
+  _globals['_LOGOUTREQUEST']._serialized_end=1605
+  _globals['_LOGOUTRESPONSE']._serialized_start=1607
+  _globals['_LOGOUTRESPONSE']._serialized_end=1667
+  _globals['_LISTRESOURCESREQUEST']._serialized_start=1669
+  _globals['_LISTRESOURCESREQUEST']._serialized_end=1732
+  _globals['_LISTRESOURCESRESPONSE']._serialized_start=1734
+  _globals['_LISTRESOURCESRESPONSE']._serialized_end=1799
+  _globals['_READRESOURCEREQUEST']._serialized_start=1801
+  _globals['_READRESOURCEREQUEST']._serialized_end=1876
+  _globals['_READRESOURCERESPONSE']._serialized_start=1878
+  _globals['_READRESOURCERESPONSE']._serialized_end=1942
+  _globals['_LISTPROMPTSREQUEST']._serialized_start=1944
+  _globals['_LISTPROMPTSREQUEST']._serialized_end=2005
+  _globals['_LISTPROMPTSRESPONSE']._serialized_start=2007
+  _globals['_LISTPROMPTSRESPONSE']._serialized_end=2070
+  _globals['_GETPROMPTREQUEST']._serialized_start=2072
+  _globals['_GETPROMPTREQUEST']._serialized_end=2169
+  _globals['_GETPROMPTRESPONSE']._serialized_start=2171
+  _globals['_GETPROMPTRESPONSE']._serialized_end=2232
+  _globals['_MCPGATEWAY']._serialized_start=2450
+  _globals['_MCPGATEWAY']._serialized_end=3435
 # @@protoc_insertion_point(module_scope)

@@ -413,16 +413,22 @@ class AddServerRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SERVER_JSON_FIELD_NUMBER: _builtins.int
+    PROJECT_SOURCE_FIELD_NUMBER: _builtins.int
     server_json: _builtins.str
     """The server entry as JSON, in the shape of one mcp.servers[] item."""
+    project_source: _builtins.str
+    """Non-empty: a project's server (the file it came from, e.g. <workspace>/.mcp.json), kept for
+    this gateway's run only, not written to the sidecar. A name already in use answers ALREADY_EXISTS.
+    """
     def __init__(
         self,
         *,
         server_json: _builtins.str = ...,
+        project_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["server_json", b"server_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["project_source", b"project_source", "server_json", b"server_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
