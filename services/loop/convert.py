@@ -14,9 +14,11 @@ from services.loop import inbound
 from services.loop.approvals import Decision
 from services.loop.attachments import InputFile
 from services.loop.events import Event
+from services.loop.plans.receipts import saved_receipts
 from services.loop.policy.turn import Status
 from services.loop.ports import ToolOutcome, Usage
 from services.loop.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
+from services.loop.tasks import TaskState
 from services.loop.turn_events import EventBody, LayerStat, TaskItem
 
 _STATUS: dict[Status, int] = {
@@ -136,6 +138,16 @@ def summary_to_proto(summary: SessionSummary, is_open: bool) -> loop_pb2.Session
 
 def unreadable_to_proto(entry: UnreadableSession) -> loop_pb2.UnreadableSession:
     return loop_pb2.UnreadableSession(session_id=entry.id, path=entry.path, reason=entry.reason, hint=entry.hint)
+
+
+def plan_json(session: Session) -> str:
+    """The last /plan run's receipts for GetSession ("" when none): only those of items still on the
+    list (rewriting the list drops the others)."""
+    if not session.plan:
+        return ""
+    ids = {item.id for item in TaskState.from_json(session.task_state).items}
+    receipts = [asdict(r) for r in saved_receipts(session.plan, ids)]
+    return json.dumps({"goal": session.plan.get("goal", ""), "receipts": receipts}, ensure_ascii=False)
 
 
 def messages_json(session: Session) -> str:

@@ -33,7 +33,7 @@ from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, t
 from services.loop.domain import Message, wait_limit
 from services.loop.errors import LoopError, ModelError
 from services.loop.plans import gate
-from services.loop.plans.policy import GateFailure
+from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure
 from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
@@ -90,6 +90,8 @@ class Turn:
         self.stop_reason = ""  # set before cancelling: "interrupted" or "service_stopping"
         self.status: Status | None = None
         """How the turn ended, once it did (decide()'s answer)."""
+        self.reason = ""
+        """decide()'s reason for that status."""
         st = rt.settings
         self.duplicates = DuplicateCallGuard(threshold=st.duplicate_call_threshold)
         self.strategy = StrategyGate(st.failed_streak_threshold, st.max_strategy_nudges, st.stall_iterations)
@@ -98,6 +100,8 @@ class Turn:
             st.stale_streak_l2, st.stale_streak_l3, st.repeated_nonempty_l3))
         self.round_iterations = 0
         self.gate_nudges = 0
+        self.max_gate_nudges = MAX_GATE_NUDGES
+        """`[acceptance-gate]` nudges this turn may give (a plan step: one repair)."""
         self.proved: set[str] = set()
         """Acceptance items whose proof passed this turn (the gate runs only the others)."""
         self._budget_rechecked = False
@@ -404,6 +408,7 @@ class Turn:
             search_unconverged=self.ladder.level()[0] == 3, truncated=bool(step and step.finish_reason == "length"),
             cut_by_clock=cut_by_clock, interrupted=interrupted, engine_error=engine_error,
             gate_checked=gate is not None, gate_failures=gate or [], gate_nudges_used=self.gate_nudges,
+            max_gate_nudges=self.max_gate_nudges,
         )
 
     def _append(self, message: dict[str, Any]) -> None:
@@ -418,7 +423,7 @@ class Turn:
 
     def _end(self, decision: TurnDecision) -> None:
         status, reason = _status(decision), decision.reason
-        self.status = status
+        self.status, self.reason = status, reason
         if self._step.dispatch is not None:
             self._record_results(self._step.dispatch, self._step.calls)
         if self._step.partial_text:  # kept: interrupted or timed-out streamed text

@@ -32,6 +32,7 @@ from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
 from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
+from services.loop.plans.runner import PlanContext, PlanRequest, PlanRunner, refuse_topic
 from services.loop.policy.guards import compile_bash_policy
 from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
@@ -158,7 +159,7 @@ class SessionRuntime:
             self.warnings.append(f"compaction: {dropped}")
         for tool in self.context.tool_defs():
             self.tools.register(tool)
-        self.queue: deque[tuple[str, tuple[InputFile, ...]]] = deque()
+        self.queue: deque[tuple[str, tuple[InputFile, ...]] | PlanRequest] = deque()
         self.turn: Turn | None = None
         self.task: asyncio.Task[None] | None = None
         self.tools_attached = False
@@ -255,14 +256,37 @@ class SessionRuntime:
             turn = self.turn.number if self.turn else self.session.turns
             self.events.emit(turn, InputQueued(input=text, position=len(self.queue)))
 
+    def submit_plan(self, topic: str) -> None:
+        """Run ``/plan <topic>`` now, or queue it; a topic naming paths outside the workspace is refused
+        before anything runs (no model call)."""
+        topic = " ".join(topic.split())
+        if not topic:
+            raise BadRequest("/plan needs a topic", hint="What should I plan? Send /plan <topic>.")
+        limits.check_prompt(topic)
+        outside = refuse_topic(topic, self.session.workspace)
+        if outside:
+            raise BadRequest(f"the plan topic names paths outside the workspace: {', '.join(outside)}",
+                             hint="Plan work inside the workspace, or open the other directory as its own workspace.",
+                             reason="plan_outside_workspace")
+        self.queue.append(PlanRequest(topic))
+        if self.task is None:
+            self.task = asyncio.create_task(self._drain())
+        else:
+            turn = self.turn.number if self.turn else self.session.turns
+            self.events.emit(turn, InputQueued(input=f"/plan {topic}", position=len(self.queue)))
+
     async def _drain(self) -> None:
         try:
             while self.queue:
-                text, images = self.queue.popleft()
+                entry = self.queue.popleft()
                 self.session.turns += 1
-                self.turn = Turn(self, text, self.session.turns, images)
                 if self.trace is not None:
                     self.trace.start_turn(self.session.turns)
+                if isinstance(entry, PlanRequest):
+                    await PlanRunner(self._plan_context(), entry.topic, self.session.turns).run()
+                    continue
+                text, images = entry
+                self.turn = Turn(self, text, self.session.turns, images)
                 await self.turn.run()
                 self._start_harvest()
         except Exception as exc:
@@ -435,6 +459,12 @@ class SessionRuntime:
 
     async def _mcp_describe(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         return mcp_describe_outcome(call.id, self.tail.mcp_described, arguments)
+
+    def _plan_context(self) -> PlanContext:
+        def set_turn(turn: Turn) -> None:
+            self.turn = turn
+
+        return PlanContext(self, self.session, self.deps.compaction, set_turn, self.save)
 
     def _store_acceptance(self, items: list[dict[str, Any]]) -> None:
         self.session.acceptance = items

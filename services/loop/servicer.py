@@ -37,6 +37,7 @@ _CODES = {
     "config_invalid": grpc.StatusCode.FAILED_PRECONDITION,
     "session_unreadable": grpc.StatusCode.DATA_LOSS,
     "session_storage": grpc.StatusCode.FAILED_PRECONDITION,
+    "plan_outside_workspace": grpc.StatusCode.INVALID_ARGUMENT,
 }
 
 
@@ -109,7 +110,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         page, following = convert.messages_page(session, request.from_message, page_bytes)
         return loop_pb2.GetSessionResponse(summary=convert.summary_to_proto(session.summary(),
                                                                             live is not None and live.busy),
-                                           messages_json=page, next_message=following)
+                                           messages_json=page, next_message=following,
+                                           plan_json=convert.plan_json(session))
 
     async def RunCommand(self, request: loop_pb2.RunCommandRequest, context: grpc.aio.ServicerContext
                          ) -> loop_pb2.RunCommandResponse:
@@ -170,11 +172,17 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             after = rt.events.last_seq
             rt.submit(*with_attachments(first.input, first.attachments, rt.model.model_name, accepts_images(rt.model)))
             return rt, after
+        if isinstance(first, inbound.StartPlan):
+            rt = await self.runtime.get(first.session_id)
+            after = rt.events.last_seq
+            rt.submit_plan(first.topic)
+            return rt, after
         if isinstance(first, inbound.Attach):
             rt = await self.runtime.get(first.session_id)
             return rt, int(first.after_seq)
-        raise BadRequest("the first message of Converse must be start or attach",
-                         hint="Send ClientMessage.start (new input) or .attach (re-attach after a seq).")
+        raise BadRequest("the first message of Converse must be start or attach (or plan, for /plan)",
+                         hint="Send ClientMessage.start (new input), .plan (/plan <topic>) or .attach (re-attach "
+                              "after a seq).")
 
     async def _read(self, messages: AsyncIterator[loop_pb2.ClientMessage], rt: SessionRuntime) -> None:
         async for raw in messages:
@@ -192,6 +200,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             rt.answer_question(message.request_id, message.answer)
         elif isinstance(message, inbound.InterruptRequest):
             rt.interrupt(message.scope)
+        elif isinstance(message, inbound.StartPlan):
+            rt.submit_plan(message.topic)
         elif isinstance(message, inbound.Queue | inbound.Start):
             rt.submit(*with_attachments(message.input, message.attachments, rt.model.model_name,
                                         accepts_images(rt.model)))

@@ -22,6 +22,7 @@ OPEN = frozenset({"pending", "in_progress", "blocked"})
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "blocked": "[!]", "dropped": "[-]"}
 MAX_ITEMS = 100
 MAX_CONTENT_CHARS = 500
+MAX_VERIFY_CHARS = 2000
 
 
 @dataclass
@@ -32,6 +33,8 @@ class TaskItem:
     content: str
     status: str = "pending"
     depends_on: list[str] = field(default_factory=list)
+    verify: str = ""
+    """A shell command whose exit code 0 proves the item done (a /plan step's acceptance); "" = none."""
 
 
 @dataclass
@@ -54,7 +57,8 @@ class TaskState:
         return {
             "goal": self.goal,
             "items": [
-                {"id": i.id, "content": i.content, "status": i.status, "dependsOn": list(i.depends_on)}
+                {"id": i.id, "content": i.content, "status": i.status, "dependsOn": list(i.depends_on),
+                 **({"verify": i.verify} if i.verify else {})}
                 for i in self.items
             ],
         }
@@ -76,6 +80,7 @@ class TaskState:
                     content=str(entry.get("content", "")),
                     status=status if status in STATUSES else "pending",
                     depends_on=[str(d) for d in deps] if isinstance(deps, list) else [],
+                    verify=str(entry.get("verify") or ""),
                 )
             )
         return cls(goal=str(raw.get("goal") or ""), items=items)
@@ -161,7 +166,11 @@ def _add(state: TaskState, entry: Any, enforce: bool) -> None:
             )
     if len(state.items) >= MAX_ITEMS:
         raise _Refused("too_many_items", f"the list already has {MAX_ITEMS} items; drop or finish some first.")
-    state.items.append(TaskItem(item_id, content[:MAX_CONTENT_CHARS], "pending", deps))
+    verify = str(entry.get("verify") or "").strip()
+    if len(verify) > MAX_VERIFY_CHARS:
+        raise _Refused("invalid_arguments", f"item {item_id!r}: `verify` is longer than {MAX_VERIFY_CHARS} "
+                       "characters; put the check in a script in the workspace and run that.")
+    state.items.append(TaskItem(item_id, content[:MAX_CONTENT_CHARS], "pending", deps, verify))
 
 
 def _update(state: TaskState, entry: Any, enforce: bool) -> None:
@@ -218,7 +227,8 @@ def render_items(state: TaskState) -> str:
     lines = []
     for item in state.items:
         after = f" (after {', '.join(item.depends_on)})" if item.depends_on else ""
-        lines.append(f"{_MARKS.get(item.status, '[ ]')} {item.id}. {item.content}{after}")
+        verify = f" [verify: {item.verify}]" if item.verify else ""
+        lines.append(f"{_MARKS.get(item.status, '[ ]')} {item.id}. {item.content}{after}{verify}")
     return "\n".join(lines)
 
 
@@ -255,7 +265,10 @@ TODO_WRITE_TOOL: dict[str, Any] = {
                     "items": {
                         "type": "object",
                         "properties": {"id": {"type": "string"}, "content": {"type": "string"},
-                                       "depends_on": _ITEM_DEPS},
+                                       "depends_on": _ITEM_DEPS,
+                                       "verify": {"type": "string", "description": (
+                                           "Optional shell command whose exit code 0 proves the item done "
+                                           "(run in the sandbox when a /plan step finishes).")}},
                         "required": ["content"],
                     },
                 },

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from services.loop import pipeline
+from services.loop.plans import runner
 from services.loop.policy.turn import Decision, Facts, decide
 
 REACHED: set[str] = set()
@@ -23,5 +24,6 @@ def _record_decide_rules() -> Iterator[None]:
 
     patch = pytest.MonkeyPatch()
     patch.setattr(pipeline, "decide", recording)
+    patch.setattr(runner, "decide", recording)  # a /plan run's end
     yield
     patch.undo()

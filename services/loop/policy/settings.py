@@ -82,6 +82,11 @@ class LoopSettings:
     """todo_write refuses unknown or self dependencies and starting an item whose dependencies are open."""
     question_timeout_seconds: float = 300.0
     """How long ask_user waits for an answer before returning `no_answer`."""
+    plan_max_step_turns: int = 0
+    """Step turns one /plan run may take in all (repairs inside a step included); 0 = no cap. When
+    reached, the items not yet run stay open (and the run ends plan_incomplete)."""
+    plan_item_wall_seconds: float = 900.0
+    """Wall clock one plan item's attempts share (its step turn and the repair in it); 0 = the turn clock."""
     bash_policy: BashPolicy = field(default_factory=BashPolicy)
     """Operator deny / confirm patterns for bash."""
     static_check: StaticCheck = field(default_factory=StaticCheck)

@@ -19,7 +19,9 @@ first:
    (services/loop/plans): all passed -> ``completed`` "acceptance verified";
    one failed -> an ``[acceptance-gate]`` nudge with its output while the
    gate's own budget (2 per turn), clock and tokens last, else
-   ``acceptance_failed`` naming the failing command;
+   ``acceptance_failed`` naming the failing command. The end of a /plan run
+   (``plan_run``) is ``plan_incomplete`` when an item is blocked, stalled or
+   open, or its steps were refused, else ``completed``;
 6. the token budget is spent -> ``budget``; terminal, so it wins over
    auto-continuation (a nudge that cannot be acted on only burns tokens).
    A budget finish (this one, or 9's ``max_iterations``) after which the gate
@@ -112,6 +114,12 @@ class Facts:
     gate_nudges_used: int = 0
     """`[acceptance-gate]` nudges already given this turn."""
     max_gate_nudges: int = MAX_GATE_NUDGES
+    plan_run: bool = False
+    """These are the facts of a /plan run's end (services/loop/plans/runner.py), not of a model step."""
+    plan_unfinished: list[str] = field(default_factory=list)
+    """Plan items not done, as "<id> (<outcome>)": blocked, stalled, or left open by a budget stop."""
+    plan_refusal: str = ""
+    """Why the plan's steps were not run (an item names paths outside the workspace; no items)."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,8 @@ def continue_nudge(open_items: list[str]) -> str:
     )
 
 
-RULES = ("interrupted", "approval_stop", "engine_error", "timeout", "truncated_continue", "acceptance_nudge",
+RULES = ("interrupted", "approval_stop", "engine_error", "timeout", "truncated_continue", "plan_incomplete",
+         "plan_completed", "acceptance_nudge",
          "acceptance_failed", "acceptance_verified", "completed", "budget_verified", "budget", "search_unconverged",
          "no_progress", "auto_continue", "max_iterations", "continue")
 VERIFIED = "acceptance verified"
@@ -183,6 +192,13 @@ def decide(f: Facts) -> Decision:
         if f.truncated and not out_of_time and not out_of_tokens and f.continuations_used < f.max_auto_continuations:
             return Decision(Action.NUDGE, reason="answer cut at the output token limit", nudge=TRUNCATED_NUDGE,
                             rule="truncated_continue")
+        if f.plan_run:
+            if f.plan_refusal:
+                return _finish("plan_incomplete", Status.PLAN_INCOMPLETE, f"plan not run: {f.plan_refusal}")
+            if f.plan_unfinished:
+                return _finish("plan_incomplete", Status.PLAN_INCOMPLETE,
+                               f"plan incomplete: {', '.join(f.plan_unfinished[:10])}")
+            return _finish("plan_completed", Status.COMPLETED, "every plan item done")
         if f.gate_failures:
             if f.gate_nudges_used < f.max_gate_nudges and not out_of_time and not out_of_tokens:
                 return Decision(Action.NUDGE, reason=failure_reason(f.gate_failures),

@@ -132,6 +132,8 @@ def test_each_rule_names_the_branch_that_answered() -> None:
                                    gate_nudges_used=2),
         "acceptance_verified": facts(made_tool_calls=False, gate_checked=True),
         "budget_verified": facts(tokens_used=9, turn_token_budget=9, gate_checked=True),
+        "plan_incomplete": facts(made_tool_calls=False, plan_run=True, plan_unfinished=["3 (stalled)"]),
+        "plan_completed": facts(made_tool_calls=False, plan_run=True),
     }
     assert sorted(cases) == sorted(RULES)
     assert {rule: decide(f).rule for rule, f in cases.items()} == {rule: rule for rule in cases}

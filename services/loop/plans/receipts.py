@@ -1,0 +1,92 @@
+"""Plan receipts: what each item came to, its proof grade, and the plan's report.
+
+Grades: ``verified`` (the item has a ``verify`` and every proof's final verdict passed:
+the reader checks the verdicts, never only that a verify exists), ``on-claim`` (marked
+done by the model, nothing to run), ``fiat`` (done during the planning turn: no step ran,
+``attested`` false, zero cost), ``n/a`` (not done: blocked, stalled or left open).
+Receipts are saved with the session (``Session.plan``) and replayed by /resume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from services.loop.turn_events import PlanStepReceipt
+
+OUTCOMES = ("done", "blocked", "stalled", "open")
+GRADES = ("verified", "on-claim", "fiat", "n/a")
+
+
+def grade(outcome: str, verify: str, verdicts: list[bool], attested: bool) -> str:
+    """The proof grade of an item's receipt."""
+    if outcome != "done":
+        return "n/a"
+    if not attested:
+        return "fiat"
+    if verify:
+        return "verified" if verdicts and verdicts[-1] is True else "on-claim"
+    return "on-claim"
+
+
+@dataclass
+class Receipt:
+    """One item's receipt (the fields of the PlanStepReceipt event)."""
+
+    index: int
+    total: int
+    item_id: str
+    content: str
+    outcome: str
+    grade: str
+    attested: bool = True
+    attempts: int = 0
+    model_steps: int = 0
+    tokens: int = 0
+    duration_ms: float = 0.0
+    verify: str = ""
+    note: str = ""
+
+    def event(self) -> PlanStepReceipt:
+        return PlanStepReceipt(**asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Receipt | None:
+        if not isinstance(raw, dict) or not raw.get("item_id"):
+            return None
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in raw.items() if k in known})
+        except TypeError:
+            return None
+
+
+def plan_record(goal: str, receipts: list[Receipt]) -> dict[str, Any]:
+    """The session's ``plan`` object."""
+    return {"goal": goal, "receipts": [asdict(r) for r in receipts]}
+
+
+def saved_receipts(plan: dict[str, Any], item_ids: set[str] | None = None) -> list[Receipt]:
+    """Receipts of the session's plan; with ``item_ids``, only those of items still on the list
+    (rewriting the list drops the receipts of items no longer in it)."""
+    out = [r for raw in plan.get("receipts") or [] if (r := Receipt.from_json(raw)) is not None]
+    return [r for r in out if item_ids is None or r.item_id in item_ids]
+
+
+def unproven(receipts: list[Receipt]) -> list[str]:
+    """Ids of items without proof (any grade but ``verified``)."""
+    return [r.item_id for r in receipts if r.grade != "verified"]
+
+
+def report_text(goal: str, receipts: list[Receipt], refusal: str = "") -> str:
+    """The plan's final report: one line per item, then every item without proof, by id."""
+    done = sum(1 for r in receipts if r.outcome == "done")
+    lines = [f"[plan] report: {done}/{len(receipts)} items done · goal: {goal}"]
+    if refusal:
+        lines.append(f"  refused: {refusal}")
+    for r in receipts:
+        why = f" · {r.note}" if r.note and r.outcome != "done" else ""
+        lines.append(f"  {r.item_id}. {r.content} · {r.outcome} · proof: {r.grade}{why}")
+    missing = unproven(receipts)
+    lines.append(f"  without proof: {', '.join(missing)}" if missing else "  every item is verified")
+    return "\n".join(lines)
