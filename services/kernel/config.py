@@ -501,6 +501,11 @@ def _record_sources(node: Mapping[str, Any], prefix: str, source: str, out: dict
             _record_sources(v, path, source, out)
 
 
+def project_trusted(environ: Mapping[str, str]) -> bool:
+    """Whether the user trusts the project (``AI_CODING_TRUST_PROJECT=1``): its layer may run programs."""
+    return environ.get(TRUST_ENV, "") in ("1", "true", "yes")
+
+
 def load_config(
     workspace: Path | None = None,
     *,
@@ -529,7 +534,7 @@ def load_config(
             cfg.files.append(upath)
             _record_sources(user, "", f"user:{upath}", cfg.sources)
     merged = dict(user)
-    trusted = environ.get(TRUST_ENV, "") in ("1", "true", "yes")
+    trusted = project_trusted(environ)
     if workspace is not None:
         user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
         ours, foreign = project_candidates(workspace)

@@ -171,6 +171,11 @@ class McpClient(Protocol):
         (none given: they are declined)."""
         ...
 
+    async def add_project_server(self, entry: dict[str, Any], source: str, timeout_seconds: float) -> str:
+        """Start a project's server (from ``source``, its .mcp.json) for the gateway's run; "" when
+        added or already there, else why it was refused."""
+        ...
+
 
 # -- tools the loop answers itself (services/loop/registry.py keeps them per session) --
 

@@ -48,6 +48,7 @@ from services.loop.ports import (
     ToolRunner,
     Usage,
 )
+from services.loop.project_mcp import ProjectServers
 from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
@@ -511,6 +512,7 @@ class LoopRuntime:
         self.sessions: dict[str, SessionRuntime] = {}
         self._stores: dict[str, SessionStore] = {}
         self._evicted: dict[str, tuple[str, SessionOptions]] = {}
+        self.project_mcp = ProjectServers()
 
     def store(self, workspace: str) -> SessionStore:
         if workspace not in self._stores:
@@ -550,7 +552,8 @@ class LoopRuntime:
         await rt.attach_tools()
         self.sessions[session.id] = rt
         await self._evict_idle(keep=session.id)
-        return rt, [*config_warnings, *warnings, *rt.warnings]
+        project = await self.project_mcp.open(deps.mcp, workspace)
+        return rt, [*config_warnings, *warnings, *rt.warnings, *project]
 
     async def _evict_idle(self, keep: str) -> None:
         idle = [rt for sid, rt in self.sessions.items() if rt.idle and sid != keep]

@@ -135,13 +135,15 @@ class Gateway:
         sup.reconnect_now()
         return sup.view()
 
-    async def add_server(self, entry: Mapping[str, Any]) -> ServerView:
-        """Validate, persist to the sidecar, and start connecting (never replaces an existing name)."""
-        server = parse_server(dict(entry), str(self._sidecar))
+    async def add_server(self, entry: Mapping[str, Any], project_source: str = "") -> ServerView:
+        """Validate, persist to the sidecar, and start connecting (never replaces an existing name).
+        A project's server (``project_source``: its file) is kept for this run only, not persisted."""
+        server = parse_server(dict(entry), project_source or str(self._sidecar))
         if server.name in self.supervisors:
             raise ServerConfigError(f"an MCP server named {server.name!r} already exists",
                                     hint="Pick another name; edit the config file to change an existing one.")
-        append_to_sidecar(self._sidecar, entry)
+        if not project_source:
+            append_to_sidecar(self._sidecar, entry)
         sup = self._make(server)
         self.supervisors[server.name] = sup
         if self._started:

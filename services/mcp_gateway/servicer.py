@@ -133,7 +133,7 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "mcp_config_invalid",
                         "server_json must be one JSON object shaped like an mcp.servers[] item")
         try:
-            view = await self._gateway.add_server(entry)
+            view = await self._gateway.add_server(entry, request.project_source)
         except ServerConfigError as exc:
             code = grpc.StatusCode.ALREADY_EXISTS if "already exists" in exc.message else \
                 grpc.StatusCode.INVALID_ARGUMENT

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+import pytest
 from ai_coding.v1 import loop_pb2, mcp_gateway_pb2, mcp_gateway_pb2_grpc
 
 from tests.service.loop.harness import (
@@ -239,3 +240,46 @@ def test_a_failed_server_is_warned_about_once_per_session_not_every_turn(
     assert warnings(second) == [] and warnings(third) == []
     _, other_session = stack.turn("four")  # a new session is told once too
     assert len(warnings(other_session)) == 1
+
+
+def _write_mcp_json(stack: LoopStack) -> Path:
+    path = stack.workspace / ".mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"proj demo": {"command": sys.executable,
+                                                             "args": [str(DEMO), "stdio"]}}}))
+    return path
+
+
+def test_a_projects_mcp_json_is_not_started_untrusted_and_says_so_once(
+        make_stack: Callable[..., LoopStack], monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    monkeypatch.delenv("AI_CODING_TRUST_PROJECT", raising=False)
+    stack = make_stack([], mcp_servers=[])
+    path = _write_mcp_json(stack)
+    first = list(stack.open().warnings)
+    assert [w for w in first if ".mcp.json" in w] == [
+        f"{path}: its MCP servers were not started (a repository's file can run any program); "
+        "export AI_CODING_TRUST_PROJECT=1 to trust this project and use them"]
+    assert not [w for w in stack.open().warnings if ".mcp.json" in w]  # said once
+    channel = grpc.insecure_channel(stack.gateway.address.replace("unix://", "unix:"))
+    try:
+        servers = mcp_gateway_pb2_grpc.McpGatewayStub(channel).ListServers(
+            mcp_gateway_pb2.ListServersRequest(), timeout=10).servers
+    finally:
+        channel.close()
+    assert [s.name for s in servers] == []
+
+
+def test_a_trusted_projects_mcp_json_servers_are_callable_and_not_written_to_the_users_sidecar(
+        make_stack: Callable[..., LoopStack], monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    monkeypatch.setenv("AI_CODING_TRUST_PROJECT", "1")
+    stack = make_stack([
+        {"match": "echo", "tool_calls": [{"name": "mcp_call", "arguments": {
+            "server": "proj-demo", "tool": "echo", "input": {"text": "from the project"}}}]},
+        {"match": "echo: from the project", "text": "The project's server answered."},
+    ], mcp_servers=[])
+    _write_mcp_json(stack)
+    sid = stack.open().session_id
+    _wait_connected(stack, "proj-demo")
+    assert not [w for w in stack.open().warnings if ".mcp.json" in w]  # a second session registers again quietly
+    events = stack.start(sid, "echo through the project server").drain()
+    assert finished(events).text == "The project's server answered."
+    assert not list(isolated_home.rglob("mcp.local.yaml"))

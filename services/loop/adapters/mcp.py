@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import grpc
 from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
@@ -69,6 +70,18 @@ class GrpcMcpClient:
         except grpc.RpcError as err:
             raise AuxiliaryError("mcp_call", _reason(err)) from None
         raise AuxiliaryError("mcp_call", "the gateway ended the call without a result")
+
+    async def add_project_server(self, entry: dict[str, Any], source: str, timeout_seconds: float) -> str:
+        request = mcp_gateway_pb2.AddServerRequest(server_json=json.dumps(entry), project_source=source)
+        try:
+            await self._stub.AddServer(request, timeout=timeout_seconds, metadata=call_metadata())
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.ALREADY_EXISTS:
+                return ""  # this project's server from an earlier session, or a name the user configured
+            if err.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION):
+                return str(err.details() or "refused")
+            raise AuxiliaryError("mcp_project_servers", _reason(err)) from None
+        return ""
 
     async def _answer(self, asked: mcp_gateway_pb2.McpElicitation, on_elicit: ElicitAsker | None,
                       timeout_seconds: float) -> None:
