@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.kernel.pids import pid_alive as pid_alive  # stdlib only; shared with the loop's crash cleanup
+
 LOCK_FILE = "supervisor.lock"
 PID_FILE = "supervisor.pid"
 STATE_FILE = "supervisor.json"
@@ -134,21 +136,6 @@ def read_pid(rdir: Path) -> int | None:
         return int((rdir / PID_FILE).read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
 
 
 def group_alive(pgid: int) -> bool:

@@ -439,7 +439,7 @@ class SessionRuntime:
         stateless ones of local_tools, and mcp_describe (on the catalog this session fetched)."""
         tools = [self.todo.tool_def(), ProposeTool(self.acceptance).tool_def(),
                  *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH,
-                 self.subagents.tool_def()]
+                 *self.subagents.tool_defs()]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
             tools.append(mcp_describe_tool(self._mcp_describe))
         return tools
@@ -453,7 +453,7 @@ class SessionRuntime:
     def _subagent_limits(self) -> SubagentLimits:
         st = self.settings
         return SubagentLimits(st.subagent_timeout_seconds, st.subagent_max_iterations, st.subagent_token_budget,
-                              st.max_parallel_subagents)
+                              st.max_parallel_subagents, st.subagent_isolation)
 
     def _emit_scoped(self, body: EventBody, scope: SubagentScope | None) -> None:
         self.events.emit(self.turn.number if self.turn else self.session.turns, body, scope)
@@ -550,6 +550,7 @@ class LoopRuntime:
         session.model = client.model_name
         rt = SessionRuntime(session, store, deps, client, options)
         await rt.attach_tools()
+        await rt.subagents.clean_orphans()  # worktrees of a loop that crashed with children running
         self.sessions[session.id] = rt
         await self._evict_idle(keep=session.id)
         project = await self.project_mcp.open(deps.mcp, workspace)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,6 +78,10 @@ def test_a_childs_approvals_are_answered_in_the_repl_and_from_an_attached_termin
 
 def test_a_loop_killed_with_a_background_child_running_says_after_restart_that_the_run_was_lost(
         stack: Stack, workspace: Path) -> None:
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "a.txt").write_text("a\n")
+    git(workspace, "add", "a.txt")
+    git(workspace, "commit", "-q", "-m", "base")
     task = "a long background survey"
     load(stack,
          {"match_first_user": PARENT, "tool_calls": [{"name": "subAgent", "arguments": {
@@ -90,6 +96,10 @@ def test_a_loop_killed_with_a_background_child_running_says_after_restart_that_t
         term.expect("● completed")
         term.line("/tasks")
         term.expect("running")
+        deadline = time.monotonic() + 20
+        while len(worktrees(workspace)) < 2 and time.monotonic() < deadline:  # made by the child's own task
+            time.sleep(0.1)
+        assert len(worktrees(workspace)) == 2, plain(term.seen)[-2000:]  # the child works in its own worktree
         os.kill(_loop_status(stack)["pid"], signal.SIGKILL)
         term.line("hello again")  # the REPL re-sends until the restarted loop takes it
         term.expect("after the restart")
@@ -99,5 +109,19 @@ def test_a_loop_killed_with_a_background_child_running_says_after_restart_that_t
         assert "survey" in out and "lost: the loop restarted while it ran" in out
     finally:
         term.close()
-    # The marker the dead loop left was consumed: a second look no longer reports it.
-    assert not list((workspace / ".ai-coding" / "transcripts" / "subagents" / "running").glob("*.json"))
+    # The run is recorded as lost (no longer as running), and its worktree and branch were removed.
+    running = workspace / ".ai-coding" / "transcripts" / "subagents" / "running"
+    assert not list(running.glob("*.json")) and len(list((running / "lost").glob("*.json"))) == 1
+    assert worktrees(workspace) == [str(workspace)]
+    assert not [p for p in (workspace / ".ai-coding" / "worktrees").iterdir() if p.is_dir()]
+    assert "ai-coding/sub/" not in git(workspace, "branch", "--list")
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def worktrees(repo: Path) -> list[str]:
+    return [line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")]

@@ -64,6 +64,10 @@ def test_a_foreground_child_edits_a_file_and_returns_its_packet_with_scoped_even
     assert packet["final_text"] == "Created greeting.txt with hello."
     assert packet["files_changed"] == ["greeting.txt"] and packet["name"] == "writer"
     assert packet["usage"]["total_tokens"] > 0 and packet["schema_valid"] is None
+    # Not a git repository: the child shared the workspace, and a Degraded event said why.
+    assert packet["isolation"] == "shared" and "not in a git repository" in packet["isolation_note"]
+    degraded = [e for e in events if e.WhichOneof("event") == "degraded" and e.degraded.component == "subagent_worktree"]
+    assert len(degraded) == 1 and degraded[0].scope.run_id == packet["run_id"]
     # The child's own events reached the parent's stream, scoped by its run id; no second turn_finished.
     scoped = [e for e in events if e.HasField("scope")]
     assert {e.scope.run_id for e in scoped} == {packet["run_id"]}
@@ -240,3 +244,91 @@ def test_a_childs_approval_reaches_the_parents_stream_labelled_and_a_denied_call
     [packet] = subagent_results(events)
     assert packet["status"] == "completed" and packet["files_changed"] == ["yes.txt"]
     assert packet["denied_calls"] == ["write: denied_by_user"]
+
+
+def git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "a.txt").write_text("a1\n")
+    (workspace / "b.txt").write_text("b1\n")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "base")
+    return workspace
+
+
+def editing_child(task: str, a: str, b: str) -> list[dict[str, Any]]:
+    return child(task,
+                 {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}},
+                                 {"name": "read", "arguments": {"path": "b.txt"}}]},
+                 {"match": "b1", "tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": a}},
+                                                {"name": "write", "arguments": {"path": "b.txt", "content": b}}]},
+                 {"match_anywhere": "b.txt", "match": "b.txt", "text": "Both files changed."})
+
+
+def test_a_worktree_child_leaves_the_parents_tree_alone_until_apply_then_it_has_exactly_the_diff(
+        make_stack: Callable[..., LoopStack], repo: Path) -> None:
+    task = "update both files"
+    stack = make_stack(script(
+        parent_calls({"task": task, "name": "editor"}, then="I will review the diff."),
+        editing_child(task, "a2\n", "b2\n"),
+        [{"match": "apply it", "tool_calls": [{"name": "subagent_apply", "arguments": {"run_id": "editor"}}]},
+         {"match": "applied the changes", "text": "Applied."}],
+    ), with_tools=True)
+    sid, events = stack.turn(f"{PARENT}: update a and b")
+    [packet] = subagent_results(events)
+    assert packet["isolation"] == "worktree" and packet["status"] == "completed", packet
+    assert packet["files_changed"] == ["a.txt", "b.txt"]
+    tree = packet["worktree"]
+    assert tree["branch"] == f"ai-coding/sub/{packet['run_id']}" and "2 files changed" in tree["diff_stat"]
+    assert (Path(tree["path"]) / "a.txt").read_text() == "a2\n"
+    # Untouched until the apply call.
+    assert (repo / "a.txt").read_text() == "a1\n" and (repo / "b.txt").read_text() == "b1\n"
+    assert git(repo, "status", "--porcelain") == ""
+    _, events = stack.turn("apply it", session_id=sid)
+    assert status_name(finished(events)) == "completed"
+    assert (repo / "a.txt").read_text() == "a2\n" and (repo / "b.txt").read_text() == "b2\n"
+    assert git(repo, "diff", "--name-only").split() == ["a.txt", "b.txt"]
+    changed = [line for line in git(repo, "diff").splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed == ["-a1", "+a2", "-b1", "+b2"]  # exactly the child's diff
+    # The worktree and its branch are gone once applied.
+    assert not Path(tree["path"]).exists()
+    assert tree["branch"] not in git(repo, "branch", "--list")
+
+
+def test_a_conflicting_apply_is_refused_and_applies_nothing(
+        make_stack: Callable[..., LoopStack], repo: Path) -> None:
+    task = "update both files"
+    stack = make_stack(script(
+        parent_calls({"task": task, "name": "editor"}, then="Later."),
+        editing_child(task, "a2\n", "b2\n"),
+        [{"match": "apply it", "tool_calls": [{"name": "subagent_apply", "arguments": {"run_id": "editor"}}]},
+         {"match": "apply_conflict", "text": "It clashed."}],
+    ), with_tools=True)
+    sid, _ = stack.turn(f"{PARENT}: update a and b")
+    (repo / "a.txt").write_text("a-user\n")  # the user changed a.txt meanwhile
+    _, events = stack.turn("apply it", session_id=sid)
+    [result] = [e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished"]
+    assert not result.ok and result.error.code == "apply_conflict"
+    assert "a.txt" in result.error.message and "nothing was applied" in result.error.message
+    assert (repo / "a.txt").read_text() == "a-user\n" and (repo / "b.txt").read_text() == "b1\n"
+
+
+def test_a_child_with_no_changes_leaves_no_worktree_and_branch(make_stack: Callable[..., LoopStack], repo: Path
+                                                                ) -> None:
+    task = "just look"
+    stack = make_stack(script(parent_calls({"task": task}), child(task, {"text": "Looked; nothing to change."})))
+    _, events = stack.turn(f"{PARENT}: look")
+    [packet] = subagent_results(events)
+    assert packet["isolation"] == "worktree" and packet["worktree"] is None and packet["files_changed"] == []
+    assert not any((repo / ".ai-coding" / "worktrees").iterdir())
+    assert "ai-coding/sub/" not in git(repo, "branch", "--list")
+    assert not [e for e in events if e.WhichOneof("event") == "degraded"
+                and e.degraded.component == "subagent_worktree"]

@@ -54,6 +54,8 @@ class LoopSettings:
     """Tokens one subagent child may use; 0 = no budget."""
     max_parallel_subagents: int = 4
     """Subagent children running at once per session; one more is refused at once (never queued)."""
+    subagent_isolation: bool = True
+    """A child that may write works in a temporary git worktree (in a git repository), applied on request."""
     failed_streak_threshold: int = 2
     """Consecutive steps whose tool calls all failed before one `[strategy-gate]` nudge."""
     max_strategy_nudges: int = 3

@@ -37,6 +37,7 @@ from services.loop.local_tools import error_outcome
 from services.loop.pipeline import Turn
 from services.loop.policy.permissions import Level
 from services.loop.ports import ModelClient, ToolContext, ToolDef
+from services.loop.subagents import worktree
 from services.loop.subagents.child import (
     ChildHost,
     ParentView,
@@ -49,6 +50,7 @@ from services.loop.subagents.child import (
 from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
 from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
 from services.loop.turn_events import (
+    Degraded,
     EventBody,
     SubagentFinished,
     SubagentScope,
@@ -80,9 +82,18 @@ SUBAGENT_PARAMETERS: dict[str, Any] = {
         "tools": {"type": "array", "items": {"type": "string"}, "description": "Only these tools (default: all "
                                                                                 "but subAgent, memory, ask_user)."},
         "model": {"type": "string", "description": "A model name from the configuration (default: this one)."},
+        "isolation": {"type": "string", "enum": ["worktree", "shared"],
+                      "description": "worktree: work in a temporary git worktree, changes applied later with "
+                                     "subagent_apply (default for a child that may write, in a git repository)."},
     },
     "required": ["task"],
 }
+APPLY_PARAMETERS: dict[str, Any] = {
+    "type": "object", "properties": {"run_id": {"type": "string",
+                                                "description": "The run id from the packet (or the child's name)."}},
+    "required": ["run_id"]}
+APPLY_DESCRIPTION = ("Apply the changes a subagent made in its git worktree (its packet's 'worktree') to your "
+                     "tree, all or nothing; a conflict applies nothing.")
 SUBAGENT_DESCRIPTION = ("Delegate a self-contained task to a child agent with its own fresh history and limits, "
                         "in this workspace. Foreground (default) returns a packet: status, final text, files "
                         "changed, usage, and with output_schema the parsed facts. background=true returns a run "
@@ -116,6 +127,8 @@ class RunRecord:
     """``/tasks stop`` asked for it; the status changes when the child has actually ended."""
     packet: SubagentPacket | None = None
     turn: Turn | None = field(default=None, repr=False)
+    tree: worktree.Worktree | None = field(default=None, repr=False)
+    isolation_note: str = ""
     task_handle: asyncio.Task[SubagentPacket] | None = field(default=None, repr=False)
 
     @property
@@ -135,6 +148,7 @@ class SubagentLimits:
     max_iterations: int
     token_budget: int
     max_parallel: int
+    isolation: bool = True
 
 
 class SubagentManager:
@@ -155,9 +169,11 @@ class SubagentManager:
 
     # -- the tool --
 
-    def tool_def(self) -> ToolDef:
-        return ToolDef("subAgent", SUBAGENT_DESCRIPTION, SUBAGENT_PARAMETERS, permission=Level.ALLOW,
-                       handler=self.handle)
+    def tool_defs(self) -> list[ToolDef]:
+        return [ToolDef("subAgent", SUBAGENT_DESCRIPTION, SUBAGENT_PARAMETERS, permission=Level.ALLOW,
+                        handler=self.handle),
+                ToolDef("subagent_apply", APPLY_DESCRIPTION, APPLY_PARAMETERS, permission=Level.WARN,
+                        handler=self.apply_handle)]
 
     async def handle(self, ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
         task = args.get("task")
@@ -202,10 +218,19 @@ class SubagentManager:
             timeout = min(timeout, left) if timeout > 0 else left
             timeout = max(timeout, 1.0) if timeout != float("inf") else 0.0
         settings = child_settings(view.settings, timeout, limits.max_iterations, limits.token_budget)
-        host = ChildHost(run.run_id, view, settings, lambda body: self._emit(body, run.scope()),
-                         only_tools=list(only) if only is not None else None)
+        isolation = args.get("isolation")
+        if isolation not in (None, "worktree", "shared"):
+            raise ValueError("'isolation' must be 'worktree' or 'shared' (default: worktree for a child that may "
+                             "write, in a git repository)")
+        may_write = only is None or bool({"write", "edit", "bash"} & set(only))
+        isolate = isolation == "worktree" or (isolation is None and limits.isolation and may_write)
+
+        def host_for(workspace: str) -> ChildHost:
+            return ChildHost(run.run_id, view, settings, lambda body: self._emit(body, run.scope()),
+                             only_tools=list(only) if only is not None else None, workspace=workspace)
+
         self._add(run)
-        run.task_handle = asyncio.create_task(self._run(run, host, text, schema))
+        run.task_handle = asyncio.create_task(self._run(run, host_for, isolate, text, schema))
         if run.background:
             self._mark_running(run)
             return ToolOutcome(call.id, call.name, True,
@@ -222,15 +247,26 @@ class SubagentManager:
             raise
         return packet.outcome(call.id)
 
-    async def _run(self, run: RunRecord, host: ChildHost, text: str, schema: dict[str, Any] | None
-                   ) -> SubagentPacket:
+    async def _run(self, run: RunRecord, host_for: Callable[[str], ChildHost], isolate: bool, text: str,
+                   schema: dict[str, Any] | None) -> SubagentPacket:
         started = time.monotonic()
+        stopped_early = False
+        try:
+            run.tree = await self._isolate(run) if isolate else None
+        except asyncio.CancelledError:  # /tasks stop while the worktree was being made
+            stopped_early = True
+            run.tree = None
+        host = host_for(run.tree.workspace if run.tree is not None else self.workspace)
         self._emit(SubagentStarted(run_id=run.run_id, name=run.name, task=run.task, background=run.background,
                                    call_id=run.call_id, workspace=host.workspace), run.scope())
         turn = new_turn(host, text)
         run.turn = turn
         try:
-            await turn.run()
+            if stopped_early:
+                turn.stop_reason = "interrupted"
+                turn.crashed(RuntimeError("stopped before it started"))
+            else:
+                await turn.run()
         except asyncio.CancelledError:
             if not turn.finished:
                 turn.crashed(RuntimeError("cancelled"))
@@ -240,6 +276,7 @@ class SubagentManager:
         finally:
             await host.close()
         packet = self._packet(run, host, turn, started, schema)
+        await self._settle_tree(run, packet)
         run.packet, run.status, run.ended, run.tokens = packet, packet.status, time.time(), host.usage.total_tokens
         packet.transcript_path = self._write_transcript(run, host, packet)
         self._emit(SubagentFinished(run_id=run.run_id, name=run.name, status=packet.status,
@@ -278,6 +315,72 @@ class SubagentManager:
             result = parse_facts(turn.final_text, schema)
             packet.facts, packet.schema_valid, packet.schema_errors = result.facts, result.valid, result.errors
         return packet
+
+    # -- worktrees --
+
+    async def _isolate(self, run: RunRecord) -> worktree.Worktree | None:
+        """A worktree for the child, or None (shared workspace) with a Degraded event saying why."""
+        try:
+            return await worktree.create(self.workspace, run.run_id)
+        except worktree.IsolationUnavailable as err:
+            run.isolation_note = f"shared workspace: {err}"
+            self._emit(Degraded(component="subagent_worktree", reason=f"{err}; the child works in the shared "
+                                                                       "workspace"), run.scope())
+            return None
+
+    async def _settle_tree(self, run: RunRecord, packet: SubagentPacket) -> None:
+        """Commit the child's work on its branch; no change removes the worktree, changes stay for apply."""
+        packet.isolation = "worktree" if run.tree is not None else "shared"
+        packet.isolation_note = run.isolation_note
+        tree = run.tree
+        if tree is None:
+            return
+        try:
+            changes = await worktree.commit(tree)
+        except (RuntimeError, worktree.IsolationUnavailable) as err:
+            packet.isolation_note = f"could not collect the child's changes: {err}"
+            return
+        packet.files_changed = changes.files
+        if not changes.files:
+            await worktree.remove(tree)
+            run.tree = None
+            return
+        packet.worktree = {"path": str(tree.path), "branch": tree.branch, "base": tree.base,
+                           "diff_stat": changes.stat,
+                           "apply": f"call subagent_apply with run_id {run.run_id} to apply these changes to your tree"}
+
+    async def apply_handle(self, ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
+        """``subagent_apply``: the child's diff into the parent's tree, all or nothing."""
+        run_id = args.get("run_id")
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError("subagent_apply needs 'run_id': the id from the subAgent packet")
+        named = [r for r in self.runs.values() if r.name == run_id and r.tree is not None]
+        run = self.runs.get(run_id) or self.find(run_id) or (named[-1] if len(named) == 1 else None)
+        if run is None or run.tree is None or not run.finished:
+            why = ("it is still running" if run is not None and not run.finished else
+                   "it has no worktree changes to apply (none made, already applied, or from before a restart)")
+            return error_outcome(call.id, call.name, "nothing_to_apply", f"run {run_id}: {why}")
+        try:
+            files = await worktree.apply(run.tree)
+        except worktree.ApplyRefused as err:
+            paths = f" (clashing: {', '.join(err.paths)})" if err.paths else ""
+            return error_outcome(call.id, call.name, "apply_conflict",
+                                 f"{err}{paths}; nothing was applied. Your tree changed where the child worked: "
+                                 "read the files and make the change yourself")
+        except RuntimeError as err:
+            return error_outcome(call.id, call.name, "apply_failed", f"{err}; nothing was applied")
+        await worktree.remove(run.tree)
+        run.tree = None
+        return ToolOutcome(call.id, call.name, True, f"applied the changes of {run.run_id} to {len(files)} file(s): "
+                           + ", ".join(files), data={"files": files, "run_id": run.run_id})
+
+    async def clean_orphans(self) -> list[str]:
+        """Worktrees a crashed loop left in this workspace (run at session start)."""
+        try:
+            return await worktree.clean_orphans(self.workspace)
+        except (RuntimeError, worktree.IsolationUnavailable, OSError) as err:
+            log.warning("cleaning orphaned subagent worktrees in %s failed: %s", self.workspace, err)
+            return []
 
     # -- the table --
 
@@ -381,26 +484,37 @@ class SubagentManager:
             (Path(self.workspace) / RUNNING_DIR / f"{run_id}.json").unlink()
 
     def _collect_lost(self) -> list[dict[str, Any]]:
-        """Background runs of this session a dead loop left running: they are lost (never resumed)."""
-        folder = Path(self.workspace) / RUNNING_DIR
-        lost: list[dict[str, Any]] = []
-        if not folder.is_dir():
-            return lost
-        for marker in sorted(folder.glob("*.json")):
-            try:
-                doc = json.loads(marker.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if not isinstance(doc, dict) or doc.get("session_id") != self.session_id:
-                continue
-            if doc.get("pid") == os.getpid():
-                continue  # ours: still running in this loop
-            lost.append({"run_id": str(doc.get("run_id", marker.stem)), "name": str(doc.get("name", "")),
-                         "status": "lost"})
-            with contextlib.suppress(OSError):
-                marker.unlink()
-        return lost
+        """Background runs of this session that a dead loop left running: lost, never resumed.
 
+        A marker whose loop is gone moves to ``lost/`` (kept, so every later look says so too, also
+        from a second runtime of the same session); the newest ``MAX_ROWS`` are listed."""
+        folder = Path(self.workspace) / RUNNING_DIR
+        lost_dir = folder / "lost"
+        if not folder.is_dir():
+            return []
+        for marker in sorted(folder.glob("*.json")):
+            doc = _read_json(marker)
+            if doc is None or doc.get("session_id") != self.session_id or doc.get("pid") == os.getpid():
+                continue  # another session's, or ours: still running in this loop
+            with contextlib.suppress(OSError):
+                lost_dir.mkdir(mode=0o700, exist_ok=True)
+                os.replace(marker, lost_dir / marker.name)
+        lost: list[dict[str, Any]] = []
+        for marker in sorted(lost_dir.glob("*.json")) if lost_dir.is_dir() else []:
+            doc = _read_json(marker)
+            if doc is not None and doc.get("session_id") == self.session_id:
+                lost.append({"run_id": str(doc.get("run_id", marker.stem)), "name": str(doc.get("name", "")),
+                             "status": "lost", "started": doc.get("started", 0)})
+        lost.sort(key=lambda row: float(row["started"] or 0))
+        return lost[-MAX_ROWS:]
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 def _new_run_id() -> str:
     """Short and random (not time-ordered), so a few characters of it name a run in /tasks stop."""

@@ -40,7 +40,11 @@ class SubagentPacket:
     schema_errors: list[str] = field(default_factory=list)
     workspace: str = ""
     isolation: str = "shared"
-    """How the child worked: ``shared`` (the parent's workspace)."""
+    """How the child worked: ``shared`` (the parent's workspace) or ``worktree``."""
+    isolation_note: str = ""
+    """Why a child meant for a worktree shared the workspace, or what failed collecting its changes."""
+    worktree: dict[str, str] | None = None
+    """Changes left in the child's worktree for ``subagent_apply``: path, branch, base, diff_stat."""
     transcript_path: str = ""
 
     @property
