@@ -45,6 +45,15 @@ async def _no_progress(progress: Progress) -> None:
     return None
 
 
+def _decline(gateway: Gateway) -> Callable[[ElicitAsk], None]:
+    """A user who refuses every question (AI_CODING_CONFORMANCE_DECLINE=1)."""
+
+    def answer(ask: ElicitAsk) -> None:
+        asyncio.get_running_loop().call_soon(gateway.elicitations.answer, ask.request_id, "decline", {})
+
+    return answer
+
+
 def _accept_with_defaults(gateway: Gateway) -> Callable[[ElicitAsk], None]:
     """A user who presses Enter on every field: accept, nothing typed (the gateway fills the defaults)."""
 
@@ -119,10 +128,19 @@ async def run(url: str, scenario: str) -> int:
         if sup.state != State.CONNECTED:
             print(f"{scenario}: the server is {sup.state.value}: {sup.reason}", file=sys.stderr)
             return 1
+        declining = os.environ.get("AI_CODING_CONFORMANCE_DECLINE") == "1"
+        asker = _decline(gateway) if declining else _accept_with_defaults(gateway)
+        report: dict[str, Any] = {"calls": {}}
         for tool in [e.tool for e in gateway.entries()]:
             outcome = await gateway.call(SERVER, tool, json.dumps(TOOL_ARGUMENTS.get(tool, {})), 30, _no_progress,
-                                         _accept_with_defaults(gateway))
+                                         asker)
             print(f"{tool}: ok={outcome.ok} {outcome.output[:200]}")
+            report["calls"][tool] = {"ok": outcome.ok, "error_code": outcome.error_code, "hint": outcome.hint}
+        report["state"] = sup.state.value
+        await asyncio.sleep(2.0)  # long enough for a reconnect to have started
+        report["state_later"], report["reason"] = sup.state.value, sup.reason
+        if os.environ.get("AI_CODING_CONFORMANCE_REPORT"):
+            Path(os.environ["AI_CODING_CONFORMANCE_REPORT"]).write_text(json.dumps(report))
         return 0
     finally:
         await service.on_shutdown()

@@ -9,6 +9,7 @@ The suite's own checks decide; a scenario passes only with its "OVERALL: PASSED"
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -48,13 +49,13 @@ SAMPLE = ["initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-d
 RUN = PASSING if os.environ.get("AI_CODING_CONFORMANCE_ALL") == "1" else SAMPLE
 
 
-def run_scenario(scenario: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_scenario(scenario: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     if not (NODE.is_file() and SUITE.is_file()):
         pytest.fail("the conformance suite is not installed: run `bash scripts/setup_tests.sh`")
     return subprocess.run(
         [str(NODE), str(SUITE), "client", "--command", f"{sys.executable} {ADAPTER}", "--scenario", scenario],
         cwd=cwd, capture_output=True, text=True, timeout=180, check=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": str(REPO)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": str(REPO), **env},
     )
 
 
@@ -63,3 +64,17 @@ def test_the_gateway_passes_the_conformance_scenario(scenario: str, tmp_path: Pa
     done = run_scenario(scenario, tmp_path)
     out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # the verdict is coloured, on stderr
     assert "OVERALL: PASSED" in out, out[-4000:]
+
+
+def test_a_step_up_nobody_completes_leaves_the_server_waiting_for_login_not_reconnected(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    run_scenario("auth/scope-step-up", tmp_path, AI_CODING_CONFORMANCE_DECLINE="1",
+                 AI_CODING_CONFORMANCE_REPORT=str(report))
+    assert report.is_file(), "the adapter wrote no report"
+    got = json.loads(report.read_text())
+    [call] = got["calls"].values()
+    assert not call["ok"] and call["error_code"] == "mcp_needs_auth", call
+    assert "ai-coding mcp login conformance" in call["hint"]
+    # Not "connection closed" and a reconnect with the old token: it waits for a login.
+    assert got["state"] == got["state_later"] == "needs_auth", got
+    assert "more permissions" in got["reason"]
