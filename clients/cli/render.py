@@ -178,6 +178,27 @@ def command_failure(result: views.ToolResult) -> str:
     return f"exit {code}" + (f" · {one_line(lines[-1])}" if lines else "")
 
 
+def background_done_line(ev: views.BackgroundTaskDone, origin: str = "") -> str:
+    """The one dim line a background child's end gets (``origin``: the session it ran in, when the
+    user has moved to another)."""
+    line = (f"  ⟲ background subagent {ev.name} [{ev.run_id}] {ev.status} · {one_line(ev.summary, 80)}"
+            f" · {human_duration(ev.elapsed_ms)}")
+    if ev.transcript_path:
+        line += f" · full packet: {ev.transcript_path}"
+    return line + (f" · from session {origin[:12]}" if origin else "")
+
+
+def _schema_errors(packet_json: str) -> list[str]:
+    """What a child's packet says about its output_schema (empty when valid or not asked for)."""
+    try:
+        packet = json.loads(packet_json) if packet_json else {}
+    except ValueError:
+        return []
+    if not isinstance(packet, dict) or packet.get("schema_valid") is not False:
+        return []
+    return [str(e) for e in packet.get("schema_errors") or []] or ["invalid"]
+
+
 def tool_result_summary(result: views.ToolResult) -> str:
     """The short text after ✓/✗: the error code and sentence, or the output's first line."""
     if not result.ok:
@@ -424,13 +445,13 @@ class EventRenderer:
                                                                         else "")
                                + f" · {human_count(body.usage.total_tokens)} tokens · {human_duration(body.elapsed_ms)}",
                                "dim"))
+            errors = _schema_errors(body.packet_json)
+            if errors:
+                self._line(literal(f"  ⚠ subagent {who}: its JSON does not match the output_schema: "
+                                   + "; ".join(errors), "yellow"))
 
     def _on_background_task_done(self, ev: views.BackgroundTaskDone) -> None:
-        line = (f"  ⟲ background subagent {ev.name} [{ev.run_id}] {ev.status} · {one_line(ev.summary, 80)}"
-                f" · {human_duration(ev.elapsed_ms)}")
-        if ev.transcript_path:
-            line += f" · full packet: {ev.transcript_path}"
-        self._line(literal(line, "dim"))
+        self._line(literal(background_done_line(ev), "dim"))
 
     def _on_approval_resolved(self, ev: views.ApprovalResolved) -> None:
         if self.pending_approval and self.pending_approval.request_id == ev.request_id:

@@ -125,3 +125,25 @@ def git(cwd: Path, *args: str) -> str:
 def worktrees(repo: Path) -> list[str]:
     return [line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
             if line.startswith("worktree ")]
+
+
+def test_a_background_childs_end_is_shown_after_the_user_moved_to_another_session(
+        stack: Stack, workspace: Path) -> None:
+    task = "a short background check"
+    load(stack,
+         {"match_first_user": PARENT, "tool_calls": [{"name": "subAgent", "arguments": {
+             "task": task, "name": "checker", "background": True}}]},
+         {"match_first_user": PARENT, "match_anywhere": '"run_id"', "text": "Check started."},
+         {"match_first_user": task, "text": "All checks green.", "delay_ms": 3000})
+    term = Term(stack, workspace)
+    try:
+        term.line(f"{PARENT}: check")
+        term.expect("Check started.")
+        term.expect("● completed")
+        first = _session_id(term.seen)
+        term.line("/clear")
+        term.expect("/help for commands")
+        out = plain(term.expect(f"from session {first[:12]}"))
+        assert "⟲ background subagent checker" in out and "completed · All checks green." in out
+    finally:
+        term.close()

@@ -35,7 +35,7 @@ from clients.cli.approvals import approval_decision, is_approval_answer
 from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
 from clients.cli.connection.services import ServiceClients
 from clients.cli.driver import TurnDriver
-from clients.cli.render import EventRenderer, last_tool_text, literal, visible_controls
+from clients.cli.render import EventRenderer, background_done_line, last_tool_text, literal, visible_controls
 from clients.cli.repl import resume
 from clients.cli.repl.keys import build_bindings
 from clients.cli.repl.service_commands import (
@@ -92,6 +92,8 @@ class Repl:
         self._timings = Timings(os.environ.get("AI_CODING_CLIENT_TIMINGS", ""))
         self.last_ctrl_c: float | None = None
         self._shown_queued: list[str] = []
+        # Background subagent runs of this session still running (their end is shown even after a switch).
+        self._background: set[str] = set()
         # True while the next TurnStarted is for a line the prompt already shows.
         self._echoed_input = False
         self.prompt: PromptSession[str] = PromptSession(
@@ -164,6 +166,9 @@ class Repl:
 
     async def _switch_to(self, opened: views.OpenedSession, redraw: bool,
                          replay_in_flight: bool = False) -> None:
+        if self._background and self.session_id and opened.session_id != self.session_id:
+            self._spawn(self._watch_background(self.session_id, self.last_seq, set(self._background)))
+        self._background = set()
         self.session_id = opened.session_id
         self.last_seq = opened.last_seq
         self.renderer.last_seq = opened.last_seq
@@ -522,6 +527,26 @@ class Repl:
         self._tasks.add(self._follower_task)
         self._follower_task.add_done_callback(self._task_done)
 
+    async def _watch_background(self, session_id: str, after_seq: int, pending: set[str]) -> None:
+        """The session the user left still has background children: show each one's end as it comes,
+        labelled with that session (until none is left)."""
+        last = after_seq
+        while pending:
+            stream = self.client.attach(session_id, last)
+            try:
+                async for event in stream.events():
+                    last = max(last, event.seq)
+                    body = event.body
+                    if isinstance(body, views.BackgroundTaskDone) and body.run_id in pending:
+                        pending.discard(body.run_id)
+                        self._print(literal(background_done_line(body, origin=session_id), "dim"))
+            except ClientError:
+                pass
+            finally:
+                stream.close()
+            if pending:
+                await asyncio.sleep(FOLLOW_POLL_MAX_SECONDS)
+
     def _deliver(self, event: views.Event) -> None:
         if event.seq and event.seq <= self.last_seq:
             return
@@ -536,6 +561,10 @@ class Repl:
             self._echoed_input = False
         elif isinstance(body, views.TurnFinished):
             self.turn_running = bool(self.queued)
+        elif isinstance(body, views.SubagentStarted) and body.background:
+            self._background.add(body.run_id)
+        elif isinstance(body, views.BackgroundTaskDone):
+            self._background.discard(body.run_id)
         elif isinstance(body, views.InputQueued) and body.input in self._shown_queued:
             self._shown_queued.remove(body.input)
             return

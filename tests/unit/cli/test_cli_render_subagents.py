@@ -60,3 +60,14 @@ def test_a_background_completion_is_one_dim_line_with_the_transcript_pointer() -
     assert out.getvalue().splitlines() == [
         "  ⟲ background subagent alpha [sa-9] completed · alpha done · 1.2s · full packet: "
         ".ai-coding/transcripts/subagents/sa-9.json"]
+
+
+def test_a_child_whose_json_misses_a_required_key_gets_a_warning_line_naming_it() -> None:
+    renderer, out = make()
+    renderer.handle(ev(1, subagent_finished=loop_pb2.SubagentFinished(
+        run_id="sa-1234", name="writer", status="completed",
+        packet_json='{"schema_valid": false, "schema_errors": ["missing required key \'files\'"]}')))
+    renderer.handle(ev(2, subagent_finished=loop_pb2.SubagentFinished(
+        run_id="sa-5", name="other", status="completed", packet_json='{"schema_valid": true}')))
+    warnings = [line for line in out.getvalue().splitlines() if "⚠" in line]
+    assert warnings == ["  ⚠ subagent writer: its JSON does not match the output_schema: missing required key 'files'"]
