@@ -70,34 +70,26 @@ PARENT_MARGIN_S = 2.0
 SUBAGENT_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "task": {"type": "string", "description": "What the child must do, self-contained: it sees nothing of "
-                                                  "this conversation but what you write here and in context."},
-        "name": {"type": "string", "description": "A short label for the child (shown to the user)."},
-        "context": {"type": "string", "description": "Facts the child needs from this conversation."},
-        "background": {"type": "boolean", "description": "Return a run id at once; the result arrives later as "
-                                                        "an event (see /tasks). Default false: wait for the packet."},
-        "output_schema": {"type": "object", "description": "A JSON Schema (object; only 'required' is checked) "
-                                                           "the child's final JSON must follow; the packet then "
-                                                           "carries 'facts' and 'schema_valid'."},
-        "tools": {"type": "array", "items": {"type": "string"}, "description": "Only these tools (default: all "
-                                                                                "but subAgent, memory, ask_user)."},
-        "model": {"type": "string", "description": "A model name from the configuration (default: this one)."},
-        "isolation": {"type": "string", "enum": ["worktree", "shared"],
-                      "description": "worktree: work in a temporary git worktree, changes applied later with "
-                                     "subagent_apply (default for a child that may write, in a git repository)."},
+        "task": {"type": "string", "description": "Self-contained: the child sees only this and context."},
+        "name": {"type": "string", "description": "Short label."},
+        "context": {"type": "string"},
+        "background": {"type": "boolean", "description": "Return a run id now; the result comes later."},
+        "output_schema": {"type": "object", "description": "JSON Schema ('required' checked) for the "
+                                                           "child's final JSON: the packet gets 'facts'."},
+        "tools": {"type": "array", "items": {"type": "string"}},
+        "model": {"type": "string"},
+        "isolation": {"type": "string", "enum": ["worktree", "shared"]},
     },
     "required": ["task"],
 }
 APPLY_PARAMETERS: dict[str, Any] = {
-    "type": "object", "properties": {"run_id": {"type": "string",
-                                                "description": "The run id from the packet (or the child's name)."}},
+    "type": "object", "properties": {"run_id": {"type": "string", "description": "Run id (or the child's name)."}},
     "required": ["run_id"]}
-APPLY_DESCRIPTION = ("Apply the changes a subagent made in its git worktree (its packet's 'worktree') to your "
+APPLY_DESCRIPTION = ("Apply the changes a subagent left in its git worktree (the packet's 'worktree') to your "
                      "tree, all or nothing; a conflict applies nothing.")
-SUBAGENT_DESCRIPTION = ("Delegate a self-contained task to a child agent with its own fresh history and limits, "
-                        "in this workspace. Foreground (default) returns a packet: status, final text, files "
-                        "changed, usage, and with output_schema the parsed facts. background=true returns a run "
-                        "id immediately; the result arrives later.")
+SUBAGENT_DESCRIPTION = ("Delegate a task to a child agent (fresh history, own limits, no subAgent). Returns a "
+                        "packet: status, final_text, files_changed, usage. A writing child in a git repository "
+                        "works in a worktree (apply with subagent_apply).")
 
 
 class SubagentHook(Protocol):
@@ -173,7 +165,7 @@ class SubagentManager:
         return [ToolDef("subAgent", SUBAGENT_DESCRIPTION, SUBAGENT_PARAMETERS, permission=Level.ALLOW,
                         handler=self.handle),
                 ToolDef("subagent_apply", APPLY_DESCRIPTION, APPLY_PARAMETERS, permission=Level.WARN,
-                        handler=self.apply_handle)]
+                        deferred=True, handler=self.apply_handle)]
 
     async def handle(self, ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
         task = args.get("task")
