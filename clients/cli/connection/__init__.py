@@ -2,6 +2,15 @@
 
 Only this package and :mod:`clients.cli.convert` import the generated protobuf modules; callers get view models
 (:mod:`clients.cli.views`) and ``ClientError`` (one readable line, never a traceback).
+
+A client process runs every call on one event loop (:func:`run`) over one channel per service
+(:func:`shared_channel`), made on first use and closed at exit, on that loop, before the loop
+itself closes. A ``run --session`` used to make five channels (two health checks, ListSessions,
+OpenSession, the turn stream), each closed and dropped after its call: every drop shut gRPC's
+aio completion queue and its poller thread down and the next call started new ones (18
+``grpc_init`` and 17 ``grpc_shutdown`` in one run, read from ``GRPC_TRACE=api``), and the turn
+stream's channel was only released by the garbage collector at interpreter exit, after the
+loop had closed. Neither happens now: gRPC is set up once per process and torn down once, in order.
 """
 
 from __future__ import annotations
@@ -9,12 +18,18 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import grpc
+
+    from services.kernel.endpoints import Endpoint
 
 T = TypeVar("T")
 
 _runner: asyncio.Runner | None = None
+_channels: dict[tuple[str, tuple[tuple[str, object], ...]], grpc.aio.Channel] = {}
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
@@ -30,7 +45,40 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     return _runner.run(main)
 
 
-def _close() -> None:
-    if _runner is not None:
+def shared_channel(endpoint: Endpoint, options: Sequence[tuple[str, object]] = ()) -> grpc.aio.Channel | None:
+    """The process's channel to ``endpoint`` when called on the loop of :func:`run` (made on first
+    use, closed at exit); None on any other loop (a benchmark's own): the caller then makes and
+    closes a channel of its own."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    if _runner is None or running is not _runner.get_loop():
+        return None
+    key = (str(endpoint), tuple(options))
+    channel = _channels.get(key)
+    if channel is None:
+        from services.kernel.channels import aio_channel
+
+        channel = _channels[key] = aio_channel(endpoint, options=list(options))
+    return channel
+
+
+async def _close_channels() -> None:
+    channels = list(_channels.values())
+    _channels.clear()
+    for channel in channels:
         with contextlib.suppress(Exception):
-            _runner.close()
+            await channel.close()
+
+
+def _close() -> None:
+    """At exit: close the channels on the loop (their calls end while it still runs), then the loop."""
+    global _runner
+    runner, _runner = _runner, None
+    if runner is None:
+        return
+    with contextlib.suppress(Exception):
+        runner.run(_close_channels())
+    with contextlib.suppress(Exception):
+        runner.close()

@@ -16,6 +16,7 @@ from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from clients.cli import convert, views
 from clients.cli.attachments import Attachment
+from clients.cli.connection import shared_channel
 from services.kernel.channels import aio_channel
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import AiCodingError, reason_of
@@ -131,9 +132,12 @@ class LoopClient:
     """Typed calls to the AgentLoop service."""
 
     def __init__(self, endpoint: Endpoint, cwd: str = "") -> None:
-        self._channel = aio_channel(endpoint, options=list(_FAST_RECONNECT))
+        shared = shared_channel(endpoint, _FAST_RECONNECT)
+        self._owned = shared is None
+        self._channel = aio_channel(endpoint, options=list(_FAST_RECONNECT)) if shared is None else shared
         self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
         self.cwd = cwd  # where the user is: project instructions are read down to here
+        self._streams: list[TurnStream] = []
 
     async def open_session(self, workspace: str, session_id: str = "", *, model: str = "",
                            auto_approve: bool = False, interactive: bool = True) -> views.OpenedSession:
@@ -188,12 +192,24 @@ class LoopClient:
 
     def start(self, session_id: str, text: str, attachments: Sequence[Attachment] = ()) -> TurnStream:
         """Open a stream that starts a turn with ``text`` (and files or images attached to it)."""
-        return TurnStream(self.stub, convert.start(session_id, text, attachments))
+        return self._stream(convert.start(session_id, text, attachments))
 
     def attach(self, session_id: str, after_seq: int) -> TurnStream:
         """Open a stream that follows the session from event ``after_seq`` on."""
-        return TurnStream(self.stub, convert.attach(session_id, after_seq))
+        return self._stream(convert.attach(session_id, after_seq))
+
+    def _stream(self, first: loop_pb2.ClientMessage) -> TurnStream:
+        self._streams = [s for s in self._streams if not s.closed]
+        stream = TurnStream(self.stub, first)
+        self._streams.append(stream)
+        return stream
 
     async def close(self) -> None:
-        """Close the channel (open streams end)."""
-        await self._channel.close()
+        """End this client's open streams (the loop keeps their turns running); a channel of its
+        own is closed too (the process's shared one stays for the next client, until exit)."""
+        for stream in self._streams:
+            if not stream.closed:
+                stream.close()
+        self._streams.clear()
+        if self._owned:
+            await self._channel.close()

@@ -16,6 +16,7 @@ from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc, memory_pb2, memo
 
 from clients.cli import convert, views
 from clients.cli import services_view as view
+from clients.cli.connection import shared_channel
 from clients.cli.connection.loop import ClientError
 from services.kernel.channels import aio_channel
 from services.kernel.endpoints import Endpoint
@@ -28,6 +29,12 @@ _POLL_SECONDS = 0.3
 RESOURCE_TIMEOUT = 90.0
 
 T = TypeVar("T")
+
+
+def _channel(endpoint: Endpoint) -> tuple[grpc.aio.Channel, bool]:
+    """(the channel to use, whether the client owns it): the process's shared one on its loop."""
+    shared = shared_channel(endpoint)
+    return (aio_channel(endpoint), True) if shared is None else (shared, False)
 
 
 def _unreachable(service: str, endpoint: Endpoint) -> ClientError:
@@ -55,7 +62,7 @@ class MemoryClient:
     def __init__(self, endpoint: Endpoint, workspace: str) -> None:
         self.endpoint = endpoint
         self.workspace = workspace
-        self._channel = aio_channel(endpoint)
+        self._channel, self._owned = _channel(endpoint)
         self._stub = memory_pb2_grpc.MemoryStub(self._channel)
 
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -99,8 +106,9 @@ class MemoryClient:
         return bool(response.deleted)
 
     async def close(self) -> None:
-        """Close the channel."""
-        await self._channel.close()
+        """Close a channel of its own (the process's shared one stays until exit)."""
+        if self._owned:
+            await self._channel.close()
 
 
 class McpClient:
@@ -108,7 +116,7 @@ class McpClient:
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
-        self._channel = aio_channel(endpoint)
+        self._channel, self._owned = _channel(endpoint)
         self._stub = mcp_gateway_pb2_grpc.McpGatewayStub(self._channel)
 
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -186,8 +194,9 @@ class McpClient:
         return await self.wait_for(name, lambda now: view.retry_settled(before, now), settle)
 
     async def close(self) -> None:
-        """Close the channel."""
-        await self._channel.close()
+        """Close a channel of its own (the process's shared one stays until exit)."""
+        if self._owned:
+            await self._channel.close()
 
 
 def _status(message: mcp_gateway_pb2.ServerStatus) -> views.ServerStatus:
