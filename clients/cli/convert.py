@@ -169,7 +169,8 @@ def session_detail(pages: Sequence[loop_pb2.GetSessionResponse]) -> views.Sessio
     """A session from its GetSession pages (each a JSON list of the next messages), in order."""
     items = [page.messages_json.strip()[1:-1].strip() for page in pages]
     messages_json = "[" + ",".join(item for item in items if item) + "]"
-    return views.SessionDetail(summary=session_summary(pages[-1].summary), messages_json=messages_json)
+    return views.SessionDetail(summary=session_summary(pages[-1].summary), messages_json=messages_json,
+                               plan_json=pages[-1].plan_json)
 
 
 def command_reply(message: loop_pb2.RunCommandResponse) -> views.CommandReply:

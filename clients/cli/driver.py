@@ -36,8 +36,10 @@ class TurnDriver:
     def __init__(self, client: LoopClient, session_id: str, on_event: Callable[[views.Event], None], *,
                  until: Callable[[views.Event], bool] = at_turn_finished,
                  resend: Callable[[ClientError], Awaitable[bool]] | None = None,
-                 on_stream: Callable[[TurnStream], None] | None = None) -> None:
+                 on_stream: Callable[[TurnStream], None] | None = None, plan: bool = False) -> None:
         self.client = client
+        self.plan = plan
+        """The input is a /plan topic (the loop plans it and runs the steps), not a prompt."""
         self.session_id = session_id
         self.on_event = on_event
         self.until = until
@@ -47,7 +49,8 @@ class TurnDriver:
 
     def start(self, text: str, attachments: Sequence[Attachment] = ()) -> TurnStream:
         """Open the stream that starts a turn with ``text`` (sent at once; :meth:`follow` reads it)."""
-        stream = self.client.start(self.session_id, text, attachments)
+        stream = (self.client.start_plan(self.session_id, text) if self.plan
+                  else self.client.start(self.session_id, text, attachments))
         self._use(stream)
         return stream
 

@@ -135,7 +135,7 @@ def subcommand_completions(command: str, prefix: str) -> list[tuple[str, str]]:
 
 # Commands of the product that this version does not have yet: /help says so instead of
 # letting a user find out by trying.
-NOT_IN_THIS_VERSION = frozenset({"plan"})
+NOT_IN_THIS_VERSION: frozenset[str] = frozenset()
 
 
 def help_text() -> str:

@@ -182,7 +182,7 @@ def stop_reason(now: float, deadline: float | None, signum: int | None, timeout:
 
 def drive_turn(
     endpoint: Endpoint, session_id: str, prompt: str, sink: Sink, approver: Approver, timeout: float | None = None,
-    attachments: Sequence[Attachment] = (),
+    attachments: Sequence[Attachment] = (), plan: bool = False,
 ) -> TurnOutcome:
     """Run one turn to its end; returns the outcome with the exit code to use.
 
@@ -191,11 +191,12 @@ def drive_turn(
     and waits a few seconds for the turn's final event: nothing keeps running behind it.
     """
     with _CtrlC() as ctrl_c:
-        return connection.run(_drive(endpoint, session_id, prompt, attachments, sink, approver, timeout, ctrl_c))
+        return connection.run(_drive(endpoint, session_id, prompt, attachments, sink, approver, timeout, ctrl_c,
+                                     plan))
 
 
 async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: Sequence[Attachment], sink: Sink,
-                 approver: Approver, timeout: float | None, ctrl_c: _CtrlC) -> TurnOutcome:
+                 approver: Approver, timeout: float | None, ctrl_c: _CtrlC, plan: bool = False) -> TurnOutcome:
     from clients.cli.connection.loop import LoopClient
 
     client = LoopClient(endpoint)
@@ -244,7 +245,7 @@ async def _drive(endpoint: Endpoint, session_id: str, prompt: str, attachments: 
             question = body
             asking[body.request_id] = _Prompt(body, lambda elsewhere: tty_answer(question, elsewhere), answered)
 
-    driver = TurnDriver(client, session_id, on_event)
+    driver = TurnDriver(client, session_id, on_event, plan=plan)
     following = asyncio.ensure_future(driver.follow(driver.start(prompt, attachments)))
     deadline = time.monotonic() + timeout if timeout else None
     give_up_at = 0.0

@@ -450,6 +450,8 @@ class SessionList:
 class SessionDetail:
     summary: SessionSummary
     messages_json: str = ""
+    plan_json: str = ""
+    """The last /plan run's receipts (JSON; "" when none), replayed as step headers."""
 
 
 @dataclass(frozen=True)

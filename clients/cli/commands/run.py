@@ -33,6 +33,8 @@ def run(
     model: str = typer.Option("", "--model", "-m", help="Model name from the config's models table."),
     timeout: float = typer.Option(0.0, "--timeout", help="Interrupt the turn after this many seconds and exit 4 (0: the loop's own limit)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show reasoning and more detail."),
+    plan: str = typer.Option("", "--plan", help="Plan TOPIC and run its steps (as /plan does); exits 7 when an "
+                                               "item is blocked or stalled."),
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended (`ai-coding -p PROMPT` is the same)."""
     from clients.cli import attachments, control, headless
@@ -43,7 +45,9 @@ def run(
     root, cwd = headless.workspace_and_cwd(workspace)
     if not root.is_dir():
         raise fail("run", f"workspace {workspace} is not a directory; pass an existing one with -w")
-    text = headless.read_prompt(prompt, sys.stdin)
+    if plan and prompt:
+        raise fail("run", "--plan takes the topic; pass either a prompt or --plan TOPIC, not both")
+    text = plan.strip() or headless.read_prompt(prompt, sys.stdin)
     if not text.strip():
         raise fail("run", "the prompt is empty; say what the agent should do (as an argument, or on stdin with `-`)")
     if timeout < 0:
@@ -51,7 +55,7 @@ def run(
     if session and resume:
         raise fail("run", "--session and --resume both name a session; pass one of them")
     try:
-        files = attachments.collect(text, cwd)
+        files = [] if plan else attachments.collect(text, cwd)
     except attachments.AttachmentError as err:
         raise fail("run", str(err)) from None
     with cli_errors("run"):
@@ -72,7 +76,7 @@ def run(
         sink, close = (printer.write, lambda: None) if printer else _rich_sink(verbose)
         try:
             outcome = drive_turn(setup.endpoints["loop"], opened.session_id, text, sink, approver,
-                                 timeout=timeout or None, attachments=files)
+                                 timeout=timeout or None, attachments=files, plan=bool(plan))
         finally:
             close()
     if printer is not None:

@@ -105,7 +105,7 @@ def show_session(
 
     from clients.cli.commands.common import cli_errors, fail
     from clients.cli.render import literal
-    from clients.cli.repl.resume import history_items, history_lines
+    from clients.cli.repl.resume import history_items, history_lines, plan_lines
 
     root = Path(workspace).expanduser().resolve()
     if not root.is_dir():
@@ -118,5 +118,5 @@ def show_session(
     console = Console(highlight=False)
     summary = response.summary
     console.print(literal(f"session {summary.session_id} · {summary.message_count} messages", "dim"))
-    for text, style in history_lines(history_items(response.messages_json)):
+    for text, style in history_lines(history_items(response.messages_json), plan_lines(response.plan_json)):
         console.print(literal(text, style), soft_wrap=True)

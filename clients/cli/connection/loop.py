@@ -194,6 +194,10 @@ class LoopClient:
         """Open a stream that starts a turn with ``text`` (and files or images attached to it)."""
         return self._stream(convert.start(session_id, text, attachments))
 
+    def start_plan(self, session_id: str, topic: str) -> TurnStream:
+        """Open a stream that runs ``/plan <topic>`` (a planning turn, then one step per item)."""
+        return TurnStream(self.stub, convert.start_plan(session_id, topic))
+
     def attach(self, session_id: str, after_seq: int) -> TurnStream:
         """Open a stream that follows the session from event ``after_seq`` on."""
         return self._stream(convert.attach(session_id, after_seq))

@@ -88,6 +88,8 @@ class Repl:
         self._turn_stream: TurnStream | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._picker: list[resume.SessionRow] | None = None
+        self._asking_plan = False
+        """A bare /plan asked "What should I plan?": the next line is the topic."""
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._timings = Timings(os.environ.get("AI_CODING_CLIENT_TIMINGS", ""))
         self.last_ctrl_c: float | None = None
@@ -178,7 +180,7 @@ class Repl:
             self._print(literal(f"warning: {warning}", "yellow"))
         if redraw and opened.message_count:
             got = await self.client.get_session(self.workspace, opened.session_id)
-            self._redraw(resume.history_items(got.messages_json))
+            self._redraw(resume.history_items(got.messages_json), resume.plan_lines(got.plan_json))
         self._follow_session(opened.last_seq, replay_in_flight)
 
     # ---- submitted lines ----
@@ -204,6 +206,14 @@ class Repl:
         if self._picker is not None:
             self._echo(line)
             await self._pick(line)
+            return ""
+        if self._asking_plan:
+            self._asking_plan = False
+            self._echo(line)
+            if line.strip():
+                self._send_plan(line.strip())
+            else:
+                self._print(literal("  no topic: nothing planned", "dim"))
             return ""
         text = line.strip()
         if not text:
@@ -265,11 +275,29 @@ class Repl:
             await self._resume(args)
         elif name == "review":
             self._send_input(REVIEW_PROMPT)
+        elif name == "plan":
+            self._plan(args)
         elif name in ("memory", "mcp"):
             await self._service_command(name, args)
         else:
             await self._loop_command(name, args)
         return ""
+
+    def _plan(self, topic: str) -> None:
+        """``/plan <topic>`` plans and runs the steps; a bare ``/plan`` asks for the topic first."""
+        if self.turn_running:
+            self._print(literal("a turn is running: /plan when it has ended", "yellow"))
+        elif not topic:
+            self._asking_plan = True
+            self._print(literal("What should I plan? (type the topic; Enter alone cancels)", "bold"))
+        else:
+            self._send_plan(topic)
+
+    def _send_plan(self, topic: str) -> None:
+        self.turn_running = True
+        driver = self._driver(plan=True)
+        stream = driver.start(topic)
+        self._spawn(self._follow_turn(driver, stream, topic))
 
     async def _service_command(self, name: str, args: str) -> None:
         """``/memory`` and ``/mcp``: straight to the memory service / MCP gateway, not through the loop."""
@@ -363,8 +391,8 @@ class Repl:
         for row in rows:
             self._print(literal(f"  {resume.row_line(row)}"))
 
-    def _redraw(self, items: list[resume.HistoryItem]) -> None:
-        for text, style in resume.history_lines(items):
+    def _redraw(self, items: list[resume.HistoryItem], plan: list[tuple[str, str]] | None = None) -> None:
+        for text, style in resume.history_lines(items, plan):
             self._print(literal(text, style))
 
     # ---- streams ----
@@ -415,7 +443,7 @@ class Repl:
             return self._turn_stream
         return self._follower
 
-    def _driver(self) -> TurnDriver:
+    def _driver(self, plan: bool = False) -> TurnDriver:
         """The driver of one turn of this session: events go to ``_deliver``; it ends once the turn and
         every input queued behind it have finished; control messages go to its stream.
 
@@ -435,7 +463,7 @@ class Repl:
 
         return TurnDriver(self.client, self.session_id, self._deliver,
                           until=lambda event: isinstance(event.body, views.TurnFinished) and not self.queued,
-                          resend=resend, on_stream=use)
+                          resend=resend, on_stream=use, plan=plan)
 
     async def _follow_turn(self, driver: TurnDriver, stream: TurnStream, text: str = "",
                            files: Sequence[attachments.Attachment] = ()) -> None:
@@ -639,6 +667,8 @@ class Repl:
             parts.append(("bold", "resume› "))
         elif self._confirm is not None:
             parts.append(("fg:ansiyellow bold", "forget? [y/N] "))
+        elif self._asking_plan:
+            parts.append(("bold", "plan› "))
         elif self.turn_running:
             parts.append(("fg:ansibrightblack", "… "))
         else:

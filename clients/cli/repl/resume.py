@@ -95,6 +95,31 @@ def history_items(messages_json: str) -> list[HistoryItem]:
     return items
 
 
+def plan_lines(plan_json: str) -> list[tuple[str, str]]:
+    """The last /plan run's receipts as (text, style) lines: each step's header, then its receipt line
+    (the same lines the run showed live)."""
+    from clients.cli import views
+    from clients.cli.render import plan_step_header, receipt_line
+
+    try:
+        plan = json.loads(plan_json) if plan_json else {}
+    except json.JSONDecodeError:
+        return []
+    receipts = plan.get("receipts") if isinstance(plan, dict) else None
+    lines: list[tuple[str, str]] = []
+    known = {f for f in views.PlanStepReceipt.__dataclass_fields__}
+    for raw in receipts if isinstance(receipts, list) else []:
+        if not isinstance(raw, dict):
+            continue
+        try:
+            receipt = views.PlanStepReceipt(**{k: v for k, v in raw.items() if k in known})
+        except TypeError:
+            continue
+        lines.append((plan_step_header(receipt.index, receipt.total, receipt.content), "bold"))
+        lines.append((receipt_line(receipt), "green" if receipt.outcome == "done" else "yellow"))
+    return lines
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
@@ -171,12 +196,17 @@ def group_lines(groups: list[tuple[str, list[SessionRow]]]) -> list[tuple[str, s
     return lines
 
 
-def history_lines(items: list[HistoryItem]) -> list[tuple[str, str]]:
-    """A redrawn session as (text, style) lines: user text, model text, one ✓/✗ line per tool call."""
+def history_lines(items: list[HistoryItem], plan: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    """A redrawn session as (text, style) lines: user text, model text, one ✓/✗ line per tool call;
+    ``plan`` (the last /plan run's step headers and receipts) follows that run's ``/plan`` line."""
+    last_plan = max((n for n, i in enumerate(items) if i.kind == "user" and i.text.startswith("/plan ")),
+                    default=-1)
     lines = [(f"── history ({len(items)} items) ──", "dim")]
-    for item in items:
+    for n, item in enumerate(items):
         if item.kind == "user":
             lines.append((f"› {item.text}", "bold"))
+            if n == last_plan:
+                lines += plan or []
         elif item.kind == "assistant":
             lines.append((item.text, ""))
         else:
