@@ -172,7 +172,8 @@ def parse_hooks(raw: Any, source_of: Any = None) -> tuple[HookSettings, list[str
 
 
 def _camel(key: str) -> str:
-    return "".join(part.capitalize() for part in key.split("_")) if "_" in key else key
+    """``subagent_stop`` / ``notification`` (as the config loader normalizes them) -> Claude Code's spelling."""
+    return key if key[:1].isupper() else "".join(part.capitalize() for part in key.split("_"))
 
 
 def _entry(entry: Any, index: int) -> HookSpec:

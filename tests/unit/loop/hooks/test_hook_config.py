@@ -73,6 +73,17 @@ def test_claude_code_entries_map_onto_our_points() -> None:
     assert warnings and "Notification" in warnings[0] and "ignored" in warnings[0]
 
 
+def test_claude_code_events_we_lack_are_ignored_with_a_warning_as_the_loader_spells_them(tmp_path: Path) -> None:
+    user = tmp_path / "user.yaml"
+    user.write_text("hooks:\n  Notification: [{hooks: [{type: command, command: x}]}]\n"
+                    "  SubagentStop: [{hooks: [{type: command, command: y}]}]\n"
+                    "  PreToolUse: [{matcher: Bash, hooks: [{type: command, command: z}]}]\n")
+    config = load_config(None, user_path=user, env={})
+    settings, warnings = parse_hooks(config.get("hooks"), config.source_of)
+    assert [h.claude_event for h in settings.hooks] == ["PreToolUse"]
+    assert sorted(w.split("'s ")[1].split()[0] for w in warnings) == ["Notification", "SubagentStop"]
+
+
 def test_a_claude_code_prompt_hook_of_another_type_is_refused() -> None:
     with pytest.raises(ConfigError, match="only `type: command`"):
         parse_hooks({"PreToolUse": [{"hooks": [{"type": "prompt", "prompt": "is this safe?"}]}]})
