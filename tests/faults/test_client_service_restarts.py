@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -55,13 +55,15 @@ def _stacks_of(pid: int) -> str:
     return "(py-spy is not installed: see the faulthandler dump in the client's stderr)"
 
 
-def _run_client(stack: Stack, workspace: Path, session_id: str) -> tuple[int, str, str]:
-    """One `run --json --session`, (exit code, stdout, stderr); a client past its deadline fails the
-    test with its stacks."""
+def _run_client(stack: Stack, workspace: Path, session_id: str,
+                during: Callable[[], None] = lambda: None) -> tuple[int, str, str]:
+    """One `run --json --session` (``during()`` is called once it started): (exit code, stdout,
+    stderr); a client past its deadline fails the test with its stacks."""
     env = {**stack.env, "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "clients.cli.main", "run", "--json", "--session", session_id,
                              "-w", str(workspace), "are you there?"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    during()
     try:
         out, err = proc.communicate(timeout=RUN_DEADLINE)
     except subprocess.TimeoutExpired:
@@ -82,19 +84,28 @@ def _serving(stack: Stack, name: str, old_pid: int) -> bool:
     return check_health(endpoint, PROTO_SERVICE[name], timeout=1.0) == "SERVING"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("service", SERVICES)
-def test_run_started_around_a_service_restart_always_ends_with_its_answer(stack: Stack, service: str) -> None:
+def _session(stack: Stack) -> tuple[Path, str]:
+    """A workspace with one finished session in it."""
     workspace = Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base))
     first = cli(stack.env, "run", "--json", "-w", str(workspace), "hello")
     assert first.returncode == 0, first.stderr
-    session_id = json.loads(first.stdout.splitlines()[0])["sessionId"]
-    rdir = Path(stack.env["AI_CODING_RUNTIME_DIR"])
+    return workspace, json.loads(first.stdout.splitlines()[0])["sessionId"]
+
+
+def _service_pid(stack: Stack, service: str) -> int:
+    state = read_state(Path(stack.env["AI_CODING_RUNTIME_DIR"]))
+    assert state is not None
+    pid = state.services[service].pid
+    assert pid is not None and pid_alive(pid)
+    return pid
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("service", SERVICES)
+def test_run_started_around_a_service_restart_always_ends_with_its_answer(stack: Stack, service: str) -> None:
+    workspace, session_id = _session(stack)
     for delay in DELAYS:
-        state = read_state(rdir)
-        assert state is not None
-        victim = state.services[service].pid
-        assert victim is not None and pid_alive(victim)
+        victim = _service_pid(stack, service)
         os.kill(victim, signal.SIGKILL)
         time.sleep(delay)
         code, out, err = _run_client(stack, workspace, session_id)
@@ -104,4 +115,25 @@ def test_run_started_around_a_service_restart_always_ends_with_its_answer(stack:
         events = [json.loads(line) for line in out.splitlines()]
         assert events[-1]["turnFinished"]["status"] == "TURN_STATUS_COMPLETED", events[-1]
         assert events[-1]["turnFinished"]["text"] == "still answering"
+        assert wait_until(lambda old=victim: _serving(stack, service, old), 60), f"{service} did not come back"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("service", SERVICES)
+def test_run_whose_service_dies_while_it_runs_ends_and_says_why(stack: Stack, service: str) -> None:
+    workspace, session_id = _session(stack)
+    for delay in (0.1, 0.5, 1.0):  # while the client starts, opens the session, streams the turn
+        victim = _service_pid(stack, service)
+
+        def kill(victim: int = victim, delay: float = delay) -> None:
+            time.sleep(delay)
+            os.kill(victim, signal.SIGKILL)
+
+        code, _, err = _run_client(stack, workspace, session_id, during=kill)
+        if service in ("memory", "mcp_gateway"):  # this turn does not use them: it must not notice
+            assert code == 0, f"kill -9 of {service} {delay:g} s into the run: exit {code}\n{err}"
+        else:  # the turn may be lost, but the client ends with one line saying why, never a traceback
+            assert code in (0, 1, 3), f"kill -9 of {service} {delay:g} s into the run: exit {code}\n{err}"
+            assert code == 0 or err.strip().splitlines()[-1].startswith("ai-coding run: "), err
+            assert "Traceback" not in err, err
         assert wait_until(lambda old=victim: _serving(stack, service, old), 60), f"{service} did not come back"
