@@ -33,6 +33,7 @@ from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, t
 from services.loop.domain import Message, wait_limit
 from services.loop.errors import LoopError, ModelError
 from services.loop.plans import gate
+from services.loop.plans.ledger import Ledger
 from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure
 from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
@@ -48,6 +49,7 @@ from services.loop.turn_events import (
     ContextAssembled,
     Degraded,
     EventBody,
+    LedgerUpdated,
     ModelStepFinished,
     Notice,
     QuestionResolved,
@@ -102,6 +104,7 @@ class Turn:
         self.gate_nudges = 0
         self.max_gate_nudges = MAX_GATE_NUDGES
         """`[acceptance-gate]` nudges this turn may give (a plan step: one repair)."""
+        self.ledger = Ledger()
         self.proved: set[str] = set()
         """Acceptance items whose proof passed this turn (the gate runs only the others)."""
         self._budget_rechecked = False
@@ -186,6 +189,7 @@ class Turn:
             decision = decide(self._facts(step))
             if self._gate_applies(decision):
                 decision = decide(self._facts(step, gate=await self._acceptance_gate()))
+            self._ledger_changed()
             if decision.final_summary_step:
                 await self._closing_answer(decision.reason)
             if decision.finished:
@@ -223,7 +227,15 @@ class Turn:
             remaining=self.remaining, bash=rt.tools.get("bash")))
         self.proved.update(v.item.id for v in verdicts if v.passed)
         rt.acceptance.record({v.item.id: v.passed for v in verdicts})
-        return [v.failure() for v in verdicts if not v.passed]
+        failures = [v.failure() for v in verdicts if not v.passed]
+        self.ledger.proofs(failures, [v.item.id for v in verdicts if v.passed])
+        return failures
+
+    def _ledger_changed(self) -> None:
+        """Tell the clients when the uncertainty ledger's open set changed (an observation, never a nudge)."""
+        entries = self.ledger.update(self.outcomes)
+        if entries is not None:
+            self.emit(LedgerUpdated(open=entries))
 
     async def _closing_answer(self, reason: str) -> None:
         """One last step without tools so the model writes its answer (search unconverged)."""

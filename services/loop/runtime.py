@@ -465,7 +465,11 @@ class SessionRuntime:
         def set_turn(turn: Turn) -> None:
             self.turn = turn
 
-        return PlanContext(self, self.session, self.deps.compaction, set_turn, self.save)
+        def take_note() -> str:
+            note, self.context.note = self.context.note, ""
+            return note
+
+        return PlanContext(self, self.session, self.deps.compaction, set_turn, self.save, take_note)
 
     def _store_acceptance(self, items: list[dict[str, Any]]) -> None:
         self.session.acceptance = items

@@ -53,6 +53,8 @@ def test_the_gate_fails_an_early_stop_nudges_with_the_output_and_passes_after_th
     assert nudge.startswith("[acceptance-gate]") and "`test -f marker.txt` exited 1" in nudge
     assert (workspace / "marker.txt").read_text() == "ok\n"
     assert stack.fake.errors == []
+    ledger = [list(e.ledger_updated.open) for e in events if e.WhichOneof("event") == "ledger_updated"]
+    assert ledger == [["verify failed: `test -f marker.txt` (a1)"], []]  # opened by the failure, closed by the pass
     # Each verdict is in the turn's trace, and /accept shows the last one.
     trace = (workspace / ".ai-coding" / "traces" / sid / "turn-1.jsonl").read_text()
     assert trace.count('"kind": "acceptance_checked"') == 2
@@ -78,6 +80,8 @@ def test_two_failed_repairs_end_the_turn_acceptance_failed_naming_the_command(
               if str(m.get("content", "")).startswith("[acceptance-gate]")]
     assert len(nudges) == 2  # the gate's own budget; the third failure ends the turn
     assert stack.fake.errors == []
+    ledger = [list(e.ledger_updated.open) for e in events if e.WhichOneof("event") == "ledger_updated"]
+    assert ledger == [["verify failed: `test -f marker.txt` (a1)"]]  # once: the open set changed once
 
 
 def test_a_proof_that_writes_outside_the_workspace_fails_in_the_sandbox(

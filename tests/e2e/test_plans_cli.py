@@ -80,3 +80,33 @@ def test_the_repl_asks_for_a_topic_runs_the_plan_and_resume_replays_the_receipts
             assert line in shown, shown[-2000:]
     finally:
         again.close()
+
+
+def test_the_repl_shows_each_verdict_and_run_exits_7_when_the_gate_still_fails(
+        stack: Stack, workspace: Path) -> None:
+    stack.model.load_script([
+        {"match": "make the marker", "text": "Done already."},
+        {"match": "[acceptance-gate]", "tool_calls": [{"name": "bash", "arguments": {"command": "touch marker.txt"}}]},
+        {"match": "(no output)", "text": "Now it is there."},
+    ])
+    term = Term(stack, workspace)
+    try:
+        term.line('/accept "the marker exists" -- test -f marker.txt')
+        term.expect("added a1")
+        term.line("/permissions auto")
+        term.expect("permissions: auto")
+        term.line("make the marker")
+        text = plain(term.expect("● completed"))
+        term.expect("\n")
+        assert "[acceptance] ✗ a1 the marker exists · `test -f marker.txt` · exit 1" in text
+        assert "uncertain: verify failed: `test -f marker.txt` (a1)" in text
+        assert "[acceptance] ✓ a1 the marker exists" in plain(term.seen)
+        assert "completed (acceptance verified)" in plain(term.seen)
+    finally:
+        term.close()
+    (workspace / "marker.txt").unlink()
+    stack.model.load_script([{"match": "", "text": "Nothing to do.", "repeat": 3}])
+    done = cli(stack.env, "run", "-c", "check again", "--auto-approve", "-w", str(workspace))
+    assert done.returncode == 7, done.stdout + done.stderr
+    assert "acceptance failed (acceptance failed: `test -f marker.txt` exited 1)" in done.stdout
+    assert done.stdout.count("[acceptance] ✗ a1") == 3

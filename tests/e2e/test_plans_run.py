@@ -141,3 +141,22 @@ def test_items_done_during_planning_get_unattested_fiat_receipts_at_zero_cost(
     assert (receipt.outcome, receipt.grade, receipt.attested, receipt.tokens) == ("done", "fiat", False, 0)
     assert status_name(finished(events)) == "completed"
     assert list(of(events, "plan_report")[0].unproven) == ["1"]
+
+
+def test_a_checkpoint_note_left_in_a_step_is_its_receipt_line_and_the_run_leaves_one_digest(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "[plan] Topic: greet", "tool_calls": [todo(goal="greet", add=[{"content": "say hello"}])]},
+        {"match": "[ ] 1. say hello", "text": "Planned."},
+        {"match": "[plan step 1/1]", "tool_calls": [
+            {"name": "checkpoint_write", "arguments": {"note": "said hello to the user"}},
+            todo(update=[{"id": "1", "status": "completed"}])]},
+        {"match": "[x] 1. say hello", "text": "Hello!"},
+    ])
+    sid = stack.open().session_id
+    events = plan(stack, sid, "greet")
+    assert stack.fake.errors == []
+    receipt = of(events, "plan_step_receipt")[0]
+    assert (receipt.grade, receipt.note) == ("on-claim", "said hello to the user")
+    digests = stack.runtime.sessions[sid].session.turn_digests
+    assert len(digests) == 1 and digests[0].startswith("turn 1 [completed]: /plan greet ->")

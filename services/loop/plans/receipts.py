@@ -85,7 +85,7 @@ def report_text(goal: str, receipts: list[Receipt], refusal: str = "") -> str:
     if refusal:
         lines.append(f"  refused: {refusal}")
     for r in receipts:
-        why = f" · {r.note}" if r.note and r.outcome != "done" else ""
+        why = f" · {r.note}" if r.note else ""
         lines.append(f"  {r.item_id}. {r.content} · {r.outcome} · proof: {r.grade}{why}")
     missing = unproven(receipts)
     lines.append(f"  without proof: {', '.join(missing)}" if missing else "  every item is verified")

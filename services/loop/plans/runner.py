@@ -78,6 +78,8 @@ class PlanContext:
     set_turn: Callable[[pipeline.Turn], None]
     """Make this the session's running turn (approvals, interrupts reach it)."""
     save: Callable[[], None]
+    take_note: Callable[[], str] = lambda: ""
+    """The line the model left with checkpoint_write during the last step ("" = none), cleared."""
 
 
 def refuse_topic(topic: str, workspace: str) -> list[str]:
@@ -175,6 +177,7 @@ class PlanRunner:
         cost = StepCost(1 + turn.gate_nudges, turn.iterations, turn.usage.total_tokens,
                         (time.monotonic() - began) * 1000.0)
         status = turn.status
+        note = self.ctx.take_note()
         after = self._state().get(item.id)
         if _ends_run(status):
             return self._receipt(item, index, "open", note=f"step ended {self._why(turn)}", cost=cost), turn
@@ -182,11 +185,11 @@ class PlanRunner:
             verdicts = turn.rt.acceptance.verdicts if isinstance(turn.rt, StepHost) else []
             if status is Status.COMPLETED and verdicts and verdicts[-1]:
                 self._mark(item.id, "completed")
-                return self._receipt(item, index, "done", verdicts=verdicts, cost=cost), None
+                return self._receipt(item, index, "done", verdicts=verdicts, note=note, cost=cost), None
             self._mark(item.id, "blocked")
             return self._receipt(item, index, "blocked", verdicts=verdicts, note=self._why(turn), cost=cost), None
         if after is not None and after.status == "completed":
-            return self._receipt(item, index, "done", cost=cost), None
+            return self._receipt(item, index, "done", note=note, cost=cost), None
         note = "the model did not mark it done" + (f" ({self._why(turn)})" if status is not Status.COMPLETED else "")
         return self._receipt(item, index, "stalled", note=note, cost=cost), None
 
@@ -264,5 +267,6 @@ class PlanRunner:
         self.emit_body(TurnFinished(status=status, text=text, handoff="", usage=self.usage,
                                     iterations=self.iterations, duration_ms=(time.monotonic() - self._started) * 1000,
                                     reason="" if status is Status.COMPLETED else decision.reason))
+        self.host.context.end_turn(self.number, status.value, f"/plan {self.topic}", text.splitlines()[0], [])
         self.ctx.save()
         asyncio.get_running_loop().call_soon(self.host.end_of_turn)
