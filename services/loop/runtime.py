@@ -160,6 +160,9 @@ class SessionRuntime:
             self.warnings.append(f"compaction: {dropped}")
         for tool in self.context.tool_defs():
             self.tools.register(tool)
+        self.context.reveal = self.tools.load
+        if self.context.archived_something():
+            self.tools.load(["history_search"])
         self.queue: deque[tuple[str, tuple[InputFile, ...]] | PlanRequest] = deque()
         self.turn: Turn | None = None
         self.task: asyncio.Task[None] | None = None

@@ -150,6 +150,9 @@ def test_history_search_asks_the_memory_service_and_reads_the_local_archive_when
     (search,) = [e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished"
                  and e.tool_finished.result.tool == "history_search"]
     assert search.ok and "NEEDLE-4242-found" in search.output
+    offered = ["history_search" in {t["function"]["name"] for t in body.get("tools", [])}
+               for body in turn_requests(fake)]
+    assert not offered[0] and offered[-1]  # offered once compaction archived something, not before
     if memory == "down":
         assert search.output.startswith("(the memory service is unavailable")
         return

@@ -39,8 +39,8 @@ CHECKPOINT_WRITE_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "checkpoint_write",
-        "description": "Record one sentence on where this turn stands (kept in the working memory of later "
-                       "turns after a compaction). Use memory_write for anything a future session needs.",
+        "description": "Say in one sentence where this turn stands; later turns see it after a compaction "
+                       "(memory_write is for other sessions).",
         "parameters": {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]},
     },
 }
@@ -48,15 +48,14 @@ HISTORY_SEARCH_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "history_search",
-        "description": "Search this session's earlier messages that were compacted out of the context "
-                       "(tool outputs included). Returns the best matches with their full text.",
+        "description": "Search this session's messages that compaction took out of the context (tool outputs "
+                       "too); returns the best matches in full.",
         "parameters": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "Words the earlier message contains."},
-            "k": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Max messages (default 3)."}},
+            "query": {"type": "string", "description": "Words the message contains."},
+            "k": {"type": "integer", "minimum": 1, "maximum": 10, "description": "At most this many (3)."}},
             "required": ["query"]},
     },
 }
-
 
 def model_limits(model: ModelClient) -> tuple[str, int | None, int | None]:
     """``(entry name, context window, max output tokens)`` of a model client, as far as it says."""
@@ -109,6 +108,8 @@ class ContextKeeper:
     memory: MemoryClient | None = None
     """Indexes what compaction archives and answers history_search (None: the local archive does)."""
     history: HistoryIndex = field(init=False)
+    reveal: Callable[[list[str]], None] | None = None
+    """Offers deferred tools to the model from the next step (the session's ``ToolRegistry.load``)."""
 
     def __post_init__(self) -> None:
         self.history = HistoryIndex(self.memory, self.transcripts, self.session_id)
@@ -212,6 +213,8 @@ class ContextKeeper:
         if dirty:
             save()  # the new state is durable before any request uses it
         self.history.archived()
+        if self.reveal is not None and self.archived_something():
+            self.reveal(["history_search"])
         self.last_estimate = outcome.after_tokens
         emit(CompactionEnded(layers=list(outcome.layers), estimated_before=outcome.before_tokens,
                              estimated_after=outcome.after_tokens))
@@ -238,9 +241,16 @@ class ContextKeeper:
     # -- tools ---------------------------------------------------------------------------------------
 
     def tool_defs(self) -> list[ToolDef]:
-        """history_search and checkpoint_write, answered from this session's state."""
-        return [ToolDef.from_spec(HISTORY_SEARCH_TOOL, permission=Level.ALLOW, handler=self._search_handler),
+        """history_search and checkpoint_write, answered from this session's state. history_search is
+        deferred: offered from the step after the first compaction that archived something (before,
+        there is nothing to search; a model naming it is still answered)."""
+        return [ToolDef.from_spec(HISTORY_SEARCH_TOOL, permission=Level.ALLOW, deferred=True,
+                                  handler=self._search_handler),
                 ToolDef.from_spec(CHECKPOINT_WRITE_TOOL, permission=Level.ALLOW, handler=self._note_handler)]
+
+    def archived_something(self) -> bool:
+        """Has compaction taken messages out of the view into the archive (a checkpoint or an omission)?"""
+        return self.state.checkpoint is not None or bool(self.state.omissions)
 
     async def _search_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         return await self.history.search(call.id, arguments)
