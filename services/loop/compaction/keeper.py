@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.loop.compaction.history import HistoryIndex, local_search
-from services.loop.compaction.layers import Inputs
+from services.loop.compaction.layers import Inputs, stale_tool_tokens
 from services.loop.compaction.pipeline import Outcome, compact
 from services.loop.compaction.settings import Budget, CompactionSettings, budget_for
 from services.loop.compaction.state import CompactionState, Digests, build_view, validate
@@ -192,15 +192,21 @@ class ContextKeeper:
             return False
         carried, ours = self.estimates(messages, fixed_tokens)
         tokens = max(carried, ours)
-        if not (force or hard or should_compact(carried, ours, self.budget.ceiling)):
-            return False
-        reason = "manual /compact" if force else "the model refused the request as too long" if hard else (
-            f"~{tokens} tokens reached the ceiling of {self.budget.ceiling}")
-        emit(CompactionStarted(estimated_tokens=tokens, reason=reason))
         inp = Inputs(messages=messages, session_id=self.session_id, budget=self.budget, settings=self.settings,
                      transcripts=self.transcripts, fixed_tokens=fixed_tokens, pinned=pinned_index(messages, request),
                      digests=self._digests)
-        outcome = await compact(inp, self.state, model, force=force, hard=hard)
+        light = False
+        if not (force or hard or should_compact(carried, ours, self.budget.ceiling)):
+            # Under the ceiling: only older verbatim tool output past the recent budget is enveloped (L2).
+            light = bool(messages) and messages[-1].get("role") == "tool" and \
+                stale_tool_tokens(inp, self.state) > self.budget.recent_tools
+            if not light:
+                return False
+        reason = "manual /compact" if force else "the model refused the request as too long" if hard else (
+            f"older tool output past the {self.budget.recent_tools} tokens kept verbatim" if light else
+            f"~{tokens} tokens reached the ceiling of {self.budget.ceiling}")
+        emit(CompactionStarted(estimated_tokens=tokens, reason=reason))
+        outcome = await compact(inp, self.state, model, force=force, hard=hard, light=light)
         return self._adopt(outcome, emit, save)
 
     def _adopt(self, outcome: Outcome, emit: Emit, save: Callable[[], None]) -> bool:

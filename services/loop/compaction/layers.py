@@ -62,6 +62,13 @@ class Inputs:
             cached = self._cache[index] = message_tokens(self.messages[index])
         return cached
 
+    def raw_tokens(self, index: int) -> int:
+        """Tokens of record message ``index`` as recorded (computed once)."""
+        cached = self._cache.get(index)
+        if cached is None:
+            cached = self._cache[index] = message_tokens(self.messages[index])
+        return cached
+
     def tokens(self, state: CompactionState) -> int:
         """Estimated tokens of the request this state gives (the same figure as the built view's)."""
         total = self.fixed_tokens + sum(self.message_tokens(i, state)
@@ -196,12 +203,50 @@ def envelope(path: str, body: str, window: int) -> str:
     return f"{line}\n{body[:half]}\n[...]\n{body[-half:]}"
 
 
+def recent_kept(inp: Inputs, tools: list[int]) -> int:
+    """How many of the newest tool results (``tools``: record indices, oldest first) stay verbatim: at
+    most ``keep_recent_tool_results``, together at most ``budget.recent_tools`` tokens, the newest always."""
+    kept = total = 0
+    for i in reversed(tools):
+        size = inp.raw_tokens(i)
+        if kept >= inp.settings.keep_recent_tool_results or (kept and total + size > inp.budget.recent_tools):
+            break
+        kept, total = kept + 1, total + size
+    return kept
+
+
+def stale_tool_tokens(inp: Inputs, state: CompactionState) -> int:
+    """Tokens of verbatim tool results in view older than the ones kept recent: what an L2 pass would
+    envelope now. Scans back from the newest message and stops past the budget (the answer is then
+    "more than it") or at a result already enveloped (older ones were seen by that pass)."""
+    messages, limit = inp.messages, inp.budget.recent_tools
+    shorter = 2 * inp.settings.l2_window_chars + 200  # a body this short stays as it is (no envelope)
+    kept = total = stale = 0
+    lowest = max(state.consumed, len(messages) - inp.settings.max_messages)  # past that, L1's business
+    for i in range(len(messages) - 1, lowest - 1, -1):
+        if messages[i].get("role") != "tool" or any(o.start <= i < o.end for o in state.omissions):
+            continue
+        overlay = state.overlays.get(i)
+        if overlay is not None and overlay.layer == "L2":
+            break
+        size = inp.raw_tokens(i)
+        if kept < inp.settings.keep_recent_tool_results and (not kept or total + size <= limit):
+            kept, total = kept + 1, total + size
+            continue
+        kept = inp.settings.keep_recent_tool_results  # past the recent ones: everything older is stale
+        if overlay is None and len(str(messages[i].get("content") or "")) > shorter:
+            stale += size
+            if stale > limit:
+                break
+    return stale
+
+
 def l2_envelopes(inp: Inputs, state: CompactionState) -> tuple[CompactionState, LayerStat]:
-    """Tool results older than the newest ``keep_recent_tool_results`` become envelopes; their windows
+    """Tool results older than the newest ones kept (``recent_kept``) become envelopes; their windows
     share ``l2_window_budget``, newest first. Bodies shorter than their envelope stay."""
     s, messages = inp.settings, inp.messages
     tools = [i for i in visible_indices(len(messages), state) if messages[i].get("role") == "tool"]
-    older = tools[: max(len(tools) - s.keep_recent_tool_results, 0)]
+    older = tools[: len(tools) - recent_kept(inp, tools)]
     overlays = {i: o for i, o in state.overlays.items() if o.layer != "L2" or i in older}
     budget = s.l2_window_budget
     rewritten = skipped = 0

@@ -37,11 +37,12 @@ class Outcome:
 
 
 async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None, *, force: bool = False,
-                  hard: bool = False) -> Outcome:
+                  hard: bool = False, light: bool = False) -> Outcome:
     """Run the layers in order over ``inp.messages``.
 
     ``force`` (/compact): L4 summarizes even a small new part. ``hard`` (after a context_length error):
-    the fallback trims to the target even when the estimate says the request fits.
+    the fallback trims to the target even when the estimate says the request fits. ``light`` (older
+    tool output past the recent budget, the request under the ceiling): L3, L1 and L2 only.
     """
     budget = inp.budget
     before = inp.tokens(state)
@@ -59,14 +60,14 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
     current = record(l3_persist(inp, current), current)
     current = record(l1_snip(inp, current), current)
     current = record(l2_envelopes(inp, current), current)
-    if force or inp.tokens(current) > budget.target:
+    if not light and (force or inp.tokens(current) > budget.target):
         new, stat, why = await l4_summarize(inp, current, model, force=force)
         if why:
             degraded.append(why)
         current = record((new, stat), current)
     # Over the ceiling still (no summary, a failed one, the breaker open) or refused by the model: trim
     # down to the target, not just under the ceiling, or every following step would trim again.
-    if hard or inp.tokens(current) >= budget.ceiling:
+    if not light and (hard or inp.tokens(current) >= budget.ceiling):
         current = record(hard_trim(inp, current, budget.target), current)
     view = build_view(inp.messages, current, inp.digests)
     if not is_paired(view):  # the layers cut on boundaries; this only guards against a bug

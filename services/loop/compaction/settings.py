@@ -31,6 +31,10 @@ class CompactionSettings:
     """After a compaction the request aims at this fraction of the ceiling (room to grow before the next)."""
     keep_recent_tool_results: int = 3
     """L2: the newest tool results kept verbatim; older ones become envelopes."""
+    keep_recent_tool_tokens: int = 0
+    """L2: those newest results are also at most this many tokens together (the newest one always);
+    0 = a tenth of the window. Older verbatim tool output beyond this much is enveloped at the next
+    step (an L2-only compaction, no model call) instead of riding along until the ceiling."""
     l2_window_chars: int = 300
     """L2: characters of an envelope's head window and of its tail window."""
     l2_window_budget: int = 6000
@@ -71,7 +75,7 @@ def check(s: CompactionSettings) -> None:
     if not 0 < s.target_fraction < 1:
         raise ConfigError(f"config key `compaction.target_fraction` must be between 0 and 1, got {s.target_fraction}",
                           hint="The default 0.5 leaves half the ceiling free after a compaction.")
-    for key in ("keep_recent_tool_results", "l2_window_chars", "l2_window_budget", "snip_keep_head",
+    for key in ("keep_recent_tool_results", "keep_recent_tool_tokens", "l2_window_chars", "l2_window_budget", "snip_keep_head",
                 "snip_keep_tail", "output_reserve", "summary_delta_tokens", "working_memory_keep"):
         if getattr(s, key) < 0:
             raise ConfigError(f"config key `compaction.{key}` must be 0 or more, got {getattr(s, key)}")
@@ -99,6 +103,8 @@ class Budget:
     """What a compaction aims at."""
     summary_delta: int
     """L4 does not run for a new part smaller than this."""
+    recent_tools: int = 0
+    """L2: tokens of the newest tool results kept verbatim (see ``keep_recent_tool_tokens``)."""
 
 
 def budget_for(s: CompactionSettings, model_entry: str, context_window: int | None,
@@ -114,4 +120,4 @@ def budget_for(s: CompactionSettings, model_entry: str, context_window: int | No
     ceiling = max(min(wanted, window - reserve), 1)
     delta = s.summary_delta_tokens or max(window * 2 // 100, 1000)
     return Budget(window=window, reserve=reserve, ceiling=ceiling, target=int(ceiling * s.target_fraction),
-                  summary_delta=delta)
+                  summary_delta=delta, recent_tools=s.keep_recent_tool_tokens or window // 10)

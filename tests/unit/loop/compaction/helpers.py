@@ -34,6 +34,6 @@ def history(steps: int, output_chars: int = 2000, request: str = "fix the parser
 
 def inputs(messages: list[Message], workspace: Path, *, window: int = 32000, settings: CompactionSettings | None = None,
            fixed: int = 500, pinned: int = 0, budget: Budget | None = None) -> Inputs:
-    s = settings or CompactionSettings(keep_recent_tool_results=30)  # L2 alone is not enough here
+    s = settings or CompactionSettings(keep_recent_tool_results=30, keep_recent_tool_tokens=10**9)  # L2 alone is not enough here
     return Inputs(messages=messages, session_id="s1", budget=budget or budget_for(s, "m", window, 4000),
                   settings=s, transcripts=Transcripts(workspace), fixed_tokens=fixed, pinned=pinned)

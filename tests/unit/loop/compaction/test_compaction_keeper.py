@@ -41,7 +41,7 @@ def test_the_trigger_carries_the_providers_figure_forward_until_a_compaction(tmp
 def test_prepare_compacts_only_at_the_ceiling_and_reports_started_and_ended(
         tmp_path: Path, summary_model: Model, runner: asyncio.Runner) -> None:
     _, model = summary_model([{"match": SUMMARY_MARKER, "text": "S", "repeat": "forever"}])
-    k = keeper(tmp_path, keep_recent_tool_results=30)
+    k = keeper(tmp_path, keep_recent_tool_results=30, keep_recent_tool_tokens=10**9)
     events: list[EventBody] = []
     saves: list[int] = []
     small = history(3, 1000)
@@ -53,6 +53,35 @@ def test_prepare_compacts_only_at_the_ceiling_and_reports_started_and_ended(
     ended = events[-1]
     assert isinstance(ended, CompactionEnded) and ended.estimated_after < k.budget.ceiling
     assert k.view(big)[0]["content"].startswith("[checkpoint]") and k.compacted_this_turn
+
+
+def test_older_tool_output_past_the_recent_budget_is_enveloped_under_the_ceiling_without_a_model_call(
+        tmp_path: Path, summary_model: Model, runner: asyncio.Runner) -> None:
+    fake, model = summary_model([{"match": SUMMARY_MARKER, "text": "S", "repeat": "forever"}])
+    k = keeper(tmp_path)  # the default: a tenth of the 32k window (3200 tokens) of recent output stays verbatim
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the parser"}]
+    for n in range(3):
+        messages += exchange(n, f"out {n} " + "z" * 8000)  # ~2000 tokens each
+    events: list[EventBody] = []
+    assert runner.run(k.prepare(messages, 500, "fix the parser", model, events.append, lambda: None))
+    started = events[0]
+    assert isinstance(started, CompactionStarted) and "kept verbatim" in started.reason
+    assert started.estimated_tokens < k.budget.ceiling
+    tools = [m["content"] for m in k.view(messages) if m["role"] == "tool"]
+    assert tools[-1] == messages[-1]["content"]  # the newest result as it is
+    assert len(tools) == 3 and all(t.startswith("[elided: ") for t in tools[:-1])
+    assert fake.chat_requests == []  # no summary was asked for
+    events.clear()
+    assert not runner.run(k.prepare(messages, 500, "fix the parser", model, events.append, lambda: None))
+    assert events == []  # nothing stale any more: no compaction at every step
+    small_ws = tmp_path / "small"
+    small_ws.mkdir()
+    small: list[dict[str, Any]] = [{"role": "user", "content": "list the files"}]
+    for n in range(8):
+        small += exchange(n, f"file_{n}.py " * 40)  # short outputs stay verbatim
+    assert not runner.run(keeper(small_ws).prepare(small, 500, "list the files", model, events.append,
+                                                   lambda: None))
+    assert events == []
 
 
 def test_the_working_memory_ring_keeps_the_newest_and_shows_only_on_a_compacted_turn(tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def test_a_long_input_is_summarized_in_chunks_and_nothing_is_truncated(tmp_path:
     messages = history(30, 9000)
     for n in range(30):  # unique words, to find each message in the summary requests
         messages[2 + 2 * n]["content"] += f" marker{n}x"
-    inp = inputs(messages, tmp_path, window=16000, settings=CompactionSettings(keep_recent_tool_results=40))
+    inp = inputs(messages, tmp_path, window=16000, settings=CompactionSettings(keep_recent_tool_results=40, keep_recent_tool_tokens=10**9))
     out = run(inp, CompactionState(), model)
     assert out.state.checkpoint is not None
     sent = "".join(r.last_message for r in server.chat_requests)
@@ -155,7 +155,7 @@ def test_what_l4_consumes_is_archived_before_the_model_is_asked(tmp_path: Path, 
 
 def test_a_summary_over_its_time_budget_degrades_to_the_trim(tmp_path: Path, summary_model: Model, run: Run) -> None:
     _, model = summary_model([{"match": SUMMARY_MARKER, "text": "late", "delay_ms": 3000}])
-    inp = inputs(history(40, 3000), tmp_path, settings=CompactionSettings(summary_timeout_seconds=0.5, keep_recent_tool_results=30))
+    inp = inputs(history(40, 3000), tmp_path, settings=CompactionSettings(summary_timeout_seconds=0.5, keep_recent_tool_results=30, keep_recent_tool_tokens=10**9))
     out = run(inp, CompactionState(), model)
     assert out.state.checkpoint is None and out.state.failures == 1
     assert any("budget" in why for why in out.degraded)
