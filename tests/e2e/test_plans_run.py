@@ -125,7 +125,8 @@ def test_an_item_naming_paths_outside_the_workspace_stops_the_plan_before_any_st
     assert status_name(end) == "plan_incomplete"
     assert end.reason == "plan not run: item 2 names paths outside the workspace: /etc/hosts"
     assert len(stack.fake.chat_requests) == 2 and of(events, "plan_step_started") == []
-    assert [r.outcome for r in of(events, "plan_step_receipt")] == []
+    assert [(r.item_id, r.outcome, r.grade) for r in of(events, "plan_step_receipt")] == [
+        ("1", "open", "n/a"), ("2", "open", "n/a")]
 
 
 def test_items_done_during_planning_get_unattested_fiat_receipts_at_zero_cost(
@@ -160,3 +161,63 @@ def test_a_checkpoint_note_left_in_a_step_is_its_receipt_line_and_the_run_leaves
     assert (receipt.grade, receipt.note) == ("on-claim", "said hello to the user")
     digests = stack.runtime.sessions[sid].session.turn_digests
     assert len(digests) == 1 and digests[0].startswith("turn 1 [completed]: /plan greet ->")
+
+
+TWO_ITEMS = [
+    {"match": "[plan] Topic: two things", "tool_calls": [todo(goal="two things", add=[
+        {"content": "first thing"}, {"content": "second thing"}])]},
+    {"match": "[ ] 2. second thing", "text": "Planned."},
+]
+
+
+def test_plan_max_step_turns_leaves_the_items_it_did_not_reach_open(make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        *TWO_ITEMS,
+        {"match": "[plan step 1/2]", "tool_calls": [todo(update=[{"id": "1", "status": "completed"}])]},
+        {"match": "[x] 1. first thing", "text": "Did the first."},
+    ], plan_max_step_turns=1)
+    sid = stack.open().session_id
+    events = plan(stack, sid, "two things")
+    assert stack.fake.errors == []
+    receipts = of(events, "plan_step_receipt")
+    assert [(r.item_id, r.outcome, r.note) for r in receipts] == [
+        ("1", "done", ""), ("2", "open", "plan_max_step_turns (1) reached")]
+    end = finished(events)
+    assert status_name(end) == "plan_incomplete" and end.reason == "plan incomplete: 2 (open)"
+
+
+def test_an_item_whose_step_outruns_its_wall_clock_stalls_and_the_next_item_still_runs(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        *TWO_ITEMS,
+        {"match": "[plan step 1/2]", "text": "thinking very slowly", "delay_ms": 8000},
+        {"match": "[plan step 2/2]", "tool_calls": [todo(update=[{"id": "2", "status": "completed"}])]},
+        {"match": "[x] 2. second thing", "text": "Did the second."},
+    ], plan_item_wall_seconds=2)
+    sid = stack.open().session_id
+    events = plan(stack, sid, "two things")
+    receipts = of(events, "plan_step_receipt")
+    assert [(r.item_id, r.outcome) for r in receipts] == [("1", "stalled"), ("2", "done")]
+    assert "timeout" in receipts[0].note
+    assert status_name(finished(events)) == "plan_incomplete"
+
+
+def test_an_interrupt_during_a_step_ends_the_run_interrupted_and_leaves_the_rest_open(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        *TWO_ITEMS,
+        {"match": "[plan step 1/2]", "text": "a long answer " * 50, "chunk_chars": 10, "chunk_delay_ms": 200},
+    ])
+    sid = stack.open().session_id
+
+    def interrupt_at_first_text(event: loop_pb2.TurnEvent, conv: Conversation) -> None:
+        if event.WhichOneof("event") == "text_delta" and "long" in event.text_delta.text:
+            conv.send(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
+
+    conv = Conversation(stack.stub, loop_pb2.ClientMessage(plan=loop_pb2.StartPlan(session_id=sid, topic="two things")),
+                        timeout=120)
+    events = conv.drain(interrupt_at_first_text)
+    end = finished(events)
+    assert status_name(end) == "interrupted" and len(of(events, "turn_finished")) == 1, end.reason
+    assert [(r.item_id, r.outcome) for r in of(events, "plan_step_receipt")] == [("1", "open"), ("2", "open")]
+    assert stack.runtime.sessions[sid].idle

@@ -138,8 +138,7 @@ class PlanRunner:
         for item in state.items:
             outside = outside_workspace_paths(f"{item.content} {item.verify}", self.host.workspace)
             if outside:  # the item gate, before any step's model call
-                self.receipts = [self._receipt(i, n, "open", note="not run") for n, i in enumerate(state.items, 1)]
-                self._save_receipts()
+                self._leave_open(state.items, 1)
                 return self._facts(refusal=f"item {item.id} names paths outside the workspace: {', '.join(outside)}")
         total = len(state.items)
         for index, planned in enumerate(state.items, start=1):
@@ -149,9 +148,7 @@ class PlanRunner:
             self._save_receipts()
             self.emit_body(receipt.event())
             if stop is not None:
-                for later_index, later in enumerate(state.items[index:], start=index + 1):
-                    self.receipts.append(self._receipt(later, later_index, "open", note="not run"))
-                self._save_receipts()
+                self._leave_open(state.items[index:], index + 1)
                 return self._facts_after(stop)
         return self._facts()
 
@@ -214,6 +211,14 @@ class PlanRunner:
         return turn
 
     # -- facts, receipts, the end --
+
+    def _leave_open(self, items: list[TaskItem], first_index: int) -> None:
+        """Receipts for items the run will not reach (every item gets one)."""
+        for index, item in enumerate(items, start=first_index):
+            receipt = self._receipt(item, index, "open", note="not run")
+            self.receipts.append(receipt)
+            self.emit_body(receipt.event())
+        self._save_receipts()
 
     def _state(self) -> TaskState:
         return TaskState.from_json(self.ctx.session.task_state)
