@@ -134,7 +134,7 @@ def test_a_background_childs_end_is_shown_after_the_user_moved_to_another_sessio
          {"match_first_user": PARENT, "tool_calls": [{"name": "subAgent", "arguments": {
              "task": task, "name": "checker", "background": True}}]},
          {"match_first_user": PARENT, "match_anywhere": '"run_id"', "text": "Check started."},
-         {"match_first_user": task, "text": "All checks green.", "delay_ms": 3000})
+         {"match_first_user": task, "text": "All checks green.", "delay_ms": 8000})
     term = Term(stack, workspace)
     try:
         term.line(f"{PARENT}: check")

@@ -166,8 +166,8 @@ def test_three_background_children_outlive_the_parents_turn_and_each_ends_with_o
     stack = make_stack(script(
         parent_calls(*({"task": t, "name": t.split()[1], "background": True} for t in tasks),
                      {"task": "one too many", "background": True}, then="three started"),
-        child(tasks[0], {"text": "alpha done", "delay_ms": 1500}),
-        child(tasks[1], {"text": "beta done", "delay_ms": 1500}),
+        child(tasks[0], {"text": "alpha done", "delay_ms": 4000}),
+        child(tasks[1], {"text": "beta done", "delay_ms": 4000}),
         child(tasks[2], slow),
     ), max_parallel_subagents=3)
     sid = stack.open().session_id
