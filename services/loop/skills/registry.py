@@ -59,6 +59,8 @@ class SkillSet:
     skills: dict[str, Skill] = field(default_factory=dict)
     shadowed: list[tuple[Skill, Skill]] = field(default_factory=list)
     """(the shadowed skill, the one that wins)."""
+    changed: bool = False
+    """Some skill folder appeared, went or was re-read since the previous scan."""
 
 
 class SkillRegistry:
@@ -72,37 +74,41 @@ class SkillRegistry:
         out = SkillSet()
         seen: dict[Path, Skill] = {}
         for directory in self.dirs:
-            for folder in _skill_folders(directory.path):
-                skill = self._read(folder, directory.source)
+            for folder, stamp in _skill_folders(directory.path):
+                cached = self._cache.get(folder)
+                if cached is not None and cached.stamp == stamp and cached.source == directory.source:
+                    skill = cached
+                else:
+                    skill = parse_skill(folder, directory.source)
+                    out.changed = True
                 seen[folder] = skill
                 winner = out.skills.get(skill.name)
                 if winner is None:
                     out.skills[skill.name] = skill
                 else:
                     out.shadowed.append((skill, winner))
+        if seen.keys() != self._cache.keys():
+            out.changed = True
         self._cache = seen
         return out
 
-    def _read(self, folder: Path, source: str) -> Skill:
-        cached = self._cache.get(folder)
-        try:
-            st = (folder / SKILL_FILE).lstat()
-            stamp = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = (0, 0)
-        if cached is not None and cached.stamp == stamp and cached.source == source:
-            return cached
-        return parse_skill(folder, source)
 
-
-def _skill_folders(root: Path) -> list[Path]:
+def _skill_folders(root: Path) -> list[tuple[Path, tuple[int, int]]]:
+    """Skill folders of ``root`` with their SKILL.md's ``(mtime_ns, size)``."""
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         return []
-    return [Path(e.path) for e in entries
-            if not e.name.startswith(".") and not e.is_symlink() and e.is_dir(follow_symlinks=False)
-            and os.path.lexists(os.path.join(e.path, SKILL_FILE))]
+    out: list[tuple[Path, tuple[int, int]]] = []
+    for entry in entries:
+        if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            st = os.lstat(os.path.join(entry.path, SKILL_FILE))
+        except OSError:
+            continue
+        out.append((Path(entry.path), (st.st_mtime_ns, st.st_size)))
+    return out
 
 
 def catalog_lines(skills: SkillSet) -> dict[str, str]:

@@ -61,10 +61,15 @@ class SessionSkills:
         self.current = self.registry.scan()
         self._lines = catalog_lines(self.current)
         self.catalog, self.truncated = build_catalog(self._lines)
+        self._rescanned = False
+        """A scan outside ``refresh`` (``/skills``) saw a change the catalog has not taken yet."""
 
     def refresh(self, emit: Emit) -> bool:
         """Rescan; True (and one event) when the catalog text changed."""
         self.current = self.registry.scan()
+        if not (self.current.changed or self._rescanned):
+            return False
+        self._rescanned = False
         lines = catalog_lines(self.current)
         if lines == self._lines:
             return False
@@ -164,6 +169,7 @@ class SessionSkills:
 
     def listing(self) -> tuple[str, dict[str, Any]]:
         self.current = self.registry.scan()
+        self._rescanned = self._rescanned or self.current.changed
         skills = self.current
         lines = [f"  {s.name}{s.badges()} · {s.source}" + (f" · {s.problem}" if s.broken else "")
                  for _, s in sorted(skills.skills.items())] or ["  no skills"]

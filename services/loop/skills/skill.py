@@ -60,14 +60,15 @@ def parse_skill(folder: Path, source: str = "") -> Skill:
     name = folder.name
     try:
         st = md.lstat()
+        stamp = (st.st_mtime_ns, st.st_size)
         if md.is_symlink():
-            return Skill(name, "", folder, source, problem="its SKILL.md is a symbolic link")
+            return Skill(name, "", folder, source, problem="its SKILL.md is a symbolic link", stamp=stamp)
         if st.st_size > MAX_SKILL_BYTES:
-            return Skill(name, "", folder, source, problem=f"its SKILL.md is over {MAX_SKILL_BYTES} bytes")
+            return Skill(name, "", folder, source, problem=f"its SKILL.md is over {MAX_SKILL_BYTES} bytes",
+                         stamp=stamp)
         text = md.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
         return Skill(name, "", folder, source, problem=f"cannot read SKILL.md: {err.strerror or err}")
-    stamp = (st.st_mtime_ns, st.st_size)
     meta, body, problem = split_frontmatter(text)
     if problem:
         return Skill(name, "", folder, source, problem=problem, stamp=stamp)
