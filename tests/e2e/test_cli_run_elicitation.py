@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,11 +40,26 @@ def _add_demo(config: Path) -> None:
                       f"      command: [{sys.executable}, {DEMO}, stdio]\n      auto_approve: true\n")
 
 
+def _wait_connected(name: str, timeout: float = 60) -> None:
+    """Poll ``mcp status`` until ``name`` is connected: a run started before then gets no MCP
+    catalog on its first step, so the auto_approve server's call would be put to the user."""
+    deadline = time.monotonic() + timeout
+    states: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        status = cli("mcp", "status", "--json")
+        if status.returncode == 0:
+            states = {s["name"]: s["state"] for s in json.loads(status.stdout)["servers"]}
+            if states.get(name) == "connected":
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"MCP server {name!r} never connected: {states}")
+
+
 def test_run_asks_an_mcp_servers_questions_on_its_terminal_and_declines_without_one(env: dict[str, Any]) -> None:
     _add_demo(env["config"])
     assert cli("up").returncode == 0
     workspace: Path = env["workspace"]
-    assert cli("mcp", "status").returncode == 0  # waits for the servers to settle: demo connected
+    _wait_connected("demo")
     child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "run", "-w", str(workspace), "sign me up"],
                           env=dict(os.environ), encoding="utf-8", timeout=90, dimensions=(40, 160))
     try:
