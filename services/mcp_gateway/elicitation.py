@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -173,6 +174,8 @@ class ElicitationBroker:
         self._calls: dict[str, list[ElicitSink]] = {}
         self._waiting: dict[str, asyncio.Future[ElicitReply]] = {}
         self._ids = itertools.count(1)
+        self._asked_s: dict[str, float] = {}  # per server: seconds questions have waited, finished ones
+        self._asking: dict[str, list[float]] = {}  # per server: when each open question was asked
 
     @contextlib.contextmanager
     def call(self, server: str, sink: ElicitSink | None) -> Iterator[None]:
@@ -189,6 +192,12 @@ class ElicitationBroker:
             if not sinks:
                 del self._calls[server]
 
+    def user_seconds(self, server: str) -> float:
+        """How long questions of ``server`` have waited for the user so far (a call's clock does not
+        count that time: a person filling a form is not the server being slow)."""
+        now = time.monotonic()
+        return self._asked_s.get(server, 0.0) + sum(now - t for t in self._asking.get(server, []))
+
     def busy(self, server: str) -> bool:
         """Whether a call that can carry a question runs on ``server`` now."""
         return bool(self._calls.get(server))
@@ -203,6 +212,8 @@ class ElicitationBroker:
         request_id = f"e{next(self._ids)}"
         future: asyncio.Future[ElicitReply] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
+        asked = time.monotonic()
+        self._asking.setdefault(server, []).append(asked)
         try:
             sinks[0](ElicitAsk(request_id, server, message, mode, dict(schema), url))
             reply = await asyncio.wait_for(future, self._answer_wait_s)
@@ -210,6 +221,8 @@ class ElicitationBroker:
             return ElicitReply("cancel")
         finally:
             self._waiting.pop(request_id, None)
+            self._asking[server].remove(asked)
+            self._asked_s[server] = self._asked_s.get(server, 0.0) + (time.monotonic() - asked)
         if reply.action == "accept" and mode == "form":
             return ElicitReply("accept", with_defaults(schema, reply.content))
         return reply

@@ -99,7 +99,8 @@ class Gateway:
             return CallOutcome(False, problem, error_code="invalid_arguments", error_message=problem,
                                hint="Pass `input` as a JSON object of the tool's arguments.")
         with self.elicitations.call(server, on_elicit):
-            return await sup.call(qualified_tool(server, tool), arguments, timeout_s, on_progress)
+            return await sup.call(qualified_tool(server, tool), arguments, timeout_s, on_progress,
+                                  lambda: self.elicitations.user_seconds(server))
 
     async def resources(self, server: str, timeout_s: float) -> CallOutcome:
         """The resources ``server`` lists."""

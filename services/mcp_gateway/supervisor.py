@@ -262,19 +262,21 @@ class ServerSupervisor:
     # ---------------------------------------------------------------- calls
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float,
-                   on_progress: ProgressSink) -> CallOutcome:
+                   on_progress: ProgressSink, user_seconds: Callable[[], float] | None = None) -> CallOutcome:
         """Call one tool, waiting (within the limit) for a connection in progress."""
         if self.settings.tools and tool not in self.settings.tools:
             return CallOutcome(False, f"tool {tool!r} of server {self.settings.name!r} is not enabled",
                                error_code="mcp_tool_not_available", error_message="tool not in the whitelist",
                                hint="Use a tool listed in the MCP catalog.")
         return await self.use(f"MCP tool {self.settings.name}__{tool}",
-                              lambda session: session.call_tool(tool, arguments, on_progress), timeout_s)
+                              lambda session: session.call_tool(tool, arguments, on_progress), timeout_s,
+                              user_seconds)
 
     async def use(self, what: str, run: Callable[[McpSession], Awaitable[CallOutcome]],
-                  timeout_s: float) -> CallOutcome:
+                  timeout_s: float, user_seconds: Callable[[], float] | None = None) -> CallOutcome:
         """Run one request on the open session (tools, resources, prompts), waiting (within the
-        limit) for a connection in progress; a broken transport starts a reconnect."""
+        limit) for a connection in progress; a broken transport starts a reconnect. The limit
+        does not count ``user_seconds()``: time the server's questions waited for the user."""
         limit = call_timeout_s(timeout_s, self.settings.timeout.execution)
         started = time.monotonic()
         if self.state in (State.CONNECTING, State.RECONNECTING):
@@ -283,14 +285,20 @@ class ServerSupervisor:
         if session is None or self.state != State.CONNECTED:
             return self._not_ready()
         remaining = max(0.001, limit - (time.monotonic() - started))
+        asked_before = user_seconds() if user_seconds is not None else 0.0
         try:
-            with anyio.fail_after(remaining):
-                return await run(session)
+            with anyio.CancelScope(deadline=anyio.current_time() + remaining) as scope:
+                base = scope.deadline
+                stretch = asyncio.ensure_future(_stretch(scope, base, user_seconds, asked_before)) \
+                    if user_seconds is not None else None
+                try:
+                    return await run(session)
+                finally:
+                    if stretch is not None:
+                        stretch.cancel()
+            return _timed_out(what, limit, started)
         except TimeoutError:
-            return CallOutcome(False, f"{what} did not answer within {limit:g}s",
-                               error_code="tool_timeout", error_message="the call timed out",
-                               hint="Retry with a smaller request, or use another tool.", limit_hit="timeout",
-                               duration_ms=(time.monotonic() - started) * 1000)
+            return _timed_out(what, limit, started)
         except TransportFailure as exc:
             if self.auth_required:
                 return await self._needs_auth_again(session, started)
@@ -328,3 +336,18 @@ class ServerSupervisor:
         return CallOutcome(False, f"MCP server {name!r} is {self.state.value}: {self.reason or 'not ready'}",
                            error_code="mcp_server_unavailable", error_message=self.reason or self.state.value,
                            hint=hint)
+
+
+async def _stretch(scope: anyio.CancelScope, base: float, user_seconds: Callable[[], float],
+                   before: float) -> None:
+    """Move ``scope``'s deadline past the time questions have waited for the user since it started."""
+    while True:
+        await asyncio.sleep(0.2)
+        scope.deadline = base + (user_seconds() - before)
+
+
+def _timed_out(what: str, limit: float, started: float) -> CallOutcome:
+    return CallOutcome(False, f"{what} did not answer within {limit:g}s",
+                       error_code="tool_timeout", error_message="the call timed out",
+                       hint="Retry with a smaller request, or use another tool.", limit_hit="timeout",
+                       duration_ms=(time.monotonic() - started) * 1000)

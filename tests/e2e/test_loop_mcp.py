@@ -283,3 +283,26 @@ def test_a_trusted_projects_mcp_json_servers_are_callable_and_not_written_to_the
     events = stack.start(sid, "echo through the project server").drain()
     assert finished(events).text == "The project's server answered."
     assert not list(isolated_home.rglob("mcp.local.yaml"))
+
+
+def test_time_a_server_waits_for_the_users_answers_does_not_count_against_its_call_timeout(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"match": "sign me up", "tool_calls": [{"name": "mcp_call", "arguments": {
+            "server": "demo", "tool": "signup", "input": {}}}]},
+        {"match": "signed up", "text": "Done."},
+    ], mcp_servers=[_demo(auto_approve=True, timeout={"execution": 1000})])
+    _wait_connected(stack)
+    sid = stack.open(interactive=True).session_id
+    asked: list[loop_pb2.QuestionAsked] = []
+    answer = _answer_questions(["Ada", "pro"], asked)
+
+    def slowly(event: loop_pb2.TurnEvent, conv: Conversation) -> None:
+        if event.WhichOneof("event") == "question_asked":
+            time.sleep(1.5)  # a person typing: longer than the server's 1 s execution limit
+        answer(event, conv)
+
+    events = stack.start(sid, "sign me up").drain(slowly)
+    result = next(e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished")
+    assert result.ok and result.output == "signed up Ada on the pro plan", result.error
+    assert finished(events).text == "Done."
