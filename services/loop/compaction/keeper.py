@@ -15,7 +15,7 @@ the previous state or the new one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.loop.compaction.history import HistoryIndex, local_search
@@ -193,12 +193,13 @@ class ContextKeeper:
         carried, ours = self.estimates(messages, fixed_tokens)
         tokens = max(carried, ours)
         inp = Inputs(messages=messages, session_id=self.session_id, budget=self.budget, settings=self.settings,
-                     transcripts=self.transcripts, fixed_tokens=fixed_tokens, pinned=pinned_index(messages, request),
-                     digests=self._digests)
+                     transcripts=self.transcripts, fixed_tokens=fixed_tokens, digests=self._digests)
         light = False
         if not (force or hard or should_compact(carried, ours, self.budget.ceiling)):
             # Under the ceiling: only older verbatim tool output past the recent budget is enveloped (L2).
+            # (Cheap first: stale output is part of the history, so a history under the budget has none.)
             light = bool(messages) and messages[-1].get("role") == "tool" and \
+                ours - fixed_tokens > self.budget.recent_tools and \
                 stale_tool_tokens(inp, self.state) > self.budget.recent_tools
             if not light:
                 return False
@@ -206,6 +207,7 @@ class ContextKeeper:
             f"older tool output past the {self.budget.recent_tools} tokens kept verbatim" if light else
             f"~{tokens} tokens reached the ceiling of {self.budget.ceiling}")
         emit(CompactionStarted(estimated_tokens=tokens, reason=reason))
+        inp = replace(inp, pinned=pinned_index(messages, request))
         outcome = await compact(inp, self.state, model, force=force, hard=hard, light=light)
         return self._adopt(outcome, emit, save)
 
