@@ -564,7 +564,7 @@ class LoopRuntime:
         return rt, [*config_warnings, *warnings, *rt.warnings, *project]
 
     async def _evict_idle(self, keep: str) -> None:
-        idle = [rt for sid, rt in self.sessions.items() if rt.idle and sid != keep]
+        idle = [rt for sid, rt in self.sessions.items() if rt.idle and not rt.subagents.running() and sid != keep]
         victims = sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]
         # Take every victim out before the first await: an open that overlaps this one must not
         # pick the same sessions again (it did, and its `del` raised KeyError).
