@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v rg >/dev/null || need+=(ripgrep)
+command -v git >/dev/null || need+=(git)
 command -v tmux >/dev/null || need+=(tmux)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
