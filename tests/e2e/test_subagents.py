@@ -262,6 +262,30 @@ def test_under_auto_a_childs_warn_call_runs_and_a_deny_call_is_refused_and_repor
     assert not [e for e in events if e.WhichOneof("event") == "approval_requested"]
 
 
+def test_cancelling_the_parents_batch_stops_a_foreground_child_and_the_parent_goes_on(
+        make_stack: Callable[..., LoopStack]) -> None:
+    task = "a slow look"
+    stack = make_stack(script(
+        [{"match_first_user": PARENT, "tool_calls": [{"name": "subAgent", "arguments": {"task": task}}]},
+         {"match_first_user": PARENT, "match": "cancelled_by_user", "text": "Stopped it."}],
+        child(task, {"text": "l" * 300, "chunk_delay_ms": 100, "chunk_chars": 1}),
+    ))
+    sid = stack.open().session_id
+
+    def cancel_once_started(event: loop_pb2.TurnEvent, conversation: Any) -> None:
+        if event.WhichOneof("event") == "subagent_started":
+            conversation.send(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(
+                scope=loop_pb2.INTERRUPT_SCOPE_BATCH)))
+
+    events = stack.start(sid, f"{PARENT}: look slowly").drain(cancel_once_started)
+    end = finished(events)
+    assert status_name(end) == "completed" and end.text == "Stopped it."
+    [ended] = [e.subagent_finished for e in events if e.WhichOneof("event") == "subagent_finished"]
+    assert ended.status == "cancelled" and json.loads(ended.packet_json)["truncated"] is True
+    _, data = command(stack, sid, "tasks")
+    assert [r["status"] for r in data["runs"]] == ["cancelled"]
+
+
 def git(cwd: Path, *args: str) -> str:
     import subprocess
 
