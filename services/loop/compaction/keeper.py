@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.loop.compaction.history import HistoryIndex, local_search
-from services.loop.compaction.layers import Inputs, stale_tool_tokens
+from services.loop.compaction.layers import Inputs, envelope_floor, stale_tool_tokens
 from services.loop.compaction.pipeline import Outcome, compact
 from services.loop.compaction.settings import Budget, CompactionSettings, budget_for
 from services.loop.compaction.state import CompactionState, Digests, build_view, validate
@@ -113,6 +113,7 @@ class ContextKeeper:
 
     def __post_init__(self) -> None:
         self.history = HistoryIndex(self.memory, self.transcripts, self.session_id)
+        self._history_bytes = RunningBytes(envelope_floor(self.settings))
 
     @staticmethod
     def create(settings: CompactionSettings, model: ModelClient, session_id: str, workspace: str,
@@ -132,6 +133,7 @@ class ContextKeeper:
         """The config was reloaded: its ``compaction`` section (thresholds, layers, ring size) applies
         from the next request on; the state and what it covers stay."""
         self.settings = settings
+        self._history_bytes = RunningBytes(envelope_floor(settings))
         self.set_model(model)
         self.digests = self.digests[-settings.working_memory_keep:] if settings.working_memory_keep else []
 
@@ -168,7 +170,7 @@ class ContextKeeper:
         """``(the provider's last figure carried forward by what was added since, our estimate)`` of the
         next request; the provider's is 0 when unknown or from before the last compaction."""
         if self._view.repairs != self._repairs_seen:  # the request view rewrote pairing in place
-            self._repairs_seen, self._history_bytes = self._view.repairs, RunningBytes()
+            self._repairs_seen, self._history_bytes = self._view.repairs, RunningBytes(envelope_floor(self.settings))
         ours = fixed_tokens + tokens_of_bytes(self._history_bytes.of(self.view(messages), self.state))
         self._ours = ours
         seen = self._observed
@@ -197,9 +199,9 @@ class ContextKeeper:
         light = False
         if not (force or hard or should_compact(carried, ours, self.budget.ceiling)):
             # Under the ceiling: only older verbatim tool output past the recent budget is enveloped (L2).
-            # (Cheap first: stale output is part of the history, so a history under the budget has none.)
+            # (Cheap first: stale output is among the view's large tool results, counted as they came.)
             light = bool(messages) and messages[-1].get("role") == "tool" and \
-                ours - fixed_tokens > self.budget.recent_tools and \
+                tokens_of_bytes(self._history_bytes.large_tool_bytes) > self.budget.recent_tools and \
                 stale_tool_tokens(inp, self.state) > self.budget.recent_tools
             if not light:
                 return False

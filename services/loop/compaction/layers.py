@@ -215,12 +215,17 @@ def recent_kept(inp: Inputs, tools: list[int]) -> int:
     return kept
 
 
+def envelope_floor(s: CompactionSettings) -> int:
+    """Characters a tool result must exceed for its envelope to be shorter than it (roughly)."""
+    return 2 * s.l2_window_chars + 200
+
+
 def stale_tool_tokens(inp: Inputs, state: CompactionState) -> int:
     """Tokens of verbatim tool results in view older than the ones kept recent: what an L2 pass would
     envelope now. Scans back from the newest message and stops past the budget (the answer is then
     "more than it") or at a result already enveloped (older ones were seen by that pass)."""
     messages, limit = inp.messages, inp.budget.recent_tools
-    shorter = 2 * inp.settings.l2_window_chars + 200  # a body this short stays as it is (no envelope)
+    shorter = envelope_floor(inp.settings)  # a body this short stays as it is (no envelope)
     kept = total = stale = 0
     lowest = max(state.consumed, len(messages) - inp.settings.max_messages)  # past that, L1's business
     for i in range(len(messages) - 1, lowest - 1, -1):

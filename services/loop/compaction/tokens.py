@@ -55,17 +55,24 @@ class RunningBytes:
     no longer in place) or when ``state`` is another object than last time (a view is a pure
     function of the record and the compaction state, and a new state is a new object)."""
 
-    def __init__(self) -> None:
+    def __init__(self, large_tool_chars: int = 800) -> None:
         self._count = 0
         self._bytes = 0
         self._last: Message | None = None
         self._state: object = None
+        self._large = large_tool_chars
+        self.large_tool_bytes = 0
+        """Of those, the tool results longer than ``large_tool_chars`` (what an L2 pass could envelope)."""
 
     def of(self, history: list[Message], state: object) -> int:
         n = self._count
         if state is not self._state or len(history) < n or (n and history[n - 1] is not self._last):
-            n, self._bytes, self._state = 0, 0, state
-        self._bytes += sum(message_bytes(m) for m in history[n:])
+            n, self._bytes, self._state, self.large_tool_bytes = 0, 0, state, 0
+        for m in history[n:]:
+            size = message_bytes(m)
+            self._bytes += size
+            if m.get("role") == "tool" and len(str(m.get("content") or "")) > self._large:
+                self.large_tool_bytes += size
         self._count = len(history)
         self._last = history[-1] if history else None
         return self._bytes

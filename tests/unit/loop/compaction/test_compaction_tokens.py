@@ -32,3 +32,13 @@ def test_a_new_compaction_state_counts_its_view_afresh() -> None:
     second[-1] = first[-1]
     second += first[len(second):]
     assert running.of(second, CompactionState(compactions=1)) == _recount(second)
+
+
+def test_large_tool_results_are_counted_apart_for_the_recent_output_check() -> None:
+    messages = [{"role": "user", "content": "go"}, *exchange(1, "short"), *exchange(2, "y" * 5000)]
+    running = RunningBytes(large_tool_chars=800)
+    running.of(messages, CompactionState())
+    assert running.large_tool_bytes == message_bytes(messages[-1])
+    messages += exchange(3, "z" * 900)
+    running.of(messages, CompactionState())  # another state: counted afresh, the same answer
+    assert running.large_tool_bytes == message_bytes(messages[-1]) + message_bytes(messages[4])
