@@ -43,6 +43,9 @@ def loop_proc(short_dir: Path, isolated_home: Path, tmp_path: Path) -> Iterator[
             "ai": {"max_tool_iterations": 100, "duplicate_call_threshold": 0},
             "endpoints": {"loop": f"unix:{short_dir}/loop.sock", "tools": tools_addr},
             "loop": {"memory": False, "mcp": False, "harvest": False},
+            # The outputs stay verbatim until the ceiling, so each compaction is one with a summary (the
+            # L2-only ones for older output would come first otherwise).
+            "compaction": {"keep_recent_tool_tokens": 10**9},
         }
         cfg_dir = isolated_home / ".config" / "ai-coding"
         cfg_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
