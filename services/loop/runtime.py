@@ -519,6 +519,10 @@ class LoopRuntime:
         self.sessions: dict[str, SessionRuntime] = {}
         self._stores: dict[str, SessionStore] = {}
         self._evicted: dict[str, tuple[str, SessionOptions]] = {}
+        # Opens of one stored session in flight: [lock, openers]. Loading a session and attaching its
+        # tools awaits, so without the lock two opens (a REPL's follower and its driver after a loop
+        # restart) each built a runtime of their own over the same journal.
+        self._opening: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         self.project_mcp = ProjectServers()
 
     def store(self, workspace: str) -> SessionStore:
@@ -531,17 +535,29 @@ class LoopRuntime:
         """Create or resume a session; returns its runtime and warnings."""
         store = self.store(workspace)
         deps, config_warnings = self.deps_for(workspace)
-        warnings: list[str] = []
-        if session_id:
-            sid = store.resolve(session_id)
-            live = self.sessions.get(sid)
-            if live is not None:
-                live.set_options(options)
-                live.reconfigure(deps)
-                return live, config_warnings
-            session, warnings = store.load(sid)
-        else:
-            session = store.create(model)
+        if not session_id:
+            return await self._start(store, deps, workspace, store.create(model), model, options, config_warnings)
+        sid = store.resolve(session_id)
+        lock, openers = self._opening.setdefault(sid, (asyncio.Lock(), [0]))
+        openers[0] += 1
+        try:
+            async with lock:
+                live = self.sessions.get(sid)
+                if live is not None:
+                    live.set_options(options)
+                    live.reconfigure(deps)
+                    return live, config_warnings
+                session, warnings = store.load(sid)
+                return await self._start(store, deps, workspace, session, model, options,
+                                         [*config_warnings, *warnings])
+        finally:
+            openers[0] -= 1
+            if not openers[0]:
+                del self._opening[sid]
+
+    async def _start(self, store: SessionStore, deps: LoopDeps, workspace: str, session: Session, model: str,
+                     options: SessionOptions, warnings: list[str]) -> tuple[SessionRuntime, list[str]]:
+        """A runtime for ``session`` (new or just loaded), registered; its warnings after ``warnings``."""
         try:
             client = deps.model_for(model or session.model)
         except ConfigError as err:
@@ -552,8 +568,8 @@ class LoopRuntime:
                 client = deps.model_for("")
             except ConfigError:
                 raise with_environment_hint(err) from None
-            warnings.append(f"this session used model `{session.model}`, which is no longer configured "
-                            f"({err}); continuing with `{client.model_name}`")
+            warnings = [*warnings, f"this session used model `{session.model}`, which is no longer configured "
+                                   f"({err}); continuing with `{client.model_name}`"]
         session.model = client.model_name
         rt = SessionRuntime(session, store, deps, client, options)
         await rt.attach_tools()
@@ -561,7 +577,7 @@ class LoopRuntime:
         self.sessions[session.id] = rt
         await self._evict_idle(keep=session.id)
         project = await self.project_mcp.open(deps.mcp, workspace)
-        return rt, [*config_warnings, *warnings, *rt.warnings, *project]
+        return rt, [*warnings, *rt.warnings, *project]
 
     async def _evict_idle(self, keep: str) -> None:
         idle = [rt for sid, rt in self.sessions.items() if rt.idle and not rt.subagents.running() and sid != keep]
