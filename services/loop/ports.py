@@ -354,6 +354,10 @@ class TurnHooks(Protocol):
         """The acceptance gate refused the model's stop (observe only)."""
         ...
 
+    def scoped(self) -> TurnHooks:
+        """These hooks for a child session: the same entries, injected context of its own."""
+        ...
+
 
 class AcceptanceSource(Protocol):
     """The acceptance items a turn must prove when the model stops (plans.acceptance.AcceptanceBook

@@ -52,6 +52,16 @@ class HookEngine:
         self._turn = 0
         self._session_started = False
 
+    def scoped(self) -> HookEngine:
+        """The same hooks for a child session (a subagent, a plan step): the same entries and the
+        same /hooks record, but injected context of its own, so a child neither takes the text
+        queued for the parent's next request nor leaves its own there."""
+        child = HookEngine(self.settings, self.session_id, self.workspace)
+        child.last = self.last
+        child._turn = self._turn
+        child._session_started = True  # SessionStart belongs to the parent's session
+        return child
+
     @property
     def plugin_dir(self) -> Path:
         raw = self.settings.plugin_dir

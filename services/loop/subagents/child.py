@@ -81,7 +81,10 @@ class ChildHooks:
     hook blocks a child's call too); turn.start/turn.end are the parent's turn's, not the child's."""
 
     def __init__(self, parent: TurnHooks | None) -> None:
-        self.parent = parent
+        self.parent = parent.scoped() if parent is not None else None
+
+    def scoped(self) -> ChildHooks:
+        return ChildHooks(self.parent)
 
     async def turn_start(self, turn: int, text: str, emit: Callable[[EventBody], None]) -> None:
         return None
