@@ -17,6 +17,12 @@ from services.loop.tasks import TODO_WRITE_TOOL, TaskState, todo_write
 from services.loop.turn_events import TaskItem, TaskListUpdated
 
 
+def task_list_event(state: TaskState) -> TaskListUpdated:
+    """The ``task_list_updated`` event for ``state`` (todo_write's, and the plan runner's status marks)."""
+    return TaskListUpdated(goal=state.goal, items=[
+        TaskItem(id=i.id, content=i.content, status=i.status, depends_on=list(i.depends_on)) for i in state.items])
+
+
 class TodoTool:
     """The task list of one session."""
 
@@ -39,8 +45,6 @@ class TodoTool:
         result = todo_write(self.state(), arguments, enforce_dependencies=self._enforce())
         if result.ok:
             self.session.task_state = result.state.to_json()
-            ctx.emit(TaskListUpdated(goal=result.state.goal, items=[
-                TaskItem(id=i.id, content=i.content, status=i.status, depends_on=list(i.depends_on))
-                for i in result.state.items]))
+            ctx.emit(task_list_event(result.state))
         return ToolOutcome(call.id, call.name, result.ok, result.output, data=result.data,
                            error_code=result.error_code, error_message=result.output if not result.ok else "")

@@ -167,10 +167,8 @@ PROPOSE_TOOL: dict[str, Any] = {
     "function": {
         "name": "acceptance_propose",
         "description": (
-            "Propose an acceptance item for this session: a statement that must hold when you finish and a "
-            "shell command that proves it (exit code 0 = holds), e.g. tests that must pass. When you stop, "
-            "the harness runs the command in the sandbox; a failure comes back to you to fix. The user sees "
-            "the proposal (and approves it under confirm mode)."
+            "Propose an acceptance item: a statement that must hold when you finish and a shell command proving "
+            "it (exit 0), e.g. the tests. It runs in the sandbox whenever you stop; a failure comes back to you."
         ),
         "parameters": {
             "type": "object",

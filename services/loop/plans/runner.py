@@ -31,6 +31,7 @@ from services.loop.policy.turn import Decision, Facts, Status, decide
 from services.loop.ports import TurnHost
 from services.loop.sessions import Session
 from services.loop.tasks import TERMINAL, TaskItem, TaskState, todo_write
+from services.loop.todo_tool import task_list_event
 from services.loop.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
 
 log = logging.getLogger("ai_coding.loop")
@@ -166,7 +167,7 @@ class PlanRunner:
         if not started.ok:
             self._mark(item.id, "blocked")
             return self._receipt(item, index, "blocked", note=started.error_code), None
-        self.ctx.session.task_state = started.state.to_json()
+        self._set_state(started.state)
         self.emit_body(PlanStepStarted(index=index, total=total, item_id=item.id, content=item.content))
         began = time.monotonic()
         turn = await self._turn(step_seed(self._state(), item, index, total), item_id=item.id, verify=item.verify,
@@ -228,7 +229,12 @@ class PlanRunner:
         item = state.get(item_id)
         if item is not None and item.status not in TERMINAL | {status}:
             item.status = status
-            self.ctx.session.task_state = state.to_json()
+            self._set_state(state)
+
+    def _set_state(self, state: TaskState) -> None:
+        """The runner moved an item (in progress, completed, blocked): saved, and the clients told."""
+        self.ctx.session.task_state = state.to_json()
+        self.emit_body(task_list_event(state))
 
     def _receipt(self, item: TaskItem, index: int, outcome: str, *, attested: bool = True,
                  verdicts: list[bool] | None = None, note: str = "", cost: StepCost | None = None) -> Receipt:
