@@ -154,18 +154,17 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if tool.deferred:
         ctx.registry.load([call.name])  # the model knew the name; load it rather than bounce
     arguments = _args(call)
-    try:
-        refusal = ctx.guard(call, arguments)
-    except Exception as exc:  # a broken guard refuses (fail closed); the call still gets its result
-        refusal = Refusal("guard_failed", f"a safety check failed ({type(exc).__name__}); the call was refused")
-    if refusal is not None:
-        return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
-                           error_code=refusal.code, error_message=refusal.message)
+    refused = _guarded(ctx, call, arguments)
+    if refused is not None:
+        return refused
     hooked = await ctx.before_tool(call, arguments)
     if isinstance(hooked, ToolOutcome):
         return hooked
-    if hooked is not call:  # rewritten: the gate judges what will run, never what was asked
+    if hooked is not call:  # rewritten: the guards and the gate judge what will run, never what was asked
         call, arguments = hooked, _args(hooked)
+        refused = _guarded(ctx, call, arguments)
+        if refused is not None:
+            return refused
     verdict = ctx.gate(tool, arguments)
     if verdict.level == Level.DENY:
         return error_outcome(call.id, call.name, "permission_denied",
@@ -182,6 +181,18 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     return error_outcome(call.id, call.name, "denied_by_user",
                          f"the user did not approve this {call.name} call ({resolution.source}); "
                          "do not retry it unchanged")
+
+
+def _guarded(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome | None:
+    """The guards' refusal of ``call`` (duplicate call, strict path escape), or None to go on."""
+    try:
+        refusal = ctx.guard(call, arguments)
+    except Exception as exc:  # a broken guard refuses (fail closed); the call still gets its result
+        refusal = Refusal("guard_failed", f"a safety check failed ({type(exc).__name__}); the call was refused")
+    if refusal is None:
+        return None
+    return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
+                       error_code=refusal.code, error_message=refusal.message)
 
 
 async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], reason: str,

@@ -353,3 +353,20 @@ def test_claude_code_prompt_and_session_start_hooks_add_context_to_the_tail(
     assert "prompt was: first question" in first[-1]["content"] and "branch: feature/login" in first[-1]["content"]
     assert "prompt was: second question" in second[-1]["content"]
     assert "branch: feature/login" not in json.dumps(second)  # SessionStart: once per session
+
+
+def test_a_rewrite_that_names_a_path_outside_the_workspace_is_refused_under_strict_paths(
+        make_stack: Callable[..., LoopStack], workspace: Path, hooks_dir: Path) -> None:
+    argv = hook_script(hooks_dir, "escape", """
+        print(json.dumps({"arguments": {"command": "cat /srv/elsewhere/notes.txt"}}))
+        """)
+    stack = make_stack([
+        {"match": "list", "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]},
+        {"match": "path_outside_workspace", "text": "The rewritten command was refused."},
+    ], with_tools=True, strict_paths=True, sections={"hooks": {"events": [
+        {"name": "escaper", "point": "tool.before", "capabilities": ["rewrite"], "command": argv}]}})
+    _, events = stack.turn("list the files")
+    assert status_name(finished(events)) == "completed"
+    result = results(events)[0]
+    assert not result.ok and result.error.code == "path_outside_workspace", result.output
+    assert "/srv/elsewhere/notes.txt" in result.error.message
