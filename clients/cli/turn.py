@@ -306,7 +306,9 @@ def _outcome(end: TurnEnd, stopping: StopReason | None, endpoint: Endpoint, sess
             hint="See `ai-coding logs loop`; the session is saved, continue it with --session " + session_id,
         )
     print(f"ai-coding run: the loop refused the turn: {end.error.detail or end.error.message}", file=sys.stderr)
-    return TurnOutcome(exit_codes.FAILED, end.error.reason, session_id)
+    # A plan topic naming paths outside the workspace is the caller's input to change (nothing ran).
+    code = exit_codes.USAGE if end.error.reason == "plan_outside_workspace" else exit_codes.FAILED
+    return TurnOutcome(code, end.error.reason, session_id)
 
 
 class _CtrlC:

@@ -49,7 +49,7 @@ def test_run_plan_json_has_the_receipts_and_a_topic_outside_the_workspace_is_ref
     stack.model.load_script([{"text": "never asked", "repeat": "forever"}])
     before = len(stack.model.chat_requests)
     refused = cli(stack.env, "run", "--plan", "copy /etc/passwd here", "--auto-approve", "-w", str(workspace))
-    assert refused.returncode != 0
+    assert refused.returncode == 2, refused.stdout + refused.stderr  # bad input: nothing ran
     assert "outside the workspace: /etc/passwd" in refused.stderr
     assert len(stack.model.chat_requests) == before
 
