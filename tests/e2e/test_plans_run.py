@@ -223,3 +223,24 @@ def test_an_interrupt_during_a_step_ends_the_run_interrupted_and_leaves_the_rest
     assert status_name(end) == "interrupted" and len(of(events, "turn_finished")) == 1, end.reason
     assert [(r.item_id, r.outcome) for r in of(events, "plan_step_receipt")] == [("1", "open"), ("2", "open")]
     assert stack.runtime.sessions[sid].idle
+
+
+def test_a_step_gets_one_continuation_that_names_only_its_own_item(make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        TWO_ITEMS[0],  # with one step per round the planning turn ends at its todo_write (it gets no continuation)
+        {"match": "[plan step 1/2]", "tool_calls": [{"name": "tool_search", "arguments": {"query": "jobs"}}]},
+        {"match": ["[continue]", "1 todo item(s) are still open: first thing."],
+         "tool_calls": [todo(update=[{"id": "1", "status": "completed"}])]},
+        {"match": "[plan step 2/2]", "tool_calls": [{"name": "tool_search", "arguments": {"query": "web"}}]},
+        {"match": "[continue]", "tool_calls": [{"name": "tool_search", "arguments": {"query": "fetch"}}]},
+    ], max_tool_iterations=1)
+    sid = stack.open().session_id
+    events = plan(stack, sid, "two things")
+    assert stack.fake.errors == []
+    receipts = of(events, "plan_step_receipt")
+    assert [(r.item_id, r.outcome) for r in receipts] == [("1", "done"), ("2", "stalled")]
+    assert "max_iterations" in receipts[1].note  # its one continuation was used; the second round ran out
+    nudges = [r.last_message.split("\n\n<", 1)[0] for r in stack.fake.chat_requests
+              if r.last_message.startswith("[continue]")]  # the nudge itself, before the request's tail blocks
+    assert len(nudges) == 2
+    assert "still open: first thing." in nudges[0] and "still open: second thing." in nudges[1]
