@@ -16,7 +16,9 @@ from typing import Any
 import grpc
 from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
-from tests.e2e.test_repl_session import Stack, Term, _cli, plain, script, stack, workspace
+from tests.e2e.test_repl_session import Term, plain, script, stack, workspace
+from tests.support.cli_stack import Stack
+from tests.support.cli_stack import cli as _cli
 
 __all__ = ["stack", "workspace"]  # fixtures used by name below
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.e2e.test_repl_session import Stack, Term, plain, stack, workspace
+from tests.e2e.test_repl_session import Term, plain, stack, workspace
+from tests.support.cli_stack import Stack
 
 __all__ = ["stack", "workspace"]  # fixtures used by name below
 
