@@ -146,7 +146,7 @@ async def _mcp_call(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
 
 
 TOOL_SEARCH = ToolDef(
-    "tool_search", "Find and load tools not listed yet (background jobs, memory_write, MCP). Query: keywords.",
+    "tool_search", "Find and load tools not listed yet (background jobs, memory_write, MCP, acceptance_propose). Query: keywords.",
     _object({"query": {"type": "string"}}, ["query"]), permission=Level.ALLOW, handler=_tool_search,
 )
 ASK_USER = ToolDef(

@@ -248,9 +248,9 @@ class Turn:
     async def _model_step(self, with_tools: bool = True) -> StepResult:
         rt = self.rt
         self._step = _StepState()
-        tools = [t.spec for t in rt.tools.visible()] if with_tools else []
-        step_parts = await rt.step_tail(self.emit)
+        step_parts = await rt.step_tail(self.emit)  # first: it may load a tool (a skill appeared)
         hook_context = await rt.hooks.step_before(self.number, self.iterations + 1, self.emit)
+        tools = [t.spec for t in rt.tools.visible()] if with_tools else []
         for hard in (False, True):  # a context_length refusal compacts harder and retries the step once
             parts = {**self.aux_tail, **step_parts, "hook-context": hook_context,
                      "environment": environment_block(rt.workspace, rt.model.model_name)}

@@ -419,6 +419,8 @@ class SessionRuntime:
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         if self.skills.refresh(emit):  # a declared cache break: the catalog is in the system message
             self.tail.set_base(build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
+            if self.skills.catalog:  # `skill` is deferred: sent only once there is a skill to read
+                self.tools.load(["skill"])
         return await self.tail.step_parts(emit, self.todo.state())
 
     def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:

@@ -149,3 +149,14 @@ def test_skills_dirs_given_at_open_replace_the_defaults(
     stack.start(opened.session_id, "hi").drain()
     catalog = system(stack.fake.chat_requests[0])
     assert "- chosen: From --skills" in catalog and "default-one" not in catalog
+
+
+def test_the_skill_tool_is_sent_only_once_there_is_a_skill_to_read(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack([{"match_absent": "never", "text": "ok", "repeat": "forever"}])
+    sid, _ = stack.turn("one")
+    write_skill(workspace / "skills", "alpha", "The first skill")
+    stack.turn("two", session_id=sid)
+    offered = [{t["function"]["name"] for t in r.body.get("tools", [])} for r in stack.fake.chat_requests]
+    assert "skill" not in offered[0] and "acceptance_propose" not in offered[0]  # deferred: found by tool_search
+    assert "skill" in offered[1] and "- alpha: The first skill" in system(stack.fake.chat_requests[1])

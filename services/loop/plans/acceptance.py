@@ -190,7 +190,9 @@ class ProposeTool:
 
     def tool_def(self) -> ToolDef:
         # WARN: the gate asks under confirm mode, with the command in the approval's preview.
-        return ToolDef.from_spec(PROPOSE_TOOL, permission=Level.WARN, handler=self._handle)
+        # Deferred: most turns never propose an item, and its schema would ride in every request
+        # (tool_search finds it; calling it by name loads it).
+        return ToolDef.from_spec(PROPOSE_TOOL, permission=Level.WARN, deferred=True, handler=self._handle)
 
     async def _handle(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         try:

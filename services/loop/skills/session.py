@@ -87,7 +87,7 @@ class SessionSkills:
         return [
             ToolDef("skill", "Read a skill from the catalog: its instructions (SKILL.md) and the list of its "
                              "files; pass `file` to read one of them. With no name, list every skill.",
-                    SKILL_SCHEMA, permission=Level.ALLOW, parallel_safe=True, handler=self._skill),
+                    SKILL_SCHEMA, permission=Level.ALLOW, parallel_safe=True, deferred=True, handler=self._skill),
             ToolDef("skill_propose", "Propose a new skill (reusable instructions for a kind of task) for the user "
                                      "to review; it enters the catalog only once they approve it (/skills).",
                     PROPOSE_SCHEMA, permission=Level.ALLOW, deferred=True, handler=self._propose),
