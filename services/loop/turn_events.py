@@ -304,7 +304,8 @@ class PlanStepReceipt(EventBody):
     content: str
     outcome: str
     grade: str
-    attested: bool = False
+    attested: bool = True
+    """False for an item the model marked done outside its step (grade ``fiat``)."""
     attempts: int = 0
     model_steps: int = 0
     tokens: int = 0

@@ -9,7 +9,7 @@ Receipts are saved with the session (``Session.plan``) and replayed by /resume.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from typing import Any
 
 from services.loop.turn_events import PlanStepReceipt
@@ -29,36 +29,19 @@ def grade(outcome: str, verify: str, verdicts: list[bool], attested: bool) -> st
     return "on-claim"
 
 
-@dataclass
-class Receipt:
-    """One item's receipt (the fields of the PlanStepReceipt event)."""
+Receipt = PlanStepReceipt
+"""An item's receipt is the event that reports it; the session saves its fields as JSON."""
 
-    index: int
-    total: int
-    item_id: str
-    content: str
-    outcome: str
-    grade: str
-    attested: bool = True
-    attempts: int = 0
-    model_steps: int = 0
-    tokens: int = 0
-    duration_ms: float = 0.0
-    verify: str = ""
-    note: str = ""
 
-    def event(self) -> PlanStepReceipt:
-        return PlanStepReceipt(**asdict(self))
-
-    @classmethod
-    def from_json(cls, raw: Any) -> Receipt | None:
-        if not isinstance(raw, dict) or not raw.get("item_id"):
-            return None
-        known = {f.name for f in fields(cls)}
-        try:
-            return cls(**{k: v for k, v in raw.items() if k in known})
-        except TypeError:
-            return None
+def receipt_from_json(raw: Any) -> Receipt | None:
+    """A saved receipt, or None when it is not one (no item id, unknown shape)."""
+    if not isinstance(raw, dict) or not raw.get("item_id"):
+        return None
+    known = {f.name for f in fields(Receipt)}
+    try:
+        return Receipt(**{k: v for k, v in raw.items() if k in known})
+    except TypeError:
+        return None
 
 
 def plan_record(goal: str, receipts: list[Receipt]) -> dict[str, Any]:
@@ -69,7 +52,7 @@ def plan_record(goal: str, receipts: list[Receipt]) -> dict[str, Any]:
 def saved_receipts(plan: dict[str, Any], item_ids: set[str] | None = None) -> list[Receipt]:
     """Receipts of the session's plan; with ``item_ids``, only those of items still on the list
     (rewriting the list drops the receipts of items no longer in it)."""
-    out = [r for raw in plan.get("receipts") or [] if (r := Receipt.from_json(raw)) is not None]
+    out = [r for raw in plan.get("receipts") or [] if (r := receipt_from_json(raw)) is not None]
     return [r for r in out if item_ids is None or r.item_id in item_ids]
 
 

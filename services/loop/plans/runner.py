@@ -147,7 +147,7 @@ class PlanRunner:
             receipt, stop = await self._item(item, index, total)
             self.receipts.append(receipt)
             self._save_receipts()
-            self.emit_body(receipt.event())
+            self.emit_body(receipt)
             if stop is not None:
                 self._leave_open(state.items[index:], index + 1)
                 return self._facts_after(stop)
@@ -218,7 +218,7 @@ class PlanRunner:
         for index, item in enumerate(items, start=first_index):
             receipt = self._receipt(item, index, "open", note="not run")
             self.receipts.append(receipt)
-            self.emit_body(receipt.event())
+            self.emit_body(receipt)
         self._save_receipts()
 
     def _state(self) -> TaskState:
