@@ -137,7 +137,7 @@ def _register_commands() -> None:
     # Each is imported only when named on the command line (or for --help), keeping --version fast.
     args = sys.argv[1:]
     wanted = not args or "--help" in args or "-h" in args
-    for noun in ("config", "memory", "mcp", "sessions", "skill", "trace"):
+    for noun in ("batch", "config", "memory", "mcp", "sessions", "skill", "trace"):
         if not (wanted or noun in args):
             continue
         if importlib.util.find_spec(f"clients.cli.commands.{noun}") is None:

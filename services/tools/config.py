@@ -27,6 +27,9 @@ class SandboxConfig:
     """Host directories commands may read besides the system dirs (/usr, /etc, /opt, /var, ...), the
     workspace and its extra roots: every other top-level directory (/srv, /home, /mnt, ...) is empty
     inside the sandbox. One containing your home, the runtime, config or data dir is refused."""
+    self_test: bool = False
+    """Start a bwrap instance when the service starts; if it cannot, health stays NOT_SERVING (the
+    Kubernetes pods turn this on, so a pod whose sandbox cannot start is not Ready)."""
     env_allow: list[str] = field(default_factory=list)
     """Extra environment variable names passed into commands (besides PATH, LANG, TERM...).
     Names that look like secrets (KEY, TOKEN, SECRET, PASSWORD) are never passed."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import grpc
 from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
@@ -10,6 +12,7 @@ from services.kernel.errors import ConfigError
 from services.kernel.server import ServiceDef
 from services.kernel.workspace import private_dirs
 from services.tools.config import SANDBOX_MODES, ToolsConfig
+from services.tools.errors import ToolError
 from services.tools.runtime import ToolRuntime, find_ripgrep
 from services.tools.servicer import ToolRuntimeServicer
 
@@ -33,5 +36,19 @@ def build(config: Config) -> ServiceDef:
     def register(server: grpc.aio.Server) -> None:
         tools_pb2_grpc.add_ToolRuntimeServicer_to_server(servicer, server)
 
+    tools = runtime.config
+    self_test = sandbox_self_test(runtime) if tools.sandbox.self_test and tools.sandbox.mode == "bwrap" else None
     return ServiceDef(name="tools", proto_services=[SERVICE_NAME], register=register, on_shutdown=runtime.close_all,
-                      extra={"runtime": runtime})
+                      self_test=self_test, extra={"runtime": runtime})
+
+
+def sandbox_self_test(runtime: ToolRuntime) -> Callable[[], Awaitable[str | None]]:
+    """Start one bwrap instance the way every command does: None when it ran, else why not."""
+    async def check() -> str | None:
+        try:
+            await runtime.probe.ensure()
+        except ToolError as err:
+            return f"sandbox self-test: {err}"
+        return None
+
+    return check
