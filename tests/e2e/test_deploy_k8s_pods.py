@@ -12,6 +12,7 @@ import secrets
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,24 @@ def test_the_batch_job_runs_three_tasks_in_their_own_pods_and_the_results_are_co
     assert len(rows) == 5 and rows[-1] == "3 task(s): 3 completed, 0 not completed, 0 without a result"
     for i, row in enumerate(rows[1:4]):
         assert row.split()[:5] == [str(i), f"issue-{i}", "0", "completed", "1"] and row.endswith(f"Fixed issue-{i}.")
+
+
+def test_a_batch_pod_stopped_mid_turn_still_leaves_its_result(
+        cluster: Cluster, pods: list[LocalPod], model: FakeModelServer, repo: tuple[Path, str]) -> None:
+    url, commit = repo
+    model.load_script([{"name": "slow", "text": "never finished", "delay_ms": 60_000}])
+    cluster.config_maps["ai-coding-tasks"]["tasks.yaml"] = (
+        f"- {{id: slow-task, repo: 'file://{url}', commit: {commit}, prompt: 'Take your time.'}}\n")
+    job = find(objects([K8S / "batch" / "job.yaml"]), "Job", "ai-coding-batch")
+    pod = LocalPod(cluster, "ai-coding-batch-0", job["spec"]["template"]["spec"], {COMPLETION_INDEX: "0"})
+    pods.append(pod)
+    pod.up()
+    deadline = time.monotonic() + 60
+    while not model.chat_requests:  # the turn is waiting on the model
+        assert time.monotonic() < deadline, "the task never reached the model"
+        time.sleep(0.1)
+    codes = pod.down()  # what the kubelet does when the Job is deleted or the node drains
+    assert codes["run"] == 0, (pod.dir / "run.log").read_text()
+    record = json.loads((cluster.claims["ai-coding-batch-results"] / "task-0" / "result.json").read_text())
+    assert record["id"] == "slow-task" and record["exitStatus"] == 143
+    assert record["status"] == "TURN_STATUS_INTERRUPTED"
