@@ -106,7 +106,7 @@ class LocalPod:
 
     def __init__(self, cluster: Cluster, name: str, spec: Obj, annotations: dict[str, str] | None = None,
                  claim_templates: list[str] | None = None, base_env: dict[str, str] | None = None,
-                 probe_scale: float = 0.25) -> None:
+                 probe_scale: float = 1.0) -> None:
         self.cluster, self.name, self.spec = cluster, name, spec
         self.annotations = annotations or {}
         self.dir = cluster.root / "pods" / name
