@@ -41,6 +41,7 @@ def task_steps(tag: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def model() -> Iterator[FakeModelServer]:
     steps = [*task_steps("greeting"), *(s for i in range(3) for s in task_steps(f"issue-{i}")),
+             {"name": "farewell", "match": "and now the farewell", "text": "Farewell added."},
              {"name": "anything-else", "text": "[]", "repeat": "forever"}]
     with FakeModelServer({"order": "first_match", "steps": steps}) as server:
         yield server
@@ -160,6 +161,22 @@ def test_the_workspace_pod_runs_a_turn_for_a_user_over_tls_and_the_token(
 
     codes = pod.down()
     assert codes == {"loop": 0, "mcp-gateway": 0, "memory": 0, "tools": 0}
+
+    # The pod is replaced (an update, a node drain): the new one has the same claims, and the
+    # user's session continues where it was.
+    again = workspace_pod(cluster, pods)
+    env["AI_CODING_CONFIG"] = str(Path(env["HOME"]) / "config.yaml")
+    (Path(env["HOME"]) / "config.yaml").write_text(
+        (Path(env["HOME"]) / "config.yaml").read_text().replace(f":{loop_port(pod)}", f":{loop_port(again)}"))
+    more = subprocess.run([EXE, "run", "--json", "--continue", "-w", str(workspace), "and now the farewell"],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert more.returncode == 0, more.stderr
+    assert json.loads(more.stdout.splitlines()[0])["sessionId"] == session
+    assert [json.loads(line)["turnFinished"]["text"] for line in more.stdout.splitlines()
+            if "turnFinished" in line] == ["Farewell added."]
+    request = next(r for r in model.chat_requests if "and now the farewell" in str(r.body["messages"][-1].get("content")))
+    texts = [str(m.get("content")) for m in request.body["messages"]]
+    assert any("fix the greeting" in t for t in texts) and any("Fixed greeting." in t for t in texts)
 
 
 def _set_env(container: str, name: str, value: str) -> Callable[[dict[str, Any]], None]:

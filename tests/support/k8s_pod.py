@@ -110,6 +110,10 @@ class LocalPod:
         self.cluster, self.name, self.spec = cluster, name, spec
         self.annotations = annotations or {}
         self.dir = cluster.root / "pods" / name
+        restart = 0
+        while self.dir.exists():  # the same pod again (a StatefulSet replaces it under its name)
+            restart += 1
+            self.dir = cluster.root / "pods" / f"{name}.{restart}"
         self.dir.mkdir(parents=True)
         self.base_env = base_env or {}
         self.probe_scale = probe_scale
