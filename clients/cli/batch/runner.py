@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
@@ -167,8 +167,3 @@ def _copy_session(workspace: Path, session_id: str, results: Path) -> None:
     traces = state / "traces" / session_id
     if traces.is_dir():
         shutil.copytree(traces, results / "traces", dirs_exist_ok=True)
-
-
-def result_files(results: Path) -> Iterator[Path]:
-    """The files a task left (for a listing)."""
-    yield from sorted(p for p in results.rglob("*") if p.is_file())
