@@ -295,3 +295,27 @@ def test_the_readme_names_each_container_at_the_level_its_pod_claims() -> None:
         for level, key in (("restricted", RESTRICTED), ("baseline", BASELINE)):
             for name in annotation_list(t.meta, key):
                 assert re.search(rf"`{re.escape(name)}`[^\n]*\b{level}\b", text), (t.owner, name, level)
+
+
+def test_the_node_profiles_the_tools_container_names_ship_and_leave_bubblewrap_its_calls() -> None:
+    import json
+
+    node = K8S / "node"
+    named = set()
+    for t in templates():
+        for _, c in containers(t.spec):
+            sc = c.get("securityContext", {})
+            for key in ("seccompProfile", "appArmorProfile"):
+                if sc.get(key, {}).get("type") == "Localhost":
+                    named.add((key, sc[key]["localhostProfile"]))
+    assert named == {("seccompProfile", "ai-coding/bwrap.json"), ("appArmorProfile", "ai-coding-bwrap")}
+    readme = (node / "README.md").read_text()
+    assert "/var/lib/kubelet/seccomp/ai-coding/bwrap.json" in readme and "/etc/apparmor.d/ai-coding-bwrap" in readme
+    profile = json.loads((node / "bwrap.json").read_text())
+    denied = {name for rule in profile["syscalls"] if rule["action"] != "SCMP_ACT_ALLOW" for name in rule["names"]}
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    assert not denied & {"unshare", "clone", "clone3", "mount", "umount2", "pivot_root", "setns", "sethostname"}
+    assert {"kexec_load", "init_module", "bpf", "open_by_handle_at", "userfaultfd"} <= denied
+    apparmor = (node / "ai-coding-bwrap.apparmor").read_text()
+    assert "profile ai-coding-bwrap " in apparmor and re.search(r"^\s+userns,$", apparmor, re.M)
+    assert re.search(r"^\s+mount,$", apparmor, re.M)
