@@ -167,10 +167,12 @@ def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> tuple[list[str
 
 
 def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidden: Sequence[str],
-               command: str, shown: Sequence[str] = ()) -> list[str]:
+               command: str, shown: Sequence[str] = (), egress: tuple[str, str] | None = None) -> list[str]:
     """The full bwrap command line for ``command`` (creates the placeholders of
     :func:`read_only_paths` when missing). ``shown``: host directories to show read-only inside
-    hidden top-level ones (already checked to hold no private dir)."""
+    hidden top-level ones (already checked to hold no private dir). ``egress``: (the egress
+    proxy's Unix socket on the host, the python3 to run the forwarder): no network but
+    loopback, the socket bind-mounted, the command started behind the forwarder."""
     argv = [bwrap, *BASE_FLAGS]
     if not network:
         argv.append("--unshare-net")
@@ -199,7 +201,13 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
             argv += ["--ro-bind", str(protected), str(protected)]  # a mount point cannot be renamed away
     for real in inside:
         argv += ["--tmpfs", real, "--remount-ro", real]
-    argv += ["--chdir", str(cwd), "--", "/bin/bash", "-c", command]
+    shell = ["/bin/bash", "-c", command]
+    if egress is not None:
+        from services.tools.egress.forwarder import SOCKET_IN_SANDBOX, wrap
+
+        argv += ["--bind", egress[0], SOCKET_IN_SANDBOX]
+        shell = wrap(egress[1], shell)
+    argv += ["--chdir", str(cwd), "--", *shell]
     return argv
 
 
