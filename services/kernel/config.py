@@ -765,7 +765,8 @@ USER_CONFIG_TEMPLATE = """\
 
 # tools:
 #   sandbox:
-#     network: false                  # let bash reach the network
+#     network: off                    # off | proxy (only allow_domains, via the egress proxy) | host
+#     allow_domains: []               # with proxy: names, *.wildcards, name:port, presets (pypi, npm, github)
 
 # mcp:
 #   servers: []                       # see `ai-coding mcp add --help`
