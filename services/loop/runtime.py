@@ -431,7 +431,8 @@ class SessionRuntime:
             return mcp_gate(str(arguments.get("server", "")), str(arguments.get("tool", "")),
                             self.tail.mcp_permissions, self.permission_mode, self.session.allowed_tools)
         if tool.name == "webfetch":  # never auto-approved: it connects on the model's say
-            return webfetch_gate(arguments, self.session.allowed_tools, self.permission_mode, self.net)
+            return webfetch_gate(arguments, self.session.allowed_tools, self.permission_mode, self.net,
+                                 self.options.interactive)
         return decide_permission(tool.name, arguments, self.session.allowed_tools, self.permission_mode,
                                  bash_policy=self.bash_policy, declared=tool.permission, trusted=tool.local)
 

@@ -35,9 +35,11 @@ def user_net(config_data: Mapping[str, Any], source_of: Callable[[str], str]) ->
         return NetConfig()
 
 
-def webfetch_gate(args: Mapping[str, Any], grants: Collection[str], mode: str, net: NetConfig) -> Verdict:
+def webfetch_gate(args: Mapping[str, Any], grants: Collection[str], mode: str, net: NetConfig,
+                  interactive: bool = True) -> Verdict:
     """ALLOW for a host on the user's allow-list, an "always" grant; else WARN (asks), auto mode
-    included. Never raises."""
+    included, or DENY in auto mode with nobody to ask (a client answering for the user must not
+    turn auto mode into an approval). Never raises."""
     try:
         url = check_url(str(args.get("url", "")))
         host, port = host_port(url)
@@ -49,6 +51,9 @@ def webfetch_gate(args: Mapping[str, Any], grants: Collection[str], mode: str, n
     if "webfetch" in grants:
         return Verdict(Level.ALLOW, "allowed always this session", "webfetch")
     why = "fetches a URL"
+    if mode == "auto" and not interactive:
+        return Verdict(Level.DENY, f"auto-approve never approves webfetch and nobody can be asked; add {host} "
+                                   f"to {ALLOW_KEY} in your user config to fetch it without asking")
     if mode == "auto":
         why += " (auto-approve never approves webfetch"
         why += f"; add {host} to {ALLOW_KEY} in your user config to fetch it without asking)"
