@@ -185,6 +185,8 @@ class ToolRuntime:
         extra, root_warnings = decide_extra_roots(self.config.extra_workspace_roots, request.extra_roots,
                                                   self.home, self.private)
         warnings += root_warnings + self.shown_warnings
+        if policy.egress and self.egress is None:
+            warnings.append(f"the sandbox's egress proxy cannot run, commands will be refused: {self.egress_error}")
         if policy.mode == "bwrap":
             try:
                 await self.probe.ensure()
