@@ -44,9 +44,11 @@ class SandboxConfig:
     deny_domains: list[str] = field(default_factory=list)
     """``network: proxy``: hosts refused even when ``allow_domains`` matches them (deny wins)."""
     credentials: list[dict[str, Any]] = field(default_factory=list)
-    """``network: proxy``: headers the proxy adds on the way out, for plain-HTTP requests to a
-    host: ``[{host: index.corp, headers: {Authorization: "Bearer ${INDEX_TOKEN}"}}]``; ``${VAR}``
-    comes from the services' environment, so the command never sees it."""
+    """``network: proxy``: headers the proxy adds on the way out to a host, over HTTP and HTTPS
+    (for HTTPS it terminates that host's TLS with a per-installation CA trusted only inside the
+    sandbox): ``[{host: index.corp, headers: {Authorization: "Bearer ${INDEX_TOKEN}"}}]``, with an
+    optional ``ca_file`` for a host whose certificate a private CA signs; ``${VAR}`` comes from
+    the services' environment, so the command never sees it."""
     bwrap: str = "bwrap"
     """The bubblewrap program (a name looked up on PATH, or an absolute path)."""
     read_only_paths: list[str] = field(default_factory=list)

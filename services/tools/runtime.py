@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.command_policy import denied_reason, writes_files
+from services.kernel.datadir import data_dir
 from services.kernel.netpolicy import NetConfig
 from services.tools import limits
 from services.tools.config import SANDBOX_MODES, ToolsConfig, network_mode
@@ -31,7 +32,8 @@ from services.tools.domain import (
     ToolCallResult,
     ToolOutput,
 )
-from services.tools.egress.forwarder import find_python, proxy_env
+from services.tools.egress.ca import ca_env
+from services.tools.egress.forwarder import EgressMount, find_python, proxy_env
 from services.tools.egress.proxy import Gate
 from services.tools.egress.setup import make_egress
 from services.tools.errors import ToolError, UnknownSession, WorkspaceError
@@ -147,7 +149,8 @@ class ToolRuntime:
                  ripgrep: str | None = None, net: NetConfig | None = None) -> None:
         self.config = config
         self.host_env = dict(os.environ if host_env is None else host_env)
-        self.egress, self.egress_error = make_egress(config.sandbox, net or NetConfig(), self.host_env)
+        self.egress, self.egress_error = make_egress(config.sandbox, net or NetConfig(), self.host_env,
+                                                     data_dir(self.host_env) / "egress-ca")
         self._gate_waits: set[asyncio.Task[None]] = set()
         self.home = home or Path.home()
         self.private = list(private)
@@ -313,8 +316,11 @@ class ToolRuntime:
             if python is None:
                 raise ToolError("egress_unavailable", "tools.sandbox.network: proxy needs python3 in /usr/bin "
                                 "(it relays the proxy into the sandbox)", "Install python3 on the host.")
-            egress = (gate.path, python)
+            authority = gate.proxy.authority
+            egress = EgressMount(gate.path, python, tuple(authority.sandbox_binds()) if authority else ())
             env.update(proxy_env())
+            if authority is not None:
+                env.update(ca_env())
         argv = bwrap_argv(bwrap, session.roots, root, session.sandbox.network, self.hidden_paths, command,
                           self.shown_paths, egress)
         return argv, env

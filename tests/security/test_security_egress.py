@@ -60,7 +60,7 @@ def secure(tmp_path: Path) -> Iterator[tuple[Origin, Path]]:
 
 @pytest.fixture
 def proxied(short_dir: Path, workspace: Path, web: Origin, secure: tuple[Origin, Path], tmp_path: Path,
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., ThreadedToolService]]:
+            monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Iterator[Callable[..., ThreadedToolService]]:
     """A tool service in proxy mode: web.test (HTTP) and secure.test (HTTPS) allowed and pinned."""
     started: list[ThreadedToolService] = []
     hosts = tmp_path / "hosts.json"  # the resolver stub: these names never reach DNS or the network

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from services.kernel.config import Config
-from tests.support.egress_sites import Origin, serve, simple_index, wheel
+from tests.support.egress_sites import Origin, serve, simple_index, tls_origin, wheel
 from tests.support.tools_harness import ThreadedToolService
 
 TOKEN = "tok-4f1d9e-never-in-the-sandbox"
@@ -30,8 +30,18 @@ def index() -> Iterator[Origin]:
 
 
 @pytest.fixture
-def pip_service(short_dir: Path, workspace: Path, index: Origin, monkeypatch: pytest.MonkeyPatch
-                ) -> Iterator[Callable[..., ThreadedToolService]]:
+def tls_index(tmp_path: Path) -> Iterator[tuple[Origin, Path]]:
+    origin, cert = tls_origin(tmp_path, "pypi.test")
+    origin.token = TOKEN
+    name, data = wheel("egress_probe", "1.0", f"MARK = {MARK!r}\n")
+    simple_index(origin, "egress-probe", name, data)
+    yield origin, cert
+    origin.stop()
+
+
+@pytest.fixture
+def pip_service(short_dir: Path, workspace: Path, index: Origin, monkeypatch: pytest.MonkeyPatch,
+                isolated_home: Path) -> Iterator[Callable[..., ThreadedToolService]]:
     monkeypatch.setenv("EGRESS_TEST_INDEX_TOKEN", TOKEN)  # the services' environment, not the sandbox's
     started: list[ThreadedToolService] = []
 
@@ -52,10 +62,11 @@ def pip_service(short_dir: Path, workspace: Path, index: Origin, monkeypatch: py
         svc.stop()
 
 
-def pip_install(svc: ThreadedToolService, port: int) -> tuple[str, str]:
+def pip_install(svc: ThreadedToolService, port: int, scheme: str = "http") -> tuple[str, str]:
+    trusted = "--trusted-host pypi.test " if scheme == "http" else ""
     command = (f"/usr/bin/python3 -m pip install --disable-pip-version-check --no-cache-dir --no-input "
-               f"--retries 0 --timeout 20 --target /tmp/site --index-url http://pypi.test:{port}/simple/ "
-               f"--trusted-host pypi.test egress-probe 2>&1; "
+               f"--retries 0 --timeout 20 --target /tmp/site --index-url {scheme}://pypi.test:{port}/simple/ "
+               f"{trusted}egress-probe 2>&1; "
                "/usr/bin/python3 -c \"import sys; sys.path.insert(0, '/tmp/site'); import egress_probe; "
                "print(egress_probe.MARK)\" 2>&1; "
                "env; cat /proc/self/environ | tr '\\0' '\\n'; grep -rl " + TOKEN + " /tmp /run . 2>/dev/null; true")
@@ -83,3 +94,29 @@ def test_pip_from_a_denied_index_fails_with_the_config_hint_and_sends_nothing(
     assert MARK not in output and index.hits == []
     assert f"pypi.test:{index.port} is denied by `pypi.test:{index.port}` in tools.sandbox.deny_domains" in output
     assert "Remove `pypi.test:" in output
+
+
+def test_pip_over_https_gets_the_token_added_by_the_proxy_and_the_ca_key_stays_outside(
+        short_dir: Path, workspace: Path, tls_index: tuple[Origin, Path], isolated_home: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    origin, cert = tls_index
+    monkeypatch.setenv("EGRESS_TEST_INDEX_TOKEN", TOKEN)
+    section = {"network": "proxy", "allow_domains": [f"pypi.test:{origin.port}"],
+               "credentials": [{"host": f"pypi.test:{origin.port}", "ca_file": str(cert),
+                                "headers": {"Authorization": "Bearer ${EGRESS_TEST_INDEX_TOKEN}"}}]}
+    config = Config(data={"tools": {"sandbox": section},
+                          "net": {"pinned_hosts": {"pypi.test": f"127.0.0.1:{origin.port}"}}})
+    with ThreadedToolService(config, str(short_dir / "tls.sock")) as svc:
+        svc.open("s1", str(workspace))
+        output, data_json = pip_install(svc, origin.port, "https")
+        ca_key = (isolated_home / ".local" / "share" / "ai-coding" / "egress-ca" / "ca.key").read_text()
+        _, probe = svc.call("s1", "bash", json.dumps({"command": "cat /run/ai-coding/ca.pem; ls -a /run/ai-coding; "
+                                                                 "grep -rl 'PRIVATE KEY' /run /tmp . 2>/dev/null; true"}))
+    assert MARK in output, output
+    assert {headers.get("authorization") for _, headers in origin.hits} == {f"Bearer {TOKEN}"}
+    assert TOKEN not in output and TOKEN not in data_json
+    assert "BEGIN CERTIFICATE" in probe.output and "PRIVATE KEY" not in probe.output  # the CA cert only
+    assert ca_key.splitlines()[1] not in probe.output
+    records = json.loads(data_json)["egress"]
+    assert records and all(r["method"].startswith("CONNECT") for r in records)
+    assert any("credential headers added" in r["reason"] for r in records)

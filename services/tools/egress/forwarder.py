@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 PORT = 3128
 SOCKET_IN_SANDBOX = "/run/ai-coding/egress.sock"
@@ -67,6 +68,16 @@ while True:
         continue
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 """
+
+
+@dataclass(frozen=True)
+class EgressMount:
+    """What a proxy sandbox gets: the gate's socket, the python3 running the forwarder, and
+    read-only files (host path, sandbox path): the CA bundle when credential rules exist."""
+
+    socket: str
+    python: str
+    files: tuple[tuple[str, str], ...] = ()
 
 
 def find_python() -> str | None:

@@ -7,8 +7,8 @@ line to add), resolves the name through the address policy and connects to the c
 - ``CONNECT host:port``: the first bytes through the tunnel must be a TLS ClientHello whose
   server name (when it sends one) is the host CONNECT named; anything else (a CONNECT inside
   the CONNECT, plain HTTP, another name) closes the tunnel before anything reaches the host.
-  The tunnel then carries bytes untouched: HTTPS credential injection would need TLS
-  termination and is not done (docs/security.md says so).
+  The tunnel then carries bytes untouched, except to a host with a credential rule, whose TLS
+  the proxy terminates to add the headers (services/tools/egress/intercept.py).
 - ``GET http://host/...`` (any method): forwarded as one origin-form request with the user's
   credential headers added, ``Connection: close``; a second request on the connection is never
   read, so nothing can be smuggled behind the first.
@@ -25,11 +25,13 @@ import contextlib
 import logging
 import os
 import shutil
+import ssl
 import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from services.kernel.netpolicy import NetRefused
+from services.tools.egress.ca import Authority
 from services.tools.egress.rules import EgressRules, Ruling, Verdict
 from services.tools.egress.wire import (
     MAX_HEAD_BYTES,
@@ -172,7 +174,8 @@ class Gate:
             raise Refused(403, ruling)
         return ruling
 
-    async def _connect(self, dest: Destination) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def connect(self, dest: Destination, tls: ssl.SSLContext | None = None
+                       ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         rules, limits = self.proxy.rules, self.proxy.limits
         try:
             target = await asyncio.wait_for(asyncio.to_thread(rules.policy.resolve, dest.host, dest.port,
@@ -182,8 +185,12 @@ class Gate:
         except TimeoutError:
             raise Refused(502, Ruling(Verdict.REFUSED, "", f"resolving {dest.host} took too long")) from None
         try:
-            return await asyncio.wait_for(asyncio.open_connection(target.address, target.port),
-                                          limits.connect_seconds)
+            return await asyncio.wait_for(asyncio.open_connection(
+                target.address, target.port, ssl=tls, server_hostname=dest.host if tls else None),
+                limits.connect_seconds)
+        except ssl.SSLCertVerificationError as exc:
+            raise Refused(502, Ruling(Verdict.ALLOWED, "", f"{dest.host}'s certificate is not trusted "
+                                                           f"({exc.verify_message})")) from None
         except (OSError, TimeoutError) as exc:
             raise Refused(502, Ruling(Verdict.ALLOWED, "", f"cannot connect to {dest.host}:{dest.port}: "
                                                            f"{exc or type(exc).__name__}")) from None
@@ -191,6 +198,10 @@ class Gate:
     async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dest: Destination,
                       record: EgressRecord) -> asyncio.StreamWriter:
         if self.proxy.rules.has_credential(dest.host, dest.port):
+            if self.proxy.authority is not None:
+                from services.tools.egress.intercept import intercept
+
+                return await intercept(self, reader, writer, dest, record)
             record.reason = "credential rule not applied: HTTPS is tunnelled untouched (no TLS interception)"
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await writer.drain()
@@ -204,19 +215,15 @@ class Gate:
         sni = client_hello_sni(hello)
         if sni is not None and sni != dest.host:
             raise WireError(f"the TLS server name {sni} is not the host CONNECT named ({dest.host})")
-        up_reader, up_writer = await self._connect(dest)
+        up_reader, up_writer = await self.connect(dest)
         up_writer.write(header + hello)
         record.bytes_up += len(header) + len(hello)
         await self._relay(reader, writer, up_reader, up_writer, record)
         return up_writer
 
-    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: Head,
-                       dest: Destination, record: EgressRecord) -> asyncio.StreamWriter:
-        length = content_length(head)
-        up_reader, up_writer = await self._connect(dest)
-        out = outgoing_head(head, dest, self.proxy.rules.inject(dest.host, dest.port))
-        up_writer.write(out)
-        record.bytes_up += len(out)
+    async def forward_body(self, reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter, length: int,
+                           record: EgressRecord) -> None:
+        """``length`` bytes of request body from the command to the host."""
         remaining = length
         while remaining > 0:
             chunk = await asyncio.wait_for(reader.read(min(65536, remaining)), self.proxy.limits.idle_seconds)
@@ -226,7 +233,16 @@ class Gate:
             self._count(record, up=len(chunk))
             up_writer.write(chunk)
             await up_writer.drain()
-        await self._pump(up_reader, writer, record, "down")  # the answer, until the host closes
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: Head,
+                       dest: Destination, record: EgressRecord) -> asyncio.StreamWriter:
+        length = content_length(head)
+        up_reader, up_writer = await self.connect(dest)
+        out = outgoing_head(head, dest, self.proxy.rules.inject(dest.host, dest.port))
+        up_writer.write(out)
+        record.bytes_up += len(out)
+        await self.forward_body(reader, up_writer, length, record)
+        await self.pump(up_reader, writer, record, "down")  # the answer, until the host closes
         return up_writer
 
     def _count(self, record: EgressRecord, *, up: int = 0, down: int = 0) -> None:
@@ -239,7 +255,7 @@ class Gate:
             record.reason = "byte limit reached"
             raise OSError("the egress byte limit was reached")
 
-    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: EgressRecord,
+    async def pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: EgressRecord,
                     way: str) -> None:
         idle = self.proxy.limits.idle_seconds
         try:
@@ -257,8 +273,8 @@ class Gate:
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter, record: EgressRecord) -> None:
-        ups = asyncio.ensure_future(self._pump(reader, up_writer, record, "up"))
-        downs = asyncio.ensure_future(self._pump(up_reader, writer, record, "down"))
+        ups = asyncio.ensure_future(self.pump(reader, up_writer, record, "up"))
+        downs = asyncio.ensure_future(self.pump(up_reader, writer, record, "down"))
         try:  # until both directions ended, or one failed (idle, byte limit, reset)
             await asyncio.wait({ups, downs}, return_when=asyncio.FIRST_EXCEPTION)
         finally:
@@ -299,6 +315,9 @@ class EgressProxy:
 
     rules: EgressRules
     limits: Limits = field(default_factory=Limits)
+    authority: Authority | None = None
+    """The per-installation CA (only when a credential rule exists): HTTPS to a credential host
+    is terminated here so the headers can be added (services/tools/egress/intercept.py)."""
     active: int = 0
     budgets: dict[str, SessionBudget] = field(default_factory=dict)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 from services.kernel.config import expand_vars
 from services.kernel.errors import ConfigError
@@ -34,6 +35,8 @@ class Credential:
 
     rule: DomainRule
     headers: Mapping[str, str]
+    ca_file: str = ""
+    """The CA that signs this host's certificate (a private index), besides the system's."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,14 @@ class EgressRules:
                       f"To allow it, add `- {line}` under {ALLOW_KEY} in your user config "
                       f"(~/.config/ai-coding/config.yaml).")
 
+    def credential(self, host: str, port: int) -> Credential | None:
+        """The first credential rule matching ``host:port``."""
+        return next((c for c in self.credentials if c.rule.matches(host, port)), None)
+
     def inject(self, host: str, port: int) -> dict[str, str]:
-        """The headers credential rules add for ``host:port`` (the first matching rule)."""
-        for cred in self.credentials:
-            if cred.rule.matches(host, port):
-                return dict(cred.headers)
-        return {}
+        """The headers credential rules add for ``host:port``."""
+        cred = self.credential(host, port)
+        return dict(cred.headers) if cred else {}
 
     def has_credential(self, host: str, port: int) -> bool:
         return any(c.rule.matches(host, port) for c in self.credentials)
@@ -93,7 +98,9 @@ def parse_credentials(raw: Sequence[Mapping[str, object]], environ: Mapping[str,
             rule = parse_rule(host)
         except ValueError as exc:
             raise ConfigError(f"config key `tools.sandbox.credentials[{i}].host`: {exc}") from None
-        out.append(Credential(rule, {str(k): expand_vars(str(v), environ) for k, v in headers.items()}))
+        ca_file = str(item.get("ca_file") or "")
+        out.append(Credential(rule, {str(k): expand_vars(str(v), environ) for k, v in headers.items()},
+                              str(Path(ca_file).expanduser()) if ca_file else ""))
     return out
 
 

@@ -123,11 +123,29 @@ def content_length(head: Head) -> int:
     return int(lengths[0]) if lengths else 0
 
 
-def outgoing_head(head: Head, dest: Destination, inject: dict[str, str]) -> bytes:
+def inner_destination(head: Head, tunnel: Destination) -> Destination:
+    """Where a request read inside a terminated CONNECT tunnel goes: origin-form only, with one
+    Host header naming the tunnel's host (a request for another host inside it is refused)."""
+    hosts = head.values("host")
+    if head.method == "CONNECT" or not head.target.startswith("/"):
+        raise WireError("inside a CONNECT tunnel only origin-form requests (GET /path) are forwarded")
+    if len(hosts) != 1:
+        raise WireError("a request inside a tunnel needs exactly one Host header")
+    if _host_port(hosts[0], tunnel.port) != (tunnel.host, tunnel.port):
+        raise WireError(f"the Host header ({hosts[0][:60]}) is not the tunnel's host ({tunnel.host})")
+    if head.values("transfer-encoding"):
+        raise WireError("request bodies with Transfer-Encoding are not forwarded (send a Content-Length)")
+    lengths = head.values("content-length")
+    if len(lengths) > 1 or (lengths and not lengths[0].isdigit()):
+        raise WireError("a bad or repeated Content-Length")
+    return Destination(tunnel.host, tunnel.port, head.target)
+
+
+def outgoing_head(head: Head, dest: Destination, inject: dict[str, str], default_port: int = 80) -> bytes:
     """The origin-form request sent upstream: hop headers dropped, one Host, the injected
     headers replacing any the command sent under the same names, ``Connection: close``."""
     replaced = {name.lower() for name in inject}
-    host = dest.host if dest.port == 80 else f"{dest.host}:{dest.port}"
+    host = dest.host if dest.port == default_port else f"{dest.host}:{dest.port}"
     lines = [f"{head.method} {dest.path} HTTP/1.1", f"Host: {host}"]
     for name, value in head.headers:
         low = name.lower()
