@@ -204,3 +204,23 @@ def test_a_connect_tunnel_carries_one_tls_connection_to_its_host_and_nothing_els
     assert secure[0].paths() == [] and web.paths() == []
     out, _ = bash(svc, f"/usr/bin/python3 -c {shlex.quote(SNI_CLIENT)} secure.test {sport} secure.test")
     assert "ANSWER 16" in out, out  # the same client with the right name gets the server's ServerHello
+
+
+def test_a_job_reaches_an_allowed_host_and_its_way_out_closes_when_it_ends(
+        proxied: Callable[..., ThreadedToolService], web: Origin) -> None:
+    import time
+
+    svc = proxied()
+    _, started = svc.call("s1", "job_start", json.dumps({"command": f"curl -sS http://web.test:{web.port}/hello"}))
+    job = json.loads(started.data_json)["job_id"]
+    gates = svc.runtime().egress
+    assert gates is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        _, out = svc.call("s1", "job_output", json.dumps({"job_id": job}))
+        if "exit code" in out.output:
+            break
+        time.sleep(0.2)
+    assert SECRET_PAGE.decode() in out.output, out.output
+    time.sleep(0.5)
+    assert not svc.runtime()._gate_waits  # the job ended: its gate closed (socket and tasks gone)

@@ -109,6 +109,7 @@ class Gate:
         self.server: asyncio.Server | None = None
         self.total = 0
         self.bytes = 0
+        self.dropped = 0
 
     async def start(self) -> None:
         self.server = await asyncio.start_unix_server(self._accept, self.path, limit=MAX_HEAD_BYTES + 1024)
@@ -118,8 +119,8 @@ class Gate:
         limits = self.proxy.limits
         if (len(self.tasks) >= limits.concurrent_per_gate or self.total >= limits.connections_per_gate
                 or self.proxy.active >= limits.concurrent_total):
-            writer.close()  # over a bound: dropped at once, nothing read
-            self.records.append(EgressRecord("", 0, "", Verdict.REFUSED, reason="connection limit"))
+            writer.close()  # over a bound: dropped at once, nothing read (counted, not recorded one by one)
+            self.dropped += 1
             return
         self.total += 1
         self.proxy.active += 1
@@ -293,7 +294,11 @@ class Gate:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def report(self) -> list[dict[str, Any]]:
-        return [asdict(r) for r in self.records]
+        records = [asdict(r) for r in self.records]
+        if self.dropped:
+            records.append(asdict(EgressRecord("", 0, "", Verdict.REFUSED,
+                                               reason=f"{self.dropped} connections over the connection limits")))
+        return records
 
     def note(self) -> str:
         """What the model should know: each refused host once, with its fix."""
