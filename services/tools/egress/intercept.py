@@ -12,17 +12,41 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from services.tools.egress.wire import content_length, inner_destination, outgoing_head, parse_head
+from services.tools.egress.ca import Authority
+from services.tools.egress.rules import EgressRules
+from services.tools.egress.wire import (
+    Destination,
+    content_length,
+    inner_destination,
+    outgoing_head,
+    parse_head,
+)
 
-if TYPE_CHECKING:
-    from services.tools.egress.proxy import EgressRecord, Gate
-    from services.tools.egress.wire import Destination
+
+class _Proxy(Protocol):
+    authority: Authority | None
+    rules: EgressRules
+    limits: Any
 
 
-async def intercept(gate: Gate, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tunnel: Destination,
-                    record: EgressRecord) -> asyncio.StreamWriter:
+class TunnelGate(Protocol):
+    """What of a gate (services/tools/egress/proxy.py) a terminated tunnel uses."""
+
+    proxy: _Proxy
+
+    async def connect(self, dest: Destination, tls: ssl.SSLContext | None = None
+                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]: ...
+
+    async def forward_body(self, reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter, length: int,
+                           record: Any) -> None: ...
+
+    async def pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: Any, way: str) -> None: ...
+
+
+async def intercept(gate: TunnelGate, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    tunnel: Destination, record: Any) -> asyncio.StreamWriter:
     """Serve one request of a credential host's tunnel; the upstream writer (for closing)."""
     authority = gate.proxy.authority
     assert authority is not None

@@ -32,6 +32,7 @@ from typing import Any
 
 from services.kernel.netpolicy import NetRefused
 from services.tools.egress.ca import Authority
+from services.tools.egress.intercept import intercept
 from services.tools.egress.rules import EgressRules, Ruling, Verdict
 from services.tools.egress.wire import (
     MAX_HEAD_BYTES,
@@ -57,6 +58,7 @@ class Limits:
     resolve_seconds: float = 10.0
     concurrent_per_gate: int = 64
     connections_per_gate: int = 2000
+    connections_per_session: int = 20000
     concurrent_total: int = 512
     bytes_per_gate: int = 1 << 30
     bytes_per_session: int = 4 << 30
@@ -79,6 +81,7 @@ class EgressRecord:
 @dataclass
 class SessionBudget:
     bytes: int = 0
+    connections: int = 0
 
 
 class Refused(Exception):
@@ -118,11 +121,13 @@ class Gate:
     def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         limits = self.proxy.limits
         if (len(self.tasks) >= limits.concurrent_per_gate or self.total >= limits.connections_per_gate
+                or self.budget.connections >= limits.connections_per_session
                 or self.proxy.active >= limits.concurrent_total):
             writer.close()  # over a bound: dropped at once, nothing read (counted, not recorded one by one)
             self.dropped += 1
             return
         self.total += 1
+        self.budget.connections += 1
         self.proxy.active += 1
         handler = asyncio.ensure_future(self._serve(reader, writer))
         self.tasks.add(handler)
@@ -200,8 +205,6 @@ class Gate:
                       record: EgressRecord) -> asyncio.StreamWriter:
         if self.proxy.rules.has_credential(dest.host, dest.port):
             if self.proxy.authority is not None:
-                from services.tools.egress.intercept import intercept
-
                 return await intercept(self, reader, writer, dest, record)
             record.reason = "credential rule not applied: HTTPS is tunnelled untouched (no TLS interception)"
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
