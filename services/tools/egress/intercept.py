@@ -26,15 +26,19 @@ from services.tools.egress.wire import (
 
 
 class _Proxy(Protocol):
-    authority: Authority | None
-    rules: EgressRules
-    limits: Any
+    @property
+    def authority(self) -> Authority | None: ...
+    @property
+    def rules(self) -> EgressRules: ...
+    @property
+    def limits(self) -> Any: ...
 
 
 class TunnelGate(Protocol):
     """What of a gate (services/tools/egress/proxy.py) a terminated tunnel uses."""
 
-    proxy: _Proxy
+    @property
+    def proxy(self) -> _Proxy: ...
 
     async def connect(self, dest: Destination, tls: ssl.SSLContext | None = None
                       ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]: ...
