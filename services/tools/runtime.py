@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.command_policy import denied_reason, writes_files
+from services.kernel.config import referenced_vars
 from services.kernel.datadir import data_dir
 from services.kernel.netpolicy import NetConfig
 from services.tools import limits
@@ -152,6 +153,7 @@ class ToolRuntime:
         self.egress, self.egress_error = make_egress(config.sandbox, net or NetConfig(), self.host_env,
                                                      data_dir(self.host_env) / "egress-ca")
         self._gate_waits: set[asyncio.Task[None]] = set()
+        self.credential_vars = sorted(referenced_vars(config.sandbox.credentials))
         self.home = home or Path.home()
         self.private = list(private)
         """(what, directory) pairs a root may not contain and commands never see (besides home)."""
@@ -309,7 +311,8 @@ class ToolRuntime:
                               self.host_env.get("HOME", str(root)))
             return host_argv(command), env
         bwrap = await self.probe.ensure()
-        env = sandbox_env(self.host_env, self.config.sandbox.env_allow, session.secret_names, SANDBOX_HOME)
+        secrets = [*session.secret_names, *self.credential_vars]  # never in, even when env_allow names one
+        env = sandbox_env(self.host_env, self.config.sandbox.env_allow, secrets, SANDBOX_HOME)
         egress = None
         if gate is not None:
             python = find_python()

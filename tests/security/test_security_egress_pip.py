@@ -42,13 +42,14 @@ def tls_index(tmp_path: Path) -> Iterator[tuple[Origin, Path]]:
 @pytest.fixture
 def pip_service(short_dir: Path, workspace: Path, index: Origin, monkeypatch: pytest.MonkeyPatch,
                 isolated_home: Path) -> Iterator[Callable[..., ThreadedToolService]]:
-    monkeypatch.setenv("EGRESS_TEST_INDEX_TOKEN", TOKEN)  # the services' environment, not the sandbox's
+    monkeypatch.setenv("EGRESS_PIP_INDEX_BEARER", TOKEN)  # the services' environment, not the sandbox's
     started: list[ThreadedToolService] = []
 
     def make(**sandbox: Any) -> ThreadedToolService:
         section = {"network": "proxy", "allow_domains": [f"pypi.test:{index.port}"],
+                   "env_allow": ["EGRESS_PIP_INDEX_BEARER"],  # even listed, a credential's variable stays out
                    "credentials": [{"host": f"pypi.test:{index.port}",
-                                    "headers": {"Authorization": "Bearer ${EGRESS_TEST_INDEX_TOKEN}"}}],
+                                    "headers": {"Authorization": "Bearer ${EGRESS_PIP_INDEX_BEARER}"}}],
                    **sandbox}
         config = Config(data={"tools": {"sandbox": section},
                               "net": {"pinned_hosts": {"pypi.test": f"127.0.0.1:{index.port}"}}})
@@ -100,10 +101,10 @@ def test_pip_over_https_gets_the_token_added_by_the_proxy_and_the_ca_key_stays_o
         short_dir: Path, workspace: Path, tls_index: tuple[Origin, Path], isolated_home: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     origin, cert = tls_index
-    monkeypatch.setenv("EGRESS_TEST_INDEX_TOKEN", TOKEN)
+    monkeypatch.setenv("EGRESS_PIP_INDEX_BEARER", TOKEN)
     section = {"network": "proxy", "allow_domains": [f"pypi.test:{origin.port}"],
                "credentials": [{"host": f"pypi.test:{origin.port}", "ca_file": str(cert),
-                                "headers": {"Authorization": "Bearer ${EGRESS_TEST_INDEX_TOKEN}"}}]}
+                                "headers": {"Authorization": "Bearer ${EGRESS_PIP_INDEX_BEARER}"}}]}
     config = Config(data={"tools": {"sandbox": section},
                           "net": {"pinned_hosts": {"pypi.test": f"127.0.0.1:{origin.port}"}}})
     with ThreadedToolService(config, str(short_dir / "tls.sock")) as svc:
