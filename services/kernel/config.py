@@ -59,11 +59,11 @@ _DECLARED = re.compile(r"^[\"']?ai[-_]?coding[\"']?\s*:", re.IGNORECASE | re.MUL
 # a component starts reading one).
 KNOWN_TOP_LEVEL_KEYS = frozenset({
     DECLARATION_KEY, "ai", "compaction", "default_model", "endpoints", "hooks", "loop", "mcp", "memory",
-    "models", "plans", "sessions", "skills", "subagents", "supervisor", "tools", "tracing", "traces",
+    "models", "net", "plans", "sessions", "skills", "subagents", "supervisor", "tools", "tracing", "traces",
 })
 # Children of these keys are names the user chose (variables, headers, model
 # entries), kept as written; keys below them are normalized again.
-CASE_SENSITIVE_PARENTS = frozenset({"environment", "env", "headers", "models"})
+CASE_SENSITIVE_PARENTS = frozenset({"environment", "env", "headers", "models", "pinned_hosts"})
 
 # Dotted paths (``*`` = any key) that only the user layer may set: each one
 # runs a program, adds a root, loosens the sandbox, moves where data is written,
@@ -72,6 +72,7 @@ EXECUTION_KEYS: tuple[str, ...] = (
     "hooks",
     "mcp",
     "endpoints",
+    "net",
     "supervisor",
     "models.*.base_url",
     "models.*.api_key",
@@ -764,7 +765,8 @@ USER_CONFIG_TEMPLATE = """\
 
 # tools:
 #   sandbox:
-#     network: false                  # let bash reach the network
+#     network: off                    # off | proxy (only allow_domains, via the egress proxy) | host
+#     allow_domains: []               # with proxy: names, *.wildcards, name:port, presets (pypi, npm, github)
 
 # mcp:
 #   servers: []                       # see `ai-coding mcp add --help`

@@ -64,7 +64,8 @@ from services.loop.turn_events import (
     InputQueued,
     SubagentScope,
 )
-from services.loop.webfetch import WEBFETCH
+from services.loop.webfetch import webfetch_tool
+from services.loop.webgate import user_net, webfetch_gate
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -139,6 +140,7 @@ class SessionRuntime:
         self.options = options
         self.settings = deps.settings
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
+        self.net = user_net(deps.config_data, deps.source_of)
         start, unissued = resume_point(session.last_seq, store.reserved_seq(session.id))
         self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
                                unissued=unissued)
@@ -428,6 +430,9 @@ class SessionRuntime:
         if tool.name == "mcp_call":
             return mcp_gate(str(arguments.get("server", "")), str(arguments.get("tool", "")),
                             self.tail.mcp_permissions, self.permission_mode, self.session.allowed_tools)
+        if tool.name == "webfetch":  # never auto-approved: it connects on the model's say
+            return webfetch_gate(arguments, self.session.allowed_tools, self.permission_mode, self.net,
+                                 self.options.interactive)
         return decide_permission(tool.name, arguments, self.session.allowed_tools, self.permission_mode,
                                  bash_policy=self.bash_policy, declared=tool.permission, trusted=tool.local)
 
@@ -443,7 +448,8 @@ class SessionRuntime:
         """The loop's own tools for this session: todo_write (on this session's task state), the
         stateless ones of local_tools, and mcp_describe (on the catalog this session fetched)."""
         tools = [self.todo.tool_def(), ProposeTool(self.acceptance).tool_def(),
-                 *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH,
+                 *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None),
+                 webfetch_tool(self.net),
                  *self.subagents.tool_defs()]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
             tools.append(mcp_describe_tool(self._mcp_describe))

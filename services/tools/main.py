@@ -9,9 +9,10 @@ from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
 from services.kernel.config import Config
 from services.kernel.errors import ConfigError
+from services.kernel.netpolicy import NetConfig
 from services.kernel.server import ServiceDef
 from services.kernel.workspace import private_dirs
-from services.tools.config import SANDBOX_MODES, ToolsConfig
+from services.tools.config import SANDBOX_MODES, ToolsConfig, network_mode
 from services.tools.errors import ToolError
 from services.tools.runtime import ToolRuntime, find_ripgrep
 from services.tools.servicer import ToolRuntimeServicer
@@ -25,12 +26,18 @@ def load_tools_config(config: Config) -> ToolsConfig:
     if tools.sandbox.mode not in SANDBOX_MODES:
         raise ConfigError(f"config key `tools.sandbox.mode` is {tools.sandbox.mode!r}",
                           hint=f"Use one of: {', '.join(SANDBOX_MODES)}.")
+    try:
+        network_mode(tools.sandbox.network)
+    except ValueError as exc:
+        raise ConfigError(str(exc), hint="off: no network; proxy: only allow_domains, through the proxy; "
+                                         "host: the host's network.") from None
     return tools
 
 
 def build(config: Config) -> ServiceDef:
     """The tools service definition (the private dirs are hidden from sandboxed commands)."""
-    runtime = ToolRuntime(load_tools_config(config), private=private_dirs(config), ripgrep=find_ripgrep())
+    net = config.section(NetConfig, "net")
+    runtime = ToolRuntime(load_tools_config(config), private=private_dirs(config), ripgrep=find_ripgrep(), net=net)
     servicer = ToolRuntimeServicer(runtime)
 
     def register(server: grpc.aio.Server) -> None:
