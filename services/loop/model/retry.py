@@ -20,7 +20,11 @@ MAX_DELAY_SECONDS = 8.0
 
 _CONTEXT_LENGTH = re.compile(
     r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long"
-    r"|input is too long|reduce the length|exceeds the model's",
+    r"|input is too long|reduce the length|exceeds the model's"
+    # llama.cpp: "request (9120 tokens) exceeds the available context size (8192 tokens)",
+    # type exceed_context_size_error; Gemini: "The input token count (N) exceeds the maximum
+    # number of tokens allowed (M)".
+    r"|exceeds the available context size|exceed_context_size|input token count.*exceeds the maximum",
     re.IGNORECASE,
 )
 
