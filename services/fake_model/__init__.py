@@ -59,7 +59,7 @@ holds answer: for concurrent callers such as subagents, whose order varies)::
       wire: openai                     # or a provider's quirk: index_zero | no_index | message |
                                        # split_surrogates | content_parts | magistral | json_parts |
                                        # think_tags | no_finish_reason | empty_finish_reason |
-                                       # anthropic (see services/fake_model/wire.py)
+                                       # anthropic | anthropic_json (see services/fake_model/wire.py)
       require_reasoning_echo: false    # refuse (HTTP 400) as DeepSeek's thinking mode does when a
                                        # tool-calling turn's reasoning_content is not sent back
       reject_params: [stream_options]  # refuse (HTTP 400) a request carrying one of these fields,

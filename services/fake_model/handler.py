@@ -189,8 +189,9 @@ class _Handler(BaseHTTPRequestHandler):
         ids = replies.tool_call_ids(step, number)
         completion_id = f"chatcmpl-fake-{number}"
         created = int(time.time())
-        if step.wire == "anthropic":
-            return self._anthropic(record, step, model, body.get("stream") is True, completion_id)
+        if step.wire in ("anthropic", "anthropic_json"):
+            streamed = body.get("stream") is True and step.wire == "anthropic"
+            return self._anthropic(record, step, model, streamed, completion_id)
         if body.get("stream") and step.wire != "json_parts":
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))

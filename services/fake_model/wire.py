@@ -19,7 +19,8 @@ A step's ``wire`` picks one:
 - ``no_finish_reason`` / ``empty_finish_reason``: the stream ends with ``[DONE]`` and its
   finish_reason is ``null`` (Gemini-to-OpenAI proxies) or ``""`` (Ollama).
 - ``anthropic``: an Anthropic Messages reply (``event: message_start`` ... no ``choices``, no
-  ``[DONE]``; a JSON ``type: message`` body without streaming): a server that is not Chat Completions.
+  ``[DONE]``; a JSON ``type: message`` body without streaming): a server that is not Chat Completions;
+  ``anthropic_json``: the JSON body even when the request streams.
 
 ``require_reasoning_echo: true`` on a step makes the server apply DeepSeek's thinking-mode rule
 to the request before answering: the assistant messages of a user turn that made tool calls must
@@ -32,7 +33,7 @@ import json
 from typing import Any
 
 WIRE_SHAPES = ("openai", "index_zero", "no_index", "message", "split_surrogates", "content_parts", "magistral",
-               "json_parts", "think_tags", "no_finish_reason", "empty_finish_reason", "anthropic")
+               "json_parts", "think_tags", "no_finish_reason", "empty_finish_reason", "anthropic", "anthropic_json")
 DEEPSEEK_MISSING_REASONING = "The reasoning_content in the thinking mode must be passed back to the API."
 
 

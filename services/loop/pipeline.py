@@ -263,7 +263,6 @@ class Turn:
             except ModelError as err:
                 if err.reason != "context_length" or hard or not rt.context.settings.enabled:
                     raise
-                rt.context.set_model(rt.model)  # a window the error stated (model client) sets the budget
                 self.emit(Notice(level="warning", text="the request was too long for the model; compacting "
                                                        "harder and retrying the step"))
         rt.context.observe(step.usage.prompt_tokens)

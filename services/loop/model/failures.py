@@ -97,4 +97,11 @@ def give_up(s: ModelSettings, failure: Failure, detail: str, attempts: int, call
         return ModelError("bad_request", f"{where} is not serving Chat Completions for `{s.model}` ({detail}); "
                           f"check models.{s.name}.base_url (OpenAI-compatible servers usually serve it "
                           f"under /v1) and models.{s.name}.model", call)
-    return ModelError("bad_request", f"{where} rejected the request for `{s.model}`: {detail}", call)
+    hint = next((h.format(name=s.name) for word, h in REFUSAL_HINTS if word in detail), "")
+    return ModelError("bad_request", f"{where} rejected the request for `{s.model}`: {detail}{hint}", call)
+
+
+# Refusals whose cause is a setting of the model entry: a word of the server's message -> that setting.
+REFUSAL_HINTS = (
+    ("reasoning_content", "; set models.{name}.echo_reasoning: on (the server wants earlier reasoning back)"),
+)
