@@ -85,6 +85,8 @@ class ModelCall:
     error_type: str = ""
     """The stable reason of a failed call (``rate_limited``, ``context_length``...); "" = it succeeded."""
     attempts: int = 0
+    duration_ms: float = 0.0
+    """How long a failed call took, retries included (a finished step has ``latency_ms``)."""
 
 
 @dataclass

@@ -389,7 +389,8 @@ class OpenAIModelClient:
                             if wait is None and after is not None and retries < s.max_retries:
                                 detail += f" (asked to wait {after:g}s, beyond this step's retry budget)"
                             failed_call = replace(_facts(call, attempts, sent_at, asm),
-                                                  error_type=self._error_type(failed.failure))
+                                                  error_type=self._error_type(failed.failure),
+                                                  duration_ms=(time.monotonic() - started) * 1000.0)
                             raise give_up(s, failed.failure, detail, attempts, failed_call) from None
                         retries += 1
                         if asm.streamed_anything and on_reset is not None:
@@ -400,7 +401,8 @@ class OpenAIModelClient:
                         await asyncio.sleep(wait)
         except TimeoutError:
             raise ModelError("timeout", f"the model step exceeded its {limit:.0f}s deadline",
-                             replace(call, error_type="timeout", attempts=attempts)) from None
+                             replace(call, error_type="timeout", attempts=attempts,
+                                     duration_ms=(time.monotonic() - started) * 1000.0)) from None
 
     @staticmethod
     def _error_type(failure: Failure) -> str:

@@ -100,8 +100,8 @@ def test_a_finished_turn_reaches_the_collector_as_a_span_tree_with_the_export_id
     assert turn.trace_id == trace_id(sid) and turn.span_id == span_id(sid, 1, "turn")
     assert turn.parent_span_id == span_id(sid, 0, "session")
     children = [s for s in receiver.spans if s.parent_span_id == turn.span_id]
-    assert sorted(s.name for s in children) == ["chat fake", "chat fake", "execute_tool todo_write"]
-    step = next(s for s in children if s.name == "chat fake")
+    assert sorted(s.name for s in children) == ["chat fake-model", "chat fake-model", "execute_tool todo_write"]
+    step = next(s for s in children if s.name == "chat fake-model")
     attrs = {a.key: a.value for a in step.attributes}
     assert attrs["gen_ai.usage.input_tokens"].int_value == 900 and attrs["gen_ai.operation.name"].string_value == "chat"
     assert all(s.start_time_unix_nano <= s.end_time_unix_nano for s in receiver.spans)
