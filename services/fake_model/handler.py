@@ -12,19 +12,41 @@ import json
 import logging
 import select
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from services.fake_model import replies, wire
-from services.fake_model.cursor import Refused
+from services.fake_model.cursor import Refused, Selected
 from services.fake_model.errors import ScriptError
 from services.fake_model.records import RecordedRequest
 from services.fake_model.script import Fault, Step, parse_script
 
-if TYPE_CHECKING:
-    from services.fake_model.server import FakeModelServer
+
+class ServerOwner(Protocol):
+    """What a request handler needs of the server that owns it (services/fake_model/server.py)."""
+
+    api_key: str | None
+    _stopping: threading.Event
+
+    @property
+    def models(self) -> tuple[str, ...]: ...
+    @property
+    def requests(self) -> list[RecordedRequest]: ...
+    @property
+    def context_window(self) -> int: ...
+    @property
+    def window_style(self) -> str: ...
+    def state(self) -> dict[str, Any]: ...
+    def reset(self) -> None: ...
+    def load_script(self, script: Any) -> None: ...
+    def _refuse_over_window(self, request_bytes: int) -> int: ...
+    def _select(self, body: dict[str, Any], request_bytes: int) -> tuple[Selected | Refused, dict[str, Any], int]: ...
+    def _give_back(self, index: int) -> None: ...
+    def _record(self, record: RecordedRequest) -> None: ...
+    def _track(self, conn: socket.socket, open_: bool) -> None: ...
 
 # How often a wait checks whether the server is stopping or the client left.
 _POLL_SECONDS = 0.05
@@ -48,7 +70,7 @@ class _InFlight:
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
-    owner: FakeModelServer
+    owner: ServerOwner
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up is normal here (timeouts, dropped streams): log it, never print a traceback."""
