@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from services.kernel import __version__
 from services.loop.tracing.report import CompactionFact, StepFact, Tokens, ToolFact, TurnReport
 
 AttrValue = str | int | float | bool | list[str]
@@ -112,7 +113,7 @@ def turn_spans(report: TurnReport, parent: bytes | None, full: bool = False, ids
     called = next((step.call for step in report.steps if step.call.provider), None)
     attrs: dict[str, AttrValue] = {
         "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT_NAME if not report.scope else "subagent",
-        "gen_ai.conversation.id": sid, "ai_coding.turn": report.turn,
+        "gen_ai.agent.version": __version__, "gen_ai.conversation.id": sid, "ai_coding.turn": report.turn,
         "ai_coding.turn.status": report.status, "ai_coding.iterations": report.iterations,
         **_usage_attrs(report.tokens)}
     if called is not None:
