@@ -27,7 +27,8 @@ Kind = Literal["internal", "client"]
 StatusCode = Literal["unset", "ok", "error"]
 AGENT_NAME = "ai-coding"
 SEMCONV = "open-telemetry/semantic-conventions-genai@024a4f944a1291fcb627c9c47da69e79868dd15e"
-"""The GenAI semantic conventions these spans follow (client inference, agent and tool spans)."""
+"""The GenAI semantic conventions these spans follow: client-inference.md at this commit, and
+gen-ai-agent-spans.md (invoke_agent, execute_tool) as read at e8fc5751506258db1459d1bde47994e01dee922e."""
 MCP_TOOL = "mcp_call"
 _ARG = re.compile(r'"(server|tool)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
