@@ -355,7 +355,7 @@ class OpenAIModelClient:
         body = request_body(request)
         waited = 0.0
         attempts = retries = 0
-        call = self._call
+        call = replace(self._call, stream="stream" not in self.dropped)
         try:
             async with asyncio.timeout_at(asyncio.get_running_loop().time() + limit):
                 while True:
