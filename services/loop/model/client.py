@@ -119,7 +119,9 @@ def _json_object(raw: bytes) -> dict[str, Any]:
         raise AttemptFailed(Failure("not_an_api", False), "its reply is neither an event stream nor JSON") from None
     if not isinstance(reply, dict):
         return {}
-    if "choices" not in reply and not reply.get("error"):
+    if reply.get("error"):  # an error in a 200 body
+        raise stream_error(read_error(reply, "the endpoint answered with an error"))
+    if "choices" not in reply:
         raise AttemptFailed(Failure("not_an_api", False), foreign_shape(reply))
     return reply
 
