@@ -37,7 +37,7 @@ import openai
 
 from services.loop.domain import ModelCall
 from services.loop.model.error_body import read_error
-from services.loop.model.failures import AttemptFailed, classify, give_up, stream_error
+from services.loop.model.failures import ERROR_REASON, AttemptFailed, classify, give_up, stream_error
 from services.loop.model.providers import (
     ThinkingFormat,
     echoes_reasoning,
@@ -47,7 +47,7 @@ from services.loop.model.providers import (
     thinking_options,
     with_reasoning,
 )
-from services.loop.model.retry import Failure, next_wait
+from services.loop.model.retry import Failure, FailureKind, next_wait
 from services.loop.model.settings import ModelSettings
 from services.loop.model.stream import (
     LineSplitter,
@@ -116,13 +116,13 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     try:
         reply = json.loads(raw or b"null")
     except ValueError:
-        raise AttemptFailed(Failure("not_an_api", False), "its reply is neither an event stream nor JSON") from None
+        raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), "its reply is neither an event stream nor JSON") from None
     if not isinstance(reply, dict):
         return {}
     if reply.get("error"):  # an error in a 200 body
         raise stream_error(read_error(reply, "the endpoint answered with an error"))
     if "choices" not in reply:
-        raise AttemptFailed(Failure("not_an_api", False), foreign_shape(reply))
+        raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), foreign_shape(reply))
     return reply
 
 
@@ -212,18 +212,18 @@ class OpenAIModelClient:
                 self._feed(asm, completion_as_chunk(_json_object(raw_body)), on_text, on_reasoning)
                 saw_done = True
         except httpx2.TimeoutException:
-            raise AttemptFailed(Failure("timeout", True), "the endpoint stopped sending") from None
+            raise AttemptFailed(Failure(FailureKind.TIMEOUT, True), "the endpoint stopped sending") from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
-            raise AttemptFailed(Failure("stream_dropped", True), str(exc) or type(exc).__name__) from None
+            raise AttemptFailed(Failure(FailureKind.STREAM_DROPPED, True), str(exc) or type(exc).__name__) from None
         finally:
             await response.aclose()
         self._emit(asm.end(saw_done), on_text, on_reasoning)
         if asm.produced_nothing and asm.foreign is not None and asm.chunks_without_choices == asm.chunks:
-            raise AttemptFailed(Failure("not_an_api", False), foreign_shape(asm.foreign))
+            raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), foreign_shape(asm.foreign))
         if not asm.finish_reason:
-            raise AttemptFailed(Failure("stream_dropped", True), "it ended before the model finished")
+            raise AttemptFailed(Failure(FailureKind.STREAM_DROPPED, True), "it ended before the model finished")
         if asm.produced_nothing and asm.shapeless_choices:
-            raise AttemptFailed(Failure("not_an_api", False), f"its {asm.shapeless_choices} stream chunk(s) "
+            raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), f"its {asm.shapeless_choices} stream chunk(s) "
                                 "carry neither `delta` nor `message`, so nothing in them can be read")
 
     async def _read_stream(self, response: httpx2.Response, asm: StreamAssembler,
@@ -253,7 +253,7 @@ class OpenAIModelClient:
         except StopAsyncIteration:
             return None
         except TimeoutError:
-            raise AttemptFailed(Failure("stream_dropped", True), f"the stream sent nothing for {idle:g} s "
+            raise AttemptFailed(Failure(FailureKind.STREAM_DROPPED, True), f"the stream sent nothing for {idle:g} s "
                                 f"(models.{self.settings.name}.stream_idle_seconds)") from None
         asm.first_chunk_at = asm.first_chunk_at or time.monotonic()
         return piece
@@ -280,7 +280,7 @@ class OpenAIModelClient:
         try:
             chunk = json.loads(data)
         except json.JSONDecodeError:
-            raise AttemptFailed(Failure("server_error", True), "the endpoint sent a malformed stream chunk") from None
+            raise AttemptFailed(Failure(FailureKind.SERVER_ERROR, True), "the endpoint sent a malformed stream chunk") from None
         if not isinstance(chunk, dict):
             return False
         if chunk.get("error"):
@@ -408,8 +408,7 @@ class OpenAIModelClient:
 
     @staticmethod
     def _error_type(failure: Failure) -> str:
-        return {"stream_dropped": "connection", "not_found": "bad_request", "not_an_api": "bad_request"}.get(
-            failure.reason, failure.reason)
+        return ERROR_REASON[failure.reason]
 
 
 def _facts(call: ModelCall, attempts: int, sent_at: float, asm: StreamAssembler) -> ModelCall:
