@@ -25,7 +25,8 @@ Provider quirks handled here, each seen in the wild:
   them read as reasoning;
 - ``<think>...</think>`` opening the answer text (Qwen3 without a reasoning parser, llama.cpp
   with ``--reasoning-format none``), read as reasoning when the model entry says so
-  (``think_tags``); a ``</think>`` without its opening tag is left as text;
+  (``think_tags``); a ``</think>`` whose opening tag the chat template put in the prompt
+  splits the step's final text (it streamed as text: it is only known at ``</think>``);
 - a stream that ends with ``[DONE]`` but no ``finish_reason`` (or ``""``): a complete answer
   (see :meth:`StreamAssembler.end`);
 - chunks without ``choices`` at all (an Anthropic Messages stream at the URL): counted, and
@@ -280,9 +281,21 @@ class StreamAssembler:
             if text:
                 self._text.append(text)
                 out.text += text
+            self._split_prefilled()
         if saw_done and not self.finish_reason and not self.produced_nothing:
             self.finish_reason = "tool_calls" if self._calls else "stop"
         return out
+
+    def _split_prefilled(self) -> None:
+        """A template that opened ``<think>`` in the prompt (DeepSeek-R1 and its distills) leaves only
+        ``reasoning</think>answer`` in the text: what precedes the first ``</think>`` is reasoning.
+        It was streamed as text already; the step's text (what history keeps and sends back) is cut."""
+        whole = "".join(self._text)
+        end = whole.find(THINK_CLOSE)
+        if end < 0 or THINK_OPEN in whole[:end]:
+            return
+        self._reasoning.append(whole[:end])
+        self._text = [whole[end + len(THINK_CLOSE):].lstrip()]
 
     def _delta_of(self, choice: Mapping[str, Any]) -> Mapping[str, Any] | None:
         delta = choice.get("delta")

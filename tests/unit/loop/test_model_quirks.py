@@ -113,3 +113,17 @@ def test_an_unknown_thinking_format_or_effort_for_a_qwen_format_names_the_key() 
         _model(thinking_format="anthropic")
     with pytest.raises(ConfigError, match="reasoning_effort"):
         _model(thinking_format="qwen", reasoning_effort="high")
+
+
+def test_reasoning_before_a_lone_closing_tag_is_cut_from_the_steps_text() -> None:
+    asm = StreamAssembler(think_tags=True)
+    for piece in ("Okay, the user", " wants a greeting.</thi", "nk>\n\nHello!"):
+        asm.feed({"choices": [{"index": 0, "delta": {"content": piece}}]})
+    asm.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    asm.end(saw_done=True)
+    assert (asm.text, asm.reasoning) == ("Hello!", "Okay, the user wants a greeting.")
+    off = StreamAssembler(think_tags=False)
+    off.feed({"choices": [{"index": 0, "delta": {"content": "Use </think> to close a block."},
+                           "finish_reason": "stop"}]})
+    off.end(saw_done=True)
+    assert (off.text, off.reasoning) == ("Use </think> to close a block.", "")
