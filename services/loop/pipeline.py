@@ -261,9 +261,8 @@ class Turn:
                                            on_retry=self._on_retry)
                 break
             except ModelError as err:
-                if err.call is not None:  # the failed call's own step event: traces show it as a chat span
-                    self.emit(ModelStepFinished(step=self.iterations + 1, usage=Usage(), latency_ms=err.call.duration_ms,
-                                                finish_reason="error", call=err.call))
+                if err.call is not None:  # a failed call has its step event too (traces: a chat span)
+                    self.emit(ModelStepFinished(self.iterations + 1, Usage(), err.call.duration_ms, "error", err.call))
                 if err.reason != "context_length" or hard or not rt.context.settings.enabled:
                     raise
                 self.emit(Notice(level="warning", text="the request was too long for the model; compacting "
