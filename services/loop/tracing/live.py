@@ -133,8 +133,9 @@ class LiveExporter:
             self._in_turn.discard(session_id)
         try:
             report = turn_report(session_id, turn, lines)
-            with self._cond:
-                self._reports.setdefault(session_id, []).append(report)
+            light = TurnReport(session_id, turn, start=report.start, end=report.end, tokens=report.tokens)
+            with self._cond:  # what the session span needs, not the turn's steps and tools
+                self._reports.setdefault(session_id, []).append(light)
             self._put(turn_spans(report, span_id(session_id, 0, "session")))
         except Exception:  # a bug here must not reach the turn
             log.exception("building the spans of turn %d of session %s failed", turn, session_id)
