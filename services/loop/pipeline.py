@@ -261,6 +261,8 @@ class Turn:
                                            on_retry=self._on_retry)
                 break
             except ModelError as err:
+                if err.call is not None:  # a failed call has its step event too (traces: a chat span)
+                    self.emit(ModelStepFinished(self.iterations + 1, Usage(), err.call.duration_ms, "error", err.call))
                 if err.reason != "context_length" or hard or not rt.context.settings.enabled:
                     raise
                 self.emit(Notice(level="warning", text="the request was too long for the model; compacting "
@@ -271,7 +273,7 @@ class Turn:
         self.usage = self.usage.add(step.usage)
         rt.add_usage(step.usage)
         self.emit(ModelStepFinished(step=self.iterations, usage=step.usage, latency_ms=step.latency_ms,
-                                    finish_reason=step.finish_reason))
+                                    finish_reason=step.finish_reason, call=step.call))
         return step
 
     async def _request(self, tools: list[dict[str, Any]], parts: dict[str, str], hard: bool) -> list[Message]:

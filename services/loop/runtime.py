@@ -182,8 +182,8 @@ class SessionRuntime:
         self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
                                 build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
         export = deps.span_export if deps.traces else None
-        self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None
-                                 ) if deps.traces else None
+        self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None,
+                                 on_turn_start=export.turn_started if export else None) if deps.traces else None
         if self.trace is not None:
             self.events.add_listener(self.trace.record)
         if export is not None:
@@ -195,7 +195,7 @@ class SessionRuntime:
 
     def _export_failed(self, reason: str) -> None:
         """The live trace exporter could not send this session's spans (told once per outage)."""
-        self.events.emit(self.session.turns, Degraded(component="trace_export", reason=reason))
+        self._emit_now(Degraded(component="trace_export", reason=reason))  # the exporter tells it inside a turn
 
     # -- lifecycle --
 

@@ -62,6 +62,10 @@ class SpanExport(Protocol):
         """Take a finished turn's trace lines; must return at once and never raise."""
         ...
 
+    def turn_started(self, session_id: str) -> None:
+        """A turn of the session began (an outage not yet told is told inside it); returns at once."""
+        ...
+
     def watch(self, session_id: str, report: Callable[[str], None]) -> None:
         """Call ``report(reason)`` (on the caller's event loop) when this session's spans fail to go out."""
         ...
@@ -73,10 +77,13 @@ class TraceWriter:
     """Writes one session's turn traces (best effort: a full disk never fails a turn)."""
 
     def __init__(self, workspace: str, session_id: str,
-                 on_turn: Callable[[str, int, list[dict[str, Any]]], None] | None = None) -> None:
-        """``on_turn(session, turn, lines)`` gets each finished turn's lines (the live exporter)."""
+                 on_turn: Callable[[str, int, list[dict[str, Any]]], None] | None = None,
+                 on_turn_start: Callable[[str], None] | None = None) -> None:
+        """``on_turn(session, turn, lines)`` gets each finished turn's lines and ``on_turn_start(session)``
+        each turn's start (the live exporter)."""
         self.workspace = workspace
         self._on_turn = on_turn
+        self._on_turn_start = on_turn_start
         self._lines: list[dict[str, Any]] = []
         self.dir = Path(workspace) / STATE_DIR / "traces" / session_id
         self._fh: IO[str] | None = None
@@ -107,6 +114,8 @@ class TraceWriter:
         if event.kind == "turn_started":
             self.start_turn(event.turn)
             self._facts.update(started=event.ts, model=event.data.get("model", ""))
+            if self._on_turn_start is not None and event.scope is None:
+                self._on_turn_start(self.session_id)
         if self._fh is None and self._on_turn is None:
             return
         if event.kind in _COUNTED:
