@@ -2,7 +2,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.loop.model.providers import PROVIDERS, ThinkingFormat, echoes_reasoning, thinking_options, with_reasoning
+from services.loop.model.providers import (
+    PROVIDERS,
+    ThinkingFormat,
+    echoes_reasoning,
+    thinking_options,
+    with_reasoning,
+)
 
 
 def _call(n: int) -> list[dict[str, Any]]:
