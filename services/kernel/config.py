@@ -19,10 +19,10 @@ Keys are matched ignoring case and camelCase (``maxToolIterations`` ==
 ``headers`` and ``models``, which are passed through as written. Mappings merge per key; other values
 replace.
 
-Execution keys (``EXECUTION_KEYS``) may only come from the user layer unless
-``AI_CODING_TRUST_PROJECT=1``: a repository must not be able to run programs,
-add roots, loosen the sandbox or send a key elsewhere by shipping a config
-file. Safety settings (``TIGHTEN_RULES``) from a project may only tighten, trusted
+Execution keys (``EXECUTION_KEYS``) come from a project only item by item as the
+user approved them for that workspace (services/kernel/trust.py, ``ai-coding trust``):
+a repository, or the agent writing one, must not be able to run programs, add roots,
+loosen the sandbox or send a key elsewhere by shipping a config file. Safety settings (``TIGHTEN_RULES``) from a project may only tighten, trusted
 or not: deny lists add up, booleans take the stricter value, limits only go
 down. Each dropped key produces a warning.
 
@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 import yaml
 
 from services.kernel.errors import ConfigError
+from services.kernel.trust import Admission, TrustStore, approve_hint, store_path
 
 TRUST_ENV = "AI_CODING_TRUST_PROJECT"
 # The project layer's files, lowest priority first: ours by name, and the generic names that
@@ -318,19 +319,26 @@ def _matches(path: tuple[str, ...], pattern: str) -> bool:
 
 
 def _drop_execution_keys(
-    layer: dict[str, Any], user_models: Mapping[str, Any], source: str, warnings: list[str]
+    layer: dict[str, Any], user_models: Mapping[str, Any], source: str, warnings: list[str],
+    admission: Admission | None = None,
 ) -> dict[str, Any]:
-    """Remove keys a project layer may not set, with one warning each."""
+    """Remove keys a project layer may not set, with one warning each; an execution key is kept
+    only as far as ``admission`` (the user's trust record for the workspace) approved its items."""
 
     def drop(path: tuple[str, ...], why: str) -> None:
-        warnings.append(f"{source}: ignored `{'.'.join(path)}` ({why}; export {TRUST_ENV}=1 to trust this project)")
+        warnings.append(f"{source}: ignored `{'.'.join(path)}` ({why})")
 
     def walk(node: Mapping[str, Any], prefix: tuple[str, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in node.items():
             path = (*prefix, k)
             if any(_matches(path, pat) and len(path) == len(pat.split(".")) for pat in EXECUTION_KEYS):
-                drop(path, "execution keys come only from the user config")
+                if admission is None:
+                    drop(path, "execution keys come only from the user config")
+                    continue
+                keep, admitted = admission.admit(source, path, v, warnings)
+                if keep:
+                    out[k] = admitted
                 continue
             if path == ("models",) and not isinstance(v, Mapping):
                 drop(path, "a project may tune model entries, not replace the section")
@@ -459,6 +467,8 @@ class Config:
     files: list[Path] = field(default_factory=list)
     user_path: Path | None = None
     """Where the user layer was looked for (it may not exist yet); None for a config built in memory."""
+    trust: Admission | None = None
+    """The project's execution items against the user's trust record (None: no workspace)."""
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -502,7 +512,8 @@ def _record_sources(node: Mapping[str, Any], prefix: str, source: str, out: dict
 
 
 def project_trusted(environ: Mapping[str, str]) -> bool:
-    """Whether the user trusts the project (``AI_CODING_TRUST_PROJECT=1``): its layer may run programs."""
+    """Whether ``AI_CODING_TRUST_PROJECT`` is set: it no longer trusts anything (trust is per
+    workspace and per item, services/kernel/trust.py); it is only named in a warning."""
     return environ.get(TRUST_ENV, "") in ("1", "true", "yes")
 
 
@@ -534,8 +545,10 @@ def load_config(
             cfg.files.append(upath)
             _record_sources(user, "", f"user:{upath}", cfg.sources)
     merged = dict(user)
-    trusted = project_trusted(environ)
     if workspace is not None:
+        cfg.trust = Admission(TrustStore.load(environ), workspace)
+        if project_trusted(environ):
+            cfg.warnings.append(f"{TRUST_ENV} no longer trusts every project: {approve_hint(workspace)}")
         user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
         ours, foreign = project_candidates(workspace)
         cfg.notes += [f"{path}: not read, it is not an ai-coding file (rename it ai-coding.yaml, or add "
@@ -544,8 +557,8 @@ def load_config(
             if upath is not None and upath.exists() and pfile.resolve() == upath.resolve():
                 continue  # the user file is not also a project layer
             doubt = foreign_file_reason(pfile)
-            if doubt and not trusted:
-                cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; export {TRUST_ENV}=1 to use it)")
+            if doubt:
+                cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; fix its owner or mode to use it)")
                 continue
             try:
                 layer = project_layer(_normalize(read_yaml_file(pfile)))
@@ -554,8 +567,7 @@ def load_config(
                 cfg.warnings.append(f"skipped project config: {err.message} (fix it, or move it aside)")
                 continue
             cfg.warnings += unknown_key_warnings(layer, KNOWN_TOP_LEVEL_KEYS, str(pfile))
-            if not trusted:
-                layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)
+            layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings, cfg.trust)
             layer = _tighten_layer(layer, merged, str(pfile), cfg.warnings)
             cfg.files.append(pfile)
             _record_sources(layer, "", f"project:{pfile}", cfg.sources)
@@ -580,7 +592,8 @@ def layer_stamp(workspace: Path | None, user_path: Path | None) -> tuple[Any, ..
     """What :func:`load_config` read, as cheap ``stat`` results: it differs when a config file
     was created, edited, removed or re-permissioned (the user file and every project-file
     candidate upward from ``workspace``), so a caller can skip reloading an unchanged config."""
-    stamps: list[Any] = [_file_stamp(str(user_path)) if user_path is not None else None]
+    stamps: list[Any] = [_file_stamp(str(user_path)) if user_path is not None else None,
+                         _file_stamp(str(store_path()))]
     if workspace is not None:
         # The same walk as find_project_files, on strings: this runs at every OpenSession.
         current = os.path.realpath(workspace)
@@ -733,7 +746,7 @@ USER_CONFIG_TEMPLATE = """\
 # ai-coding user configuration: the trusted layer.
 # A project's ai-coding.yaml / ai-coding.local.yaml may tune behaviour keys, but execution
 # keys (models' base_url/api_key/provider, hooks, mcp, endpoints, sandbox) come only
-# from this file unless you export AI_CODING_TRUST_PROJECT=1 for a repository.
+# from this file, or item by item as you approve them with `ai-coding trust -w <workspace>`.
 # Keys may be written snake_case or camelCase. Uncomment what you need.
 
 # default_model: main

@@ -12,6 +12,7 @@ import pytest
 from services.kernel.config import LOWER_DEFAULTS, TIGHTEN_RULES, load_config
 from services.loop.main import LoopConfig
 from services.loop.policy.settings import LoopSettings
+from tests.support.trust import trust_workspace
 
 USER = {"ai": {"bash_policy": {"deny": ["rm -rf"], "confirm": ["git push"]}, "strict_paths": True,
                "turn_timeout_seconds": 300},
@@ -22,7 +23,9 @@ def load(tmp_path: Path, project: str, user: dict[str, Any] | None = None, trust
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "ai-coding.local.yaml").write_text(project)
-    env = {"AI_CODING_TRUST_PROJECT": "1"} if trust else {}
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    if trust:
+        trust_workspace(ws, env, user_data=USER if user is None else user)
     return load_config(ws, env=env, user_data=USER if user is None else user)
 
 
