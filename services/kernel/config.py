@@ -19,11 +19,14 @@ Keys are matched ignoring case and camelCase (``maxToolIterations`` ==
 ``headers`` and ``models``, which are passed through as written. Mappings merge per key; other values
 replace.
 
+Every key's project rule is declared in services/kernel/config_rules.py.
 Execution keys (``EXECUTION_KEYS``) come from a project only item by item as the
 user approved them for that workspace (services/kernel/trust.py, ``ai-coding trust``):
 a repository, or the agent writing one, must not be able to run programs, add roots,
-loosen the sandbox or send a key elsewhere by shipping a config file. Safety settings (``TIGHTEN_RULES``) from a project may only tighten, trusted
-or not: deny lists add up, booleans take the stricter value, limits only go
+loosen the sandbox or send a key elsewhere by shipping a config file. Keys that decide
+which code the services load (``hooks.plugin_dir``), where they listen and the sandbox never
+come from a project. Safety settings (``TIGHTEN_RULES``) from a project may only tighten,
+trusted or not: deny lists add up, booleans take the stricter value, limits only go
 down. Each dropped key produces a warning.
 
 ``${VAR}`` references are kept as written and expanded by the consumer with
@@ -46,6 +49,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from services.kernel import config_rules
 from services.kernel.errors import ConfigError
 from services.kernel.trust import Admission, TrustStore, approve_hint, store_path
 
@@ -66,61 +70,16 @@ KNOWN_TOP_LEVEL_KEYS = frozenset({
 # entries), kept as written; keys below them are normalized again.
 CASE_SENSITIVE_PARENTS = frozenset({"environment", "env", "headers", "models"})
 
-# Dotted paths (``*`` = any key) that only the user layer may set: each one
-# runs a program, adds a root, loosens the sandbox, moves where data is written,
-# or sends a key or data to an endpoint.
-EXECUTION_KEYS: tuple[str, ...] = (
-    "hooks",
-    "mcp",
-    "endpoints",
-    "supervisor",
-    "models.*.base_url",
-    "models.*.api_key",
-    "models.*.provider",
-    "tools.extra_workspace_roots",
-    "tools.sandbox",
-    "tracing.dir",
-    "tracing.otlp",
-    "memory.embeddings.base_url",
-    "memory.embeddings.api_key_env",
-    "ai.websearch_api_key",
-    "ai.static_check",
-    "plans.acceptance",
-)
-# What a project may tune in a model entry the user already has (everything
-# else, e.g. headers, is dropped: an allow-list, so a new endpoint-ish key
-# added later cannot slip through).
-MODEL_BEHAVIOUR_KEYS = frozenset({
-    "model", "max_tokens", "temperature", "price_input_per_mtok", "price_cached_input_per_mtok",
-    "price_output_per_mtok", "step_timeout_seconds", "max_retries", "retry_budget_seconds", "context_window",
-    "images",
-})
-# Safety settings a project may only tighten (applied with or without AI_CODING_TRUST_PROJECT:
-# trusting a repository to run its hooks is not letting it lift your deny list). Rules by dotted
-# path (``*`` = any key), then by a key's own name anywhere; what no rule covers but looks like a
-# safety setting (SAFETY_WORDS) is dropped, so a key added later cannot loosen by default.
-#   union        lists add up (user's first, then the project's)
-#   true_wins    a project may turn it on, not off (strict_paths, enforce_*)
-#   false_wins   a project may turn it off, not on (tool and feature enablement, auto_approve)
-#   lower        a project may lower a limit, never raise it or turn it off with 0 (the user's
-#                value, else the default named here, is the ceiling)
-TIGHTEN_RULES: tuple[tuple[str, str], ...] = (
-    ("ai.bash_policy.deny", "union"),
-    ("ai.bash_policy.confirm", "union"),
-    ("ai.strict_paths", "true_wins"),
-    ("ai.enforce_dependencies", "true_wins"),
-    ("ai.turn_timeout_seconds", "lower"),
-    ("ai.turn_token_budget", "lower"),
-    ("ai.duplicate_call_threshold", "lower"),
-    ("loop.mcp", "false_wins"),
-    ("loop.memory", "false_wins"),
-    ("loop.traces", "true_wins"),
-)
-# Defaults of the ``lower`` keys when the user config does not set them (pinned to the loop's own
-# defaults by tests/unit/kernel/test_kernel_config_tighten.py); 0 = no limit.
-LOWER_DEFAULTS: dict[str, float] = {
-    "ai.turn_timeout_seconds": 1800.0, "ai.turn_token_budget": 0, "ai.duplicate_call_threshold": 2,
-}
+# What a project may do with each key is declared once, in services/kernel/config_rules.py (a test
+# fails for a key without a rule); these views of that table are what the loader applies.
+#   EXECUTION_KEYS        a project's value is used only as the user approved it (trust.py)
+#   MODEL_BEHAVIOUR_KEYS  what a project may tune in a model entry the user already has
+#   TIGHTEN_RULES         union / true_wins / false_wins / lower (LOWER_DEFAULTS: the ceilings)
+# A key no rule covers but that looks like a safety setting (SAFETY_WORDS) is dropped.
+EXECUTION_KEYS: tuple[str, ...] = config_rules.keys_with(config_rules.Rule.EXECUTION)
+MODEL_BEHAVIOUR_KEYS = config_rules.model_behaviour_keys()
+TIGHTEN_RULES: tuple[tuple[str, str], ...] = config_rules.tighten_rules()
+LOWER_DEFAULTS: dict[str, float] = config_rules.LOWER_DEFAULTS
 NAME_RULES: dict[str, str] = {
     "deny": "union", "confirm": "union", "denied_tools": "union", "enabled": "false_wins",
     "auto_approve": "false_wins", "disabled": "true_wins", "readonly": "true_wins", "read_only": "true_wins",
@@ -332,7 +291,13 @@ def _drop_execution_keys(
         out: dict[str, Any] = {}
         for k, v in node.items():
             path = (*prefix, k)
+            if config_rules.exact(path, config_rules.Rule.USER_ONLY):
+                drop(path, "it comes only from the user config, whoever approved the project")
+                continue
             if any(_matches(path, pat) and len(path) == len(pat.split(".")) for pat in EXECUTION_KEYS):
+                if isinstance(v, Mapping):  # user-only keys inside an execution section (hooks.plugin_dir)
+                    v = walk(v, path) if any(config_rules.exact((*path, c), config_rules.Rule.USER_ONLY)
+                                             for c in v) else v
                 if admission is None:
                     drop(path, "execution keys come only from the user config")
                     continue
@@ -361,6 +326,8 @@ def _drop_execution_keys(
 
 def _tighten_rule(path: tuple[str, ...]) -> str:
     dotted = ".".join(path)
+    if config_rules.exact(path, config_rules.Rule.HARMLESS):
+        return ""
     for pattern, rule in TIGHTEN_RULES:
         if len(path) == len(pattern.split(".")) and _matches(path, pattern):
             return rule

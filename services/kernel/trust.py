@@ -181,8 +181,8 @@ class Admission:
         waiting = [p for p in (self.store.check(self.workspace, item) for item, _ in items) if p is not None]
         self.pending += waiting
         if not self.store.decided(self.workspace):
-            warnings.append(f"{file}: ignored `{dotted}` (execution keys of a project run only once you trust "
-                            f"this workspace; {approve_hint(self.workspace)})")
+            warnings.append(f"{file}: ignored `{dotted}` (execution keys come only from the user config, or from "
+                            f"a project as you approve them; {approve_hint(self.workspace)})")
             return False, None
         for p in waiting:
             what = "changed since you approved it" if p.known else "added since you trusted this workspace"
