@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from clients.cli.control import SupervisorConfig
+from clients.cli.supervisor import SupervisorConfig
 from services.kernel.config import KNOWN_TOP_LEVEL_KEYS, load_config
 from services.kernel.config_rules import LOWER_DEFAULTS, RULES, WHOLE_SECTIONS, Rule, declared
 from services.loop.compaction.settings import CompactionSettings
