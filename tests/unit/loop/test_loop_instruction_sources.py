@@ -45,7 +45,7 @@ def test_an_attachment_through_a_link_out_is_refused_and_a_path_the_user_typed_i
     (ws / "key").symlink_to(tmp_path / "outside.md")
     (ws / "dir").symlink_to(notes)
     for prompt in ("explain @key", "explain @dir/mine.md"):
-        with pytest.raises(AttachmentError, match="is not attached: it resolves to .*outside the workspace"):
+        with pytest.raises(AttachmentError, match=r"is not attached: it resolves to .*outside the workspace"):
             collect(prompt, ws, ws)
     (got,) = collect(f"explain @{notes}/mine.md", ws, ws)
     assert got.data == b"USER-NAMED"
