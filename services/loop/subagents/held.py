@@ -13,6 +13,9 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from services.loop.subagents import worktree
+from services.loop.subagents.worktree import Worktree
+
 LINK_MODE = "120000"
 GITMODULES = ".gitmodules"
 
@@ -72,6 +75,12 @@ async def held_back(git: Git, tree_path: str, repo: str, base: str) -> list[Held
             if link_leaves(repo, path, target):
                 held.append(Held(path, f"a link to {target}, outside the workspace"))
     return held
+
+
+async def apply_holding_back(tree: Worktree) -> tuple[list[str], list[Held]]:
+    """Apply the child's diff except what is held back: (the files applied, what was held)."""
+    held = await held_back(worktree.git, str(tree.path), str(tree.repo), tree.base)
+    return await worktree.apply(tree, tuple(h.path for h in held)), held
 
 
 def held_note(held: list[Held], branch: str, base: str) -> str:

@@ -48,7 +48,7 @@ from services.loop.subagents.child import (
     new_turn,
 )
 from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
-from services.loop.subagents.held import held_back, held_note
+from services.loop.subagents.held import apply_holding_back, held_note
 from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
 from services.loop.turn_events import (
     Degraded,
@@ -354,8 +354,7 @@ class SubagentManager:
                    "it has no worktree changes to apply (none made, already applied, or from before a restart)")
             return error_outcome(call.id, call.name, "nothing_to_apply", f"run {run_id}: {why}")
         try:
-            held = await held_back(worktree.git, str(run.tree.path), str(run.tree.repo), run.tree.base)
-            files = await worktree.apply(run.tree, tuple(h.path for h in held))
+            files, held = await apply_holding_back(run.tree)
         except worktree.ApplyRefused as err:
             paths = f" (clashing: {', '.join(err.paths)})" if err.paths else ""
             return error_outcome(call.id, call.name, "apply_conflict",
