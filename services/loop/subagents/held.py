@@ -34,12 +34,13 @@ def inside(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip("/") + "/")
 
 
-def link_leaves(root: str, path: str, target: str) -> bool:
-    """Whether a link at ``root/path`` pointing at ``target`` resolves outside ``root`` (links already
-    in the parent's tree on the way are followed)."""
+def link_leaves(root: str, path: str, target: str, boundary: str = "") -> bool:
+    """Whether a link at ``root/path`` (``path`` relative to the repository ``root``) pointing at
+    ``target`` resolves outside ``boundary`` (default ``root``; links already in the parent's tree on
+    the way are followed)."""
     real_root = os.path.realpath(root)
     joined = target if os.path.isabs(target) else os.path.join(real_root, os.path.dirname(path), target)
-    return not inside(os.path.realpath(os.path.normpath(joined)), real_root)
+    return not inside(os.path.realpath(os.path.normpath(joined)), os.path.realpath(boundary or root))
 
 
 def parse_raw(raw: str) -> list[tuple[str, str, str]]:
@@ -62,8 +63,9 @@ def parse_raw(raw: str) -> list[tuple[str, str, str]]:
     return out
 
 
-async def held_back(git: Git, tree_path: str, repo: str, base: str) -> list[Held]:
-    """The child's added or changed entries that must not be applied unseen."""
+async def held_back(git: Git, tree_path: str, repo: str, base: str, workspace: str = "") -> list[Held]:
+    """The child's added or changed entries that must not be applied unseen (``workspace``: the
+    parent's, inside ``repo``; default the repository)."""
     _, raw, _ = await git(tree_path, "diff", "--ignore-submodules=all", "--no-renames", "--raw", "-z",
                           "--no-abbrev", base, "HEAD")
     held: list[Held] = []
@@ -72,14 +74,14 @@ async def held_back(git: Git, tree_path: str, repo: str, base: str) -> list[Held
             held.append(Held(path, "it decides what git fetches and runs in your tree"))
         elif mode == LINK_MODE:
             _, target, _ = await git(tree_path, "cat-file", "blob", blob)
-            if link_leaves(repo, path, target):
+            if link_leaves(repo, path, target, workspace):
                 held.append(Held(path, f"a link to {target}, outside the workspace"))
     return held
 
 
 async def apply_holding_back(tree: Worktree) -> tuple[list[str], list[Held]]:
     """Apply the child's diff except what is held back: (the files applied, what was held)."""
-    held = await held_back(worktree.git, str(tree.path), str(tree.repo), tree.base)
+    held = await held_back(worktree.git, str(tree.path), str(tree.repo), tree.base, str(tree.repo / tree.subdir))
     return await worktree.apply(tree, tuple(h.path for h in held)), held
 
 
