@@ -34,7 +34,8 @@ def refusal(path: Path | str, workspace: Path | str, *, named: Sequence[Path | s
     ws = os.path.realpath(workspace)
     for what, where in (*private, ("the workspace's ai-coding state", os.path.join(ws, STATE_DIR))):
         inner = os.path.realpath(where)
-        if _inside(real, inner):
+        # A private dir holding the whole workspace (a test's tmp dir) leaves the workspace's own files readable.
+        if _inside(real, inner) and not (_inside(ws, inner) and _inside(real, ws)):
             return f"it resolves to {real}, inside {what} ({inner}), which is never sent to the model"
     if _inside(real, ws) or any(_inside(real, os.path.realpath(d)) for d in named):
         return ""

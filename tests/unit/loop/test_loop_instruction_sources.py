@@ -49,3 +49,17 @@ def test_an_attachment_through_a_link_out_is_refused_and_a_path_the_user_typed_i
             collect(prompt, ws, ws)
     (got,) = collect(f"explain @{notes}/mine.md", ws, ws)
     assert got.data == b"USER-NAMED"
+
+
+def test_a_private_dir_holding_the_workspace_leaves_its_files_readable_but_nothing_else_and_never_the_state(
+        tmp_path: Path) -> None:
+    from services.kernel.sources import refusal
+
+    ws = tmp_path / "ws"
+    (ws / ".ai-coding").mkdir(parents=True)
+    (ws / "a.txt").write_text("a")
+    (tmp_path / "config.yaml").write_text("k")
+    private = [("the user config", str(tmp_path))]
+    assert refusal(ws / "a.txt", ws, private=private) == ""
+    assert "inside the user config" in refusal(tmp_path / "config.yaml", ws, private=private)
+    assert "ai-coding state" in refusal(ws / ".ai-coding" / "x", ws, private=private)
