@@ -128,9 +128,10 @@ def fake_model(ctx: typer.Context) -> None:
 
 
 def _register_commands() -> None:
-    from clients.cli.commands import demo, run, services
+    from clients.cli.commands import demo, run, services, trust
 
     services.register(app)
+    trust.register(app)
     run.register(app)
     demo.register(app)
     # Sub-apps other areas own; mounted only once their module exists, so this file never breaks.

@@ -83,7 +83,8 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
     from services.loop.model.settings import secret_env_names
 
     loop = config.section(LoopConfig, "loop")
-    hooks, hook_warnings = parse_hooks(config.get("hooks"), config.source_of)
+    # The exact key's layer: a project that sets only hooks.plugin_dir did not set the user's events.
+    hooks, hook_warnings = parse_hooks(config.get("hooks"), lambda key: config.sources.get(key, "default"))
     config.warnings += [w for w in hook_warnings if w not in config.warnings]
     if shared is None:
         tools: Any = GrpcToolRunner(endpoint_for("tools", config))

@@ -29,7 +29,7 @@ from typing import Any
 from services.loop.approvals import Decision, Pending, RequestKind
 from services.loop.attachments import InputFile, user_content
 from services.loop.compaction.keeper import fixed_tokens
-from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
+from services.loop.dispatch import DispatchContext, fill_cancelled, proof_asker, run_batch, tool_message
 from services.loop.domain import Message, wait_limit
 from services.loop.errors import LoopError, ModelError
 from services.loop.plans import gate
@@ -224,7 +224,7 @@ class Turn:
         items = [i for i in rt.acceptance.items() if i.id not in self.proved]
         verdicts = await gate.check(items, gate.GateDeps(
             session_id=rt.session_id, runner=rt.runner, permission=rt.gate, emit=self.emit,
-            remaining=self.remaining, bash=rt.tools.get("bash")))
+            remaining=self.remaining, bash=rt.tools.get("bash"), ask=proof_asker(self._dispatch_context)))
         self.proved.update(v.item.id for v in verdicts if v.passed)
         rt.acceptance.record({v.item.id: v.passed for v in verdicts})
         failures = [v.failure() for v in verdicts if not v.passed]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
@@ -104,8 +105,12 @@ class TraceWriter:
         self._facts = {"tool_calls": 0, "tool_failures": 0, "refusals": 0, "degraded": 0, "compactions": 0}
         try:
             ensure_state_dir(self.workspace)
-            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._fh = open(self.dir / f"turn-{number}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+            for directory in (self.dir.parent, self.dir):  # traces/ and traces/<session>/: private, as the rest
+                directory.mkdir(mode=0o700, exist_ok=True)
+                os.chmod(directory, 0o700)
+            fd = os.open(self.dir / f"turn-{number}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         0o600)
+            self._fh = open(fd, "a", encoding="utf-8")  # noqa: SIM115
         except OSError:
             self._fh = None
 
@@ -172,7 +177,9 @@ class TraceWriter:
         with contextlib.suppress(OSError):
             tmp = self.dir / "summary.json.tmp"
             # No indent: json's C encoder only runs without one (10x faster on a long session's summary).
-            tmp.write_text(json.dumps(self._summary, default=str))
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "w",
+                      encoding="utf-8") as out:
+                out.write(json.dumps(self._summary, default=str))
             tmp.replace(self.dir / "summary.json")
 
     def _load_summary(self) -> dict[str, Any]:

@@ -17,7 +17,8 @@ and each root read-write except what the host later trusts:
   ``git status`` would run. git reads work; commit/branch/stash do not (the
   bash tool says so): see docs/security.md for why.
 - the workspace state ``<root>/.ai-coding`` (sessions, traces, memory): the
-  services load and trust it, so commands only read it.
+  services load and trust it, and it holds whatever earlier turns saw (a file
+  the user attached), so commands see an empty read-only directory there.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from services.kernel.statedir import ensure_state_dir
+from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.tools.egress.forwarder import EgressMount
 from services.tools.errors import ToolError
 from services.tools.paths import is_inside, open_parent_dir
@@ -199,6 +200,9 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
         argv += ["--bind", str(root), str(root)]
     for root in roots:
         for protected in read_only_paths(root):
+            if protected == root / STATE_DIR:  # hidden, not only read-only: what earlier turns saw stays out
+                argv += ["--tmpfs", str(protected), "--remount-ro", str(protected)]
+                continue
             argv += ["--ro-bind", str(protected), str(protected)]  # a mount point cannot be renamed away
     for real in inside:
         argv += ["--tmpfs", real, "--remount-ro", real]

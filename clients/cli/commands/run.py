@@ -55,7 +55,7 @@ def run(
     if session and resume:
         raise fail("run", "--session and --resume both name a session; pass one of them")
     try:
-        files = [] if plan else attachments.collect(text, cwd)
+        files = [] if plan else attachments.collect(text, cwd, root)
     except attachments.AttachmentError as err:
         raise fail("run", str(err)) from None
     with cli_errors("run"):

@@ -242,7 +242,7 @@ class Repl:
             self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
             return
         try:
-            files = attachments.collect(text, Path(os.getcwd()))  # @path mentions, as `run` reads them
+            files = attachments.collect(text, Path(os.getcwd()), Path(self.workspace))  # as `run` reads them
         except attachments.AttachmentError as err:
             self._print(literal(f"  {err}", "red"))
             return
