@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.text import Text
 
-from clients.cli import approvals, views
+from clients.cli import approvals, diffview, views
 from services.kernel.titles import tool_title
 
 # C0 controls except \t and \n, DEL, the C1 range (0x80-0x9f: 8-bit CSI/OSC), and the bidi
@@ -124,12 +124,20 @@ def layer_stats(ended: views.CompactionEnded) -> str:
     return " · ".join(parts)
 
 
-def status_line(finished: views.TurnFinished, context: views.ContextAssembled | None = None) -> str:
+def failed_before_work(finished: views.TurnFinished) -> bool:
+    """A turn that failed before any model step or call (a refused key, a provider down): its
+    reason is all there is to show, as one line; no handoff, no token footer."""
+    return (finished.status == views.TurnStatus.FAILED and not finished.handoff and not finished.iterations
+            and not finished.text.strip() and bool(finished.reason))
+
+
+def status_line(finished: views.TurnFinished, context: views.ContextAssembled | None = None,
+                reason_limit: int = 80) -> str:
     """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s · ctx 12k/25.6k/32k' for a finished turn."""
     usage = finished.usage
     parts = [STATUS_NAMES.get(finished.status, "unknown")]
     if finished.reason:  # a completed turn has one only when its acceptance was verified
-        parts[0] += f" ({one_line(finished.reason, 80)})"
+        parts[0] += f" ({one_line(finished.reason, reason_limit)})"
     parts.append(f"{human_count(usage.prompt_tokens)} in / {human_count(usage.completion_tokens)} out")
     parts.append(f"cache {cache_hit(usage)}")
     if finished.iterations:
@@ -262,6 +270,7 @@ class EventRenderer:
         self._turn = _TurnState()
         self._mid_line = False
         self._last_line_tool = ""
+        self.diffs = diffview.DiffLog()
 
     # ---- output primitives ----
 
@@ -275,9 +284,13 @@ class EventRenderer:
             self._line(text)
 
     def _line(self, text: Text) -> None:
-        """Print one terminal line; never wraps (a narrow terminal truncates with …)."""
+        """Print one terminal line; never wraps (a narrow terminal truncates with …). Without a
+        terminal (a log, a file) nothing is cut: the line is written whole."""
         self._end_text()
-        self.console.print(text, no_wrap=True, overflow="ellipsis", highlight=False, crop=True)
+        if self.console.is_terminal:
+            self.console.print(text, no_wrap=True, overflow="ellipsis", highlight=False, crop=True)
+        else:
+            self.console.print(text, soft_wrap=True, highlight=False)
         self._last_line_tool = ""
 
     def _end_text(self) -> None:
@@ -326,6 +339,7 @@ class EventRenderer:
     def _on_turn_started(self, ev: views.TurnStarted) -> None:
         self._turn = _TurnState()
         self._tools.clear()
+        self.diffs.start_turn()
         if self.verbose:
             self._line(literal(f"turn {ev.turn} · {ev.model}", "dim"))
 
@@ -406,12 +420,18 @@ class EventRenderer:
         failed_command = command_failure(result)
         mark, style = ("✓", "green") if result.ok and not failed_command else ("✗", "red")
         summary = failed_command or tool_result_summary(result)
+        change = diffview.edit_diff(result.tool, tool.arguments_json, result.ok, result.data_json)
+        if change is not None:
+            summary = f"{one_line(result.output)} · +{change.added} -{change.removed}"
         text = f"{mark} {tool.title}" + (f" · {summary}" if summary else "")
         text += f" · {human_duration(result.duration_ms)}"
         if self._last_line_tool == result.call_id and self.console.is_terminal:
             # The started line is the last one on screen: turn it into the result in place.
             self.console.file.write("\x1b[1A\x1b[2K\r")
         self._line(literal(text, style))
+        if change is not None:
+            self.diffs.add(change)
+            self.print(diffview.diff_text(change.diff))
 
     def _on_approval_requested(self, ev: views.ApprovalRequested, label: str = "") -> None:
         self.pending_approval = ev
@@ -571,10 +591,14 @@ class EventRenderer:
         self._end_text()
         self.pending_approval = None
         self.pending_question = None
+        if failed_before_work(ev):
+            self.print(literal(f"error: {ev.reason}", "red"))  # whole: the reason ends with the fix
+            return
         if ev.handoff:
             self.console.print(literal(ev.handoff), highlight=False)
         ok = ev.status == views.TurnStatus.COMPLETED
-        self._line(literal(f"● {status_line(ev, self.last_context)}", "dim" if ok else "yellow"))
+        limit = 80 if self.console.is_terminal else 10_000
+        self._line(literal(f"● {status_line(ev, self.last_context, limit)}", "dim" if ok else "yellow"))
 
 
 def _failure_text(result: views.ToolResult) -> str:

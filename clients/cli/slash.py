@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("", "trace summary of the last turn"),
     "budget": ("", "token ledger of this session"),
     "last": ("", "full arguments and output of the last tool call (Ctrl-Y copies them)"),
+    "diff": ("[session]", "the files this turn changed as one diff (session: every change of this session)"),
     "thinking": ("", "expand the last turn's folded reasoning"),
     "mcp": ("[retry <name>]", "MCP servers: state, tools, failure reason; retry one now"),
     "clear": ("", "start a new session (the old one stays resumable)"),

@@ -450,7 +450,7 @@ class Turn:
             else:
                 self.emit(ApprovalResolved(request_id=request_id, decision=Decision.DENY, source="turn_ended"))
         handoff = ""
-        if handoff_needed(status, self.final_text):
+        if handoff_needed(status, self.final_text, len(self.outcomes)):
             handoff = handoff_report(self._handoff_facts(status, reason))
         self.emit(TurnFinished(status=status, text=self.final_text, handoff=handoff, usage=self.usage,
                                iterations=self.iterations, duration_ms=self._elapsed_ms(),

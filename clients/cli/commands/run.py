@@ -104,7 +104,8 @@ def _rich_sink(verbose: bool) -> tuple[Callable[[Event], None], Callable[[], Non
 
     from clients.cli.render import EventRenderer
 
-    renderer = EventRenderer(Console(highlight=False), verbose=verbose)
+    # Without a terminal (a CI log, `> out.txt`) nothing is wrapped or cut at a guessed width.
+    renderer = EventRenderer(Console(highlight=False, soft_wrap=not sys.stdout.isatty()), verbose=verbose)
     return renderer.handle, renderer.close
 
 

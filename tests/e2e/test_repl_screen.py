@@ -1,0 +1,85 @@
+"""What the REPL shows all day, in tmux against the real services and the fake model: each edit's
+diff inline (coloured), and /diff with the turn's (or the session's) changes as one diff."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_stack import Stack, cli_stack
+from tests.support.tmux_repl import TmuxRepl
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by scripts/setup_tests.sh")
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    with cli_stack("aic-rscreen-", [{"text": "unused", "repeat": "forever"}]) as running:
+        yield running
+
+
+@pytest.fixture
+def workspace(stack: Stack) -> Path:
+    path = Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base))
+    (path / "calc.py").write_text("a = 1\nb = 2\n")
+    return path
+
+
+@pytest.fixture
+def repl(stack: Stack, workspace: Path) -> Iterator[TmuxRepl]:
+    term = TmuxRepl(stack, workspace)
+    term.wait_for("/help for commands")
+    yield term
+    term.close()
+
+
+def _two_edits(stack: Stack, match: str) -> None:
+    stack.model.load_script([
+        {"match": match, "tool_calls": [{"name": "read", "arguments": {"path": "calc.py"}}]},
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_string": "b = 2",
+                                                       "new_string": "b = 3"}}]},
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_string": "a = 1",
+                                                       "new_string": "a = 10\nz = 0"}}]},
+        {"text": "Both edits are in."},
+    ])
+
+
+def test_an_edit_under_auto_shows_its_coloured_diff_and_slash_diff_shows_the_turn(
+        stack: Stack, repl: TmuxRepl, workspace: Path) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    _two_edits(stack, "change calc")
+    repl.line("change calc")
+    screen = repl.wait_for("● completed")
+    assert "✓ Editing · calc.py · Edited calc.py: 1 replacement. · +1 -1" in screen
+    assert "    -b = 2\n    +b = 3" in screen and "    +a = 10\n    +z = 0" in screen
+    coloured = repl.screen(colours=True)
+    assert "\x1b[32m    +b = 3" in coloured and "\x1b[31m    -b = 2" in coloured
+    assert (workspace / "calc.py").read_text() == "a = 10\nz = 0\nb = 3\n"
+
+    repl.line("/diff")
+    screen = repl.wait_for("1 file changed, +3 -2 this turn")
+    shown = screen[screen.rindex("1 file changed, +3 -2 this turn"):].splitlines()
+    assert shown[1:3] == ["--- a/calc.py", "+++ b/calc.py"]
+    assert [line for line in shown if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))] == [
+        "-b = 2", "+b = 3", "-a = 1", "+a = 10", "+z = 0"]
+
+
+def test_slash_diff_session_keeps_earlier_turns_that_slash_diff_leaves_out(stack: Stack, repl: TmuxRepl) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    _two_edits(stack, "first turn")
+    repl.line("first turn")
+    repl.wait_for("● completed")
+    stack.model.load_script([{"text": "Nothing to change."}])
+    repl.line("second turn")
+    repl.wait_for("● completed", after=1)
+    repl.line("/diff")
+    repl.wait_for("no file changes in this turn yet")
+    repl.line("/diff session")
+    screen = repl.wait_for("1 file changed, +3 -2 this session")
+    assert "+a = 10" in screen[screen.rindex("this session"):]
