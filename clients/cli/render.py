@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.text import Text
 
-from clients.cli import approvals, diffview, views
+from clients.cli import approvals, cost, diffview, views
+from clients.cli.cost import human_count
 from services.kernel.titles import tool_title
 
 # C0 controls except \t and \n, DEL, the C1 range (0x80-0x9f: 8-bit CSI/OSC), and the bidi
@@ -77,15 +78,6 @@ def one_line(text: str, limit: int = _MAX_RESULT_CHARS) -> str:
     return ""
 
 
-def human_count(n: float) -> str:
-    """1234 -> '1.2k', 999 -> '999', 2500000 -> '2.5M'."""
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if n >= 1_000:
-        return f"{n / 1_000:.1f}k"
-    return str(int(n))
-
-
 def human_duration(ms: float) -> str:
     """Milliseconds as '350ms', '1.2s' or '2m05s'."""
     if ms < 1000:
@@ -94,15 +86,6 @@ def human_duration(ms: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
-
-
-def cache_hit(usage: views.Usage) -> str:
-    """Cache hit as the provider reported it, else the prefix ratio, else 'n/a' (never a guess)."""
-    if usage.cached_tokens is not None and usage.prompt_tokens > 0:
-        return f"{100 * usage.cached_tokens / usage.prompt_tokens:.0f}%"
-    if usage.prefix_ratio is not None:
-        return f"~{100 * usage.prefix_ratio:.0f}%"
-    return "n/a"
 
 
 def window_fill(context: views.ContextAssembled) -> str:
@@ -133,13 +116,13 @@ def failed_before_work(finished: views.TurnFinished) -> bool:
 
 def status_line(finished: views.TurnFinished, context: views.ContextAssembled | None = None,
                 reason_limit: int = 80) -> str:
-    """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s · ctx 12k/25.6k/32k' for a finished turn."""
+    """'completed · 1.2k in / 56 out · $0.0031 · cache 80% · 3 steps · 2.3s · ctx 12k/25.6k/32k' for a
+    finished turn ('usage not reported' instead of the tokens when the provider gave none)."""
     usage = finished.usage
     parts = [STATUS_NAMES.get(finished.status, "unknown")]
     if finished.reason:  # a completed turn has one only when its acceptance was verified
         parts[0] += f" ({one_line(finished.reason, reason_limit)})"
-    parts.append(f"{human_count(usage.prompt_tokens)} in / {human_count(usage.completion_tokens)} out")
-    parts.append(f"cache {cache_hit(usage)}")
+    parts += cost.footer_parts(cost.from_usage(usage))
     if finished.iterations:
         parts.append(f"{finished.iterations} step{'s' if finished.iterations != 1 else ''}")
     parts.append(human_duration(finished.duration_ms))
@@ -265,6 +248,7 @@ class EventRenderer:
         self.pending_approval: views.ApprovalRequested | None = None
         self.pending_question: views.QuestionAsked | None = None
         self.last_context: views.ContextAssembled | None = None
+        self.last_usage: views.Usage | None = None  # the last finished turn's (for /cost)
         self.last_seq = 0
         self._tools: dict[str, _Tool] = {}
         self._turn = _TurnState()
@@ -591,6 +575,7 @@ class EventRenderer:
         self._end_text()
         self.pending_approval = None
         self.pending_question = None
+        self.last_usage = ev.usage
         if failed_before_work(ev):
             self.print(literal(f"error: {ev.reason}", "red"))  # whole: the reason ends with the fix
             return

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("[search|show|pin|unpin|forget]", "long-term memory notes by kind; search, show, pin, forget one"),
     "trace": ("", "trace summary of the last turn"),
     "budget": ("", "token ledger of this session"),
+    "cost": ("", "what the last turn and the session cost: USD (with prices), tokens, cache hit rate"),
     "last": ("", "full arguments and output of the last tool call (Ctrl-Y copies them)"),
     "diff": ("[session]", "the files this turn changed as one diff (session: every change of this session)"),
     "thinking": ("", "expand the last turn's folded reasoning"),

@@ -435,7 +435,8 @@ class SessionRuntime:
         return self.todo.open_items()
 
     def add_usage(self, usage: Usage) -> None:
-        self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
+                               cached_tokens=usage.cached_tokens, cost_usd=usage.cost_usd)
 
     # -- the session's own tools --
 

@@ -94,11 +94,19 @@ class Session:
     plan: dict[str, Any] = field(default_factory=dict)
     """The last /plan run: goal and receipts (services/loop/plans/receipts.py); saved only when set."""
 
-    def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int) -> None:
-        """Add one model step's tokens to the session's totals (kept in the on-disk shape)."""
+    def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int,
+                  cached_tokens: int | None = None, cost_usd: float | None = None) -> None:
+        """Add one model step's tokens to the session's totals (kept in the on-disk shape); the
+        cache figure and the cost only when known (``cachedTokens`` counts the prompt tokens of
+        the steps that reported one, ``costUsd`` the steps that had a price)."""
         for key, value in (("promptTokens", prompt_tokens), ("completionTokens", completion_tokens),
                            ("totalTokens", total_tokens)):
             self.usage[key] = int(self.usage.get(key, 0)) + value
+        if cached_tokens is not None:
+            self.usage["cachedTokens"] = int(self.usage.get("cachedTokens", 0)) + cached_tokens
+            self.usage["cacheReportedPromptTokens"] = int(self.usage.get("cacheReportedPromptTokens", 0)) + prompt_tokens
+        if cost_usd is not None:
+            self.usage["costUsd"] = float(self.usage.get("costUsd", 0.0)) + cost_usd
 
     def preview(self) -> str:
         """The first user message, at most 80 characters."""

@@ -81,6 +81,8 @@ def test_an_edit_without_a_terminal_shows_the_same_diff_as_plain_text(stack: Sta
     lines = done.stdout.splitlines()
     at = lines.index("    @@ -1,2 +1,3 @@")
     assert lines[at + 1:at + 5] == ["     a = 1", "    -b = 2", "    +b = 3", "    +c = 4"]
+    footer = next(line for line in lines if line.startswith("● completed"))
+    assert "$" not in footer and " in / " in footer  # no price set for fake-model: tokens, no dollars
 
 
 def test_a_401_on_the_first_request_is_one_line_with_the_fix_and_exit_1(stack: Stack, workspace: Path) -> None:

@@ -1,5 +1,6 @@
 """What the REPL shows all day, in tmux against the real services and the fake model: each edit's
-diff inline (coloured), and /diff with the turn's (or the session's) changes as one diff."""
+diff inline (coloured), /diff with the turn's (or the session's) changes as one diff, and what a turn
+and the session cost (the model here has prices set: $2 in / $10 out per million tokens)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is in
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    with cli_stack("aic-rscreen-", [{"text": "unused", "repeat": "forever"}]) as running:
+    with cli_stack("aic-rscreen-", [{"text": "unused", "repeat": "forever"}],
+                   ", price_input_per_mtok: 2.0, price_output_per_mtok: 10.0") as running:
         yield running
 
 
@@ -83,3 +85,28 @@ def test_slash_diff_session_keeps_earlier_turns_that_slash_diff_leaves_out(stack
     repl.line("/diff session")
     screen = repl.wait_for("1 file changed, +3 -2 this session")
     assert "+a = 10" in screen[screen.rindex("this session"):]
+
+
+def test_the_footer_and_slash_cost_show_the_turns_and_the_sessions_cost(stack: Stack, repl: TmuxRepl) -> None:
+    usage = {"prompt_tokens": 2000, "completion_tokens": 100, "cached_tokens": 1500}
+    stack.model.load_script([{"text": "First.", "usage": usage}, {"text": "Second.", "usage": usage}])
+    repl.line("one")
+    screen = repl.wait_for("● completed")
+    # (2000 * $2 + 100 * $10) / 1M: the cached tokens are priced as input when no cached price is set
+    assert "● completed · 2.0k in / 100 out · $0.0050 · cache 75%" in screen
+    repl.line("two")
+    repl.wait_for("● completed", after=1)
+    repl.line("/cost")
+    screen = repl.wait_for("2 turns")
+    assert "last turn     $0.0050 · 2.0k in / 100 out · cache 75%" in screen
+    assert "session       $0.0100 · 4.0k in / 200 out · cache 75% · 2 turns" in screen
+
+
+def test_a_provider_that_reports_no_usage_is_not_reported_not_zero(stack: Stack, repl: TmuxRepl) -> None:
+    stack.model.load_script([{"text": "No counts from me.", "usage_shape": "none"}])
+    repl.line("hello")
+    screen = repl.wait_for("● completed")
+    assert "● completed · usage not reported ·" in screen and "0 in / 0 out" not in screen
+    repl.line("/cost")
+    screen = repl.wait_for("last turn")
+    assert "last turn     usage not reported" in screen

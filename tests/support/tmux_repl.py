@@ -18,7 +18,7 @@ class TmuxRepl:
     """One REPL (``ai-coding -w WORKSPACE``) in tmux, 120x40."""
 
     def __init__(self, stack: Stack, workspace: Path, name: str = "repl") -> None:
-        self.socket = stack.base / f"tmux-{name}.sock"
+        self.socket = stack.base / f"tmux-{workspace.name}-{name}.sock"  # one server per REPL
         self.env = stack.env
         self.name = name
         command = shlex.join([sys.executable, "-m", "clients.cli.main", "-w", str(workspace)])

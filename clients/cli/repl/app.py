@@ -34,6 +34,7 @@ from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
 from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
 from clients.cli.connection.services import ServiceClients
+from clients.cli.cost import cost_report
 from clients.cli.diffview import diff_command
 from clients.cli.driver import TurnDriver
 from clients.cli.render import EventRenderer, background_done_line, last_tool_text, literal, visible_controls
@@ -268,6 +269,9 @@ class Repl:
             self._print(literal(last_tool_text(last)) if last else literal("no tool call yet", "dim"))
         elif name == "diff":
             self._print(diff_command(self.renderer.diffs, args))
+        elif name == "cost":
+            budget = await self.client.run_command(self.session_id, "budget", "")
+            self._print(literal("\n".join(cost_report(self.renderer.last_usage, budget.data_json))))
         elif name == "thinking":
             reasoning = self.renderer.last_reasoning
             self._print(literal(reasoning, "dim italic") if reasoning else literal("no reasoning yet", "dim"))
