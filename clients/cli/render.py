@@ -256,6 +256,11 @@ class EventRenderer:
         self._last_line_tool = ""
         self.diffs = diffview.DiffLog()
 
+    @property
+    def mid_line(self) -> bool:
+        """Streamed text left the cursor in the middle of a line."""
+        return self._mid_line
+
     # ---- output primitives ----
 
     def print(self, text: Text, wrap: bool = True) -> None:

@@ -116,3 +116,16 @@ def test_run_redirected_to_a_file_cuts_no_line(stack: Stack, workspace: Path) ->
     assert len(footer) > 200 and message in footer  # the reason whole, on the footer's one line
     assert re.search(r"· 123\.5M in / 98\.8k out · cache 81% · 1 step · [\d.]+m?s", footer), footer
     assert any(message in line for line in text.splitlines() if line.startswith("Stopped because"))
+
+
+def test_a_six_second_command_shows_a_ticking_elapsed_time_and_the_interrupt_key(
+        stack: Stack, workspace: Path) -> None:
+    stack.model.load_script([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 6"}}]},
+                             {"text": "Slept."}])
+    out, code = _pty_run(stack, workspace, "--auto-approve", "wait a bit")
+    assert code == 0, out
+    shown = _plain(out)
+    for second in (2, 4):
+        assert f"⋯ step 1 · Running · sleep 6 · {second}s · turn " in shown, shown
+    assert "Ctrl-C interrupts" in shown
+    assert "⋯" not in shown.rsplit("\n", 3)[-2]  # erased: the last lines are the answer and the footer

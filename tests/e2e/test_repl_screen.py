@@ -110,3 +110,19 @@ def test_a_provider_that_reports_no_usage_is_not_reported_not_zero(stack: Stack,
     repl.line("/cost")
     screen = repl.wait_for("last turn")
     assert "last turn     usage not reported" in screen
+
+
+def test_a_six_second_command_ticks_above_the_prompt_with_the_keys_that_interrupt(
+        stack: Stack, repl: TmuxRepl) -> None:
+    from clients.cli.progress import REPL_KEYS
+
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    stack.model.load_script([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 6"}}]},
+                             {"text": "Slept."}])
+    repl.line("wait a bit")
+    screen = repl.wait_for("Running · sleep 6 · 2s")
+    assert REPL_KEYS in screen and "⋯ step 1 · Running · sleep 6 · 2s · turn " in screen
+    repl.wait_for("Running · sleep 6 · 4s")
+    screen = repl.wait_for("● completed")
+    assert "⋯ step" not in screen  # the status line goes with the turn

@@ -37,6 +37,7 @@ from clients.cli.connection.services import ServiceClients
 from clients.cli.cost import cost_report
 from clients.cli.diffview import diff_command
 from clients.cli.driver import TurnDriver
+from clients.cli.progress import REPL_KEYS, Progress, tick_while
 from clients.cli.render import EventRenderer, background_done_line, last_tool_text, literal, visible_controls
 from clients.cli.repl import resume
 from clients.cli.repl.keys import build_bindings
@@ -100,6 +101,8 @@ class Repl:
         self._background: set[str] = set()
         # True while the next TurnStarted is for a line the prompt already shows.
         self._echoed_input = False
+        self.progress = Progress(keys=REPL_KEYS)  # the status line above the prompt while a turn runs
+        self._ticking = False
         self.prompt: PromptSession[str] = PromptSession(
             message=self._message, key_bindings=build_bindings(self),
             completer=ThreadedCompleter(SlashCompleter(self)), complete_while_typing=True,
@@ -607,7 +610,17 @@ class Repl:
             self._timings.mark("event")
         self._sync_width()
         self.renderer.handle(event)
+        self.progress.feed(event, time.monotonic())
+        if not self._ticking and (self.turn_running or self.progress.background):
+            self._ticking = True
+            self._spawn(self._tick())
         self._invalidate()
+
+    async def _tick(self) -> None:
+        try:
+            await tick_while(lambda: self.turn_running or bool(self.progress.background), self._invalidate)
+        finally:
+            self._ticking = False
 
     # ---- answers, interrupts, keys ----
 
@@ -677,7 +690,8 @@ class Repl:
         elif self._asking_plan:
             parts.append(("bold", "plan› "))
         elif self.turn_running:
-            parts.append(("fg:ansibrightblack", "… "))
+            status = self.progress.line(time.monotonic())
+            parts.append(("fg:ansibrightblack", (f"⋯ {status}\n" if status else "") + "… "))
         else:
             parts.append(("bold", "› "))
         return FormattedText(parts)
