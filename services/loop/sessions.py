@@ -82,6 +82,9 @@ class Session:
     last_seq: int = 0
     turns: int = 0
     allowed_tools: list[str] = field(default_factory=list)
+    permission_mode: str = ""
+    """What /permissions last set ("auto" or "confirm"), kept across loop restarts; "" = never set
+    (the opening client's --auto-approve decides)."""
     usage: dict[str, Any] = field(default_factory=dict)
     harvest_cursor: int = 0
     """Messages before this index were already offered to the memory harvest."""
@@ -137,6 +140,7 @@ class Session:
             "turnDigests": self.turn_digests,
             **({"acceptance": self.acceptance} if self.acceptance else {}),
             **({"plan": self.plan} if self.plan else {}),
+            **({"permissionMode": self.permission_mode} if self.permission_mode else {}),
         }
 
     def apply_meta(self, meta: dict[str, Any]) -> None:
@@ -158,6 +162,7 @@ class Session:
         raw_acceptance, raw_plan = meta.get("acceptance"), meta.get("plan")
         self.acceptance = [a for a in raw_acceptance if isinstance(a, dict)] if isinstance(raw_acceptance, list) else []
         self.plan = raw_plan if isinstance(raw_plan, dict) else {}
+        self.permission_mode = str(meta.get("permissionMode") or "")
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----

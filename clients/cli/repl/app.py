@@ -41,6 +41,7 @@ from clients.cli.progress import REPL_KEYS, Progress, tick_while
 from clients.cli.render import EventRenderer, background_done_line, last_tool_text, literal, visible_controls
 from clients.cli.repl import resume
 from clients.cli.repl.keys import build_bindings
+from clients.cli.repl.recovery import OFFERED, ServiceRestorer, lost_turn
 from clients.cli.repl.service_commands import (
     Output,
     PendingForget,
@@ -103,6 +104,7 @@ class Repl:
         self._echoed_input = False
         self.progress = Progress(keys=REPL_KEYS)  # the status line above the prompt while a turn runs
         self._ticking = False
+        self.restorer = ServiceRestorer(workspace)  # restarts the services this REPL lost
         self.prompt: PromptSession[str] = PromptSession(
             message=self._message, key_bindings=build_bindings(self),
             completer=ThreadedCompleter(SlashCompleter(self)), complete_while_typing=True,
@@ -434,8 +436,15 @@ class Repl:
             return False
         if err.reason == "service_unavailable":
             await asyncio.sleep(0.3)
-            return True
+            return await self._restore()
         return err.reason == "session_not_found" and await self._reopen()
+
+    async def _restore(self) -> bool:
+        """Start the services again when they are down (as `run` does); False when that failed (said)."""
+        problem = await self.restorer.restore(self.note)
+        if problem:
+            self._error(problem)
+        return not problem
 
     async def _reopen(self) -> bool:
         """Open the current session again (a restarted loop service forgot it); False if that fails."""
@@ -481,7 +490,12 @@ class Repl:
         end = await driver.follow(stream, text, files)
         if self._turn_stream is driver.stream:
             self._turn_stream = None
-        if end.error is not None:
+        if lost_turn(end) and text:
+            self.turn_running = False  # the loop died mid-turn: bring it back and offer the prompt again
+            if await self._restore() and not self.prompt.default_buffer.text:
+                self.prompt.default_buffer.text = text
+                self.note(OFFERED)
+        elif end.error is not None:
             self._error(str(end.error))
             self.turn_running = False
             self.queued.clear()
@@ -551,6 +565,8 @@ class Repl:
                             end_replay()
                 except ClientError as err:
                     if err.reason == "session_not_found" and await self._reopen():
+                        continue
+                    if err.reason == "service_unavailable" and await self._restore():
                         continue
                     if not failing:
                         self._error(f"{err} (retrying)")

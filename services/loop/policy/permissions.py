@@ -44,6 +44,14 @@ WRITE_TOOLS = frozenset({"write", "edit"})
 MODES = ("confirm", "auto", "readonly")
 
 
+def opening_mode(auto_approve: bool, saved: str) -> str:
+    """A session's mode when a client opens it: ``--auto-approve`` asks for auto; otherwise what
+    /permissions last set in the session (it survives loop restarts), else confirm."""
+    if auto_approve:
+        return "auto"
+    return saved if saved in MODES else "confirm"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The gate's answer and a sentence saying why."""
