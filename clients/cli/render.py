@@ -160,10 +160,11 @@ def command_failure(result: views.ToolResult) -> str:
     """For a command that ran but exited non-zero (the tool worked, the command failed):
     "exit N · <its last output line>", the line that usually says why; else ""."""
     try:
-        code = json.loads(result.data_json or "{}").get("exit_code")
+        data = json.loads(result.data_json or "{}")
+        code, stopped = data.get("exit_code"), data.get("status") == "stopped"
     except (ValueError, AttributeError):
         return ""
-    if not result.ok or not isinstance(code, int) or code == 0:
+    if not result.ok or not isinstance(code, int) or code == 0 or stopped:  # a job job_stop ended: asked for
         return ""
     lines = [line for line in result.output.splitlines() if line.strip() and not _EXIT_LINE.match(line.strip())]
     return f"exit {code}" + (f" · {one_line(lines[-1])}" if lines else "")

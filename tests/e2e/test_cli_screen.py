@@ -129,3 +129,12 @@ def test_a_six_second_command_shows_a_ticking_elapsed_time_and_the_interrupt_key
         assert f"⋯ step 1 · Running · sleep 6 · {second}s · turn " in shown, shown
     assert "Ctrl-C interrupts" in shown
     assert "⋯" not in shown.rsplit("\n", 3)[-2]  # erased: the last lines are the answer and the footer
+
+
+def test_run_shows_the_continue_of_an_auto_continue_round(stack: Stack, workspace: Path) -> None:
+    stack.model.load_script([{"text": "The first half of the answer", "finish_reason": "length"},
+                             {"text": " and the rest."}])
+    done = _cli(stack.env, "run", "-w", str(workspace), "answer at length")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  [continue] Your last answer was cut off at the output token limit." in done.stdout.splitlines()
+    assert "and the rest." in done.stdout

@@ -300,3 +300,16 @@ def test_a_preview_warning_is_yellow_and_the_loops_notes_are_dim() -> None:
     assert styles["(the intended change, from the call's arguments:)"] == "dim"
     assert styles["-a"] == "red" and styles["+b"] == "green"
     assert preview_text("(cd build && make)").spans == []  # a bash command in parentheses stays plain
+
+
+def test_a_job_that_job_stop_ended_is_drawn_as_a_success_not_as_exit_minus_9() -> None:
+    renderer, out = make()
+    data = '{"job_id": "j1", "status": "stopped", "exit_code": -9, "runtime_s": 3.2}'
+    renderer.handle(ev(tool_finished=loop_pb2.ToolFinished(result=common_pb2.ToolResult(
+        call_id="c1", tool="job_stop", ok=True, output="Stopped j1.", data_json=data, duration_ms=5))))
+    assert out.getvalue().splitlines()[-1].startswith("✓ ")
+    assert "exit -9" not in out.getvalue()
+    renderer.handle(ev(tool_finished=loop_pb2.ToolFinished(result=common_pb2.ToolResult(
+        call_id="c2", tool="job_output", ok=True, output="[j2 exited, exit code 2, 1.0 s]\nboom",
+        data_json='{"job_id": "j2", "status": "exited", "exit_code": 2}', duration_ms=5))))
+    assert out.getvalue().splitlines()[-1].startswith("✗ ") and "exit 2 · boom" in out.getvalue()

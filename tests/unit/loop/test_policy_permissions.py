@@ -122,3 +122,10 @@ def test_a_session_opens_in_the_mode_permissions_saved_unless_the_client_asks_fo
     assert opening_mode(False, "") == "confirm"
     assert opening_mode(False, "bogus") == "confirm"
     assert opening_mode(True, "confirm") == "auto"
+
+
+def test_an_approval_says_what_the_tool_would_do() -> None:
+    assert decide_permission("webfetch", {"url": "https://example.com"}, declared="warn", trusted=True).reason == (
+        "fetches a web page (network access)")
+    assert decide_permission("edit", {"path": "a"}).reason == "changes a file"
+    assert decide_permission("job_stop", {"job_id": "j1"}).reason == "stops a background command"
