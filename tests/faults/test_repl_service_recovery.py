@@ -110,3 +110,16 @@ def test_the_loop_killed_mid_turn_the_repl_recovers_and_keeps_the_sessions_permi
     os.kill(loop, signal.SIGKILL)
     assert wait_until(lambda: _loop_pid(stack) not in (None, loop), 60)
     _recovered_with_the_prompt_and_the_permissions(stack, repl, before)
+
+
+@pytest.mark.slow
+def test_an_idle_repl_whose_supervisor_died_brings_it_back_and_answers_the_next_prompt_without_an_error(
+        stack: Stack, repl: TmuxRepl) -> None:
+    stack.model.load_script([{"match": "hello", "text": "Hello back."}])
+    supervisor = read_pid(_rdir(stack))
+    assert supervisor and pid_alive(supervisor)
+    os.kill(supervisor, signal.SIGKILL)
+    repl.line("hello after the crash")  # sent while the services are down: resent once they are back
+    screen = repl.wait_for("Hello back.", timeout=90)
+    assert "error:" not in screen, screen
+    assert read_pid(_rdir(stack)) not in (None, supervisor)
