@@ -126,3 +126,21 @@ def test_a_six_second_command_ticks_above_the_prompt_with_the_keys_that_interrup
     repl.wait_for("Running · sleep 6 · 4s")
     screen = repl.wait_for("● completed")
     assert "⋯ step" not in screen  # the status line goes with the turn
+
+
+def test_a_background_child_has_a_one_line_status_above_the_prompt_until_it_ends(
+        stack: Stack, repl: TmuxRepl) -> None:
+    stack.model.load_script({"order": "first_match", "steps": [
+        {"match_first_user": "start it", "tool_calls": [{"name": "subAgent", "arguments": {
+            "task": "count slowly", "name": "counter", "background": True}}]},
+        {"match_first_user": "start it", "match_anywhere": '"run_id"', "text": "Started it."},
+        {"match_first_user": "count slowly", "text": "Counted.", "delay_ms": 5000},
+    ]})
+    repl.line("start it")
+    repl.wait_for("● completed")
+    repl.wait_for("⋯ background: counter 1s")
+    screen = repl.wait_for("⋯ background: counter 2s")  # ticking while the prompt is idle
+    assert screen.rstrip().splitlines()[-1].startswith("›")  # the prompt is free meanwhile
+    repl.wait_for("⟲ background subagent counter", timeout=60)
+    screen = repl.wait_for("⟲ background subagent counter")
+    assert "⋯ background" not in screen.rstrip().splitlines()[-2], screen

@@ -178,6 +178,7 @@ class Repl:
         if self._background and self.session_id and opened.session_id != self.session_id:
             self._spawn(self._watch_background(self.session_id, self.last_seq, set(self._background)))
         self._background = set()
+        self.progress = Progress(keys=REPL_KEYS)  # the other session's children end in its own notes
         self.session_id = opened.session_id
         self.last_seq = opened.last_seq
         self.renderer.last_seq = opened.last_seq
@@ -566,11 +567,10 @@ class Repl:
                 except ClientError as err:
                     if err.reason == "session_not_found" and await self._reopen():
                         continue
-                    if err.reason == "service_unavailable" and await self._restore():
-                        continue
-                    if not failing:
+                    restored = err.reason == "service_unavailable" and await self._restore()
+                    if not failing and not restored:
                         self._error(f"{err} (retrying)")
-                    failing = True
+                    failing = not restored
                 finally:
                     stream.close()
                 if replaying:
@@ -705,11 +705,11 @@ class Repl:
             parts.append(("fg:ansiyellow bold", "forget? [y/N] "))
         elif self._asking_plan:
             parts.append(("bold", "plan› "))
-        elif self.turn_running:
-            status = self.progress.line(time.monotonic())
-            parts.append(("fg:ansibrightblack", (f"⋯ {status}\n" if status else "") + "… "))
         else:
-            parts.append(("bold", "› "))
+            status = self.progress.line(time.monotonic())  # a running turn's, or background children's
+            if status:
+                parts.append(("fg:ansibrightblack", f"⋯ {status}\n"))
+            parts.append(("fg:ansibrightblack", "… ") if self.turn_running else ("bold", "› "))
         return FormattedText(parts)
 
     def _invalidate(self) -> None:
