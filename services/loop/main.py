@@ -66,9 +66,10 @@ class ModelFactory:
 
     def __call__(self, name: str) -> ModelClient:
         from services.loop.model.client import OpenAIModelClient
+        from services.loop.model.prices import with_shipped_prices
         from services.loop.model.settings import resolve_model
 
-        settings = resolve_model(self.config, name or None)
+        settings = with_shipped_prices(resolve_model(self.config, name or None))
         if settings.name not in self._clients:
             self._clients[settings.name] = OpenAIModelClient(settings)
         return self._clients[settings.name]

@@ -37,6 +37,7 @@ from services.loop.plans.ledger import Ledger
 from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure
 from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
+from services.loop.policy.nudges import shown_nudge
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.static_check import plan_static_check, should_run_static_check
 from services.loop.policy.turn import VERIFIED, Action, Facts, Status, decide, gate_due, handoff_needed
@@ -205,6 +206,7 @@ class Turn:
                 self.round_iterations = 0
             for nudge in nudges:
                 self._append({"role": "user", "content": nudge})
+                self.emit(Notice(level="info", text=f"  {shown_nudge(nudge)}"))  # what the model was told
 
     def _gate_applies(self, decision: TurnDecision) -> bool:
         """Check the acceptance proofs now? When the model stopped, and once per turn after a budget
@@ -452,7 +454,7 @@ class Turn:
             else:
                 self.emit(ApprovalResolved(request_id=request_id, decision=Decision.DENY, source="turn_ended"))
         handoff = ""
-        if handoff_needed(status, self.final_text):
+        if handoff_needed(status, self.final_text, len(self.outcomes)):
             handoff = handoff_report(self._handoff_facts(status, reason))
         self.emit(TurnFinished(status=status, text=self.final_text, handoff=handoff, usage=self.usage,
                                iterations=self.iterations, duration_ms=self._elapsed_ms(),

@@ -34,7 +34,7 @@ from services.loop.pipeline import Turn
 from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
 from services.loop.plans.runner import PlanContext, PlanRequest, PlanRunner, refuse_topic
 from services.loop.policy.guards import compile_bash_policy
-from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
+from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate, opening_mode
 from services.loop.policy.settings import LoopSettings
 from services.loop.ports import (
     McpClient,
@@ -171,7 +171,7 @@ class SessionRuntime:
         self.tools_attached = False
         self.harvest_task: asyncio.Task[None] | None = None
         self.attached = 0  # streams currently following this session
-        self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
+        self.permission_mode = opening_mode(options.auto_approve, session.permission_mode)  # /permissions changes it
         self.tool_warnings: list[tuple[str, str]] = []
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
@@ -204,7 +204,7 @@ class SessionRuntime:
         if options.interactive != self.options.interactive:
             self.tools.set_local(self.tool_defs(options.interactive))
         if options.auto_approve != self.options.auto_approve:
-            self.permission_mode = "auto" if options.auto_approve else "confirm"
+            self.permission_mode = opening_mode(options.auto_approve, self.session.permission_mode)
         self.options = options
 
     def reconfigure(self, deps: LoopDeps) -> None:
@@ -440,7 +440,8 @@ class SessionRuntime:
         return self.todo.open_items()
 
     def add_usage(self, usage: Usage) -> None:
-        self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
+                               cached_tokens=usage.cached_tokens, cost_usd=usage.cost_usd)
 
     # -- the session's own tools --
 

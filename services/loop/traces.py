@@ -121,7 +121,9 @@ class TraceWriter:
             self._facts.update(started=event.ts, model=event.data.get("model", ""))
             if self._on_turn_start is not None and event.scope is None:
                 self._on_turn_start(self.session_id)
-        if self._fh is None and self._on_turn is None:
+        # A background child's event after its parent's turn ended: written to that turn's file.
+        late = self._fh is None and event.scope is not None
+        if self._fh is None and self._on_turn is None and not late:
             return
         if event.kind in _COUNTED:
             self._counts[event.kind] = self._counts.get(event.kind, 0) + 1
@@ -132,9 +134,11 @@ class TraceWriter:
         self._note(line)
         if event.kind == "turn_finished":
             line["counts"] = dict(self._counts)
-        if self._on_turn is not None:
+        if self._on_turn is not None and not late:
             self._lines.append(line)
-        if self._fh is not None:
+        if late:
+            self._append_late(line)
+        elif self._fh is not None:
             try:
                 self._fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
                 if event.kind in ("model_step_finished", "tool_finished"):
@@ -146,6 +150,13 @@ class TraceWriter:
             if self._on_turn is not None:
                 lines, self._lines = self._lines, []
                 self._on_turn(self.session_id, event.turn, lines)
+
+    def _append_late(self, line: dict[str, Any]) -> None:
+        """Add a line to its turn's file after that turn closed (best effort, like every write here)."""
+        with contextlib.suppress(OSError):
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with open(self.dir / f"turn-{line['turn']}.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
 
     def _note(self, line: dict[str, Any]) -> None:
         """Count what the turn's summary entry reports."""

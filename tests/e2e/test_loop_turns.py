@@ -171,7 +171,8 @@ def test_a_500_storm_ends_in_a_clean_failed_status_with_the_session_intact(
     _, events = stack.turn("second question", session_id=sid)
     end = finished(events)
     assert status_name(end) == "failed"
-    assert "server_error" in end.reason and "Handoff" in end.handoff
+    assert "server_error" in end.reason
+    assert end.handoff == ""  # no call ran: the one-line reason is all there is to say
     reopened = stack.open(sid)
     assert reopened.message_count == 3  # user, assistant, user: nothing lost, nothing invented
 

@@ -274,6 +274,16 @@ class _Builder:
                        for x in layers if isinstance(x, dict)]
         self.report.compactions.append(fact)
 
+    def _on_subagent_started(self, line: dict[str, Any], ts: float) -> None:
+        self.report.start, self.report.input = ts, str(line.get("task", ""))
+
+    def _on_subagent_finished(self, line: dict[str, Any], ts: float) -> None:
+        """A child run's end (its own turn_finished is not relayed): status, tokens, time, steps."""
+        r = self.report
+        r.end, r.status, r.reason = ts, str(line.get("status", "")), str(line.get("exit_reason", ""))
+        r.tokens, r.duration_ms = Tokens.from_usage(line.get("usage")), _float(line.get("elapsed_ms"))
+        r.iterations = len(r.steps)
+
     def _on_turn_finished(self, line: dict[str, Any], ts: float) -> None:
         r = self.report
         r.end, r.status, r.reason = ts, str(line.get("status", "")), str(line.get("reason", ""))
