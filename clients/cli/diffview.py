@@ -14,6 +14,8 @@ from enum import Enum
 
 from rich.text import Text
 
+from clients.cli.textsafe import visible_controls
+
 # How many diff lines show inline under a write/edit line; the rest folds into "/diff shows all".
 # 12 lines keep a one-hunk edit whole (3 context + a few changed + 3 context) on a 40-row screen.
 FOLD_LINES = 12
@@ -99,7 +101,6 @@ def line_style(line: str) -> str:
 def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ") -> Text:
     """``diff`` as styled text (styles drop away without a terminal), its file headers left out when
     folded; past ``fold`` lines the rest is one dim "… N more lines (/diff shows all)" line."""
-    from clients.cli.render import visible_controls
 
     lines = diff.rstrip("\n").split("\n")
     if fold is not None:

@@ -20,11 +20,8 @@ from rich.text import Text
 
 from clients.cli import approvals, cost, diffview, views
 from clients.cli.cost import human_count
+from clients.cli.textsafe import literal
 from services.kernel.titles import tool_title
-
-# C0 controls except \t and \n, DEL, the C1 range (0x80-0x9f: 8-bit CSI/OSC), and the bidi
-# embedding/override/isolate marks that can make shown text read differently from what it is.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # How many lines of a running command's output show under its tool line.
 CHUNK_LINES_SHOWN = 6
@@ -51,22 +48,6 @@ DECISION_NAMES = {
 }
 
 _TASK_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "⊘", "dropped": "✗"}
-
-
-def visible_controls(text: str) -> str:
-    """``text`` with control characters replaced by a visible ``\\xNN`` form (\\r\\n kept as \\n)."""
-    text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(_visible, text)
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def literal(text: str, style: str = "") -> Text:
-    """External text as a rich ``Text``: no markup parsing, no emoji codes, controls visible."""
-    return Text(visible_controls(text), style=style)
 
 
 def one_line(text: str, limit: int = _MAX_RESULT_CHARS) -> str:

@@ -4,7 +4,7 @@
 (aio stubs) build the same requests and print the same lines from here. Nothing here talks to a
 service or imports grpc; notes and server statuses are view models (``clients.cli.views``).
 Returned text is external (note text, server
-reasons): callers render it literally (``render.literal``).
+reasons): callers render it literally (``textsafe.literal``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from clients.cli.render import literal
+from clients.cli.textsafe import literal
 from services.loop.tracing.overview import OverviewRow
 
 

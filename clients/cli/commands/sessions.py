@@ -67,7 +67,7 @@ def list_sessions(
 
     from clients.cli import exit_codes
     from clients.cli.commands.common import cli_errors, fail
-    from clients.cli.render import literal
+    from clients.cli.textsafe import literal
 
     root = Path(workspace).expanduser().resolve()
     if not root.is_dir():
@@ -104,8 +104,8 @@ def show_session(
     from rich.console import Console
 
     from clients.cli.commands.common import cli_errors, fail
-    from clients.cli.render import literal
     from clients.cli.repl.resume import history_items, history_lines, plan_lines
+    from clients.cli.textsafe import literal
 
     root = Path(workspace).expanduser().resolve()
     if not root.is_dir():

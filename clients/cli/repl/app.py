@@ -38,7 +38,7 @@ from clients.cli.cost import cost_report
 from clients.cli.diffview import diff_command
 from clients.cli.driver import TurnDriver
 from clients.cli.progress import REPL_KEYS, Progress, tick_while
-from clients.cli.render import EventRenderer, background_done_line, last_tool_text, literal, visible_controls
+from clients.cli.render import EventRenderer, background_done_line, last_tool_text
 from clients.cli.repl import resume
 from clients.cli.repl.keys import build_bindings
 from clients.cli.repl.recovery import OFFERED, ServiceRestorer, lost_turn
@@ -52,6 +52,7 @@ from clients.cli.repl.service_commands import (
 from clients.cli.repl.state import ctrl_c, question_answer
 from clients.cli.repl.terminal import SlashCompleter, Timings, log_crash, stdout_above_prompt, terminal_width
 from clients.cli.slash import SlashCommand, SlashReply, help_text, parse_slash
+from clients.cli.textsafe import literal, visible_controls
 
 REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
                  "point out bugs, risky changes and missing tests, most important first.")

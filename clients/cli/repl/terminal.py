@@ -17,9 +17,9 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.patch_stdout import StdoutProxy
 
-from clients.cli.render import visible_controls
 from clients.cli.repl import resume
 from clients.cli.slash import SUBCOMMANDS, completions, subcommand_completions
+from clients.cli.textsafe import visible_controls
 
 if TYPE_CHECKING:
     from clients.cli.repl.host import CompleterHost

@@ -10,7 +10,8 @@ from ai_coding.v1 import common_pb2, loop_pb2
 from rich.console import Console
 
 from clients.cli import convert, views
-from clients.cli.render import EventRenderer, last_tool_text, status_line, visible_controls
+from clients.cli.render import EventRenderer, last_tool_text, status_line
+from clients.cli.textsafe import visible_controls
 
 
 def make(width: int = 200, terminal: bool = False) -> tuple[EventRenderer, io.StringIO]:
