@@ -13,7 +13,6 @@ import datetime
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,24 +26,11 @@ from clients.acp.rpc import (
     PeerGone,
     RpcError,
 )
+from clients.acp.state import Session
 from clients.cli import views
 
 if TYPE_CHECKING:
-    from clients.cli.connection.loop import LoopClient, TurnStream
-
-
-@dataclass
-class Session:
-    """An ACP session this process serves: a loop session, and the turn it runs now."""
-
-    id: str
-    workspace: str
-    cwd: str
-    stream: TurnStream | None = None
-    cancelled: bool = False
-    denied_tools: set[str] = field(default_factory=set)
-    """Tools the editor answered "reject always" for: refused here without asking again."""
-    asks: set[asyncio.Task[None]] = field(default_factory=set)
+    from clients.cli.connection.loop import LoopClient
 
 
 def _error(err: Exception, what: str) -> RpcError:
@@ -252,7 +238,7 @@ class Agent:
         if not given.text.strip() and not given.attachments:
             raise RpcError(INVALID_PARAMS, "the prompt is empty; send a text block")
         assert self.conn is not None
-        return await run_turn(self, session, await self.client(session.workspace), given)
+        return await run_turn(self.conn, self._update, session, await self.client(session.workspace), given)
 
     async def close(self) -> None:
         for session in self.sessions.values():

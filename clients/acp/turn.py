@@ -8,21 +8,25 @@ turn running and its approval open to ``ai-coding attach``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from clients.acp import mapping
-from clients.acp.rpc import INTERNAL_ERROR, PeerGone, RpcError
+from clients.acp.rpc import INTERNAL_ERROR, Connection, PeerGone, RpcError
+from clients.acp.state import Session
 from clients.cli import views
 
+Update = Callable[[str, dict[str, Any]], Awaitable[None]]
+
 if TYPE_CHECKING:
-    from clients.acp.agent import Agent, Session
     from clients.acp.prompt import TurnInput
     from clients.cli.connection.loop import LoopClient, TurnStream
 
 
 class _Turn:
-    def __init__(self, agent: Agent, session: Session, stream: TurnStream) -> None:
-        self.agent = agent
+    def __init__(self, conn: Connection, update: Update, session: Session, stream: TurnStream) -> None:
+        self.conn = conn
+        self.update = update
         self.session = session
         self.stream = stream
         self.output: dict[str, str] = {}
@@ -33,7 +37,7 @@ class _Turn:
         self.last_finish = ""
 
     async def send(self, update: dict[str, Any]) -> None:
-        await self.agent._update(self.session.id, update)
+        await self.update(self.session.id, update)
 
     async def on_event(self, event: views.Event) -> None:
         body = event.body
@@ -79,9 +83,8 @@ class _Turn:
         del call["sessionUpdate"]
         if request.preview and not call["content"]:
             call["content"] = [mapping.text_content(request.preview)]
-        assert self.agent.conn is not None
         try:
-            result = await self.agent.conn.request("session/request_permission", {
+            result = await self.conn.request("session/request_permission", {
                 "sessionId": self.session.id, "toolCall": call, "options": mapping.PERMISSION_OPTIONS})
         except PeerGone:
             return  # the editor left: the request stays open for `ai-coding attach` (or its timeout)
@@ -97,16 +100,17 @@ class _Turn:
                                  "status": "in_progress"})
 
 
-async def run_turn(agent: Agent, session: Session, client: LoopClient, given: TurnInput) -> dict[str, Any]:
+async def run_turn(conn: Connection, update: Update, session: Session, client: LoopClient,
+                   given: TurnInput) -> dict[str, Any]:
     command = mapping.slash(given.text)
     if command is not None and command[0] != "plan":
-        return await _command(agent, session, client, *command)
+        return await _command(update, session, client, *command)
     if command is not None:
         stream = client.start_plan(session.id, command[1])
     else:
         stream = client.start(session.id, given.text, given.attachments)
     session.stream, session.cancelled = stream, False
-    turn = _Turn(agent, session, stream)
+    turn = _Turn(conn, update, session, stream)
     from clients.cli.connection.loop import ClientError
 
     try:
@@ -131,7 +135,7 @@ async def run_turn(agent: Agent, session: Session, client: LoopClient, given: Tu
     return {"stopReason": reason}
 
 
-async def _command(agent: Agent, session: Session, client: LoopClient, name: str, args: str) -> dict[str, Any]:
+async def _command(update: Update, session: Session, client: LoopClient, name: str, args: str) -> dict[str, Any]:
     from clients.cli.connection.loop import ClientError
 
     try:
@@ -139,7 +143,7 @@ async def _command(agent: Agent, session: Session, client: LoopClient, name: str
         text = reply.text
     except ClientError as err:
         text = f"/{name} failed: {err}"
-    await agent._update(session.id, mapping.chunk("agent_message_chunk", text or f"/{name}: done"))
+    await update(session.id, mapping.chunk("agent_message_chunk", text or f"/{name}: done"))
     if name == "permissions" and args.strip() in {m[0] for m in mapping.MODES}:
-        await agent._update(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": args.strip()})
+        await update(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": args.strip()})
     return {"stopReason": "end_turn"}
