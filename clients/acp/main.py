@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from clients.acp.agent import Agent
-from clients.acp.rpc import MAX_LINE_BYTES, Connection
+from clients.acp import hello
+from clients.acp.rpc import MAX_LINE_BYTES, Connection, Handler, Notify
 
 DRAIN_SECONDS = 2.0
 """How long running requests may still answer after stdin closes (then they are cancelled)."""
@@ -27,15 +27,34 @@ async def _stdin_reader() -> asyncio.StreamReader:
 
 
 async def serve(out: BinaryIO, version: str) -> None:
-    agent = Agent(version)
-    requests, notifications = agent.handlers()
-    conn = Connection(await _stdin_reader(), out, requests, notifications)
-    agent.conn = conn
+    """Answer ``initialize`` with the stdlib alone; the agent (and later grpc) load right after."""
+    agents: list[Any] = []
+    requests: dict[str, Handler] = {}
+    notifications: dict[str, Notify] = {}
+
+    async def initialize(params: dict[str, Any]) -> dict[str, Any]:
+        asyncio.get_running_loop().call_soon(conn.load)  # runs once the answer is written
+        return hello.capabilities(version)
+
+    def load() -> None:
+        from clients.acp.agent import Agent
+
+        agent = Agent(version)
+        agent.conn = conn
+        more, notes = agent.handlers()
+        requests.update(more)
+        notifications.update(notes)
+        requests["initialize"] = initialize
+        agents.append(agent)
+
+    requests["initialize"] = initialize
+    conn = Connection(await _stdin_reader(), out, requests, notifications, loader=load)
     try:
         await conn.serve()
         await conn.drain(DRAIN_SECONDS)
     finally:
-        await agent.close()
+        for agent in agents:
+            await agent.close()
 
 
 def run_acp() -> int:

@@ -15,27 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from clients.acp.hello import PROTOCOL_VERSION as PROTOCOL_VERSION
+from clients.acp.hello import capabilities as capabilities
 from clients.cli import views
-
-PROTOCOL_VERSION = 1
-
-# ---- initialize ----
-
-
-def capabilities(version: str) -> dict[str, Any]:
-    """The InitializeResponse: only what the adapter really does (docs/editors.md says each)."""
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "agentCapabilities": {
-            "loadSession": True,
-            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
-        },
-        "agentInfo": {"name": "ai-coding", "title": "ai-coding", "version": version},
-        "authMethods": [],
-    }
-
 
 # ---- session modes: our permission modes ----
 

@@ -70,8 +70,10 @@ class Connection:
     """One JSON-RPC peer on a reader and a binary writer."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: BinaryIO,
-                 requests: dict[str, Handler], notifications: dict[str, Notify]) -> None:
+                 requests: dict[str, Handler], notifications: dict[str, Notify],
+                 loader: Callable[[], None] | None = None) -> None:
         self._reader = reader
+        self._loader = loader
         self._writer = writer
         self._requests = requests
         self._notifications = notifications
@@ -130,6 +132,13 @@ class Connection:
             if not future.done():
                 future.set_exception(PeerGone("the editor closed the connection"))
 
+    def load(self) -> None:
+        """Import and register the rest of the handlers (once): after ``initialize`` was answered,
+        or on the first method it does not know yet."""
+        loader, self._loader = self._loader, None
+        if loader is not None:
+            loader()
+
     def _receive(self, line: bytes) -> None:
         message, error = classify(line)
         if message is None:
@@ -140,6 +149,8 @@ class Connection:
             self._answer(message)
             return
         params = message.get("params") or {}
+        if message["method"] not in self._requests and message["method"] not in self._notifications:
+            self.load()
         if "id" in message:
             self._spawn(self._handle(message["id"], message["method"], params))
         elif message["method"] in self._notifications:
