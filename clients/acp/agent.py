@@ -64,6 +64,7 @@ class Agent:
         self.sessions: dict[str, Session] = {}
         self._client: LoopClient | None = None
         self._client_lock = asyncio.Lock()
+        self._setup: Any = None
 
     # ---- wiring ----
 
@@ -91,13 +92,13 @@ class Agent:
                 def start() -> Any:
                     setup = control.resolve(Path(workspace))
                     control.ensure_running(setup, ["loop"])
-                    return setup.endpoints["loop"]
+                    return setup
 
                 try:
-                    endpoint = await asyncio.to_thread(start)
+                    self._setup = await asyncio.to_thread(start)
                 except Exception as exc:  # config or services: one line the editor shows
                     raise RpcError(INTERNAL_ERROR, f"cannot reach the loop service: {exc}") from None
-                self._client = LoopClient(endpoint)
+                self._client = LoopClient(self._setup.endpoints["loop"])
             return self._client
 
     def _session(self, params: dict[str, Any]) -> Session:
@@ -121,19 +122,47 @@ class Agent:
         workspace, cwd = _directory(params)
         client = await self.client(workspace)
         client.cwd = cwd
+        servers = params.get("mcpServers") or []
+        if not isinstance(servers, list):
+            raise RpcError(INVALID_PARAMS, "mcpServers must be a list")
+        for problem in await self._join_mcp(servers):
+            print(f"ai-coding acp: {problem}", file=sys.stderr)
         try:
             opened = await client.open_session(workspace, session_id, interactive=False)
         except ClientError as err:
             raise _error(err, "cannot open the session") from None
         for warning in opened.warnings:
             print(f"ai-coding acp: {warning}", file=sys.stderr)
-        servers = params.get("mcpServers") or []
-        if servers:
-            print(f"ai-coding acp: {len(servers)} MCP server(s) from the editor are not joined to the session "
-                  "(add them with `ai-coding mcp add`); see docs/editors.md", file=sys.stderr)
         session = self.sessions.get(opened.session_id) or Session(opened.session_id, workspace, cwd)
         self.sessions[session.id] = session
         return session, opened
+
+    async def _join_mcp(self, servers: list[Any]) -> list[str]:
+        """Register the editor's MCP servers with the gateway for its run (never written to the user's
+        mcp.local.yaml); the sentences for those left out."""
+        if not servers:
+            return []
+        from clients.acp import mcp
+        from clients.cli import control
+        from clients.cli.connection.loop import ClientError
+        from clients.cli.connection.services import McpClient
+
+        entries, problems = mcp.entries(servers)
+        try:
+            await asyncio.to_thread(control.ensure_running, self._setup, ["mcp_gateway"])
+        except Exception as exc:
+            return [*problems, f"the editor's MCP servers were not started: {exc}"]
+        gateway = McpClient(self._setup.endpoints["mcp_gateway"])
+        try:
+            for entry in entries:
+                refused = await gateway.add_for_run(json.dumps(entry), "the editor (ai-coding acp)")
+                if refused:
+                    problems.append(f"MCP server {entry['name']!r} left out: {refused}")
+        except ClientError as err:
+            problems.append(str(err))
+        finally:
+            await gateway.close()
+        return problems
 
     async def _mode(self, session: Session) -> str:
         from clients.cli.connection.loop import ClientError

@@ -2,7 +2,7 @@
 
 Capabilities say only what the adapter really does (docs/editors.md says each): sessions load,
 list, resume and close; prompts take text, embedded resources (an editor's buffer) and images;
-MCP servers from the editor are not joined yet, so neither HTTP nor SSE is claimed.
+the editor's MCP servers (stdio, HTTP, SSE) join through the gateway.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def capabilities(version: str) -> dict[str, Any]:
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
+            "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
         },
         "agentInfo": {"name": "ai-coding", "title": "ai-coding", "version": version},

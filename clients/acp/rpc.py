@@ -92,8 +92,12 @@ class Connection:
         except (OSError, ValueError):  # the editor went away: stop as at the end of input
             self._close()
 
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
+    def post(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification now (writing a line never waits)."""
         self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.post(method, params)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """Call the peer; its result, or :class:`RpcError` / :class:`PeerGone`."""

@@ -20,15 +20,16 @@ Update = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 if TYPE_CHECKING:
     from clients.acp.prompt import TurnInput
-    from clients.cli.connection.loop import LoopClient, TurnStream
+    from clients.cli.connection.loop import LoopClient
 
 
 class _Turn:
-    def __init__(self, conn: Connection, update: Update, session: Session, stream: TurnStream) -> None:
+    """What one prompt's turn has shown the editor so far, and the approvals it still waits on."""
+
+    def __init__(self, conn: Connection, session: Session) -> None:
         self.conn = conn
-        self.update = update
         self.session = session
-        self.stream = stream
+        self.approve: Callable[[str, views.Decision], None] = lambda request_id, decision: None
         self.output: dict[str, str] = {}
         self.edits: dict[str, list[dict[str, Any]]] = {}
         self.tools: dict[str, str] = {}
@@ -36,28 +37,29 @@ class _Turn:
         self.finished: views.TurnFinished | None = None
         self.last_finish = ""
 
-    async def send(self, update: dict[str, Any]) -> None:
-        await self.update(self.session.id, update)
+    def send(self, update: dict[str, Any]) -> None:
+        self.conn.post("session/update", {"sessionId": self.session.id, "update": update})
 
-    async def on_event(self, event: views.Event) -> None:
+    def on_event(self, event: views.Event) -> None:
+        """One loop event as ACP updates (the turn driver calls this in order, without waiting)."""
         body = event.body
         if event.scope is not None:  # a subagent's own events stay inside its subAgent call
             return
         if isinstance(body, views.TextDelta) and body.text:
-            await self.send(mapping.chunk("agent_message_chunk", body.text))
+            self.send(mapping.chunk("agent_message_chunk", body.text))
         elif isinstance(body, views.ReasoningDelta) and body.text:
-            await self.send(mapping.chunk("agent_thought_chunk", body.text))
+            self.send(mapping.chunk("agent_thought_chunk", body.text))
         elif isinstance(body, views.ToolStarted):
             update = mapping.tool_call(body.call_id, body.tool, body.arguments_json, body.title,
                                        self.session.workspace)
             self.edits[body.call_id] = update["content"]
             self.tools[body.call_id] = body.tool
-            await self.send(update)
+            self.send(update)
         elif isinstance(body, views.ToolChunk) and body.stream in ("stdout", "stderr"):
             self.output[body.call_id] = self.output.get(body.call_id, "") + body.text
-            await self.send(mapping.tool_progress(body.call_id, self.output[body.call_id]))
+            self.send(mapping.tool_progress(body.call_id, self.output[body.call_id]))
         elif isinstance(body, views.ToolFinished):
-            await self.send(mapping.tool_finished(body.result, self.edits.pop(body.result.call_id, [])))
+            self.send(mapping.tool_finished(body.result, self.edits.pop(body.result.call_id, [])))
         elif isinstance(body, views.ApprovalRequested):
             self.open_requests.add(body.request_id)
             task = asyncio.ensure_future(self.ask(body))
@@ -66,18 +68,18 @@ class _Turn:
         elif isinstance(body, views.ApprovalResolved):
             self.open_requests.discard(body.request_id)
         elif isinstance(body, views.TaskListUpdated):
-            await self.send(mapping.plan(body.items))
+            self.send(mapping.plan(body.items))
         elif isinstance(body, views.ModelStepFinished):
             self.last_finish = body.finish_reason
         elif isinstance(body, views.Notice) and body.level in ("warning", "error"):
-            await self.send(mapping.chunk("agent_thought_chunk", f"{body.level}: {body.text}\n"))
+            self.send(mapping.chunk("agent_thought_chunk", f"{body.level}: {body.text}\n"))
         elif isinstance(body, views.TurnFinished):
             self.finished = body
 
     async def ask(self, request: views.ApprovalRequested) -> None:
         """Ask the editor; its answer goes up the stream unless another client answered first."""
         if request.tool in self.session.denied_tools:
-            self.stream.approve(request.request_id, views.Decision.DENY)
+            self.approve(request.request_id, views.Decision.DENY)
             return
         call = mapping.tool_call(request.call_id, request.tool, request.arguments_json, "", self.session.workspace)
         del call["sessionUpdate"]
@@ -94,44 +96,40 @@ class _Turn:
         if answer.remember_deny:
             self.session.denied_tools.add(request.tool)
         if request.request_id in self.open_requests:
-            self.stream.approve(request.request_id, answer.decision)
+            self.approve(request.request_id, answer.decision)
             if answer.decision in (views.Decision.ALLOW_ONCE, views.Decision.ALLOW_ALWAYS):
-                await self.send({"sessionUpdate": "tool_call_update", "toolCallId": request.call_id,
+                self.send({"sessionUpdate": "tool_call_update", "toolCallId": request.call_id,
                                  "status": "in_progress"})
 
 
 async def run_turn(conn: Connection, update: Update, session: Session, client: LoopClient,
                    given: TurnInput) -> dict[str, Any]:
+    from clients.cli.driver import TurnDriver
+
     command = mapping.slash(given.text)
     if command is not None and command[0] != "plan":
         return await _command(update, session, client, *command)
-    if command is not None:
-        stream = client.start_plan(session.id, command[1])
-    else:
-        stream = client.start(session.id, given.text, given.attachments)
+    turn = _Turn(conn, session)
+    driver = TurnDriver(client, session.id, turn.on_event, plan=command is not None)
+    turn.approve = driver.answer_approval
+    stream = driver.start(command[1] if command is not None else given.text, given.attachments)
     session.stream, session.cancelled = stream, False
-    turn = _Turn(conn, update, session, stream)
-    from clients.cli.connection.loop import ClientError
-
     try:
-        async for event in stream.events():
-            await turn.on_event(event)
-            if turn.finished is not None:
-                break
-    except ClientError as err:
-        raise RpcError(INTERNAL_ERROR, f"the turn stream broke: {err}") from None
+        end = await driver.follow(stream)
     finally:
-        stream.close()
         session.stream = None
-    finished = turn.finished
+    if end.error is not None and end.finished is None:
+        raise RpcError(INTERNAL_ERROR, f"the turn stream broke: {end.error}; `ai-coding attach {session.id}` "
+                       "follows the session")
+    finished = end.finished
     if finished is None:
         raise RpcError(INTERNAL_ERROR, "the loop ended the turn stream without a result; "
-                       "`ai-coding attach` shows the session")
+                       f"`ai-coding attach {session.id}` shows the session")
     reason = mapping.stop_reason(finished.status, turn.last_finish, session.cancelled)
     if reason is None:
         raise RpcError(INTERNAL_ERROR, f"the turn failed: {finished.reason or finished.handoff or 'see the trace'}")
     if not finished.text and finished.handoff and reason != "cancelled":
-        await turn.send(mapping.chunk("agent_message_chunk", finished.handoff))
+        turn.send(mapping.chunk("agent_message_chunk", finished.handoff))
     return {"stopReason": reason}
 
 

@@ -1,20 +1,39 @@
 """``ai-coding acp``'s session controls against the real services and the scripted fake model: a mode
 switch to our ``auto`` permission mode (no permission request), the todo list as the ACP plan, the loop's
-slash commands as available commands answered in the prompt, and session list / close / resume."""
+slash commands as available commands answered in the prompt, an MCP server the editor passes joining
+through the gateway, and session list / close / resume."""
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
 
 from services.fake_model import FakeModelServer
 from tests.e2e.test_acp_bad_input import RawEditor
 from tests.e2e.test_cli_process_control import env
 
 __all__ = ["env"]
+
+DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
+
+
+def wait_connected(rdir: Path, name: str) -> None:
+    with grpc.insecure_channel(f"unix:{rdir / 'mcp_gateway.sock'}") as channel:
+        stub = mcp_gateway_pb2_grpc.McpGatewayStub(channel)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            states = {s.name: s.state for s in stub.ListServers(mcp_gateway_pb2.ListServersRequest(), timeout=10).servers}
+            if states.get(name) == mcp_gateway_pb2.SERVER_STATE_CONNECTED:
+                return
+            time.sleep(0.2)
+    raise AssertionError(f"{name} never connected: {states}")
 
 
 @pytest.fixture
@@ -28,6 +47,9 @@ def model() -> Iterator[FakeModelServer]:
         {"name": "end", "match": "auto-2", "tool_calls": [{"name": "todo_write", "arguments": {
             "update": [{"id": "2", "status": "completed"}]}}]},
         {"name": "said", "text": "All set."},
+        {"name": "mcp", "match": "echo via the editor", "tool_calls": [{"name": "mcp_call", "arguments": {
+            "server": "editor-demo", "tool": "echo", "input": {"text": "ping"}}}]},
+        {"name": "mcp-said", "match": "echo: ping", "text": "The editor's server said ping."},
     ]) as server:
         yield server
 
@@ -45,13 +67,14 @@ def updates_until_answer(editor: RawEditor, ident: int) -> tuple[list[dict[str, 
             return updates, requests, message
 
 
-def test_auto_mode_the_todo_plan_slash_commands_and_session_list_close_resume(env: dict[str, Any]) -> None:
+def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_list_close_resume(env: dict[str, Any]) -> None:
     workspace: Path = env["workspace"]
     editor = RawEditor(workspace)
     try:
         editor.send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
         editor.answer_of(1)
-        editor.send({"id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+        editor.send({"id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": [
+            {"name": "editor-demo", "command": sys.executable, "args": [str(DEMO), "stdio"], "env": []}]}})
         updates, _, answer = updates_until_answer(editor, 2)
         sid = answer["result"]["sessionId"]
         editor.send({"id": 3, "method": "session/set_mode", "params": {"sessionId": sid, "modeId": "auto"}})
@@ -81,6 +104,15 @@ def test_auto_mode_the_todo_plan_slash_commands_and_session_list_close_resume(en
         assert answer["result"] == {"stopReason": "end_turn"}
         assert "permissions: auto" in "".join(u["content"]["text"] for u in updates
                                               if u["sessionUpdate"] == "agent_message_chunk")
+
+        wait_connected(env["rdir"], "editor-demo")
+        editor.send({"id": 12, "method": "session/prompt", "params": {
+            "sessionId": sid, "prompt": [{"type": "text", "text": "echo via the editor server"}]}})
+        updates, _, answer = updates_until_answer(editor, 12)
+        assert answer["result"] == {"stopReason": "end_turn"}
+        called = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"]
+        assert any("echo: ping" in str(u["content"]) for u in called)
+        assert not (env["config"].parent / "mcp.local.yaml").exists()  # kept for the gateway's run only
 
         editor.send({"id": 7, "method": "session/list", "params": {"cwd": str(workspace)}})
         listed = editor.answer_of(7)["result"]["sessions"]

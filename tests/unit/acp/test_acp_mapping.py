@@ -115,3 +115,21 @@ def test_the_adapter_modules_answering_initialize_do_not_import_grpc_openai_or_m
             "print(sorted(m for m in ('grpc', 'openai', 'mcp') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_an_editors_mcp_servers_become_gateway_entries_and_bad_ones_say_why() -> None:
+    from clients.acp import mcp
+
+    entries, problems = mcp.entries([
+        {"name": "files", "command": "npx", "args": ["-y", "srv"], "env": [{"name": "K", "value": "v"}]},
+        {"type": "http", "name": "api x", "url": "https://h/mcp", "headers": [{"name": "A", "value": "b"}]},
+        {"type": "sse", "name": "old", "url": "https://h/sse", "headers": []},
+        {"name": "nothing"},
+        {"type": "acp", "name": "inproc", "id": "1"},
+    ])
+    assert entries == [
+        {"name": "files", "type": "local", "command": ["npx", "-y", "srv"], "environment": {"K": "v"}},
+        {"name": "api-x", "type": "remote", "url": "https://h/mcp", "transport": "streamable_http", "headers": {"A": "b"}},
+        {"name": "old", "type": "remote", "url": "https://h/sse", "transport": "sse"},
+    ]
+    assert len(problems) == 2 and "no command" in problems[0] and "'acp'" in problems[1]
