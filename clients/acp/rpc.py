@@ -99,8 +99,9 @@ class Connection:
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         self.post(method, params)
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Call the peer; its result, or :class:`RpcError` / :class:`PeerGone`."""
+    async def request(self, method: str, params: dict[str, Any], on_sent: Callable[[int], None] | None = None) -> Any:
+        """Call the peer; its result, or :class:`RpcError` / :class:`PeerGone`. ``on_sent`` gets the
+        request's id (for :meth:`cancel_request`)."""
         if self.closed.is_set():
             raise PeerGone(method)
         self._next_id += 1
@@ -108,10 +109,18 @@ class Connection:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ident] = future
         self._write({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        if on_sent is not None:
+            on_sent(ident)
         try:
             return await future
         finally:
             self._pending.pop(ident, None)
+
+    def cancel_request(self, ident: int) -> None:
+        """Tell the peer its answer to request ``ident`` is no longer wanted (``$/cancel_request``);
+        the request still ends when the peer answers it."""
+        if ident in self._pending:
+            self.post("$/cancel_request", {"requestId": ident})
 
     async def serve(self) -> None:
         """Read until end of input; then fail what waits on the peer and let handlers finish."""

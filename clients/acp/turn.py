@@ -34,6 +34,8 @@ class _Turn:
         self.edits: dict[str, list[dict[str, Any]]] = {}
         self.tools: dict[str, str] = {}
         self.open_requests: set[str] = set()
+        self.asked: dict[str, int] = {}
+        """Approval request id -> the id of the permission request the editor has not answered yet."""
         self.finished: views.TurnFinished | None = None
         self.last_finish = ""
 
@@ -67,6 +69,8 @@ class _Turn:
             task.add_done_callback(self.session.asks.discard)
         elif isinstance(body, views.ApprovalResolved):
             self.open_requests.discard(body.request_id)
+            if body.request_id in self.asked:  # answered elsewhere (`ai-coding attach`), or the turn ended
+                self.conn.cancel_request(self.asked.pop(body.request_id))
         elif isinstance(body, views.TaskListUpdated):
             self.send(mapping.plan(body.items))
         elif isinstance(body, views.ModelStepFinished):
@@ -87,11 +91,14 @@ class _Turn:
             call["content"] = [mapping.text_content(request.preview)]
         try:
             result = await self.conn.request("session/request_permission", {
-                "sessionId": self.session.id, "toolCall": call, "options": mapping.PERMISSION_OPTIONS})
+                "sessionId": self.session.id, "toolCall": call, "options": mapping.PERMISSION_OPTIONS},
+                on_sent=lambda ident: self.asked.__setitem__(request.request_id, ident))
         except PeerGone:
             return  # the editor left: the request stays open for `ai-coding attach` (or its timeout)
         except RpcError:
             result = None
+        finally:
+            self.asked.pop(request.request_id, None)
         answer = mapping.permission_answer(result.get("outcome") if isinstance(result, dict) else None)
         if answer.remember_deny:
             self.session.denied_tools.add(request.tool)
