@@ -7,9 +7,18 @@ as a completed or failed ``tool_call`` with its input, diff and output.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from clients.acp import mapping
+
+# A failed call's saved result reads "code: message" with a snake_case code (``denied_by_user: ...``);
+# the session file keeps no other mark of failure.
+_FAILED = re.compile(r"^(?:[a-z]+(?:_[a-z]+)+|cancelled|unavailable|timeout|error): ")
+
+
+def failed(result: str) -> bool:
+    return bool(_FAILED.match(result.lstrip()))
 
 
 def _text(content: Any) -> str:
@@ -47,9 +56,8 @@ def replay(messages_json: str, workspace: str) -> list[dict[str, Any]]:
                 updates.append(update)
         elif role == "tool" and message.get("toolCallId") in calls:
             call = calls.pop(message["toolCallId"])
-            failed = text.lstrip().lower().startswith(("error", "denied", "refused"))
             updates.append({"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"],
-                            "status": "failed" if failed else "completed",
+                            "status": "failed" if failed(text) else "completed",
                             "content": [*call["content"], mapping.text_content(text[-mapping.OUTPUT_TAIL:])]})
     for call in calls.values():  # a call whose result never came (the turn was cut)
         updates.append({"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"], "status": "failed"})

@@ -125,3 +125,6 @@ def test_an_editor_runs_a_turn_with_approvals_a_diff_and_a_cancel_then_loads_it_
     diffs = [c for u in replayed if u["sessionUpdate"] == "tool_call" for c in u["content"]]
     assert {"type": "diff", "path": target, "oldText": "hello", "newText": "hello, editor"} in diffs
     assert sid in {s["sessionId"] for s in loaded["listed"]["sessions"]}
+    assert final_update(loaded, echo["toolCallId"])["status"] == "completed"
+    assert final_update(loaded, rejected["toolCallId"])["status"] == "failed"
+    assert final_update(loaded, slow["toolCallId"])["status"] == "failed"

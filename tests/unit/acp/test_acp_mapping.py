@@ -133,3 +133,11 @@ def test_an_editors_mcp_servers_become_gateway_entries_and_bad_ones_say_why() ->
         {"name": "old", "type": "remote", "url": "https://h/sse", "transport": "sse"},
     ]
     assert len(problems) == 2 and "no command" in problems[0] and "'acp'" in problems[1]
+
+
+@pytest.mark.parametrize(("saved", "failed"), [
+    ("denied_by_user: the user refused", True), ("cancelled: the user stopped the turn", True),
+    ("echo: ping", False), ("edited a.py (1 replacement)", False), ("  never_read: read it first", True),
+])
+def test_a_replayed_result_is_failed_only_when_it_reads_as_an_error_code(saved: str, failed: bool) -> None:
+    assert history.failed(saved) is failed
