@@ -105,6 +105,14 @@ def attach(
 
 
 @app.command()
+def acp() -> None:
+    """Speak the Agent Client Protocol on stdin/stdout for an editor (Zed, JetBrains, Neovim): see docs/editors.md."""
+    from clients.acp.main import run_acp
+
+    raise typer.Exit(run_acp())
+
+
+@app.command()
 def serve(name: str = typer.Argument(..., help="loop, tools, memory or mcp_gateway")) -> None:
     """Run one service in the foreground (the supervisor uses this)."""
     if name not in SERVICE_NAMES:

@@ -140,6 +140,23 @@ class McpClient:
             mcp_gateway_pb2.AddServerRequest(server_json=server_json), timeout=view.LIST_TIMEOUT))
         return _status(response.status)
 
+    async def add_for_run(self, server_json: str, source: str) -> str:
+        """Add a server for the gateway's run only (``source`` names where it came from, e.g. an editor's
+        session; never written to mcp.local.yaml): "" when it is there (a name in use counts as there,
+        the user's own entry winning), else why the gateway refused it."""
+        request = mcp_gateway_pb2.AddServerRequest(server_json=server_json, project_source=source)
+        try:
+            await self._stub.AddServer(request, timeout=view.LIST_TIMEOUT)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.ALREADY_EXISTS:
+                return ""
+            if err.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION):
+                return str(err.details() or "refused")
+            raise ClientError(f"the MCP gateway did not take the server: {err.details() or err.code().name}",
+                              reason=reason_of(err) or err.code().name.lower(),
+                              status=err.code().name.lower()) from None
+        return ""
+
     async def login(self, name: str) -> str:
         """Start a sign-in: the URL to open ("" when the server is already signed in)."""
         response = await self._run("login", lambda: self._stub.Login(
