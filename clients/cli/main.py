@@ -75,7 +75,11 @@ def root(
     """ai-coding: a terminal AI coding agent."""
     if ctx.invoked_subcommand is None:
         from clients.cli.repl import run_repl
+        from clients.cli.setup.first_run import first_run
 
+        stopped = first_run(workspace)
+        if stopped is not None:
+            raise typer.Exit(stopped)
         if continue_last or resume:
             session = _pick_for_repl(workspace, continue_last, resume or session)
         raise typer.Exit(run_repl(workspace or None, session or None))
@@ -128,9 +132,10 @@ def fake_model(ctx: typer.Context) -> None:
 
 
 def _register_commands() -> None:
-    from clients.cli.commands import demo, run, services
+    from clients.cli.commands import demo, run, services, setup
 
     services.register(app)
+    setup.register(app)
     run.register(app)
     demo.register(app)
     # Sub-apps other areas own; mounted only once their module exists, so this file never breaks.

@@ -131,6 +131,6 @@ def test_a_run_with_no_model_configured_says_how_to_configure_one(isolated_home:
         done = cli("run", "-w", str(workspace), "hello")
         assert done.returncode == 2, done.stderr
         line = one_error_line(done)
-        assert line.startswith("ai-coding run: no model configured") and "ai-coding config init" in line
+        assert line.startswith("ai-coding run: no model configured") and "ai-coding setup" in line
     finally:
         cli("down")

@@ -30,8 +30,9 @@ from services.kernel.errors import ConfigError
 from services.loop.model.providers import PROVIDERS, get_provider, infer_provider
 
 NO_MODEL_HINT = (
-    "set AI_CODING_MODEL (and AI_CODING_BASE_URL / AI_CODING_API_KEY) or add models: to "
-    "~/.config/ai-coding/config.yaml (`ai-coding config init` writes a template)."
+    "run `ai-coding setup` (it asks, tests the key and writes ~/.config/ai-coding/config.yaml), or "
+    "`ai-coding config init --provider NAME --model ID`, or set AI_CODING_MODEL (and AI_CODING_BASE_URL / "
+    "AI_CODING_API_KEY)."
 )
 # A keyless local endpoint still needs a non-empty string: the openai package
 # would otherwise read OPENAI_API_KEY and send that key to a foreign host.
