@@ -22,7 +22,8 @@ SERVICE_NAMES = ("loop", "tools", "memory", "mcp_gateway")
 app = typer.Typer(
     name="ai-coding",
     cls=RootGroup,
-    help="A terminal AI coding agent. Run with no command for an interactive session, or `ai-coding -p "
+    help="A terminal AI coding agent. Run with no command for an interactive session (`ai-coding \"PROMPT\"`, "
+         "`ai-coding -c \"PROMPT\"` or `ai-coding -r ID \"PROMPT\"` start it with that message), or `ai-coding -p "
          "PROMPT` for one headless turn (Claude Code's -p/--print, Codex's `exec`). Project instructions: "
          "AGENTS.md and CLAUDE.md from the git root down to the current dir, and "
          "~/.config/ai-coding/AGENTS.md.",
@@ -67,6 +68,8 @@ def root(
                                        "current dir); also passed to the command."),
     session: str = typer.Option("", "--session",
                                 help="Continue this session (id or unique prefix); also passed to the command."),
+    first_message: str = typer.Option("", "--first-message", hidden=True,
+                                      help="Set by a positional PROMPT: `ai-coding \"fix the bug\"`."),
     skills: Annotated[list[str] | None, typer.Option(
         "--skills", callback=_skills, metavar="DIR",
         help="Read skills from DIR (repeatable) instead of the user library and the workspace's skills/, "
@@ -82,7 +85,7 @@ def root(
             raise typer.Exit(stopped)
         if continue_last or resume:
             session = _pick_for_repl(workspace, continue_last, resume or session)
-        raise typer.Exit(run_repl(workspace or None, session or None))
+        raise typer.Exit(run_repl(workspace or None, session or None, first_message=first_message))
 
 
 def _pick_for_repl(workspace: str, continue_last: bool, resume: str) -> str:
