@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 from ai_coding.v1 import loop_pb2_grpc
 
 from services.kernel.config import Config, layer_stamp, load_config
-from services.kernel.endpoints import endpoint_for
+from services.kernel.endpoints import endpoint_for, runtime_dir
 from services.kernel.errors import ConfigError
 from services.kernel.server import ServiceDef
 from services.loop.adapters.mcp import GrpcMcpClient
@@ -181,10 +182,36 @@ def build(config: Config) -> ServiceDef:
     # makes `up` mean ready: the first turn after `up` no longer waits for it (bench/loop.py fix
     # task right after `up`: 1.25 s median with a background import that `up` outran, 1.76 s lazy).
     importlib.import_module("services.loop.model.client")
+    watch: list[asyncio.Task[None]] = []
+
+    async def on_start() -> None:
+        watch.append(asyncio.create_task(hold_while_busy(runtime, runtime_dir(config))))
+
     async def on_shutdown() -> None:
+        for task in watch:
+            task.cancel()
         await runtime.shutdown()
         if shared.span_export is not None:  # send what is queued, within its own timeout
             await asyncio.to_thread(shared.span_export.shutdown)
 
-    return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register,
+    return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register, on_start=on_start,
                       on_shutdown=on_shutdown, extra={"runtime": runtime})
+
+
+def runtime_busy(runtime: LoopRuntime) -> bool:
+    """A turn runs or is queued, a client follows a session, or a background child works."""
+    return any(s.busy or s.subagents.running() for s in runtime.sessions.values())
+
+
+async def hold_while_busy(runtime: LoopRuntime, rdir: Path, every: float = 2.0) -> None:
+    """Keep the supervisor's idle shutdown away while :func:`runtime_busy` (see services.kernel.activity)."""
+    from services.kernel.activity import ActivityHold
+
+    hold = ActivityHold(rdir)
+    try:
+        while True:
+            with contextlib.suppress(OSError):
+                hold.set(runtime_busy(runtime))
+            await asyncio.sleep(every)
+    finally:
+        hold.release()
