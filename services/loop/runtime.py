@@ -538,6 +538,10 @@ class LoopRuntime:
         store = self.store(workspace)
         deps, config_warnings = self.deps_for(workspace)
         if not session_id:
+            try:
+                deps.model_for(model)  # before the session file: no model means no session is written
+            except ConfigError as err:
+                raise with_environment_hint(err) from None
             return await self._start(store, deps, workspace, store.create(model), model, options, config_warnings)
         sid = store.resolve(session_id)
         lock, openers = self._opening.setdefault(sid, (asyncio.Lock(), [0]))
