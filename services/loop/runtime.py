@@ -77,10 +77,11 @@ ENVIRONMENT_HINT = ("The services keep the environment they were started with: a
                     "run `ai-coding down` and retry.")
 
 
-def with_environment_hint(err: ConfigError) -> ConfigError:
+def with_environment_hint(err: ConfigError, client_sent_env: bool = False) -> ConfigError:
     """A model that cannot be resolved may need a variable the services were not started with:
-    say so, since exporting it in the client's shell changes nothing for a running service."""
-    if not (err.message.startswith("no model configured") or "is not set" in err.message):
+    say so, since exporting it in the client's shell changes nothing for a running service. A client
+    that sent its own variables (``client_sent_env``) was heard: the hint would be false."""
+    if client_sent_env or not (err.message.startswith("no model configured") or "is not set" in err.message):
         return err
     return ConfigError(err.message, hint=f"{err.hint} {ENVIRONMENT_HINT}".strip())
 
@@ -95,6 +96,8 @@ class SessionOptions:
     """Where the user runs the client (inside the workspace): instructions are read down to here."""
     skill_dirs: list[str] = field(default_factory=list)
     """``--skills DIR``: skill directories replacing the defaults."""
+    client_env: dict[str, str] | None = None
+    """The client's model/key variables (services.kernel.invocation); None = the service's environment."""
 
 
 @dataclass
@@ -514,10 +517,11 @@ class LoopRuntime:
     """All sessions open in this loop service."""
 
     def __init__(self, deps: LoopDeps,
-                 deps_for: Callable[[str], tuple[LoopDeps, list[str]]] | None = None) -> None:
+                 deps_for: Callable[[str, dict[str, str] | None], tuple[LoopDeps, list[str]]] | None = None
+                 ) -> None:
         self.deps = deps
-        # A workspace's deps (its layered config) and that config's warnings.
-        self.deps_for = deps_for or (lambda workspace: (deps, []))
+        # A workspace's deps (its layered config, in the client's environment) and that config's warnings.
+        self.deps_for = deps_for or (lambda workspace, client_env: (deps, []))
         self.sessions: dict[str, SessionRuntime] = {}
         self._stores: dict[str, SessionStore] = {}
         self._evicted: dict[str, tuple[str, SessionOptions]] = {}
@@ -536,12 +540,12 @@ class LoopRuntime:
                    ) -> tuple[SessionRuntime, list[str]]:
         """Create or resume a session; returns its runtime and warnings."""
         store = self.store(workspace)
-        deps, config_warnings = self.deps_for(workspace)
+        deps, config_warnings = self.deps_for(workspace, options.client_env)
         if not session_id:
             try:
                 deps.model_for(model)  # before the session file: no model means no session is written
             except ConfigError as err:
-                raise with_environment_hint(err) from None
+                raise with_environment_hint(err, options.client_env is not None) from None
             return await self._start(store, deps, workspace, store.create(model), model, options, config_warnings)
         sid = store.resolve(session_id)
         lock, openers = self._opening.setdefault(sid, (asyncio.Lock(), [0]))
@@ -568,12 +572,12 @@ class LoopRuntime:
             client = deps.model_for(model or session.model)
         except ConfigError as err:
             if model or not session.model:
-                raise with_environment_hint(err) from None
+                raise with_environment_hint(err, options.client_env is not None) from None
             # The session's model left the config: continue it with the default rather than refuse it.
             try:
                 client = deps.model_for("")
             except ConfigError:
-                raise with_environment_hint(err) from None
+                raise with_environment_hint(err, options.client_env is not None) from None
             warnings = [*warnings, f"this session used model `{session.model}`, which is no longer configured "
                                    f"({err}); continuing with `{client.model_name}`"]
         session.model = client.model_name

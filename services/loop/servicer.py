@@ -68,7 +68,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
                 request.workspace, request.session_id, request.model,
                 SessionOptions(auto_approve=request.auto_approve, interactive=request.interactive,
                                cwd=request.cwd if request.cwd.startswith("/") else "",
-                               skill_dirs=[d for d in request.skill_dirs if d.startswith("/")]),
+                               skill_dirs=[d for d in request.skill_dirs if d.startswith("/")],
+                               client_env=dict(request.client_env) if request.has_client_env else None),
             )
         except AiCodingError as err:
             await _fail(context, err)
