@@ -49,10 +49,11 @@ from services.loop.ports import (
     Usage,
 )
 from services.loop.project_mcp import ProjectServers
-from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
+from services.loop.prompt import base_instructions, build_instructions
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
 from services.loop.skills.session import SessionSkills
+from services.loop.subagents.apply_offer import OfferApply
 from services.loop.subagents.child import ParentView
 from services.loop.subagents.manager import SubagentLimits, SubagentManager
 from services.loop.tail import SessionTail
@@ -153,6 +154,7 @@ class SessionRuntime:
                                          config_items(_plans_section(deps).get("acceptance"), session.workspace))
         self.observing_hooks = ObservingHooks(self.hooks, self._emit_now)
         self.subagents.hooks.append(self.observing_hooks)
+        self.subagents.hooks.append(OfferApply(lambda names: self.tools.load(names)))
         self.events.add_listener(self.observing_hooks.on_event)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
@@ -181,7 +183,7 @@ class SessionRuntime:
         for tool in self.skills.tool_defs():
             self.tools.register(tool)
         self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
-                                build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
+                                build_instructions(base_instructions(self.options.interactive), self.notes, self.skills.catalog))
         export = deps.span_export if deps.traces else None
         self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None
                                  ) if deps.traces else None
@@ -204,6 +206,9 @@ class SessionRuntime:
         """A client re-opened the session: take its approval mode and whether someone can answer."""
         if options.interactive != self.options.interactive:
             self.tools.set_local(self.tool_defs(options.interactive))
+            # The system message names ask_user only when it is offered (a declared cache break).
+            self.tail.set_base(build_instructions(base_instructions(options.interactive), self.notes,
+                                                  self.skills.catalog))
         if options.auto_approve != self.options.auto_approve:
             self.permission_mode = "auto" if options.auto_approve else "confirm"
         self.options = options
@@ -421,10 +426,13 @@ class SessionRuntime:
 
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         if self.skills.refresh(emit):  # a declared cache break: the catalog is in the system message
-            self.tail.set_base(build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
-            if self.skills.catalog:  # `skill` is deferred: sent only once there is a skill to read
-                self.tools.load(["skill"])
-        return await self.tail.step_parts(emit, self.todo.state())
+            self.tail.set_base(build_instructions(base_instructions(self.options.interactive), self.notes, self.skills.catalog))
+        if self.skills.catalog:  # `skill` is deferred: sent once there is a skill to read (at start too)
+            self.tools.load(["skill"])
+        parts = await self.tail.step_parts(emit, self.todo.state())
+        if self.tail.mcp_catalog:  # the catalog in the system message names mcp_call and mcp_describe
+            self.tools.load(["mcp_call", "mcp_describe"])
+        return parts
 
     def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
