@@ -95,9 +95,10 @@ def _pick_for_repl(workspace: str, continue_last: bool, resume: str) -> str:
     from clients.cli.commands.sessions import session_rows
 
     root, _ = headless.workspace_and_cwd(workspace)
-    with cli_errors("ai-coding"):
+    flag = "-c" if continue_last and not resume else "-r"  # lines read `ai-coding -r: pick a session ...`
+    with cli_errors(flag):
         rows = session_rows(root)
-    return pick_session(rows, continue_last, resume, "ai-coding")
+    return pick_session(rows, continue_last, resume, flag)
 
 
 @app.command()

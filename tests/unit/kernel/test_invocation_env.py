@@ -39,3 +39,4 @@ def test_a_sidecar_edit_adds_new_names_and_flags_changed_or_removed_ones() -> No
     assert [s.name for s in delta.added] == ["c"]
     assert set(delta.stale) == {"a", "b"}
     assert sidecar_delta({"a": a}, [a], {"a"}).stale == ()
+
