@@ -86,3 +86,12 @@ def test_print_mode_with_continue_stays_headless(stack: Stack, workspace: Path) 
     assert done.returncode == 0, done.stderr
     assert "Going on from there." in done.stdout
     assert user_texts(stack)[-2:] == ["fix the bug", "go on"]
+
+
+def test_a_bare_resume_lists_the_sessions_and_names_the_flag_once(stack: Stack, workspace: Path) -> None:
+    assert cli(stack.env, "run", "-w", str(workspace), "fix the bug").returncode == 0
+    listed = cli(stack.env, "-w", str(workspace), "-r")
+    assert listed.returncode == 2
+    last = listed.stderr.strip().splitlines()[-1]
+    assert last == "ai-coding -r: pick a session: pass its id (or a unique prefix) to --resume", listed.stderr
+    assert "fix the bug" in listed.stderr
