@@ -621,10 +621,6 @@ def _type_ok(value: Any, tp: Any) -> bool:
     return True
 
 
-BOOL_WORDS = {"on": True, "off": False, "true": True, "false": False, "yes": True, "no": False}
-"""Quoted YAML words a boolean key takes too (unquoted, YAML itself reads them)."""
-
-
 def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
     """Build dataclass ``cls`` from ``raw``; nested dataclasses are built too.
 
@@ -647,9 +643,6 @@ def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
                 raise ConfigError(f"config key `{key}` must be a mapping, got {type(value).__name__}")
             kwargs[f.name] = from_mapping(tp, value, key)
             continue
-        if (isinstance(value, str) and value.strip().lower() in BOOL_WORDS and _type_ok(True, tp)
-                and not _type_ok(value, tp)):
-            value = BOOL_WORDS[value.strip().lower()]  # `thinking: "on"`, as the template's comment says
         if not _type_ok(value, tp):
             raise ConfigError(
                 f"config key `{key}` has the wrong type: expected {getattr(tp, '__name__', tp)}, "

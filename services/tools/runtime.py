@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.command_policy import denied_reason, writes_files
-from services.tools import limits
+from services.tools import limits, placeholders
 from services.tools.config import SANDBOX_MODES, ToolsConfig
 from services.tools.domain import (
     Emit,
@@ -302,7 +302,11 @@ class ToolRuntime:
         command: str = args["command"]
         timeout = self._bound(float(args.get("timeout_seconds", limits.BASH_DEFAULT_TIMEOUT)), bound)
         argv, env = await self._command_argv(session, command)
-        result = await run_command(argv, env, session.roots[0], timeout, emit)
+        held = placeholders.lease(session.roots)
+        try:
+            result = await run_command(argv, env, session.roots[0], timeout, emit)
+        finally:
+            placeholders.release(held)
         data = {"exit_code": result.exit_code, "total_chars": result.total_chars, "cut_chars": result.cut_chars,
                 "sandbox": session.sandbox.mode}
         if result.timed_out:
@@ -320,7 +324,13 @@ class ToolRuntime:
     async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
         argv, env = await self._command_argv(session, command)
-        job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""))
+        held = placeholders.lease(session.roots)
+        try:
+            job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""),
+                                           on_end=lambda: placeholders.release(held))
+        except BaseException:
+            placeholders.release(held)
+            raise
         return ToolOutput(f"Started {job.job_id}: {command}", job.describe())
 
     async def _job_output(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:

@@ -131,6 +131,9 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
         raise ConfigError(f"no model named `{name}` (configured: {known})", hint="Pick one of those or add it.")
     if not isinstance(entry, Mapping):
         raise ConfigError(f"config key `models.{name}` must be a mapping, got {type(entry).__name__}")
+    thinking = entry.get("thinking")
+    if isinstance(thinking, str) and thinking.strip().lower() in ("on", "off"):  # `thinking: "on"`, quoted
+        entry = {**entry, "thinking": thinking.strip().lower() == "on"}
     settings = from_mapping(ModelSettings, entry, f"models.{name}")
     provider = settings.provider.strip().lower() or (
         infer_provider(settings.base_url) if settings.base_url else "openai"
