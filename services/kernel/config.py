@@ -111,6 +111,7 @@ TIGHTEN_RULES: tuple[tuple[str, str], ...] = (
     ("ai.turn_timeout_seconds", "lower"),
     ("ai.turn_token_budget", "lower"),
     ("ai.duplicate_call_threshold", "lower"),
+    ("ai.max_tool_iterations", "lower"),
     ("loop.mcp", "false_wins"),
     ("loop.memory", "false_wins"),
     ("loop.traces", "true_wins"),
@@ -119,6 +120,7 @@ TIGHTEN_RULES: tuple[tuple[str, str], ...] = (
 # defaults by tests/unit/kernel/test_kernel_config_tighten.py); 0 = no limit.
 LOWER_DEFAULTS: dict[str, float] = {
     "ai.turn_timeout_seconds": 1800.0, "ai.turn_token_budget": 0, "ai.duplicate_call_threshold": 2,
+    "ai.max_tool_iterations": 50,
 }
 NAME_RULES: dict[str, str] = {
     "deny": "union", "confirm": "union", "denied_tools": "union", "enabled": "false_wins",
