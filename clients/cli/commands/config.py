@@ -14,6 +14,12 @@ import typer
 
 from clients.cli.commands.common import cli_errors
 
+BUILT_IN_NOTES = {
+    "ai.bash_policy.deny": "on top of the built-in deny list (sudo, rm -rf /, ...), which always holds",
+}
+"""Keys whose shown value is not all that applies: a reader of `config show` must not think an
+empty list means nothing is refused."""
+
 app = typer.Typer(help="Create, locate and inspect the configuration.", no_args_is_help=True, add_completion=False)
 
 
@@ -76,7 +82,8 @@ def show(
         print(json.dumps([list(r) for r in rows], default=str))
         return
     for key, value, source in rows:
-        print(f"{key} = {json.dumps(value, default=str)}  [{source}]")
+        note = BUILT_IN_NOTES.get(key, "")
+        print(f"{key} = {json.dumps(value, default=str)}  [{source}]" + (f"  ({note})" if note else ""))
     for warning in config.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for note in config.notes:
