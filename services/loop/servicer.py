@@ -86,12 +86,13 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         for sid in store.ids():
             live = self.runtime.sessions.get(sid)
             if live is not None:
-                summaries.append(convert.summary_to_proto(live.session.summary(), live.busy))
+                if live.session.messages or live.busy:  # one nobody follows and nothing was said in: skip
+                    summaries.append(convert.summary_to_proto(live.session.summary(), live.busy))
                 continue
             entry = store.list_entry(sid)
             if isinstance(entry, UnreadableSession):
                 unreadable.append(convert.unreadable_to_proto(entry))
-            elif entry is not None:
+            elif entry is not None and entry.message_count > 0:  # a run refused before its first turn
                 summaries.append(convert.summary_to_proto(entry, False))
         summaries.sort(key=lambda s: s.last_activity, reverse=True)
         return loop_pb2.ListSessionsResponse(sessions=summaries, unreadable=unreadable)

@@ -29,3 +29,15 @@ def test_an_image_for_a_text_only_model_exits_2_and_asks_no_model(stack: Stack) 
     assert done.returncode == 2, done.stdout + done.stderr
     assert "does not accept images" in done.stderr and "images: true" in done.stderr
     assert len(stack.model.chat_requests) == before
+
+
+def test_a_session_whose_only_input_was_refused_is_not_listed(stack: Stack) -> None:
+    workspace = Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base))
+    (workspace / "shot.png").write_bytes(PNG)
+    assert cli(stack.env, "run", "-w", str(workspace), "what is in @shot.png?").returncode == 2
+    listed = cli(stack.env, "sessions", "list", "-w", str(workspace))
+    assert listed.returncode == 0, listed.stderr
+    assert "(empty)" not in listed.stdout and "@shot.png" not in listed.stdout
+    kept = cli(stack.env, "run", "-w", str(workspace), "hello")
+    assert kept.returncode == 0
+    assert "hello" in cli(stack.env, "sessions", "list", "-w", str(workspace)).stdout
