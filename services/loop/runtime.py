@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 
 from services.kernel.config import user_config_path
 from services.kernel.errors import ConfigError
+from services.kernel.invocation import effective_environment
 from services.loop import limits
 from services.loop.approvals import Decision, Resolution
 from services.loop.attachments import InputFile
@@ -594,7 +596,8 @@ class LoopRuntime:
         await rt.subagents.clean_orphans()  # worktrees of a loop that crashed with children running
         self.sessions[session.id] = rt
         await self._evict_idle(keep=session.id)
-        project = await self.project_mcp.open(deps.mcp, workspace)
+        env = effective_environment(os.environ, options.client_env) if options.client_env is not None else None
+        project = await self.project_mcp.open(deps.mcp, workspace, env)
         return rt, [*warnings, *rt.warnings, *project]
 
     async def _evict_idle(self, keep: str) -> None:
