@@ -307,8 +307,12 @@ def _sockets_listening(setup: Setup, names: list[str]) -> bool:
 def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> None:
     """Make sure ``names`` serve: start the supervisor when nothing runs, else wait a little.
 
-    Raises :class:`ServiceUnavailable` naming the service and how to start it.
+    Raises :class:`ServiceUnavailable` naming the service and how to start it. The services then stay
+    up for as long as this client process lives (the idle shutdown waits for it to exit).
     """
+    from services.kernel.activity import hold_for_process
+
+    hold_for_process(setup.rdir)  # first: a supervisor stopping for idleness finishes, then we start anew
     if not wait_serving(setup, names, timeout=0.0):
         return
     local = [n for n in names if n in setup.supervisor.services]

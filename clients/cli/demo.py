@@ -23,11 +23,16 @@ if TYPE_CHECKING:
 
     from clients.cli.control import Setup
 
-REAL_MODEL_HINT = """\
+REPLAY_NOTE = """\
 That was a scripted replay: a fake model served the same answers a real one would,
-but everything else (the loop, the sandboxed tools, memory, the MCP gateway) ran for real.
+but everything else (the loop, the sandboxed tools, memory, the MCP gateway) ran for real."""
 
-To use a real model, put this in ~/.config/ai-coding/config.yaml:
+CONFIGURED_HINT = """\
+Your config already names a model: run  ai-coding  (or  ai-coding run "your request")  in a project."""
+
+REAL_MODEL_HINT = """\
+To use a real model, run  ai-coding setup  (it asks for the provider, key and model, and tests them),
+or put this in ~/.config/ai-coding/config.yaml:
 
     default_model: main
     models:
@@ -40,6 +45,11 @@ then: export OPENAI_API_KEY=...  and run  ai-coding run "your request"  (or just
 
 _MODEL_ENV = ("AI_CODING_MODEL", "AI_CODING_PROVIDER", "AI_CODING_BASE_URL", "AI_CODING_API_KEY",
               "AI_CODING_TRUST_PROJECT")
+
+
+def closing_hint(configured: bool) -> str:
+    """What the demo says last: how to go on from here, for a user with or without a model configured."""
+    return f"{REPLAY_NOTE}\n\n{CONFIGURED_HINT if configured else REAL_MODEL_HINT}"
 
 
 def bwrap_usable() -> bool:
@@ -77,10 +87,12 @@ def run_demo(keep: bool = False) -> int:
     from rich.console import Console
 
     from clients.cli import control
+    from clients.cli.setup.first_run import needs_setup
     from services.fake_model import FakeModelServer
     from services.fake_model.demo import demo_project_dir, demo_script_path
 
     console = Console(highlight=False)
+    configured = not needs_setup(None)  # before the demo points the environment at its own config
     base = Path(tempfile.mkdtemp(prefix="aic-demo-", dir="/tmp"))
     os.chmod(base, 0o700)
     workspace = base / "project"
@@ -108,7 +120,7 @@ def run_demo(keep: bool = False) -> int:
             console.print(f"[red]the scripted model saw an unexpected request: {server.errors[0]}[/red]")
             return exit_codes.FAILED
         console.print()
-        console.print(REAL_MODEL_HINT, markup=False, soft_wrap=True)
+        console.print(closing_hint(configured), markup=False, soft_wrap=True)
         return outcome
     finally:
         if setup is not None:

@@ -85,9 +85,10 @@ class RootGroup(TyperGroup):
     reads ``-p PROMPT`` as ``run PROMPT`` (see :mod:`clients.cli.headless`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        from clients.cli.headless import rewrite_argv
+        from clients.cli.headless import lift_prompt, rewrite_argv
 
-        parsed: list[str] = super().parse_args(ctx, rewrite_argv(args, self.list_commands(ctx)))
+        commands = self.list_commands(ctx)
+        parsed: list[str] = super().parse_args(ctx, lift_prompt(rewrite_argv(args, commands), commands))
         return parsed
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:

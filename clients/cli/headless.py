@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 PRINT_FLAGS = ("-p", "--print")
+# Root options that take a value: what follows them is not a prompt.
+VALUED_ROOT_FLAGS = ("-r", "--resume", "-w", "--workspace", "--session", "--skills")
+# Where a positional prompt before any command goes (``ai-coding "fix the bug"``).
+FIRST_MESSAGE_FLAG = "--first-message"
 RESUME_FLAGS = ("-r", "--resume")
 ROOT_ONLY_FLAGS = ("--skills",)
 # What a bare ``-r``/``--resume`` (no id after it) becomes: "show me the sessions to pick from".
@@ -37,6 +41,27 @@ def rewrite_argv(args: Sequence[str], commands: Sequence[str]) -> list[str]:
     for n, arg in enumerate(out):
         if arg in RESUME_FLAGS and (n + 1 == len(out) or out[n + 1].startswith("-")):
             out[n] = f"--resume={PICK}"
+    return out
+
+
+def lift_prompt(args: Sequence[str], commands: Sequence[str]) -> list[str]:
+    """``ai-coding "fix the bug"``, ``ai-coding -c "now the tests"``, ``ai-coding -r ID "go on"``: the
+    first word that is neither an option, an option's value nor a command starts the interactive
+    session as its first message (as Claude Code reads it); the words after it up to the next option
+    join it. A command's name wins (``ai-coding status`` is the command)."""
+    out = list(args)
+    n = 0
+    while n < len(out):
+        arg = out[n]
+        if arg == "--" or arg in commands:
+            return out
+        if arg.startswith("-") and arg != STDIN_PROMPT:
+            n += 2 if arg in VALUED_ROOT_FLAGS else 1
+            continue
+        end = n
+        while end < len(out) and not out[end].startswith("-"):
+            end += 1
+        return [*out[:n], f"{FIRST_MESSAGE_FLAG}={' '.join(out[n:end])}", *out[end:]]
     return out
 
 

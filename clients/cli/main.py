@@ -22,7 +22,8 @@ SERVICE_NAMES = ("loop", "tools", "memory", "mcp_gateway")
 app = typer.Typer(
     name="ai-coding",
     cls=RootGroup,
-    help="A terminal AI coding agent. Run with no command for an interactive session, or `ai-coding -p "
+    help="A terminal AI coding agent. Run with no command for an interactive session (`ai-coding \"PROMPT\"`, "
+         "`ai-coding -c \"PROMPT\"` or `ai-coding -r ID \"PROMPT\"` start it with that message), or `ai-coding -p "
          "PROMPT` for one headless turn (Claude Code's -p/--print, Codex's `exec`). Project instructions: "
          "AGENTS.md and CLAUDE.md from the git root down to the current dir, and "
          "~/.config/ai-coding/AGENTS.md.",
@@ -67,6 +68,8 @@ def root(
                                        "current dir); also passed to the command."),
     session: str = typer.Option("", "--session",
                                 help="Continue this session (id or unique prefix); also passed to the command."),
+    first_message: str = typer.Option("", "--first-message", hidden=True,
+                                      help="Set by a positional PROMPT: `ai-coding \"fix the bug\"`."),
     skills: Annotated[list[str] | None, typer.Option(
         "--skills", callback=_skills, metavar="DIR",
         help="Read skills from DIR (repeatable) instead of the user library and the workspace's skills/, "
@@ -75,10 +78,14 @@ def root(
     """ai-coding: a terminal AI coding agent."""
     if ctx.invoked_subcommand is None:
         from clients.cli.repl import run_repl
+        from clients.cli.setup.first_run import first_run
 
+        stopped = first_run(workspace)
+        if stopped is not None:
+            raise typer.Exit(stopped)
         if continue_last or resume:
             session = _pick_for_repl(workspace, continue_last, resume or session)
-        raise typer.Exit(run_repl(workspace or None, session or None))
+        raise typer.Exit(run_repl(workspace or None, session or None, first_message=first_message))
 
 
 def _pick_for_repl(workspace: str, continue_last: bool, resume: str) -> str:
@@ -88,9 +95,10 @@ def _pick_for_repl(workspace: str, continue_last: bool, resume: str) -> str:
     from clients.cli.commands.sessions import session_rows
 
     root, _ = headless.workspace_and_cwd(workspace)
-    with cli_errors("ai-coding"):
+    flag = "-c" if continue_last and not resume else "-r"  # lines read `ai-coding -r: pick a session ...`
+    with cli_errors(flag):
         rows = session_rows(root)
-    return pick_session(rows, continue_last, resume, "ai-coding")
+    return pick_session(rows, continue_last, resume, flag)
 
 
 @app.command()
@@ -136,9 +144,10 @@ def fake_model(ctx: typer.Context) -> None:
 
 
 def _register_commands() -> None:
-    from clients.cli.commands import demo, run, services, trust
+    from clients.cli.commands import demo, run, services, setup, trust
 
     services.register(app)
+    setup.register(app)
     trust.register(app)
     run.register(app)
     demo.register(app)

@@ -72,6 +72,10 @@ class SupervisorConfig:
     """Upper bound of the restart delay."""
     stable_seconds: float = 60.0
     """A service that stayed up this long counts as healthy: its next crash starts the series again."""
+    idle_seconds: float = 900.0
+    """Stop everything after this long with no client, running turn, background child or running
+    command (0 = never; ``ai-coding up --stay`` also keeps them). bench/idle.py measures what a cold
+    start costs instead (about 2 s here): 15 minutes pays it at most once per quarter hour of pause."""
 
 
 def restart_delay(streak: int, initial: float = 1.0, cap: float = 30.0) -> float:
@@ -121,6 +125,9 @@ class Supervisor:
             self.state.services[name] = ServiceState(endpoint=endpoints.get(name, ""))
         self._stopping = False
         self._lock_fd: int | None = None
+        self._last_busy = time.monotonic()
+        self._next_idle_check = 0.0
+        self._idle_fd: int | None = None  # the activity lock, held exclusively while stopping when idle
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -186,6 +193,31 @@ class Supervisor:
                 changed = True
         if changed:
             self._save()
+        if self._idle_due():
+            self._stopping = True
+
+    def _idle_due(self) -> bool:
+        """Checked once a second: stop when idle for ``idle_seconds`` (see :mod:`clients.cli.idle`)."""
+        from clients.cli.idle import CHECK_EVERY_SECONDS, idle_expired, stays
+        from services.kernel.activity import anyone_active, claim_idle
+
+        now = time.monotonic()
+        if now < self._next_idle_check:
+            return False
+        self._next_idle_check = now + CHECK_EVERY_SECONDS
+        tools = self.children.get("tools")
+        working = bool(tools and tools.pid and descendants(tools.pid))  # a bash command or a job runs
+        if working or anyone_active(self.rdir):
+            self._last_busy = now
+        if not idle_expired(now, self._last_busy, self.config.idle_seconds, stays(self.rdir)):
+            return False
+        self._idle_fd = claim_idle(self.rdir)
+        if self._idle_fd is None:  # someone took a hold since the check
+            self._last_busy = now
+            return False
+        log.info("idle for %.0f s (no client, turn, child or job): stopping the services "
+                 "(supervisor.idle_seconds; `ai-coding up --stay` keeps them)", now - self._last_busy)
+        return True
 
     def _reap(self) -> bool:
         """Collect every exited child (ours or an orphan handed to us); schedule restarts."""

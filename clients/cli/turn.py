@@ -319,9 +319,15 @@ def _outcome(end: TurnEnd, stopping: StopReason | None, endpoint: Endpoint, sess
             hint="See `ai-coding logs loop`; the session is saved, continue it with --session " + session_id,
         )
     print(f"ai-coding run: the loop refused the turn: {end.error.detail or end.error.message}", file=sys.stderr)
-    # A plan topic naming paths outside the workspace is the caller's input to change (nothing ran).
-    code = exit_codes.USAGE if end.error.reason == "plan_outside_workspace" else exit_codes.FAILED
-    return TurnOutcome(code, end.error.reason, session_id)
+    return TurnOutcome(refused_exit(end.error.status, end.error.reason), end.error.reason, session_id)
+
+
+def refused_exit(status: str, reason: str) -> int:
+    """The exit code of a turn the loop refused before it ran: the caller's input to change (an image
+    for a text-only model, an oversized prompt, a plan topic outside the workspace) is bad input."""
+    if status == "invalid_argument" or reason == "plan_outside_workspace":
+        return exit_codes.USAGE
+    return exit_codes.FAILED
 
 
 class _CtrlC:

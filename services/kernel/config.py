@@ -752,8 +752,10 @@ USER_CONFIG_TEMPLATE = """\
 """
 
 
-def init_user_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """Create the user config from the template: directory 0700, file 0600, never overwriting.
+def init_user_config(path: Path | None = None, env: Mapping[str, str] | None = None,
+                     text: str = USER_CONFIG_TEMPLATE) -> Path:
+    """Create the user config holding ``text`` (default: the template): directory 0700, file 0600,
+    never overwriting.
 
     Raises ConfigError when the file already exists (or cannot be created).
     """
@@ -777,5 +779,5 @@ def init_user_config(path: Path | None = None, env: Mapping[str, str] | None = N
         ) from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         os.fchmod(handle.fileno(), 0o600)
-        handle.write(USER_CONFIG_TEMPLATE)
+        handle.write(text)
     return target

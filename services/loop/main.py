@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,8 +14,9 @@ from typing import Any
 from ai_coding.v1 import loop_pb2_grpc
 
 from services.kernel.config import Config, layer_stamp, load_config
-from services.kernel.endpoints import endpoint_for
+from services.kernel.endpoints import endpoint_for, runtime_dir
 from services.kernel.errors import ConfigError
+from services.kernel.invocation import effective_environment
 from services.kernel.server import ServiceDef
 from services.loop.adapters.mcp import GrpcMcpClient
 from services.loop.adapters.memory import GrpcMemoryClient
@@ -60,8 +64,10 @@ class LoopConfig:
 class ModelFactory:
     """Model clients by config name, created once each."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, env: Mapping[str, str] | None = None) -> None:
         self.config = config
+        self.env = env
+        """Where ${VAR} keys are read (the client's variables over the service's); None = os.environ."""
         self._clients: dict[str, ModelClient] = {}
 
     def __call__(self, name: str) -> ModelClient:
@@ -69,13 +75,13 @@ class ModelFactory:
         from services.loop.model.prices import with_shipped_prices
         from services.loop.model.settings import resolve_model
 
-        settings = with_shipped_prices(resolve_model(self.config, name or None))
+        settings = with_shipped_prices(resolve_model(self.config, name or None, env=self.env))
         if settings.name not in self._clients:
             self._clients[settings.name] = OpenAIModelClient(settings)
         return self._clients[settings.name]
 
 
-def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
+def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str, str] | None = None) -> LoopDeps:
     """The loop's ports wired to the configured services and model.
 
     ``shared`` supplies the service clients (tools, memory, MCP) already built at start: their
@@ -83,7 +89,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
     """
     from services.loop.model.settings import secret_env_names
 
-    loop = config.section(LoopConfig, "loop")
+    loop = config.section(LoopConfig, "loop")  # env: the session's environment (ModelFactory reads keys there)
     # The exact key's layer: a project that sets only hooks.plugin_dir did not set the user's events.
     hooks, hook_warnings = parse_hooks(config.get("hooks"), lambda key: config.sources.get(key, "default"))
     config.warnings += [w for w in hook_warnings if w not in config.warnings]
@@ -98,7 +104,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
         mcp = shared.mcp if loop.mcp else None
         span_export = shared.span_export
     return LoopDeps(
-        model_for=ModelFactory(config),
+        model_for=ModelFactory(config, env),
         tools=tools,
         settings=loop_settings(config),
         memory=memory,
@@ -135,40 +141,63 @@ class WorkspaceDeps:
     def __init__(self, base: Config, shared: LoopDeps) -> None:
         self.base = base
         self.shared = shared
-        self._cache: dict[str, tuple[tuple[Any, ...], LoopDeps, list[str]]] = {}
+        self._cache: dict[tuple[str, tuple[tuple[str, str], ...] | None],
+                          tuple[tuple[Any, ...], LoopDeps, list[str]]] = {}
         self._noted: set[str] = set()
 
-    def __call__(self, workspace: str) -> tuple[LoopDeps, list[str]]:
-        """The deps for ``workspace`` and the config's warnings (dropped keys, skipped files)."""
+    def __call__(self, workspace: str, client_env: Mapping[str, str] | None = None) -> tuple[LoopDeps, list[str]]:
+        """The deps for ``workspace`` in the client's environment (``client_env``, see
+        services.kernel.invocation) and the config's warnings (dropped keys, skipped files, and the
+        settings that changed since the service started but apply only once it restarts)."""
         path = Path(workspace)
         stamp = layer_stamp(path, self.base.user_path)  # before reading: a change during the read reloads
-        hit = self._cache.get(workspace)
+        key = (workspace, tuple(sorted(client_env.items())) if client_env is not None else None)
+        hit = self._cache.get(key)
         if hit is not None and hit[0] == stamp:
             return hit[1], list(hit[2])
-        config = self._load(path)
+        env = effective_environment(os.environ, client_env)
+        config = self._load(path, env)
         try:
-            deps = build_deps(config, shared=self.shared)
+            deps = build_deps(config, shared=self.shared, env=env)
             warnings = list(config.warnings)  # after build_deps: reading the sections warns too
+            warnings += restart_notes(self.base, config)
         except ConfigError as err:
             project = [str(f) for f in config.files if f != config.user_path]
             if not project:
                 raise
             # A mapping-shaped file of another tool (say Helm values with an `ai:` list) must not
             # stop every session: run on the user layer and say which file was set aside.
-            user_only = self._load(None)
-            deps = build_deps(user_only, shared=self.shared)
+            user_only = self._load(None, env)
+            deps = build_deps(user_only, shared=self.shared, env=env)
             warnings = [*user_only.warnings, f"ignored project config {', '.join(project)}: {err}"]
-        self._cache[workspace] = (stamp, deps, warnings)
+        self._cache[key] = (stamp, deps, warnings)
         notes = [n for n in config.notes if n not in self._noted]  # another tool's file: said once
         self._noted.update(notes)
         return deps, [*warnings, *notes]
 
-    def _load(self, workspace: Path | None) -> Config:
+    def _load(self, workspace: Path | None, env: Mapping[str, str]) -> Config:
         if self.base.user_path is not None:
-            return load_config(workspace, user_path=self.base.user_path)
+            return load_config(workspace, user_path=self.base.user_path, env=env)
         config = load_config(workspace, user_data=self.base.data)
         config.sources = {**self.base.sources, **config.sources}
         return config
+
+
+RESTART_SECTIONS = ("tracing", "endpoints", "supervisor", "mcp")
+"""User-layer sections read once by a service at its start (the tracing exporter, sockets, the
+supervisor, the gateway's servers): an edit applies only after a restart, said in one line."""
+
+
+def restart_notes(started: Config, now: Config) -> list[str]:
+    """One line naming the restart-only sections of the user layer that differ from what the
+    services started with (a project's own ``mcp`` servers are opened per session: not counted)."""
+    changed = [key for key in RESTART_SECTIONS
+               if not now.source_of(key).startswith("project:") and started.get(key) != now.get(key)]
+    if not changed:
+        return []
+    names = ", ".join(f"`{key}`" for key in changed)
+    return [f"config {names} changed since the services started and applies after a restart: run "
+            "`ai-coding down` (the next command starts them again)"]
 
 
 def build(config: Config) -> ServiceDef:
@@ -183,10 +212,36 @@ def build(config: Config) -> ServiceDef:
     # makes `up` mean ready: the first turn after `up` no longer waits for it (bench/loop.py fix
     # task right after `up`: 1.25 s median with a background import that `up` outran, 1.76 s lazy).
     importlib.import_module("services.loop.model.client")
+    watch: list[asyncio.Task[None]] = []
+
+    async def on_start() -> None:
+        watch.append(asyncio.create_task(hold_while_busy(runtime, runtime_dir(config))))
+
     async def on_shutdown() -> None:
+        for task in watch:
+            task.cancel()
         await runtime.shutdown()
         if shared.span_export is not None:  # send what is queued, within its own timeout
             await asyncio.to_thread(shared.span_export.shutdown)
 
-    return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register,
+    return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register, on_start=on_start,
                       on_shutdown=on_shutdown, extra={"runtime": runtime})
+
+
+def runtime_busy(runtime: LoopRuntime) -> bool:
+    """A turn runs or is queued, a client follows a session, or a background child works."""
+    return any(s.busy or s.subagents.running() for s in runtime.sessions.values())
+
+
+async def hold_while_busy(runtime: LoopRuntime, rdir: Path, every: float = 2.0) -> None:
+    """Keep the supervisor's idle shutdown away while :func:`runtime_busy` (see services.kernel.activity)."""
+    from services.kernel.activity import ActivityHold
+
+    hold = ActivityHold(rdir)
+    try:
+        while True:
+            with contextlib.suppress(OSError):
+                hold.set(runtime_busy(runtime))
+            await asyncio.sleep(every)
+    finally:
+        hold.release()

@@ -32,8 +32,10 @@ class ProjectServers:
         self._environ = os.environ if environ is None else environ
         self._said: set[str] = set()
 
-    async def open(self, mcp: McpClient | None, workspace: str) -> list[str]:
-        """Warnings for this OpenSession (each said once)."""
+    async def open(self, mcp: McpClient | None, workspace: str, environ: Mapping[str, str] | None = None
+                   ) -> list[str]:
+        """Warnings for this OpenSession (each said once); ``environ``: the session's environment (the
+        client's AI_CODING_TRUST_PROJECT, services.kernel.invocation), else the service's."""
         path = project_file(workspace)
         if mcp is None or not path.is_file():
             return []

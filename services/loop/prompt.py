@@ -35,6 +35,33 @@ When a tool fails, read its error and hint and change approach instead of repeat
 Ask the user (ask_user) only when a decision really needs them; otherwise state your assumption.
 When you are done, answer briefly: what you changed, how you checked it, what is left."""
 
+ASK_LINE = "Ask the user (ask_user) only when a decision really needs them; otherwise state your assumption."
+NO_ASK_LINE = "No one can answer questions during this run: state your assumptions and go on."
+
+
+def base_instructions(can_ask: bool) -> str:
+    """The base instructions for a session that has ``ask_user`` (someone can answer) or not: the
+    system message names only tools the session is offered."""
+    return BASE_INSTRUCTIONS if can_ask else BASE_INSTRUCTIONS.replace(ASK_LINE, NO_ASK_LINE)
+
+
+SEARCH_LINE = "Some tools are not listed until you need them: call tool_search with a few keywords to load them."
+TODO_LINE = "For work with several steps keep a task list with todo_write and update it as you go."
+BASE_TOOL_LINES = ((SEARCH_LINE, "tool_search"), (TODO_LINE, "todo_write"), (ASK_LINE, "ask_user"),
+                   (NO_ASK_LINE, "ask_user"))
+
+
+def for_offered_tools(instructions: str, offered: set[str]) -> str:
+    """``instructions`` as seen by an agent offered only ``offered`` (a subagent child): the base lines
+    naming a tool it lacks, and the MCP catalog when it has no ``mcp_call``, are left out."""
+    if "mcp_call" not in offered:
+        instructions = instructions.split("\n\n<mcp-catalog>\n", 1)[0]
+    for line, tool in BASE_TOOL_LINES:
+        if tool not in offered:
+            instructions = instructions.replace(line + "\n", "", 1).replace("\n" + line, "", 1)
+    return instructions
+
+
 TAIL_ORDER = (
     "memory-constraints",
     "task-state",

@@ -27,7 +27,8 @@ class ToolRegistry:
         self._extra: dict[str, ToolDef] = {}
         self._tools: dict[str, ToolDef] = {}
         self.loaded: set[str] = set()
-        """Deferred tools the model loaded (via ``tool_search`` or by naming them)."""
+        """Deferred tools loaded (by ``tool_search``, by naming them, or by the step that makes them relevant)."""
+        self._load_order: list[str] = []
         self.set_local(local)
 
     def set_remote(self, tools: Iterable[ToolDef]) -> None:
@@ -64,11 +65,16 @@ class ToolRegistry:
         return sorted(n for n, t in self._tools.items() if not t.deferred)
 
     def visible(self) -> list[ToolDef]:
-        """What the model is offered this step: non-deferred tools plus deferred ones it loaded."""
-        return [t for t in self._tools.values() if not t.deferred or t.name in self.loaded]
+        """What the model is offered this step: non-deferred tools, then the loaded deferred ones in the
+        order they were loaded, so a load only appends (the cached prefix of the tools breaks at the end)."""
+        shown = [t for t in self._tools.values() if not t.deferred]
+        return shown + [self._tools[n] for n in self._load_order if n in self._tools and self._tools[n].deferred]
 
     def load(self, names: Iterable[str]) -> None:
-        self.loaded.update(n for n in names if n in self._tools)
+        for name in names:
+            if name in self._tools and name not in self.loaded:
+                self.loaded.add(name)
+                self._load_order.append(name)
 
     def search(self, query: str, limit: int = 5) -> list[ToolDef]:
         """Deferred tools ranked by how many query words their name and description contain."""

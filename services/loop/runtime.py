@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 
 from services.kernel.config import user_config_path
 from services.kernel.errors import ConfigError
+from services.kernel.invocation import effective_environment
 from services.loop import limits
 from services.loop.approvals import Decision, Resolution
 from services.loop.attachments import InputFile
@@ -49,10 +51,11 @@ from services.loop.ports import (
     Usage,
 )
 from services.loop.project_mcp import ProjectServers
-from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
+from services.loop.prompt import base_instructions, build_instructions
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session, SessionStore, storage_error
 from services.loop.skills.session import SessionSkills
+from services.loop.subagents.apply_offer import OfferApply
 from services.loop.subagents.child import ParentView
 from services.loop.subagents.manager import SubagentLimits, SubagentManager
 from services.loop.tail import SessionTail
@@ -78,10 +81,11 @@ ENVIRONMENT_HINT = ("The services keep the environment they were started with: a
                     "run `ai-coding down` and retry.")
 
 
-def with_environment_hint(err: ConfigError) -> ConfigError:
+def with_environment_hint(err: ConfigError, client_sent_env: bool = False) -> ConfigError:
     """A model that cannot be resolved may need a variable the services were not started with:
-    say so, since exporting it in the client's shell changes nothing for a running service."""
-    if not (err.message.startswith("no model configured") or "is not set" in err.message):
+    say so, since exporting it in the client's shell changes nothing for a running service. A client
+    that sent its own variables (``client_sent_env``) was heard: the hint would be false."""
+    if client_sent_env or not (err.message.startswith("no model configured") or "is not set" in err.message):
         return err
     return ConfigError(err.message, hint=f"{err.hint} {ENVIRONMENT_HINT}".strip())
 
@@ -96,6 +100,8 @@ class SessionOptions:
     """Where the user runs the client (inside the workspace): instructions are read down to here."""
     skill_dirs: list[str] = field(default_factory=list)
     """``--skills DIR``: skill directories replacing the defaults."""
+    client_env: dict[str, str] | None = None
+    """The client's model/key variables (services.kernel.invocation); None = the service's environment."""
 
 
 @dataclass
@@ -152,6 +158,7 @@ class SessionRuntime:
                                          config_items(_plans_section(deps).get("acceptance"), session.workspace))
         self.observing_hooks = ObservingHooks(self.hooks, self._emit_now)
         self.subagents.hooks.append(self.observing_hooks)
+        self.subagents.hooks.append(OfferApply(lambda names: self.tools.load(names)))
         self.events.add_listener(self.observing_hooks.on_event)
         self.tools = ToolRegistry(self.tool_defs(options.interactive))
         self.warnings: list[str] = []
@@ -180,7 +187,7 @@ class SessionRuntime:
         for tool in self.skills.tool_defs():
             self.tools.register(tool)
         self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
-                                build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
+                                build_instructions(base_instructions(self.options.interactive), self.notes, self.skills.catalog))
         export = deps.span_export if deps.traces else None
         self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None,
                                  on_turn_start=export.turn_started if export else None) if deps.traces else None
@@ -203,6 +210,9 @@ class SessionRuntime:
         """A client re-opened the session: take its approval mode and whether someone can answer."""
         if options.interactive != self.options.interactive:
             self.tools.set_local(self.tool_defs(options.interactive))
+            # The system message names ask_user only when it is offered (a declared cache break).
+            self.tail.set_base(build_instructions(base_instructions(options.interactive), self.notes,
+                                                  self.skills.catalog))
         if options.auto_approve != self.options.auto_approve:
             self.permission_mode = opening_mode(options.auto_approve, self.session.permission_mode)
         self.options = options
@@ -420,10 +430,13 @@ class SessionRuntime:
 
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         if self.skills.refresh(emit):  # a declared cache break: the catalog is in the system message
-            self.tail.set_base(build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
-            if self.skills.catalog:  # `skill` is deferred: sent only once there is a skill to read
-                self.tools.load(["skill"])
-        return await self.tail.step_parts(emit, self.todo.state())
+            self.tail.set_base(build_instructions(base_instructions(self.options.interactive), self.notes, self.skills.catalog))
+        if self.skills.catalog:  # `skill` is deferred: sent once there is a skill to read (at start too)
+            self.tools.load(["skill"])
+        parts = await self.tail.step_parts(emit, self.todo.state())
+        if self.tail.mcp_catalog:  # the catalog in the system message names mcp_call and mcp_describe
+            self.tools.load(["mcp_call", "mcp_describe"])
+        return parts
 
     def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""
@@ -521,10 +534,11 @@ class LoopRuntime:
     """All sessions open in this loop service."""
 
     def __init__(self, deps: LoopDeps,
-                 deps_for: Callable[[str], tuple[LoopDeps, list[str]]] | None = None) -> None:
+                 deps_for: Callable[[str, dict[str, str] | None], tuple[LoopDeps, list[str]]] | None = None
+                 ) -> None:
         self.deps = deps
-        # A workspace's deps (its layered config) and that config's warnings.
-        self.deps_for = deps_for or (lambda workspace: (deps, []))
+        # A workspace's deps (its layered config, in the client's environment) and that config's warnings.
+        self.deps_for = deps_for or (lambda workspace, client_env: (deps, []))
         self.sessions: dict[str, SessionRuntime] = {}
         self._stores: dict[str, SessionStore] = {}
         self._evicted: dict[str, tuple[str, SessionOptions]] = {}
@@ -543,8 +557,12 @@ class LoopRuntime:
                    ) -> tuple[SessionRuntime, list[str]]:
         """Create or resume a session; returns its runtime and warnings."""
         store = self.store(workspace)
-        deps, config_warnings = self.deps_for(workspace)
+        deps, config_warnings = self.deps_for(workspace, options.client_env)
         if not session_id:
+            try:
+                deps.model_for(model)  # before the session file: no model means no session is written
+            except ConfigError as err:
+                raise with_environment_hint(err, options.client_env is not None) from None
             return await self._start(store, deps, workspace, store.create(model), model, options, config_warnings)
         sid = store.resolve(session_id)
         lock, openers = self._opening.setdefault(sid, (asyncio.Lock(), [0]))
@@ -571,12 +589,12 @@ class LoopRuntime:
             client = deps.model_for(model or session.model)
         except ConfigError as err:
             if model or not session.model:
-                raise with_environment_hint(err) from None
+                raise with_environment_hint(err, options.client_env is not None) from None
             # The session's model left the config: continue it with the default rather than refuse it.
             try:
                 client = deps.model_for("")
             except ConfigError:
-                raise with_environment_hint(err) from None
+                raise with_environment_hint(err, options.client_env is not None) from None
             warnings = [*warnings, f"this session used model `{session.model}`, which is no longer configured "
                                    f"({err}); continuing with `{client.model_name}`"]
         session.model = client.model_name
@@ -585,7 +603,8 @@ class LoopRuntime:
         await rt.subagents.clean_orphans()  # worktrees of a loop that crashed with children running
         self.sessions[session.id] = rt
         await self._evict_idle(keep=session.id)
-        project = await self.project_mcp.open(deps.mcp, workspace)
+        env = effective_environment(os.environ, options.client_env) if options.client_env is not None else None
+        project = await self.project_mcp.open(deps.mcp, workspace, env)
         return rt, [*warnings, *rt.warnings, *project]
 
     async def _evict_idle(self, keep: str) -> None:

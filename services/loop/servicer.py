@@ -68,7 +68,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
                 request.workspace, request.session_id, request.model,
                 SessionOptions(auto_approve=request.auto_approve, interactive=request.interactive,
                                cwd=request.cwd if request.cwd.startswith("/") else "",
-                               skill_dirs=[d for d in request.skill_dirs if d.startswith("/")]),
+                               skill_dirs=[d for d in request.skill_dirs if d.startswith("/")],
+                               client_env=dict(request.client_env) if request.has_client_env else None),
             )
         except AiCodingError as err:
             await _fail(context, err)
@@ -85,12 +86,13 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         for sid in store.ids():
             live = self.runtime.sessions.get(sid)
             if live is not None:
-                summaries.append(convert.summary_to_proto(live.session.summary(), live.busy))
+                if live.session.messages or live.busy:  # one nobody follows and nothing was said in: skip
+                    summaries.append(convert.summary_to_proto(live.session.summary(), live.busy))
                 continue
             entry = store.list_entry(sid)
             if isinstance(entry, UnreadableSession):
                 unreadable.append(convert.unreadable_to_proto(entry))
-            elif entry is not None:
+            elif entry is not None and entry.message_count > 0:  # a run refused before its first turn
                 summaries.append(convert.summary_to_proto(entry, False))
         summaries.sort(key=lambda s: s.last_activity, reverse=True)
         return loop_pb2.ListSessionsResponse(sessions=summaries, unreadable=unreadable)

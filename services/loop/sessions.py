@@ -112,10 +112,10 @@ class Session:
             self.usage["costUsd"] = float(self.usage.get("costUsd", 0.0)) + cost_usd
 
     def preview(self) -> str:
-        """The first user message, at most 80 characters."""
+        """The first user message as typed, at most 80 characters (see :func:`preview_text`)."""
         for message in self.messages:
             if message.get("role") == "user":
-                return str(message.get("content") or "")[:80]
+                return preview_text(message.get("content"))
         return ""
 
     def summary(self) -> SessionSummary:
@@ -166,6 +166,19 @@ class Session:
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----
+
+
+def preview_text(content: Any, limit: int = 80) -> str:
+    """What a user typed, for a list: the text parts of a message with images (each image one
+    ``[image]``), without the ``<attachment>`` blocks appended to it, on one line."""
+    if isinstance(content, list):
+        words = [str(p.get("text", "")) if p.get("type") == "text" else "[image]"
+                 for p in content if isinstance(p, dict)]
+        text = " ".join(w for w in words if w)
+    else:
+        text = str(content or "")
+    text = text.split("\n\n<attachment ", 1)[0]
+    return " ".join(text.split())[:limit]
 
 
 def message_to_disk(message: Message) -> Message:

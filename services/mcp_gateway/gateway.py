@@ -9,9 +9,12 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from services.kernel.config import read_yaml_file
+from services.kernel.errors import ConfigError
 from services.mcp_gateway.catalog import ToolEntry, render_catalog
 from services.mcp_gateway.domain import (
     CallOutcome,
@@ -24,7 +27,15 @@ from services.mcp_gateway.domain import (
 from services.mcp_gateway.elicitation import ElicitationBroker, ElicitSink
 from services.mcp_gateway.errors import ServerConfigError, UnknownServer
 from services.mcp_gateway.policy import MAX_CONCURRENT_CONNECTS, qualified_tool
-from services.mcp_gateway.settings import McpSettings, ServerSettings, append_to_sidecar, parse_server
+from services.mcp_gateway.settings import (
+    SIDECAR_NAME,
+    McpSettings,
+    ServerSettings,
+    append_to_sidecar,
+    parse_server,
+    parse_servers,
+)
+from services.mcp_gateway.sidecar_watch import RESTART_LINE, file_stamp, sidecar_delta
 from services.mcp_gateway.supervisor import ServerSupervisor
 
 log = logging.getLogger("ai_coding.mcp_gateway")
@@ -44,6 +55,9 @@ class Gateway:
         for server in settings.servers:
             self.supervisors[server.name] = self._make(server)
         self._started = False
+        self._sidecar_stamp = file_stamp(sidecar)
+        self._stale: dict[str, str] = {}
+        """Sidecar servers edited by hand since the start: name -> the line that says to restart."""
 
     def _make(self, server: ServerSettings) -> ServerSupervisor:
         return ServerSupervisor(server, self._opener, self._limiter)
@@ -59,9 +73,35 @@ class Gateway:
         self.elicitations.cancel_all()
         await asyncio.gather(*(s.aclose() for s in self.supervisors.values()), return_exceptions=True)
 
+    def refresh_sidecar(self) -> None:
+        """Pick up a hand-edited sidecar (a ``stat`` per call; read only when it changed)."""
+        stamp = file_stamp(self._sidecar)
+        if stamp == self._sidecar_stamp:
+            return
+        self._sidecar_stamp = stamp
+        try:
+            data = read_yaml_file(self._sidecar) if self._sidecar.is_file() else {}
+        except ConfigError as exc:
+            self._invalid[SIDECAR_NAME] = str(exc)
+            return
+        self._invalid.pop(SIDECAR_NAME, None)
+        good, bad = parse_servers(data.get("servers"), str(self._sidecar))
+        mine = {n: s.settings for n, s in self.supervisors.items() if s.settings.source == str(self._sidecar)}
+        delta = sidecar_delta(mine, good, set(self.supervisors))
+        for server in delta.added:
+            log.info("mcp.local.yaml: added server %s", server.name)
+            self.supervisors[server.name] = sup = self._make(server)
+            if self._started:
+                sup.start()
+        self._stale = {name: RESTART_LINE for name in delta.stale}
+        for invalid in bad:
+            self._invalid[invalid.name] = invalid.reason
+
     def servers(self) -> list[ServerView]:
-        """Each server's state, invalid entries included (as failed)."""
-        views = [s.view() for s in self.supervisors.values()]
+        """Each server's state, invalid entries included (as failed); a hand-edited sidecar is read first."""
+        self.refresh_sidecar()
+        views = [replace(v, degraded=True, degraded_reason=self._stale[v.name])
+                 if v.name in self._stale else v for v in (s.view() for s in self.supervisors.values())]
         for name, reason in self._invalid.items():
             views.append(ServerView(name=name, type="?", state=State.FAILED, reason=reason, degraded=True,
                                     degraded_reason=reason))
@@ -77,6 +117,7 @@ class Gateway:
 
     def entries(self) -> list[ToolEntry]:
         """Tools of every connected server (whitelists applied), in config order."""
+        self.refresh_sidecar()
         out: list[ToolEntry] = []
         for sup in self.supervisors.values():
             if sup.state == State.CONNECTED:
@@ -144,7 +185,9 @@ class Gateway:
             raise ServerConfigError(f"an MCP server named {server.name!r} already exists",
                                     hint="Pick another name; edit the config file to change an existing one.")
         if not project_source:
+            self.refresh_sidecar()  # a hand edit made before this one is read first
             append_to_sidecar(self._sidecar, entry)
+            self._sidecar_stamp = file_stamp(self._sidecar)  # our own write is not a hand edit
         sup = self._make(server)
         self.supervisors[server.name] = sup
         if self._started:

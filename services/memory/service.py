@@ -12,7 +12,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -118,8 +118,11 @@ class MemoryEngine:
     def forget(self, workspace: str, note_id: str) -> bool:
         """Delete a note; False when no note has that id."""
         def change(store: MemoryStore) -> tuple[Changes, bool]:
-            found = store.get(note_id) is not None
-            return Changes(deletes=[note_id] if found else []), found
+            try:
+                note = _require(store, note_id)  # an id prefix will do, as for show and pin
+            except NoteNotFound:
+                return Changes(), False
+            return Changes(deletes=[note.id]), True
 
         return self.store(workspace).write(change)
 
@@ -219,8 +222,24 @@ def _decider(candidate: Candidate) -> Callable[[MemoryStore], tuple[Changes, Out
     return run
 
 
+MIN_PREFIX = 4
+"""The shortest id prefix taken for a whole id (`memory show 01ab`); shorter ones match too much."""
+
+
+def matching_ids(ids: Iterable[str], wanted: str) -> list[str]:
+    """The ids ``wanted`` names: itself when it is one, else those it is a prefix of (4+ characters)."""
+    known = list(ids)
+    if wanted in known:
+        return [wanted]
+    return sorted(i for i in known if len(wanted) >= MIN_PREFIX and i.startswith(wanted))
+
+
 def _require(store: MemoryStore, note_id: str) -> Note:
-    note = store.get(note_id)
+    found = matching_ids((n.id for n in store.notes.values()), note_id.strip())
+    if len(found) > 1:
+        raise InvalidRequest(f"id prefix {note_id!r} matches {len(found)} notes ({', '.join(found[:5])})",
+                             hint="Pass more of the id.")
+    note = store.get(found[0]) if found else None
     if note is None:
         raise NoteNotFound(f"no memory note has id {note_id!r}", hint="List notes with `ai-coding memory list`.")
     return note

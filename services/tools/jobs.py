@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,14 +43,18 @@ class Job:
                 "exit_code": self.process.returncode, "runtime_s": round(end - self.started, 3)}
 
 
-async def _read(job: Job) -> None:
-    stream = job.process.stdout
-    decoder = TextDecoder()
-    while data := await stream.read(65536):
-        job.buffer.feed(decoder.feed(data))
-    job.buffer.feed(decoder.feed(b"", final=True))
-    await job.process.wait()
-    job.ended = time.monotonic()
+async def _read(job: Job, on_end: Callable[[], None] | None = None) -> None:
+    try:
+        stream = job.process.stdout
+        decoder = TextDecoder()
+        while data := await stream.read(65536):
+            job.buffer.feed(decoder.feed(data))
+        job.buffer.feed(decoder.feed(b"", final=True))
+        await job.process.wait()
+        job.ended = time.monotonic()
+    finally:
+        if on_end is not None:
+            on_end()
 
 
 class JobTable:
@@ -61,7 +65,8 @@ class JobTable:
         self._counter = 0
 
     async def start(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, command: str,
-                    name: str) -> Job:
+                    name: str, on_end: Callable[[], None] | None = None) -> Job:
+        """Start a job; ``on_end`` runs once its process has exited (the sandbox's placeholder lease)."""
         running = sum(1 for j in self.jobs.values() if j.status == "running")
         if running >= limits.JOB_MAX_PER_SESSION:
             raise ToolError("job_limit", f"{running} jobs are already running in this session",
@@ -70,7 +75,7 @@ class JobTable:
         job_id = f"job-{self._counter}"
         process = await spawn(argv, env, cwd)
         job = Job(job_id, name or command[:40], command, process, time.monotonic())
-        job.reader = asyncio.create_task(_read(job))
+        job.reader = asyncio.create_task(_read(job, on_end))
         self.jobs[job_id] = job
         return job
 

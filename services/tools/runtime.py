@@ -23,7 +23,7 @@ from services.kernel.command_policy import denied_reason, writes_files
 from services.kernel.config import referenced_vars
 from services.kernel.datadir import data_dir
 from services.kernel.netpolicy import NetConfig
-from services.tools import limits
+from services.tools import limits, placeholders
 from services.tools.config import SANDBOX_MODES, ToolsConfig, network_mode
 from services.tools.domain import (
     Emit,
@@ -339,10 +339,12 @@ class ToolRuntime:
         command: str = args["command"]
         timeout = self._bound(float(args.get("timeout_seconds", limits.BASH_DEFAULT_TIMEOUT)), bound)
         gate = await self._open_gate(session)
+        held = placeholders.lease(session.roots)
         try:
             argv, env = await self._command_argv(session, command, gate)
             result = await run_command(argv, env, session.roots[0], timeout, emit)
         finally:
+            placeholders.release(held)
             if gate is not None:
                 await gate.close()
         data: dict[str, Any] = {"exit_code": result.exit_code, "total_chars": result.total_chars,
@@ -365,10 +367,13 @@ class ToolRuntime:
     async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
         gate = await self._open_gate(session)
+        held = placeholders.lease(session.roots)
         try:
             argv, env = await self._command_argv(session, command, gate)
-            job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""))
+            job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""),
+                                           on_end=lambda: placeholders.release(held))
         except BaseException:
+            placeholders.release(held)
             if gate is not None:
                 await gate.close()
             raise

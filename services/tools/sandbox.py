@@ -12,9 +12,10 @@ and each root read-write except what the host later trusts:
 
 - git's control data as a whole: ``<root>/.git`` (a directory or a ``gitdir:``
   file) and the ``.git`` of every submodule path ``.gitmodules`` names are
-  read-only; where there is none, an empty read-only directory stands in, so a
-  command cannot ``git init`` a repository whose config the user's next
-  ``git status`` would run. git reads work; commit/branch/stash do not (the
+  read-only; where there is none, an empty read-only directory stands in while
+  commands run (services/tools/placeholders.py removes it after the last one),
+  so a command cannot ``git init`` a repository whose config the user's next
+  ``git status`` would run, and the user's folder keeps no ``.git`` of ours. git reads work; commit/branch/stash do not (the
   bash tool says so): see docs/security.md for why.
 - the workspace state ``<root>/.ai-coding`` (sessions, traces, memory): the
   services load and trust it, and it holds whatever earlier turns saw (a file
@@ -35,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from services.kernel.statedir import STATE_DIR, ensure_state_dir
+from services.tools import placeholders
 from services.tools.egress.forwarder import EgressMount
 from services.tools.errors import ToolError
 from services.tools.paths import is_inside, open_parent_dir
@@ -110,6 +112,7 @@ def read_only_paths(root: Path) -> list[Path]:
                 try:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(name, 0o755, dir_fd=parent)
+                        placeholders.note_created(real)  # removed when no command holds it
                 finally:
                     os.close(parent)
         if os.path.exists(real) and real not in out:

@@ -123,7 +123,7 @@ def test_a_runtime_dir_too_deep_for_unix_sockets_is_refused_before_anything_star
     assert "AI_CODING_RUNTIME_DIR" in line
 
 
-def test_a_run_with_no_model_configured_says_how_to_configure_one(isolated_home: Path, tmp_path: Path) -> None:
+def test_a_run_with_no_model_configured_says_how_to_configure_one_and_leaves_no_session(isolated_home: Path, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     try:
@@ -131,6 +131,8 @@ def test_a_run_with_no_model_configured_says_how_to_configure_one(isolated_home:
         done = cli("run", "-w", str(workspace), "hello")
         assert done.returncode == 2, done.stderr
         line = one_error_line(done)
-        assert line.startswith("ai-coding run: no model configured") and "ai-coding config init" in line
+        assert line.startswith("ai-coding run: no model configured") and "ai-coding setup" in line
+        sessions = workspace / ".ai-coding" / "sessions"
+        assert not (sessions.is_dir() and any(sessions.iterdir())), "a run that never reached the model left a session"
     finally:
         cli("down")

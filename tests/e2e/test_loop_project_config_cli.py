@@ -38,3 +38,13 @@ def test_config_show_notes_once_a_foreign_config_yaml_it_did_not_read(isolated_h
     notes = [line for line in done.stderr.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and str(helm) in notes[0], done.stderr
     assert not [line for line in done.stderr.splitlines() if line.startswith("warning:")], done.stderr
+
+
+def test_config_show_says_an_empty_deny_list_adds_to_the_built_in_one(isolated_home: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "app"
+    ws.mkdir()
+    (ws / "ai-coding.yaml").write_text("ai:\n  bash_policy:\n    deny: []\n")
+    done = cli("config", "show", "-w", str(ws))
+    assert done.returncode == 0, done.stderr
+    line = next(row for row in done.stdout.splitlines() if row.startswith("ai.bash_policy.deny = "))
+    assert line.startswith("ai.bash_policy.deny = []") and "built-in deny list" in line and "always holds" in line

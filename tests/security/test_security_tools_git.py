@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -127,9 +128,25 @@ def test_git_init_in_a_workspace_without_a_repository_is_refused_in_the_sandbox(
     result = bash(service, f"git init -q . 2>&1; mkdir -p .git 2>&1; printf '{cfg}' > .git/config 2>&1; "
                            "git status 2>&1; echo finished")
     assert "finished" in result.output
-    assert list((workspace / ".git").iterdir()) == []  # an empty placeholder: git on the host ignores it
+    assert not (workspace / ".git").exists()  # the empty placeholder stood in only while the command ran
     git(workspace, "status")
     assert not marker.exists()
+
+
+def test_the_placeholder_git_lasts_as_long_as_a_command_that_sees_the_root_and_no_longer(
+        service: ThreadedToolService, workspace: Path) -> None:
+    inside = bash(service, "test -d .git && ls -A .git | wc -l && mkdir .git/x 2>&1 | tail -1; echo done")
+    assert inside.output.split()[0] == "0" and "Read-only file system" in inside.output  # masked inside
+    assert not (workspace / ".git").exists()
+    _, job = service.call("s1", "job_start", json.dumps({"command": "sleep 2"}))
+    assert job.ok, job
+    assert (workspace / ".git").is_dir()  # the running job's sandbox mounts over it
+    quick = bash(service, "true")
+    assert quick.ok and (workspace / ".git").is_dir()  # a command that ends meanwhile does not take it away
+    deadline = time.monotonic() + 20
+    while (workspace / ".git").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (workspace / ".git").exists()  # gone with the last command that needed it
 
 
 def test_git_reads_work_in_the_sandbox_and_a_commit_explains_why_it_cannot(

@@ -77,7 +77,7 @@ def search(
 
 
 @app.command("show")
-def show(note_id: str = typer.Argument(..., help="Note id."), workspace: Path | None = WorkspaceOpt,
+def show(note_id: str = typer.Argument(..., help="Note id (or its first 4+ characters)."), workspace: Path | None = WorkspaceOpt,
          as_json: bool = JsonOpt) -> None:
     """Every field of one note."""
     fields = view.note_fields(_memory("show", workspace, lambda client: client.get(note_id)))
@@ -89,7 +89,7 @@ def show(note_id: str = typer.Argument(..., help="Note id."), workspace: Path | 
 
 
 @app.command("pin")
-def pin(note_id: str = typer.Argument(..., help="Note id."),
+def pin(note_id: str = typer.Argument(..., help="Note id (or its first 4+ characters)."),
         unpin: bool = typer.Option(False, "--unpin", help="Remove the pin instead."),
         workspace: Path | None = WorkspaceOpt) -> None:
     """Pin a note so it is always in the <memory-constraints> block and never evicted."""
@@ -98,7 +98,7 @@ def pin(note_id: str = typer.Argument(..., help="Note id."),
 
 
 @app.command("forget")
-def forget(note_id: str = typer.Argument(..., help="Note id."),
+def forget(note_id: str = typer.Argument(..., help="Note id (or its first 4+ characters)."),
            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
            workspace: Path | None = WorkspaceOpt) -> None:
     """Delete a note (asks first unless --yes)."""
@@ -107,10 +107,10 @@ def forget(note_id: str = typer.Argument(..., help="Note id."),
         note = await client.get(note_id)
         if not yes and not typer.confirm(f"forget {note.id}: {note.text}?", default=False):
             return False
-        await client.forget(note_id)
+        await client.forget(note.id)
         return True
 
     if not _memory("forget", workspace, body):
         print("kept")
         raise typer.Exit(exit_codes.OK)
-    print(f"forgot {note_id}")
+    print(f"forgot {note_id}")  # as typed: the full id was in the confirmation

@@ -19,19 +19,29 @@ SERVICE_NAMES = ("loop", "tools", "memory", "mcp_gateway")
 def up(
     foreground: bool = typer.Option(False, "--foreground", help="Run the supervisor in this terminal (systemd does)."),
     timeout: float = typer.Option(20.0, help="Seconds to wait for every service to be SERVING."),
+    stay: bool = typer.Option(False, "--stay", help="Keep them running until `ai-coding down` (no idle "
+                                                     "shutdown after supervisor.idle_seconds)."),
 ) -> None:
-    """Start the four services in the background and wait until each is SERVING."""
+    """Start the four services in the background and wait until each is SERVING. They stop by
+    themselves after supervisor.idle_seconds (default 900) with no client, turn, child or job."""
     from clients.cli import control
+    from clients.cli.idle import set_stay
 
     if foreground:
         from clients.cli.supervise import main as supervise
 
+        if stay:
+            with cli_errors("up"):
+                set_stay(control.resolve().rdir, True)
         raise typer.Exit(supervise())
     with cli_errors("up"):
         setup = control.resolve()
+        if stay:
+            set_stay(setup.rdir, True)
         started = control.start(setup, timeout=timeout)
         report = control.status_report(setup)
-    print("services started:" if started else "services already running:")
+    print(("services started" if started else "services already running")
+          + (" (staying until `ai-coding down`):" if stay else ":"))
     for name, svc in report["services"].items():
         print(f"  {name:<12} {svc['health']:<12} {svc['endpoint']}")
 
@@ -44,6 +54,9 @@ def down() -> None:
         setup = control.resolve_without_config()
         setup.warn_config("down")
         stopped = control.stop(setup)
+        from clients.cli.idle import set_stay
+
+        set_stay(setup.rdir, False)
     print("services stopped" if stopped else "no services were running")
 
 

@@ -142,9 +142,12 @@ class LoopClient:
     async def open_session(self, workspace: str, session_id: str = "", *, model: str = "",
                            auto_approve: bool = False, interactive: bool = True) -> views.OpenedSession:
         """Create a session, or load one by id or unique prefix."""
+        from clients.cli.connection.invocation import outgoing_environment
+
         request = loop_pb2.OpenSessionLoopRequest(workspace=workspace, session_id=session_id, model=model,
                                                   auto_approve=auto_approve, interactive=interactive, cwd=self.cwd,
-                                                  skill_dirs=skill_dirs())
+                                                  skill_dirs=skill_dirs(), client_env=outgoing_environment(),
+                                                  has_client_env=True)
         try:
             response: loop_pb2.OpenSessionLoopResponse = await self.stub.OpenSession(request, timeout=UNARY_TIMEOUT)
             return convert.opened(response)

@@ -113,8 +113,9 @@ class Repl:
 
     # ---- lifecycle ----
 
-    async def run(self, session_id: str) -> int:
-        """Open (or resume) the session and read lines until the user exits; returns the exit code."""
+    async def run(self, session_id: str, first_message: str = "") -> int:
+        """Open (or resume) the session and read lines until the user exits; returns the exit code.
+        ``first_message`` (``ai-coding "PROMPT"``) is sent as if typed at the first prompt."""
         with stdout_above_prompt():
             self.console = Console(file=sys.stdout, force_terminal=True, highlight=False)
             self.renderer.console = self.console
@@ -131,6 +132,8 @@ class Repl:
             # prompt_toolkit cooks the terminal while it prints above the prompt; a Ctrl-C typed
             # in that window arrives as SIGINT and must do what the key does, not kill the REPL.
             loop.add_signal_handler(signal.SIGINT, self.press_ctrl_c)
+            if first_message.strip():
+                self.submit_line(first_message)
             try:
                 await self._read_lines()
             finally:

@@ -24,8 +24,10 @@ def _endpoints(workspace: Path, quiet: bool = False) -> tuple[dict[str, Endpoint
     return setup.endpoints, setup.rdir / "logs" / "client.log"
 
 
-def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False) -> int:
-    """Open the interactive client on ``workspace`` (default: the git root, else the current dir); the exit code."""
+def run_repl(workspace: Path | str | None = None, session_id: str | None = None, attach: bool = False,
+             first_message: str = "") -> int:
+    """Open the interactive client on ``workspace`` (default: the git root, else the current dir); the exit code.
+    ``first_message`` is sent as the session's first input (``ai-coding "PROMPT"``)."""
     from services.kernel.errors import AiCodingError
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -45,7 +47,7 @@ def run_repl(workspace: Path | str | None = None, session_id: str | None = None,
     async def main() -> int:
         services = ServiceClients(endpoints["memory"], endpoints["mcp_gateway"], str(root))
         repl = Repl(LoopClient(endpoints["loop"], cwd=str(cwd)), str(root), attach=attach, log_path=log_path, services=services)
-        return await repl.run(session_id or "")
+        return await repl.run(session_id or "", first_message)
 
     try:
         return connection.run(main())  # the process's one loop (`-c` listed sessions on it first)

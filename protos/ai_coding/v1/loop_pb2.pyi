@@ -108,6 +108,26 @@ Global___InterruptScope: _TypeAlias = InterruptScope  # noqa: Y015
 class OpenSessionLoopRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class ClientEnvEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     WORKSPACE_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
@@ -115,6 +135,8 @@ class OpenSessionLoopRequest(_message.Message):
     INTERACTIVE_FIELD_NUMBER: _builtins.int
     CWD_FIELD_NUMBER: _builtins.int
     SKILL_DIRS_FIELD_NUMBER: _builtins.int
+    CLIENT_ENV_FIELD_NUMBER: _builtins.int
+    HAS_CLIENT_ENV_FIELD_NUMBER: _builtins.int
     workspace: _builtins.str
     """Absolute workspace root."""
     session_id: _builtins.str
@@ -129,10 +151,19 @@ class OpenSessionLoopRequest(_message.Message):
     """Where the user runs the client (absolute, inside the workspace); project instructions
     (AGENTS.md, CLAUDE.md) are read from the workspace root down to here. Empty = the root.
     """
+    has_client_env: _builtins.bool
     @_builtins.property
     def skill_dirs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Skill directories that replace the default ones (`--skills DIR`; absolute paths). Empty: the
         user library, the workspace's skills/, .claude/skills, .agents/skills and ~/.claude/skills.
+        """
+
+    @_builtins.property
+    def client_env(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The client's own variables that pick a model or a key (AI_CODING_MODEL/PROVIDER/BASE_URL/
+        API_KEY/TRUST_PROJECT, the provider key variables, the config's ${VAR} references): the
+        session's config is resolved with them over the service's environment, whose AI_CODING_*
+        selectors are ignored. Unset (has_client_env false) = the service's environment as it is.
         """
 
     def __init__(
@@ -145,10 +176,12 @@ class OpenSessionLoopRequest(_message.Message):
         interactive: _builtins.bool = ...,
         cwd: _builtins.str = ...,
         skill_dirs: _abc.Iterable[_builtins.str] | None = ...,
+        client_env: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        has_client_env: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_approve", b"auto_approve", "cwd", b"cwd", "interactive", b"interactive", "model", b"model", "session_id", b"session_id", "skill_dirs", b"skill_dirs", "workspace", b"workspace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_approve", b"auto_approve", "client_env", b"client_env", "cwd", b"cwd", "has_client_env", b"has_client_env", "interactive", b"interactive", "model", b"model", "session_id", b"session_id", "skill_dirs", b"skill_dirs", "workspace", b"workspace"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

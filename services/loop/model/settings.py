@@ -43,8 +43,9 @@ from services.loop.model.providers import (
 )
 
 NO_MODEL_HINT = (
-    "set AI_CODING_MODEL (and AI_CODING_BASE_URL / AI_CODING_API_KEY) or add models: to "
-    "~/.config/ai-coding/config.yaml (`ai-coding config init` writes a template)."
+    "run `ai-coding setup` (it asks, tests the key and writes ~/.config/ai-coding/config.yaml), or "
+    "`ai-coding config init --provider NAME --model ID`, or set AI_CODING_MODEL (and AI_CODING_BASE_URL / "
+    "AI_CODING_API_KEY)."
 )
 # A keyless local endpoint still needs a non-empty string: the openai package
 # would otherwise read OPENAI_API_KEY and send that key to a foreign host.
@@ -159,6 +160,9 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
         raise ConfigError(f"no model named `{name}` (configured: {known})", hint="Pick one of those or add it.")
     if not isinstance(entry, Mapping):
         raise ConfigError(f"config key `models.{name}` must be a mapping, got {type(entry).__name__}")
+    thinking = entry.get("thinking")
+    if isinstance(thinking, str) and thinking.strip().lower() in ("on", "off"):  # `thinking: "on"`, quoted
+        entry = {**entry, "thinking": thinking.strip().lower() == "on"}
     settings = from_mapping(ModelSettings, entry, f"models.{name}")
     provider = settings.provider.strip().lower() or (
         infer_provider(settings.base_url) if settings.base_url else "openai"

@@ -39,7 +39,8 @@ class Level(StrEnum):
 # Tools-service tools that only read. The loop's own tools declare their level in the registry
 # (ports.ToolDef.permission); a tool the loop does not know is not listed here and asks.
 ALLOW_TOOLS = frozenset({"read", "glob", "grep", "job_output", "job_list"})
-WARN_TOOLS = frozenset({"write", "edit", "bash", "mcp_call", "job_start", "job_stop", "webfetch", "websearch"})
+WARN_TOOLS = frozenset({"write", "edit", "bash", "mcp_call", "job_start", "job_stop", "webfetch", "websearch",
+                        "subagent_apply"})
 WRITE_TOOLS = frozenset({"write", "edit"})
 MODES = ("confirm", "auto", "readonly")
 # What an approval says a WARN tool would do (bash's reason comes from its command).

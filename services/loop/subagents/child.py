@@ -37,6 +37,7 @@ from services.loop.ports import (
     TurnHooks,
     Usage,
 )
+from services.loop.prompt import for_offered_tools
 from services.loop.registry import ToolRegistry
 from services.loop.sessions import Session
 from services.loop.todo_tool import TodoTool
@@ -159,7 +160,8 @@ class ChildHost:
 
     @property
     def instructions(self) -> str:
-        return f"{self.parent.instructions}\n\n{CHILD_PREAMBLE}"
+        offered = {t.name for t in self.registry.all()}
+        return f"{for_offered_tools(self.parent.instructions, offered)}\n\n{CHILD_PREAMBLE}"
 
     @property
     def tools(self) -> ToolRegistry:

@@ -18,8 +18,9 @@ def cfg(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> Config:
 def test_no_model_configured_says_how_to_configure_one(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         resolve_model(cfg(tmp_path, ""), env={})
-    assert str(err.value).startswith("no model configured: set AI_CODING_MODEL")
-    assert "models:" in str(err.value)
+    assert str(err.value).startswith("no model configured: run `ai-coding setup`")
+    assert "ai-coding config init --provider NAME --model ID" in str(err.value)
+    assert "AI_CODING_MODEL" in str(err.value)
 
 
 def test_an_env_var_reference_is_expanded(tmp_path: Path) -> None:
