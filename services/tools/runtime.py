@@ -339,9 +339,10 @@ class ToolRuntime:
         command: str = args["command"]
         timeout = self._bound(float(args.get("timeout_seconds", limits.BASH_DEFAULT_TIMEOUT)), bound)
         gate = await self._open_gate(session)
-        held = placeholders.lease(session.roots)
+        held: list[str] = []
         try:
-            argv, env = await self._command_argv(session, command, gate)
+            argv, env = await self._command_argv(session, command, gate)  # makes the placeholders
+            held = placeholders.lease(session.roots)
             result = await run_command(argv, env, session.roots[0], timeout, emit)
         finally:
             placeholders.release(held)
@@ -367,9 +368,10 @@ class ToolRuntime:
     async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
         gate = await self._open_gate(session)
-        held = placeholders.lease(session.roots)
+        held: list[str] = []
         try:
-            argv, env = await self._command_argv(session, command, gate)
+            argv, env = await self._command_argv(session, command, gate)  # makes the placeholders
+            held = placeholders.lease(session.roots)
             job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""),
                                            on_end=lambda: placeholders.release(held))
         except BaseException:

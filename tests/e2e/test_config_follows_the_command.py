@@ -123,14 +123,17 @@ def test_a_hand_edited_mcp_local_yaml_is_picked_up_and_a_changed_entry_says_to_r
     assert "degraded · mcp:demo: edited in mcp.local.yaml; `ai-coding down` applies it" in printed
 
 
-def test_trusting_the_project_for_one_command_starts_its_mcp_servers_with_the_services_up(box: Box) -> None:
+def test_trusting_the_project_while_the_services_run_starts_its_mcp_servers_at_the_next_command(box: Box) -> None:
     assert cli(box.env, "up").returncode == 0
     (box.workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj demo": {
         "command": sys.executable, "args": [str(DEMO_SERVER), "stdio"]}}}))
     _, untrusted = box.run()
-    assert "its MCP servers were not started" in untrusted and "AI_CODING_TRUST_PROJECT=1" in untrusted
+    assert "not approved for this workspace" in untrusted and "ai-coding trust -w" in untrusted
     assert "proj-demo" not in _servers(box)
-    box.run(env={**box.env, "AI_CODING_TRUST_PROJECT": "1"})
+    # The decision is the user's, per workspace, recorded outside it: the running services follow it.
+    approved = cli(box.env, "trust", "-w", str(box.workspace), "--yes")
+    assert approved.returncode == 0, approved.stderr
+    box.run()
     deadline = time.monotonic() + 60
     while _servers(box).get("proj-demo", {}).get("state") != "connected" and time.monotonic() < deadline:
         time.sleep(0.3)
