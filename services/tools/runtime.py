@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.command_policy import denied_reason, writes_files
+from services.kernel.offloop import CheckTimeout, off_loop
 from services.tools import limits
 from services.tools.config import SANDBOX_MODES, ToolsConfig
 from services.tools.domain import (
@@ -272,11 +273,19 @@ class ToolRuntime:
 
         return handler
 
+    @staticmethod
+    async def _denied(command: str) -> str | None:
+        """``denied_reason`` off the event loop (checking a long command takes CPU); fails closed."""
+        try:
+            return await off_loop(denied_reason, command)
+        except CheckTimeout as exc:
+            return f"the command policy check was stopped ({exc})"
+
     async def _command_argv(self, session: Session, command: str) -> tuple[list[str], dict[str, str]]:
         if not command.strip() or "\0" in command:
             raise ToolError("invalid_arguments", "field `command` is empty or contains a NUL byte",
                             "Pass a shell command line.")
-        reason = denied_reason(command)
+        reason = await self._denied(command)
         if reason:
             raise ToolError("denied_command", f"refused: {reason}",
                             "This command is on the hard deny list; find another way or ask the user to run it.")
@@ -293,8 +302,8 @@ class ToolRuntime:
 
     async def _bash_verdict(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
-        reason = denied_reason(command)
-        writes = writes_files(command)
+        reason = await self._denied(command)
+        writes = await off_loop(writes_files, command)
         verdict = f"denied: {reason}" if reason else ("writes files" if writes else "runs without writing files")
         return ToolOutput(verdict, {"denied": reason, "writes_files": writes, "dry_run": True})
 
