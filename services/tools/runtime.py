@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.kernel.command_limits import oversize_reason
 from services.kernel.command_policy import denied_reason, writes_files
 from services.kernel.offloop import CheckTimeout, off_loop
 from services.tools import limits
@@ -54,6 +55,7 @@ from services.tools.schemas import (
 )
 from services.tools.search import glob_files, grep_files
 
+_PARSE_OFF_LOOP_CHARS = 65_536
 log = logging.getLogger("ai_coding.tools")
 
 NONE_WARNING = ("the sandbox is off (tools.sandbox.mode: none): commands run on the host with your "
@@ -233,7 +235,10 @@ class ToolRuntime:
             if spec is None:
                 raise ToolError("unknown_tool", f"there is no tool named {tool!r}",
                                 f"Use one of: {', '.join(SPECS_BY_NAME)}.")
-            args = validate_arguments(spec, parse_arguments(arguments_json))
+            if len(arguments_json) > _PARSE_OFF_LOOP_CHARS:  # a 10 MB object takes ~0.1 s to parse
+                args = await off_loop(lambda: validate_arguments(spec, parse_arguments(arguments_json)))
+            else:
+                args = validate_arguments(spec, parse_arguments(arguments_json))
             handlers = self.previews if dry_run else self.handlers
             if tool not in handlers:
                 raise ToolError("invalid_arguments", f"`{tool}` has no dry run",
@@ -241,6 +246,9 @@ class ToolRuntime:
             out = await handlers[tool](session, args, bound, emit)
         except ToolError as exc:
             out = ToolOutput("", ok=False, error_code=exc.code, error_message=exc.message, error_hint=exc.hint)
+        except CheckTimeout as exc:
+            out = ToolOutput("", ok=False, error_code="tool_timeout", error_message=f"the arguments: {exc}",
+                             error_hint="Send smaller arguments.")
         except OSError as exc:
             out = ToolOutput("", ok=False, error_code="io_error", error_message=f"{exc.strerror or exc}"
                              + (f": {exc.filename}" if exc.filename else ""),
@@ -285,6 +293,9 @@ class ToolRuntime:
         if not command.strip() or "\0" in command:
             raise ToolError("invalid_arguments", "field `command` is empty or contains a NUL byte",
                             "Pass a shell command line.")
+        too_long = oversize_reason(command)
+        if too_long:
+            raise ToolError("command_too_long", too_long, "Put the commands in a script file and run it.")
         reason = await self._denied(command)
         if reason:
             raise ToolError("denied_command", f"refused: {reason}",
