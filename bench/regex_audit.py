@@ -51,7 +51,7 @@ def _cases() -> list[Case]:
     from clients.cli import attachments, render
     from clients.cli.repl import resume
     from services.kernel import command_limits, command_policy
-    from services.loop import instructions, registry, traces, webfetch
+    from services.loop import instructions, registry, traces
     from services.loop.compaction import transcripts
     from services.loop.model import retry, stream
     from services.loop.plans import paths
