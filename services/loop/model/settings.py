@@ -117,6 +117,16 @@ def resolve_api_key(raw: str, provider: str, env: Mapping[str, str]) -> str:
     return env.get(row.key_env, "") if row and row.key_env else ""
 
 
+def check_models(config: Config) -> None:
+    """Add a warning to ``config.warnings`` for each bad value of each model entry (read at start, so
+    OpenSession says it before the model is first used; ``resolve_model`` leaves the value out)."""
+    for name, entry in _models_section(config).items():
+        if isinstance(entry, Mapping):
+            refused: list[str] = []
+            from_mapping(ModelSettings, entry, f"models.{name}", refused)
+            config.warnings += [r for r in refused if r not in config.warnings]
+
+
 def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str] | None = None) -> ModelSettings:
     """The settings of model ``name`` (default model when None), key and endpoint resolved."""
     environ = os.environ if env is None else env
@@ -130,7 +140,9 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
         raise ConfigError(f"no model named `{name}` (configured: {known})", hint="Pick one of those or add it.")
     if not isinstance(entry, Mapping):
         raise ConfigError(f"config key `models.{name}` must be a mapping, got {type(entry).__name__}")
-    settings = from_mapping(ModelSettings, entry, f"models.{name}")
+    refused: list[str] = []  # a bad number or type: left out, said in the config's warnings
+    settings = from_mapping(ModelSettings, entry, f"models.{name}", refused)
+    config.warnings += [r for r in refused if r not in config.warnings]
     provider = settings.provider.strip().lower() or (
         infer_provider(settings.base_url) if settings.base_url else "openai"
     )

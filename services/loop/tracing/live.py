@@ -62,8 +62,11 @@ class LiveExporter:
         self.exported = 0
         self.failures = 0
         inner = OTLPSpanExporter(endpoint=config.endpoint, timeout=config.timeout_seconds)
+        queue = max(1, config.max_queue_spans)
+        # The SDK refuses a batch larger than the queue (ValueError at start: a crash loop on
+        # `max_queue_spans: 128`); the batch follows the queue down from the SDK's 512.
         self._processor = BatchSpanProcessor(
-            _watched(inner, self._result), max_queue_size=max(1, config.max_queue_spans),
+            _watched(inner, self._result), max_queue_size=queue, max_export_batch_size=min(512, queue),
             schedule_delay_millis=config.batch_delay_ms, export_timeout_millis=config.timeout_seconds * 1000)
 
     def watch(self, session_id: str, report: Callable[[str], None]) -> None:
