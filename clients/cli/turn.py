@@ -306,8 +306,10 @@ def _outcome(end: TurnEnd, stopping: StopReason | None, endpoint: Endpoint, sess
             hint="See `ai-coding logs loop`; the session is saved, continue it with --session " + session_id,
         )
     print(f"ai-coding run: the loop refused the turn: {end.error.detail or end.error.message}", file=sys.stderr)
-    # A plan topic naming paths outside the workspace is the caller's input to change (nothing ran).
-    code = exit_codes.USAGE if end.error.reason == "plan_outside_workspace" else exit_codes.FAILED
+    # Input the caller must change (nothing ran): a plan topic naming paths outside the workspace, a
+    # prompt over the loop's size limit.
+    code = exit_codes.USAGE if end.error.reason in ("plan_outside_workspace", "input_too_large") \
+        else exit_codes.FAILED
     return TurnOutcome(code, end.error.reason, session_id)
 
 

@@ -50,6 +50,8 @@ def run(
     text = plan.strip() or headless.read_prompt(prompt, sys.stdin)
     if not text.strip():
         raise fail("run", "the prompt is empty; say what the agent should do (as an argument, or on stdin with `-`)")
+    if problem := headless.not_utf8(text):
+        raise fail("run", problem)
     if timeout < 0:
         raise fail("run", f"--timeout {timeout:g} is negative; give seconds, or 0 for the loop's own limit")
     if session and resume:
