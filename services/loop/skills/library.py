@@ -20,7 +20,7 @@ from pathlib import Path
 
 from services.kernel.errors import AiCodingError
 from services.loop.skills.registry import PENDING
-from services.loop.skills.skill import NAME_RE, SKILL_FILE, Skill, parse_skill, symlinks_in
+from services.loop.skills.skill import NAME_RE, SKILL_FILE, Skill, fix_hint, parse_skill, symlinks_in
 
 GIT_TIMEOUT_S = 120
 MAX_PROPOSED_BYTES = 64_000
@@ -101,8 +101,7 @@ def candidates(root: Path, library: Path, force: bool) -> list[Candidate]:
     for folder in folders:
         skill = parse_skill(folder)
         if skill.broken:
-            raise SkillError(f"refused {folder.name}: {skill.problem}",
-                             hint="Add `description:` to the SKILL.md frontmatter (the catalog shows it).")
+            raise SkillError(f"refused {folder.name}: {skill.problem}", hint=fix_hint(skill.problem))
         exists = (library / skill.name).exists()
         if exists and not force:
             raise SkillError(f"refused {skill.name}: the library already has a skill of that name",
