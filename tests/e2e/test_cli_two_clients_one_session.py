@@ -45,7 +45,7 @@ def test_a_second_client_on_a_busy_session_waits_for_its_own_turn_and_reports_it
     second = run("quick second")
     out1, err1 = first.communicate(timeout=120)
     out2, err2 = second.communicate(timeout=120)
-    assert first.returncode == 0, err1
+    assert first.returncode == 0 and "FIRST-ANSWER" in out1, err1
     ends = [json.loads(line) for line in out2.splitlines() if '"turnFinished"' in line or "turn_finished" in line]
     assert ends, out2[-2000:]
     assert "SECOND-ANSWER" in json.dumps(ends[-1]) and "FIRST-ANSWER" not in json.dumps(ends[-1]), ends[-1]
