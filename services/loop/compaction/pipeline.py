@@ -19,6 +19,7 @@ from services.loop.ports import ModelClient
 from services.loop.turn_events import LayerStat
 
 LAYER_ORDER = ("L3", "L1", "L2", "L4", "fallback")
+DROPPED_SUMMARY = "(the summary of the earlier history was dropped: it no longer fit the window; use history_search)"
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,12 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
     # down to the target, not just under the ceiling, or every following step would trim again.
     if not light and (hard or inp.tokens(current) >= budget.ceiling):
         current = record(hard_trim(inp, current, budget.target), current)
+    if not light and inp.tokens(current) >= budget.ceiling and current.checkpoint is not None:
+        # What compaction stored itself must never wedge the session: drop the summary's text.
+        dropped = replace(current.checkpoint, summary=DROPPED_SUMMARY)
+        degraded.append(f"the checkpoint summary ({len(current.checkpoint.summary):,} characters) no longer fit "
+                        "the window and was dropped; the history before it is in history_search")
+        current = replace(current, checkpoint=dropped)
     if inp.transcripts.write_failure:  # the trim went on; what it hid is not searchable
         degraded.append(f"compaction trimmed without archiving: {inp.transcripts.write_failure}")
         inp.transcripts.write_failure = ""
