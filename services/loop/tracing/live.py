@@ -32,6 +32,8 @@ from services.loop.tracing.spans import AGENT_NAME, Span, span_id, turn_spans
 log = logging.getLogger("ai_coding.loop.traces")
 
 COMPONENT = "trace_export"
+SHUTDOWN_DEADLINE_S = 2.0
+"""How long the loop's shutdown waits for the last spans to go out."""
 
 
 @dataclass
@@ -107,8 +109,18 @@ class LiveExporter:
         """Send what is queued now (blocking; tests and shutdown)."""
         return bool(self._processor.force_flush(int(timeout_seconds * 1000)))
 
-    def shutdown(self) -> None:
-        self._processor.shutdown()  # type: ignore[no-untyped-call]
+    def shutdown(self, deadline_seconds: float = SHUTDOWN_DEADLINE_S) -> bool:
+        """Send what is queued and stop, within ``deadline_seconds`` whatever the collector does
+        (a blackholed one held the loop's exit 7-10 s); past it the sending is abandoned (its thread
+        is a daemon, so the process still exits) and the log says which deadline ended it."""
+        worker = threading.Thread(target=self._processor.shutdown, name="otlp-shutdown", daemon=True)
+        worker.start()
+        worker.join(deadline_seconds)
+        if worker.is_alive():
+            log.warning("trace export to %s stopped at its %g s shutdown deadline (tracing.otlp: the collector "
+                        "did not answer); the spans still queued were not sent", self.endpoint, deadline_seconds)
+            return False
+        return True
 
 
 def _watched(inner: Any, on_result: Callable[[set[str], bool, str], None]) -> Any:
