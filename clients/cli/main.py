@@ -89,7 +89,7 @@ def _pick_for_repl(workspace: str, continue_last: bool, resume: str) -> str:
 
     root, _ = headless.workspace_and_cwd(workspace)
     with cli_errors("ai-coding"):
-        rows = session_rows(root)
+        rows = session_rows(root, warn_unreadable=True)
     return pick_session(rows, continue_last, resume, "ai-coding")
 
 

@@ -64,7 +64,7 @@ def run(
         setup = control.resolve(root)
         control.ensure_running(setup, ["loop"], quiet=as_json)
         if continue_last or resume or session:
-            session = pick_session(session_rows(root), continue_last, resume or session, "run")
+            session = pick_session(session_rows(root, warn_unreadable=True), continue_last, resume or session, "run")
         opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,
                               auto_approve=auto_approve, cwd=str(cwd),
                               interactive=sys.stdin.isatty() and not as_json)
