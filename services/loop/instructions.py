@@ -109,6 +109,21 @@ def load_notes(workspace: Path, cwd: Path | None, user_dir: Path) -> list[NoteFi
     return reader.files
 
 
+def notes_cut_warning(files: Sequence[NoteFile], limit: int = MAX_NOTES_CHARS) -> str:
+    """The sentence for the user when the instructions files are longer than ``limit`` ("" if not)."""
+    total = sum(len(note.text.strip()) for note in files)
+    if total <= limit:
+        return ""
+    left, cut = limit, []
+    for note in files:
+        size = len(note.text.strip())
+        if size > left:
+            cut.append(note.label)
+        left = max(left - size, 0)
+    return (f"the project instructions are {total:,} characters; only the first {limit:,} reach the model "
+            f"(cut: {', '.join(cut)}). Shorten them, or move detail into files the model can read when needed")
+
+
 def render_notes(files: Sequence[NoteFile], limit: int = MAX_NOTES_CHARS) -> str:
     """The ``<project-notes>`` blocks for the system message, cut at ``limit`` characters overall."""
     blocks: list[str] = []

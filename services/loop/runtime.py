@@ -29,7 +29,7 @@ from services.loop.harvest import harvest_quietly
 from services.loop.hooks.config import HookSettings
 from services.loop.hooks.engine import HookEngine
 from services.loop.hooks.observers import ObservingHooks
-from services.loop.instructions import load_notes, render_notes
+from services.loop.instructions import load_notes, notes_cut_warning, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
 from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
@@ -175,6 +175,8 @@ class SessionRuntime:
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
         self.notes = render_notes(notes)
+        if cut := notes_cut_warning(notes):
+            self.warnings.append(cut)
         self.skills = SessionSkills(session.workspace, options.skill_dirs)
         for tool in self.skills.tool_defs():
             self.tools.register(tool)
