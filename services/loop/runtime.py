@@ -172,6 +172,7 @@ class SessionRuntime:
         self.attached = 0  # streams currently following this session
         self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
         self.tool_warnings: list[tuple[str, str]] = []
+        self.held_degraded: list[Degraded] = []
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
         self.notes = render_notes(notes)
@@ -195,8 +196,12 @@ class SessionRuntime:
         self.events.emit(self.turn.number if self.turn else self.session.turns, body)
 
     def _export_failed(self, reason: str) -> None:
-        """The live trace exporter could not send this session's spans (told once per outage)."""
-        self.events.emit(self.session.turns, Degraded(component="trace_export", reason=reason))
+        """The live trace exporter could not send this session's spans (told once per outage). Between
+        turns no `run` client is watching: the event waits for the next turn's stream."""
+        if self.turn is not None and not self.turn.finished:
+            self.events.emit(self.turn.number, Degraded(component="trace_export", reason=reason))
+        else:
+            self.held_degraded.append(Degraded(component="trace_export", reason=reason))
 
     # -- lifecycle --
 
@@ -417,6 +422,9 @@ class SessionRuntime:
             await self.attach_tools()
         for component, warning in self.tool_warnings:
             emit(Degraded(component=component, reason=warning))
+        held, self.held_degraded = self.held_degraded, []
+        for body in held:  # said between turns, when no client watched
+            emit(body)
         return await self.tail.turn_parts(emit)
 
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:

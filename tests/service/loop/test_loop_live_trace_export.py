@@ -124,9 +124,13 @@ def test_with_the_collector_down_turns_complete_and_one_degraded_event_says_so(
                 return [e for e in rt.events.since(0) if e.kind == "degraded" and
                         e.data["component"] == "trace_export"]
 
-            assert _wait(lambda: len(degraded()) == 1)
+            assert _wait(lambda: exporter.failures >= 1)  # the first turn's export failed after the turn
+            assert not degraded()  # no client watched between turns: held for the next turn's stream
             _, second = stack.turn("second", session_id=sid)
             assert status_name(finished(second)) == "completed"
+            seen = [e.degraded for e in second if e.WhichOneof("event") == "degraded"
+                    and e.degraded.component == "trace_export"]
+            assert len(seen) == 1 and f"127.0.0.1:{closed}" in seen[0].reason, seen
             assert _wait(lambda: exporter.failures >= 2)  # the second turn's export failed too
             time.sleep(0.3)
             assert len(degraded()) == 1 and f"127.0.0.1:{closed}" in degraded()[0].data["reason"]
