@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, on Debian/Ubuntu with Python >= 3.11:
 #   system tools: bubblewrap (the sandbox), ripgrep (grep tool), tmux (REPL tests), node + npm (MCP servers),
+#                 systemd-analyze (the deploy/systemd units),
 #                 chromium (renders the HTML trace export in a headless browser)
 #   python: a .venv with the package and its test extras
 #   node:   the real MCP servers the gateway tests run (tests/node)
@@ -16,6 +17,8 @@ command -v tmux >/dev/null || need+=(tmux)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v openssl >/dev/null || need+=(openssl)
+# systemd-analyze verifies deploy/systemd/ (tests/unit/deploy/test_systemd_units.py)
+command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v chromium >/dev/null || need+=(chromium)
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then

@@ -2,11 +2,18 @@
 
 A mention that names no file (``@pytest.fixture``, an e-mail address) stays plain text. An image
 (``@shot.png``, or an image path standing alone on the prompt line) goes as an image for models
-that accept images; the loop refuses it clearly for the others. Stdlib only.
+that accept images; the loop refuses it clearly for the others.
+
+Links are resolved before anything is read, and the real file must be inside the workspace, or
+inside the directory the user typed when they wrote a path outside it (``@~/notes/a.md``): a link
+the agent made (``@key`` -> ``~/.ssh/id_rsa``, ``@dir/secret`` through a linked folder) is refused,
+saying where it leads. The config, data, runtime and workspace-state dirs are never attached
+(services/kernel/sources.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,19 +66,26 @@ def mentioned_paths(prompt: str, cwd: Path) -> list[str]:
     return found
 
 
-def collect(prompt: str, cwd: Path) -> list[Attachment]:
-    """Read every file the prompt mentions (see :func:`mentioned_paths`); raises AttachmentError."""
+def collect(prompt: str, cwd: Path, root: Path | None = None) -> list[Attachment]:
+    """Read every file the prompt mentions (see :func:`mentioned_paths`) that may be sent from
+    workspace ``root`` (default ``cwd``); raises AttachmentError."""
     names = mentioned_paths(prompt, cwd)
     if len(names) > MAX_ATTACHMENTS:
         raise AttachmentError(f"the prompt names {len(names)} files; attach at most {MAX_ATTACHMENTS} at once")
-    return [read_attachment(name, cwd) for name in names]
+    return [read_attachment(name, cwd, root or cwd) for name in names]
 
 
-def read_attachment(name: str, cwd: Path) -> Attachment:
+def read_attachment(name: str, cwd: Path, root: Path | None = None) -> Attachment:
     path = _resolve(name, cwd)
+    workspace = root or cwd
+    refused = _refusal(name, path, cwd, workspace)
+    if refused:
+        raise AttachmentError(f"@{name} is not attached: {refused}; attach files of the workspace, or type the "
+                              "file's own path")
+    real = Path(os.path.realpath(path))  # read what was checked, not the link a second time
     mime = IMAGE_TYPES.get(path.suffix.lower())
     try:
-        with path.open("rb") as handle:
+        with real.open("rb") as handle:
             data = handle.read((MAX_IMAGE_BYTES if mime else MAX_TEXT_BYTES) + 1)
     except OSError as exc:
         raise AttachmentError(f"cannot read @{name}: {exc.strerror or exc}") from None
@@ -86,6 +100,17 @@ def read_attachment(name: str, cwd: Path) -> Attachment:
                               f"({', '.join(sorted(IMAGE_TYPES))})")
     text = data.decode("utf-8", errors="ignore")  # a cut may split the last character
     return Attachment(name, TEXT_TYPE, text.encode("utf-8"), truncated)
+
+
+def _refusal(name: str, path: Path, cwd: Path, workspace: Path) -> str:
+    from services.kernel.config import user_config_path
+    from services.kernel.datadir import data_dir
+    from services.kernel.endpoints import runtime_dir
+    from services.kernel.sources import named_dir, refusal
+
+    private = [("the user config", str(user_config_path().parent)), ("the ai-coding data dir", str(data_dir())),
+               ("the runtime dir with the service sockets", str(runtime_dir(None)))]
+    return refusal(path, workspace, named=named_dir(name, cwd, workspace), private=private)
 
 
 def _resolve(name: str, cwd: Path) -> Path:

@@ -128,16 +128,17 @@ def fake_model(ctx: typer.Context) -> None:
 
 
 def _register_commands() -> None:
-    from clients.cli.commands import demo, run, services
+    from clients.cli.commands import demo, run, services, trust
 
     services.register(app)
+    trust.register(app)
     run.register(app)
     demo.register(app)
     # Sub-apps other areas own; mounted only once their module exists, so this file never breaks.
     # Each is imported only when named on the command line (or for --help), keeping --version fast.
     args = sys.argv[1:]
     wanted = not args or "--help" in args or "-h" in args
-    for noun in ("config", "memory", "mcp", "sessions", "skill", "trace"):
+    for noun in ("batch", "config", "memory", "mcp", "sessions", "skill", "trace"):
         if not (wanted or noun in args):
             continue
         if importlib.util.find_spec(f"clients.cli.commands.{noun}") is None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.text import Text
 
-from clients.cli import approvals, views
+from clients.cli import approvals, cost, diffview, views
+from clients.cli.cost import human_count
 from services.kernel.titles import tool_title
 
 # C0 controls except \t and \n, DEL, the C1 range (0x80-0x9f: 8-bit CSI/OSC), and the bidi
@@ -77,15 +78,6 @@ def one_line(text: str, limit: int = _MAX_RESULT_CHARS) -> str:
     return ""
 
 
-def human_count(n: float) -> str:
-    """1234 -> '1.2k', 999 -> '999', 2500000 -> '2.5M'."""
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if n >= 1_000:
-        return f"{n / 1_000:.1f}k"
-    return str(int(n))
-
-
 def human_duration(ms: float) -> str:
     """Milliseconds as '350ms', '1.2s' or '2m05s'."""
     if ms < 1000:
@@ -94,15 +86,6 @@ def human_duration(ms: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
-
-
-def cache_hit(usage: views.Usage) -> str:
-    """Cache hit as the provider reported it, else the prefix ratio, else 'n/a' (never a guess)."""
-    if usage.cached_tokens is not None and usage.prompt_tokens > 0:
-        return f"{100 * usage.cached_tokens / usage.prompt_tokens:.0f}%"
-    if usage.prefix_ratio is not None:
-        return f"~{100 * usage.prefix_ratio:.0f}%"
-    return "n/a"
 
 
 def window_fill(context: views.ContextAssembled) -> str:
@@ -124,14 +107,22 @@ def layer_stats(ended: views.CompactionEnded) -> str:
     return " · ".join(parts)
 
 
-def status_line(finished: views.TurnFinished, context: views.ContextAssembled | None = None) -> str:
-    """'completed · 1.2k in / 56 out · cache 80% · 3 steps · 2.3s · ctx 12k/25.6k/32k' for a finished turn."""
+def failed_before_work(finished: views.TurnFinished) -> bool:
+    """A turn that failed before any model step or call (a refused key, a provider down): its
+    reason is all there is to show, as one line; no handoff, no token footer."""
+    return (finished.status == views.TurnStatus.FAILED and not finished.handoff and not finished.iterations
+            and not finished.text.strip() and bool(finished.reason))
+
+
+def status_line(finished: views.TurnFinished, context: views.ContextAssembled | None = None,
+                reason_limit: int = 80) -> str:
+    """'completed · 1.2k in / 56 out · $0.0031 · cache 80% · 3 steps · 2.3s · ctx 12k/25.6k/32k' for a
+    finished turn ('usage not reported' instead of the tokens when the provider gave none)."""
     usage = finished.usage
     parts = [STATUS_NAMES.get(finished.status, "unknown")]
     if finished.reason:  # a completed turn has one only when its acceptance was verified
-        parts[0] += f" ({one_line(finished.reason, 80)})"
-    parts.append(f"{human_count(usage.prompt_tokens)} in / {human_count(usage.completion_tokens)} out")
-    parts.append(f"cache {cache_hit(usage)}")
+        parts[0] += f" ({one_line(finished.reason, reason_limit)})"
+    parts += cost.footer_parts(cost.from_usage(usage))
     if finished.iterations:
         parts.append(f"{finished.iterations} step{'s' if finished.iterations != 1 else ''}")
     parts.append(human_duration(finished.duration_ms))
@@ -169,10 +160,11 @@ def command_failure(result: views.ToolResult) -> str:
     """For a command that ran but exited non-zero (the tool worked, the command failed):
     "exit N · <its last output line>", the line that usually says why; else ""."""
     try:
-        code = json.loads(result.data_json or "{}").get("exit_code")
+        data = json.loads(result.data_json or "{}")
+        code, stopped = data.get("exit_code"), data.get("status") == "stopped"
     except (ValueError, AttributeError):
         return ""
-    if not result.ok or not isinstance(code, int) or code == 0:
+    if not result.ok or not isinstance(code, int) or code == 0 or stopped:  # a job job_stop ended: asked for
         return ""
     lines = [line for line in result.output.splitlines() if line.strip() and not _EXIT_LINE.match(line.strip())]
     return f"exit {code}" + (f" · {one_line(lines[-1])}" if lines else "")
@@ -257,11 +249,18 @@ class EventRenderer:
         self.pending_approval: views.ApprovalRequested | None = None
         self.pending_question: views.QuestionAsked | None = None
         self.last_context: views.ContextAssembled | None = None
+        self.last_usage: views.Usage | None = None  # the last finished turn's (for /cost)
         self.last_seq = 0
         self._tools: dict[str, _Tool] = {}
         self._turn = _TurnState()
         self._mid_line = False
         self._last_line_tool = ""
+        self.diffs = diffview.DiffLog()
+
+    @property
+    def mid_line(self) -> bool:
+        """Streamed text left the cursor in the middle of a line."""
+        return self._mid_line
 
     # ---- output primitives ----
 
@@ -275,9 +274,13 @@ class EventRenderer:
             self._line(text)
 
     def _line(self, text: Text) -> None:
-        """Print one terminal line; never wraps (a narrow terminal truncates with …)."""
+        """Print one terminal line; never wraps (a narrow terminal truncates with …). Without a
+        terminal (a log, a file) nothing is cut: the line is written whole."""
         self._end_text()
-        self.console.print(text, no_wrap=True, overflow="ellipsis", highlight=False, crop=True)
+        if self.console.is_terminal:
+            self.console.print(text, no_wrap=True, overflow="ellipsis", highlight=False, crop=True)
+        else:
+            self.console.print(text, soft_wrap=True, highlight=False)
         self._last_line_tool = ""
 
     def _end_text(self) -> None:
@@ -326,6 +329,7 @@ class EventRenderer:
     def _on_turn_started(self, ev: views.TurnStarted) -> None:
         self._turn = _TurnState()
         self._tools.clear()
+        self.diffs.start_turn()
         if self.verbose:
             self._line(literal(f"turn {ev.turn} · {ev.model}", "dim"))
 
@@ -406,12 +410,18 @@ class EventRenderer:
         failed_command = command_failure(result)
         mark, style = ("✓", "green") if result.ok and not failed_command else ("✗", "red")
         summary = failed_command or tool_result_summary(result)
+        change = diffview.edit_diff(result.tool, tool.arguments_json, result.ok, result.data_json)
+        if change is not None:
+            summary = f"{one_line(result.output)} · +{change.added} -{change.removed}"
         text = f"{mark} {tool.title}" + (f" · {summary}" if summary else "")
         text += f" · {human_duration(result.duration_ms)}"
         if self._last_line_tool == result.call_id and self.console.is_terminal:
             # The started line is the last one on screen: turn it into the result in place.
             self.console.file.write("\x1b[1A\x1b[2K\r")
         self._line(literal(text, style))
+        if change is not None:
+            self.diffs.add(change)
+            self.print(diffview.diff_text(change.diff))
 
     def _on_approval_requested(self, ev: views.ApprovalRequested, label: str = "") -> None:
         self.pending_approval = ev
@@ -571,10 +581,15 @@ class EventRenderer:
         self._end_text()
         self.pending_approval = None
         self.pending_question = None
+        self.last_usage = ev.usage
+        if failed_before_work(ev):
+            self.print(literal(f"error: {ev.reason}", "red"))  # whole: the reason ends with the fix
+            return
         if ev.handoff:
             self.console.print(literal(ev.handoff), highlight=False)
         ok = ev.status == views.TurnStatus.COMPLETED
-        self._line(literal(f"● {status_line(ev, self.last_context)}", "dim" if ok else "yellow"))
+        limit = 80 if self.console.is_terminal else 10_000
+        self._line(literal(f"● {status_line(ev, self.last_context, limit)}", "dim" if ok else "yellow"))
 
 
 def _failure_text(result: views.ToolResult) -> str:

@@ -47,11 +47,24 @@ class Approver(Protocol):
         ...
 
 
+NEVER_AUTO_APPROVED = frozenset({"webfetch"})
+"""Tools ``--auto-approve`` does not approve: they connect on the model's say (a terminal asks;
+without one, only the hosts of the user's ``net.webfetch_allow_domains`` are fetched)."""
+
+
 class AutoApprover:
-    """``--auto-approve``: every WARN-level call is allowed once (DENY stays denied by the loop)."""
+    """``--auto-approve``: every WARN-level call is allowed once (DENY stays denied by the loop),
+    except :data:`NEVER_AUTO_APPROVED`, which a terminal asks about and no terminal refuses."""
 
     def decide(self, request: views.ApprovalRequested,
                answered_elsewhere: Callable[[], bool] = _never) -> views.Decision | None:
+        if request.tool in NEVER_AUTO_APPROVED:
+            if sys.stdin.isatty():
+                return TtyApprover().decide(request, answered_elsewhere)
+            print(f"ai-coding run: refused `{request.tool}`: --auto-approve does not approve it and there is no "
+                  "terminal to ask; list the host in `net: {webfetch_allow_domains: [...]}` in your user config",
+                  file=sys.stderr)
+            return views.Decision.DENY
         return views.Decision.ALLOW_ONCE
 
 

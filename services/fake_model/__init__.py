@@ -23,7 +23,8 @@ script and rewinds), ``POST /_admin/reset`` (rewinds and clears the log).
 
 Script format (YAML or JSON)
 ----------------------------
-A list of steps, or a mapping ``{steps: [...], models: [ids], order: strict, context_window: 0}``.
+A list of steps, or a mapping ``{steps: [...], models: [ids], order: strict, context_window: 0,
+window_style: openai}`` (``window_style``: the over-window error worded as openai, llamacpp or gemini).
 ``context_window`` (tokens; also ``FakeModelServer(context_window=N)``) makes the server
 enforce a window as a provider does: a request over it (request bytes / 4) gets the
 400 ``context_length_exceeded`` error, consumes no step and is listed in
@@ -57,17 +58,24 @@ holds answer: for concurrent callers such as subagents, whose order varies)::
       repeat: 1                        # answer this many requests (or "forever")
       fault: ...                       # instead of a normal reply, see below
       wire: openai                     # or a provider's quirk: index_zero | no_index | message |
-                                       # split_surrogates (see services/fake_model/wire.py)
+                                       # split_surrogates | content_parts | magistral | json_parts |
+                                       # think_tags | no_finish_reason | empty_finish_reason |
+                                       # anthropic | anthropic_json (see services/fake_model/wire.py)
       require_reasoning_echo: false    # refuse (HTTP 400) as DeepSeek's thinking mode does when a
                                        # tool-calling turn's reasoning_content is not sent back
+      reject_params: [stream_options]  # refuse (HTTP 400) a request carrying one of these fields,
+      reject_style: openai             # worded as OpenAI ("Unknown parameter") or pydantic
+                                       # (vLLM's extra_forbidden); the refusal consumes no step
 
 Faults (``fault: KIND`` or ``fault: {kind: KIND, ...}``):
 
 - ``rate_limit``: 429 with ``Retry-After: retry_after`` (seconds, default 1) and ``retry-after-ms``.
 - ``server_error``: 500 with an OpenAI error body.
-- ``context_length``: 400, ``error.code = context_length_exceeded``.
+- ``context_length``: 400, ``error.code = context_length_exceeded``; ``style: llamacpp | gemini``
+  words it as those servers do, stating ``window`` (tokens, default 128000).
 - ``auth_error``: 401, ``error.code = invalid_api_key``.
-- ``http_error``: any ``status`` (400-599) with ``message`` and ``code``.
+- ``http_error``: any ``status`` (400-599) with ``message`` and ``code``; ``body: string | list |
+  text | html`` shapes it as LM Studio, Gemini, a plain-text proxy or an HTML error page does.
 - ``stall``: stream ``after_chunks`` chunks (default 1), then hang ``seconds`` (then finish
   normally) or, without ``seconds``, until the client gives up.
 - ``drop``: stream ``after_chunks`` chunks, then close the connection mid-body.

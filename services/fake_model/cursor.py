@@ -72,3 +72,9 @@ class ScriptCursor:
         if len(candidates) > 1:
             failure += f" (order: first_match; no other unused step matched either: {len(candidates)} tried)"
         return Refused("fake_script_mismatch", failure)
+
+    def give_back(self, index: int) -> None:
+        """Return the use ``take`` just consumed of step ``index`` (the server refused the request after all)."""
+        left = self.left[index]
+        if left is not None:
+            self.left[index] = left + 1

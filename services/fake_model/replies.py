@@ -205,7 +205,8 @@ def stream_chunks(step: Step, *, completion_id: str, model: str, created: int, i
         return body
 
     chunks = [chunk([{"index": 0, "delta": d, "finish_reason": None}]) for d in stream_deltas(step, ids)]
-    chunks.append(chunk([{"index": 0, "delta": {}, "finish_reason": step.effective_finish_reason()}]))
+    chunks.append(chunk([{"index": 0, "delta": {},
+                          "finish_reason": wire.finish_reason_on_wire(step.wire, step.effective_finish_reason())}]))
     chunks = [wire.shape_chunk(step.wire, c) for c in chunks]
     if include_usage and usage is not None:
         chunks.append({**chunk([]), "usage": usage})
@@ -221,3 +222,52 @@ def context_length_message(prompt_tokens: int, limit: int = 128000) -> str:
     """The wording providers use for an over-long prompt."""
     return (f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
             f"{max(prompt_tokens, limit + 1)} tokens. Please reduce the length of the messages.")
+
+
+def context_length_reply(style: str, prompt_tokens: int, limit: int) -> tuple[int, Any]:
+    """``(status, body)`` of an over-long prompt's error as ``style``'s server words it.
+
+    ``llamacpp``: llama.cpp server's ``exceed_context_size_error`` with ``n_prompt_tokens``/``n_ctx``;
+    ``gemini``: Gemini's OpenAI endpoint, a list of Google error envelopes.
+    """
+    tokens = max(prompt_tokens, limit + 1)
+    if style == "llamacpp":
+        return 400, {"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": tokens,
+                               "n_ctx": limit, "message": f"request ({tokens} tokens) exceeds the available "
+                                                          f"context size ({limit} tokens), try increasing it"}}
+    if style == "gemini":
+        return 400, [{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message":
+                                f"The input token count ({tokens}) exceeds the maximum number of tokens "
+                                f"allowed ({limit})."}}]
+    return 400, error_body(context_length_message(prompt_tokens, limit), type_="invalid_request_error",
+                           code="context_length_exceeded", param="messages")
+
+
+def shaped_error(shape: str, status: int, message: str) -> tuple[str, bytes]:
+    """``(content type, body)`` of an error reply shaped as servers in the wild send them: ``string``
+    (LM Studio: ``{"error": "..."}``), ``list`` (Gemini), ``text`` (a proxy's plain 502), ``html`` (a 503 page)."""
+    if shape == "string":
+        return "application/json", json.dumps({"error": message}).encode()
+    if shape == "list":
+        return "application/json", json.dumps([{"error": {"code": status, "message": message,
+                                                          "status": "INVALID_ARGUMENT"}}]).encode()
+    if shape == "text":
+        return "text/plain; charset=utf-8", message.encode()
+    if shape == "html":
+        page = (f"<!DOCTYPE html><html><head><title>{status} {message}</title><style>body{{color:red}}</style>"
+                f"</head><body><h1>{message}</h1><p>nginx</p></body></html>")
+        return "text/html", page.encode()
+    payload = error_body(message, type_="invalid_request_error" if status < 500 else "server_error")
+    return "application/json", json.dumps(payload).encode()
+
+
+def param_refusal(style: str, param: str, value: Any) -> tuple[int, Any]:
+    """``(status, body)`` of a server refusing a request field it does not know: OpenAI's wording, or
+    vLLM's pydantic ``extra_forbidden`` list in a message string."""
+    if style == "pydantic":
+        detail = [{"type": "extra_forbidden", "loc": ("body", param), "msg": "Extra inputs are not permitted",
+                   "input": value}]
+        return 400, {"object": "error", "message": str(detail), "type": "BadRequestError", "param": None,
+                     "code": 400}
+    return 400, error_body(f"Unknown parameter: '{param}'.", type_="invalid_request_error",
+                           code="unknown_parameter", param=param)

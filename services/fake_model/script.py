@@ -23,10 +23,14 @@ DEFAULT_MODELS = ("fake-model",)
 _STEP_KEYS = {
     "match", "text", "reasoning", "tool_calls", "usage_shape", "usage", "delay_ms", "chunk_delay_ms",
     "finish_reason", "repeat", "fault", "chunk_chars", "name", "wire", "require_reasoning_echo",
-    "match_first_user", "match_anywhere", "match_absent", "argument_chunk_chars",
+    "match_first_user", "match_anywhere", "match_absent", "reject_params", "reject_style", "argument_chunk_chars",
 }
 _TOOL_KEYS = {"name", "arguments", "arguments_raw", "id"}
-_FAULT_KEYS = {"kind", "retry_after", "after_chunks", "seconds", "status", "message", "code"}
+_FAULT_KEYS = {"kind", "retry_after", "after_chunks", "seconds", "status", "message", "code", "body", "style",
+               "window"}
+ERROR_BODIES = ("openai", "string", "list", "text", "html")
+CONTEXT_STYLES = ("openai", "llamacpp", "gemini")
+REJECT_STYLES = ("openai", "pydantic")
 _USAGE_KEYS = {"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"}
 
 
@@ -50,6 +54,12 @@ class Fault:
     status: int = 500
     message: str = ""
     code: str = ""
+    body: str = "openai"
+    """``http_error``'s body shape: openai | string | list | text | html."""
+    style: str = "openai"
+    """``context_length``'s wording: openai | llamacpp | gemini."""
+    window: int = 0
+    """The window ``context_length`` states (0: 128000)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,9 @@ class Step:
     name: str = ""
     wire: str = "openai"
     require_reasoning_echo: bool = False
+    reject_params: tuple[str, ...] = ()
+    """Request fields refused with HTTP 400 while the request carries them (no step is consumed)."""
+    reject_style: str = "openai"
 
     def effective_finish_reason(self) -> str:
         """The scripted finish reason, else ``tool_calls`` when the step calls tools, else ``stop``."""
@@ -101,6 +114,8 @@ class Script:
     context_window: int = 0
     """Tokens a request may have (request bytes / 4, as usage counts them); over it the reply is the
     provider's context_length error and no step is consumed. 0 = unlimited."""
+    window_style: str = "openai"
+    """How the over-window error is worded: openai | llamacpp | gemini."""
 
 
 def load_script_file(path: str | Path) -> Script:
@@ -142,8 +157,9 @@ def parse_script(data: Any) -> Script:
     models: tuple[str, ...] = DEFAULT_MODELS
     order = "strict"
     context_window = 0
+    window_style = "openai"
     if isinstance(data, dict):
-        unknown = set(data) - {"steps", "models", "order", "context_window"}
+        unknown = set(data) - {"steps", "models", "order", "context_window", "window_style"}
         if unknown:
             raise ScriptError(f"unknown top-level key(s) {sorted(unknown)} in the fake-model script.",
                               hint="Use 'steps' (a list), optionally 'models' (a list of ids), 'order' and "
@@ -151,6 +167,9 @@ def parse_script(data: Any) -> Script:
         context_window = data.get("context_window", 0)
         if not isinstance(context_window, int) or isinstance(context_window, bool) or context_window < 0:
             raise ScriptError(f"'context_window' must be a non-negative integer (tokens), not {context_window!r}.")
+        window_style = data.get("window_style", "openai")
+        if window_style not in CONTEXT_STYLES:
+            raise ScriptError(f"'window_style' must be one of {', '.join(CONTEXT_STYLES)}, not {window_style!r}.")
         order = data.get("order", "strict")
         if order not in ORDERS:
             raise ScriptError(f"'order' must be one of {', '.join(ORDERS)}, not {order!r}.")
@@ -163,7 +182,7 @@ def parse_script(data: Any) -> Script:
         raise ScriptError(f"a fake-model script must be a list of steps, not {type(data).__name__}.",
                           hint="Write '- text: ...' items, or a mapping with a 'steps' list.")
     return Script(steps=tuple(parse_step(raw, i) for i, raw in enumerate(data)), models=models, order=order,
-                  context_window=context_window)
+                  context_window=context_window, window_style=window_style)
 
 
 def parse_step(raw: Any, index: int) -> Step:
@@ -208,7 +227,16 @@ def parse_step(raw: Any, index: int) -> Step:
         name=_get(raw, "name", str, where, ""),
         wire=wire,
         require_reasoning_echo=_get(raw, "require_reasoning_echo", bool, where, False),
+        reject_params=_parse_match(raw.get("reject_params"), where, "reject_params"),
+        reject_style=_choice(raw, "reject_style", REJECT_STYLES, where),
     )
+
+
+def _choice(raw: dict[str, Any], key: str, allowed: tuple[str, ...], where: str) -> str:
+    value = raw.get(key, allowed[0])
+    if value not in allowed:
+        raise ScriptError(f"{where}: {key} must be one of {', '.join(allowed)}, not {value!r}.")
+    return str(value)
 
 
 def _parse_match(raw: Any, where: str, key: str = "match") -> tuple[str, ...]:
@@ -275,6 +303,9 @@ def _parse_fault(raw: Any, where: str) -> Fault | None:
         status=status,
         message=_get(raw, "message", str, where, ""),
         code=_get(raw, "code", str, where, ""),
+        body=_choice(raw, "body", ERROR_BODIES, where),
+        style=_choice(raw, "style", CONTEXT_STYLES, where),
+        window=_get(raw, "window", int, where, 0),
     )
 
 

@@ -9,6 +9,18 @@ A step's ``wire`` picks one:
 - ``message``: chunks carry ``message`` where OpenAI puts ``delta``.
 - ``split_surrogates``: text sent as JSON ``\\uXXXX`` escapes with every surrogate pair (an emoji)
   cut between two chunks.
+- ``content_parts``: ``delta.content`` as a list of ``{"type": "text", "text"}`` parts (Mistral).
+- ``magistral``: reasoning as ``content: [{"type": "thinking", "thinking": [text parts]}]`` and
+  text as text parts (Magistral), no ``reasoning_content``.
+- ``json_parts``: ``stream`` ignored; one JSON completion whose ``message.content`` is a list of
+  text parts (Anthropic- and Mistral-style).
+- ``think_tags``: the reasoning sent inline, ``<think>...</think>`` opening the text (Qwen3
+  without a reasoning parser, llama.cpp ``--reasoning-format none``).
+- ``no_finish_reason`` / ``empty_finish_reason``: the stream ends with ``[DONE]`` and its
+  finish_reason is ``null`` (Gemini-to-OpenAI proxies) or ``""`` (Ollama).
+- ``anthropic``: an Anthropic Messages reply (``event: message_start`` ... no ``choices``, no
+  ``[DONE]``; a JSON ``type: message`` body without streaming): a server that is not Chat Completions;
+  ``anthropic_json``: the JSON body even when the request streams.
 
 ``require_reasoning_echo: true`` on a step makes the server apply DeepSeek's thinking-mode rule
 to the request before answering: the assistant messages of a user turn that made tool calls must
@@ -20,7 +32,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-WIRE_SHAPES = ("openai", "index_zero", "no_index", "message", "split_surrogates")
+WIRE_SHAPES = ("openai", "index_zero", "no_index", "message", "split_surrogates", "content_parts", "magistral",
+               "json_parts", "think_tags", "no_finish_reason", "empty_finish_reason", "anthropic", "anthropic_json")
 DEEPSEEK_MISSING_REASONING = "The reasoning_content in the thinking mode must be passed back to the API."
 
 
@@ -36,7 +49,72 @@ def shape_deltas(wire: str, deltas: list[dict[str, Any]], calls: list[tuple[str,
             deltas.append({"tool_calls": [entry]})
     elif wire == "split_surrogates":
         deltas = [piece for d in deltas for piece in _split_pairs(d, chunk_chars)]
+    elif wire in ("content_parts", "magistral"):
+        deltas = [_as_parts(d, wire == "magistral") for d in deltas]
+    elif wire == "think_tags":
+        deltas = _inline_reasoning(deltas)
     return deltas
+
+
+def _as_parts(delta: dict[str, Any], thinking_parts: bool) -> dict[str, Any]:
+    if isinstance(delta.get("content"), str) and delta["content"]:
+        return {**delta, "content": [{"type": "text", "text": delta["content"]}]}
+    if thinking_parts and delta.get("reasoning_content"):
+        return {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": delta["reasoning_content"]}]}]}
+    return delta
+
+
+def _inline_reasoning(deltas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Reasoning deltas become text: ``<think>`` before the first, ``</think>`` after the last."""
+    out: list[dict[str, Any]] = []
+    pieces = [d["reasoning_content"] for d in deltas if d.get("reasoning_content")]
+    if pieces:
+        out.append({"content": "<th"})  # a tag cut between chunks, as token streams cut it
+        out.append({"content": "ink>" + pieces[0]})
+        out += [{"content": piece} for piece in pieces[1:]]
+        out.append({"content": "</think>\n\n"})
+    return deltas[:1] + out + [d for d in deltas[1:] if not d.get("reasoning_content")]
+
+
+def finish_reason_on_wire(wire: str, reason: str) -> str | None:
+    """The finish_reason the closing chunk carries for ``wire``."""
+    return {"no_finish_reason": None, "empty_finish_reason": ""}.get(wire, reason)
+
+
+def anthropic_events(text: str, model: str, message_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """An Anthropic Messages stream: ``(event name, data)`` pairs."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": message_id, "type": "message", "role": "assistant", "content": [], "model": model,
+            "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+    ]
+    events += [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "text_delta", "text": text}})] if text else []
+    events += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
+               ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                  "usage": {"output_tokens": 5}}),
+               ("message_stop", {"type": "message_stop"})]
+    return events
+
+
+def anthropic_message(text: str, model: str, message_id: str) -> dict[str, Any]:
+    """A non-streamed Anthropic Messages reply."""
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+def parts_completion(body: dict[str, Any]) -> dict[str, Any]:
+    """A completion whose ``message.content`` strings become lists of text parts."""
+    choices = []
+    for choice in body.get("choices", []):
+        message = dict(choice.get("message") or {})
+        if isinstance(message.get("content"), str):
+            message["content"] = [{"type": "text", "text": message["content"]}]
+        choices.append({**choice, "message": message})
+    return {**body, "choices": choices}
 
 
 def shape_chunk(wire: str, chunk: dict[str, Any]) -> dict[str, Any]:

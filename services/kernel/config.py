@@ -19,11 +19,14 @@ Keys are matched ignoring case and camelCase (``maxToolIterations`` ==
 ``headers`` and ``models``, which are passed through as written. Mappings merge per key; other values
 replace.
 
-Execution keys (``EXECUTION_KEYS``) may only come from the user layer unless
-``AI_CODING_TRUST_PROJECT=1``: a repository must not be able to run programs,
-add roots, loosen the sandbox or send a key elsewhere by shipping a config
-file. Safety settings (``TIGHTEN_RULES``) from a project may only tighten, trusted
-or not: deny lists add up, booleans take the stricter value, limits only go
+Every key's project rule is declared in services/kernel/config_rules.py.
+Execution keys (``EXECUTION_KEYS``) come from a project only item by item as the
+user approved them for that workspace (services/kernel/trust.py, ``ai-coding trust``):
+a repository, or the agent writing one, must not be able to run programs, add roots,
+loosen the sandbox or send a key elsewhere by shipping a config file. Keys that decide
+which code the services load (``hooks.plugin_dir``), where they listen and the sandbox never
+come from a project. Safety settings (``TIGHTEN_RULES``) from a project may only tighten,
+trusted or not: deny lists add up, booleans take the stricter value, limits only go
 down. Each dropped key produces a warning.
 
 ``${VAR}`` references are kept as written and expanded by the consumer with
@@ -46,8 +49,10 @@ from typing import Any, TypeVar
 
 import yaml
 
+from services.kernel import config_rules
 from services.kernel.config_ranges import range_problem
 from services.kernel.errors import ConfigError
+from services.kernel.trust import Admission, TrustStore, approve_hint, store_path
 
 TRUST_ENV = "AI_CODING_TRUST_PROJECT"
 # The project layer's files, lowest priority first: ours by name, and the generic names that
@@ -60,67 +65,22 @@ _DECLARED = re.compile(r"^[\"']?ai[-_]?coding[\"']?\s*:", re.IGNORECASE | re.MUL
 # a component starts reading one).
 KNOWN_TOP_LEVEL_KEYS = frozenset({
     DECLARATION_KEY, "ai", "compaction", "default_model", "endpoints", "hooks", "loop", "mcp", "memory",
-    "models", "plans", "sessions", "skills", "subagents", "supervisor", "tools", "tracing", "traces",
+    "models", "net", "plans", "sessions", "skills", "subagents", "supervisor", "tools", "tracing", "traces",
 })
 # Children of these keys are names the user chose (variables, headers, model
 # entries), kept as written; keys below them are normalized again.
-CASE_SENSITIVE_PARENTS = frozenset({"environment", "env", "headers", "models"})
+CASE_SENSITIVE_PARENTS = frozenset({"environment", "env", "headers", "models", "pinned_hosts"})
 
-# Dotted paths (``*`` = any key) that only the user layer may set: each one
-# runs a program, adds a root, loosens the sandbox, moves where data is written,
-# or sends a key or data to an endpoint.
-EXECUTION_KEYS: tuple[str, ...] = (
-    "hooks",
-    "mcp",
-    "endpoints",
-    "supervisor",
-    "models.*.base_url",
-    "models.*.api_key",
-    "models.*.provider",
-    "tools.extra_workspace_roots",
-    "tools.sandbox",
-    "tracing.dir",
-    "tracing.otlp",
-    "memory.embeddings.base_url",
-    "memory.embeddings.api_key_env",
-    "ai.websearch_api_key",
-    "ai.static_check",
-    "plans.acceptance",
-)
-# What a project may tune in a model entry the user already has (everything
-# else, e.g. headers, is dropped: an allow-list, so a new endpoint-ish key
-# added later cannot slip through).
-MODEL_BEHAVIOUR_KEYS = frozenset({
-    "model", "max_tokens", "temperature", "price_input_per_mtok", "price_cached_input_per_mtok",
-    "price_output_per_mtok", "step_timeout_seconds", "max_retries", "retry_budget_seconds", "context_window",
-    "images",
-})
-# Safety settings a project may only tighten (applied with or without AI_CODING_TRUST_PROJECT:
-# trusting a repository to run its hooks is not letting it lift your deny list). Rules by dotted
-# path (``*`` = any key), then by a key's own name anywhere; what no rule covers but looks like a
-# safety setting (SAFETY_WORDS) is dropped, so a key added later cannot loosen by default.
-#   union        lists add up (user's first, then the project's)
-#   true_wins    a project may turn it on, not off (strict_paths, enforce_*)
-#   false_wins   a project may turn it off, not on (tool and feature enablement, auto_approve)
-#   lower        a project may lower a limit, never raise it or turn it off with 0 (the user's
-#                value, else the default named here, is the ceiling)
-TIGHTEN_RULES: tuple[tuple[str, str], ...] = (
-    ("ai.bash_policy.deny", "union"),
-    ("ai.bash_policy.confirm", "union"),
-    ("ai.strict_paths", "true_wins"),
-    ("ai.enforce_dependencies", "true_wins"),
-    ("ai.turn_timeout_seconds", "lower"),
-    ("ai.turn_token_budget", "lower"),
-    ("ai.duplicate_call_threshold", "lower"),
-    ("loop.mcp", "false_wins"),
-    ("loop.memory", "false_wins"),
-    ("loop.traces", "true_wins"),
-)
-# Defaults of the ``lower`` keys when the user config does not set them (pinned to the loop's own
-# defaults by tests/unit/kernel/test_kernel_config_tighten.py); 0 = no limit.
-LOWER_DEFAULTS: dict[str, float] = {
-    "ai.turn_timeout_seconds": 1800.0, "ai.turn_token_budget": 0, "ai.duplicate_call_threshold": 2,
-}
+# What a project may do with each key is declared once, in services/kernel/config_rules.py (a test
+# fails for a key without a rule); these views of that table are what the loader applies.
+#   EXECUTION_KEYS        a project's value is used only as the user approved it (trust.py)
+#   MODEL_BEHAVIOUR_KEYS  what a project may tune in a model entry the user already has
+#   TIGHTEN_RULES         union / true_wins / false_wins / lower (LOWER_DEFAULTS: the ceilings)
+# A key no rule covers but that looks like a safety setting (SAFETY_WORDS) is dropped.
+EXECUTION_KEYS: tuple[str, ...] = config_rules.keys_with(config_rules.Rule.EXECUTION)
+MODEL_BEHAVIOUR_KEYS = config_rules.model_behaviour_keys()
+TIGHTEN_RULES: tuple[tuple[str, str], ...] = config_rules.tighten_rules()
+LOWER_DEFAULTS: dict[str, float] = config_rules.LOWER_DEFAULTS
 NAME_RULES: dict[str, str] = {
     "deny": "union", "confirm": "union", "denied_tools": "union", "enabled": "false_wins",
     "auto_approve": "false_wins", "disabled": "true_wins", "readonly": "true_wins", "read_only": "true_wins",
@@ -319,19 +279,32 @@ def _matches(path: tuple[str, ...], pattern: str) -> bool:
 
 
 def _drop_execution_keys(
-    layer: dict[str, Any], user_models: Mapping[str, Any], source: str, warnings: list[str]
+    layer: dict[str, Any], user_models: Mapping[str, Any], source: str, warnings: list[str],
+    admission: Admission | None = None,
 ) -> dict[str, Any]:
-    """Remove keys a project layer may not set, with one warning each."""
+    """Remove keys a project layer may not set, with one warning each; an execution key is kept
+    only as far as ``admission`` (the user's trust record for the workspace) approved its items."""
 
     def drop(path: tuple[str, ...], why: str) -> None:
-        warnings.append(f"{source}: ignored `{'.'.join(path)}` ({why}; export {TRUST_ENV}=1 to trust this project)")
+        warnings.append(f"{source}: ignored `{'.'.join(path)}` ({why})")
 
     def walk(node: Mapping[str, Any], prefix: tuple[str, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in node.items():
             path = (*prefix, k)
+            if config_rules.exact(path, config_rules.Rule.USER_ONLY):
+                drop(path, "it comes only from the user config, whoever approved the project")
+                continue
             if any(_matches(path, pat) and len(path) == len(pat.split(".")) for pat in EXECUTION_KEYS):
-                drop(path, "execution keys come only from the user config")
+                if isinstance(v, Mapping):  # user-only keys inside an execution section (hooks.plugin_dir)
+                    v = walk(v, path) if any(config_rules.exact((*path, c), config_rules.Rule.USER_ONLY)
+                                             for c in v) else v
+                if admission is None:
+                    drop(path, "execution keys come only from the user config")
+                    continue
+                keep, admitted = admission.admit(source, path, v, warnings)
+                if keep:
+                    out[k] = admitted
                 continue
             if path == ("models",) and not isinstance(v, Mapping):
                 drop(path, "a project may tune model entries, not replace the section")
@@ -354,6 +327,8 @@ def _drop_execution_keys(
 
 def _tighten_rule(path: tuple[str, ...]) -> str:
     dotted = ".".join(path)
+    if config_rules.exact(path, config_rules.Rule.HARMLESS):
+        return ""
     for pattern, rule in TIGHTEN_RULES:
         if len(path) == len(pattern.split(".")) and _matches(path, pattern):
             return rule
@@ -460,6 +435,8 @@ class Config:
     files: list[Path] = field(default_factory=list)
     user_path: Path | None = None
     """Where the user layer was looked for (it may not exist yet); None for a config built in memory."""
+    trust: Admission | None = None
+    """The project's execution items against the user's trust record (None: no workspace)."""
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -506,7 +483,8 @@ def _record_sources(node: Mapping[str, Any], prefix: str, source: str, out: dict
 
 
 def project_trusted(environ: Mapping[str, str]) -> bool:
-    """Whether the user trusts the project (``AI_CODING_TRUST_PROJECT=1``): its layer may run programs."""
+    """Whether ``AI_CODING_TRUST_PROJECT`` is set: it no longer trusts anything (trust is per
+    workspace and per item, services/kernel/trust.py); it is only named in a warning."""
     return environ.get(TRUST_ENV, "") in ("1", "true", "yes")
 
 
@@ -538,8 +516,10 @@ def load_config(
             cfg.files.append(upath)
             _record_sources(user, "", f"user:{upath}", cfg.sources)
     merged = dict(user)
-    trusted = project_trusted(environ)
     if workspace is not None:
+        cfg.trust = Admission(TrustStore.load(environ), workspace)
+        if project_trusted(environ):
+            cfg.warnings.append(f"{TRUST_ENV} no longer trusts every project: {approve_hint(workspace)}")
         user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
         ours, foreign = project_candidates(workspace)
         cfg.notes += [f"{path}: not read, it is not an ai-coding file (rename it ai-coding.yaml, or add "
@@ -548,8 +528,8 @@ def load_config(
             if upath is not None and upath.exists() and pfile.resolve() == upath.resolve():
                 continue  # the user file is not also a project layer
             doubt = foreign_file_reason(pfile)
-            if doubt and not trusted:
-                cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; export {TRUST_ENV}=1 to use it)")
+            if doubt:
+                cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; fix its owner or mode to use it)")
                 continue
             try:
                 layer = project_layer(_normalize(read_yaml_file(pfile)))
@@ -558,8 +538,7 @@ def load_config(
                 cfg.warnings.append(f"skipped project config: {err.message} (fix it, or move it aside)")
                 continue
             cfg.warnings += unknown_key_warnings(layer, KNOWN_TOP_LEVEL_KEYS, str(pfile))
-            if not trusted:
-                layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings)
+            layer = _drop_execution_keys(layer, user_models or {}, str(pfile), cfg.warnings, cfg.trust)
             layer = _tighten_layer(layer, merged, str(pfile), cfg.warnings)
             cfg.files.append(pfile)
             _record_sources(layer, "", f"project:{pfile}", cfg.sources)
@@ -584,7 +563,8 @@ def layer_stamp(workspace: Path | None, user_path: Path | None) -> tuple[Any, ..
     """What :func:`load_config` read, as cheap ``stat`` results: it differs when a config file
     was created, edited, removed or re-permissioned (the user file and every project-file
     candidate upward from ``workspace``), so a caller can skip reloading an unchanged config."""
-    stamps: list[Any] = [_file_stamp(str(user_path)) if user_path is not None else None]
+    stamps: list[Any] = [_file_stamp(str(user_path)) if user_path is not None else None,
+                         _file_stamp(str(store_path()))]
     if workspace is not None:
         # The same walk as find_project_files, on strings: this runs at every OpenSession.
         current = os.path.realpath(workspace)
@@ -752,7 +732,7 @@ USER_CONFIG_TEMPLATE = """\
 # ai-coding user configuration: the trusted layer.
 # A project's ai-coding.yaml / ai-coding.local.yaml may tune behaviour keys, but execution
 # keys (models' base_url/api_key/provider, hooks, mcp, endpoints, sandbox) come only
-# from this file unless you export AI_CODING_TRUST_PROJECT=1 for a repository.
+# from this file, or item by item as you approve them with `ai-coding trust -w <workspace>`.
 # Keys may be written snake_case or camelCase. Uncomment what you need.
 
 # default_model: main
@@ -783,7 +763,8 @@ USER_CONFIG_TEMPLATE = """\
 
 # tools:
 #   sandbox:
-#     network: false                  # let bash reach the network
+#     network: off                    # off | proxy (only allow_domains, via the egress proxy) | host
+#     allow_domains: []               # with proxy: names, *.wildcards, name:port, presets (pypi, npm, github)
 
 # mcp:
 #   servers: []                       # see `ai-coding mcp add --help`

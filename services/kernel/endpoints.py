@@ -101,7 +101,9 @@ def ensure_runtime_dir(path: Path) -> Path:
             f"runtime dir {path} is owned by uid {st.st_uid}, not you (uid {os.getuid()})",
             hint="Remove it or set AI_CODING_RUNTIME_DIR to a directory you own.",
         )
-    mode = stat.S_IMODE(st.st_mode)
+    # Permission bits only: a directory made inside a setgid one (a Kubernetes volume with an
+    # fsGroup) inherits the setgid bit, which lets no one else in.
+    mode = stat.S_IMODE(st.st_mode) & 0o777
     if mode != 0o700:
         raise EndpointError(
             f"runtime dir {path} has mode {mode:04o}; it must be 0700 so no one else can reach the services",

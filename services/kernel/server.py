@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +60,9 @@ class ServiceDef:
     (e.g. the loop sends in-flight turns their final event)."""
     on_start: Callable[[], Awaitable[None]] | None = None
     """Called once the server is listening (start background tasks here)."""
+    self_test: Callable[[], Awaitable[str | None]] | None = None
+    """Run once the server listens: a returned reason keeps health NOT_SERVING (and is logged), so
+    a probe of grpc.health.v1 sees a service that cannot do its work (tools: bwrap cannot start)."""
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -69,6 +72,8 @@ class RunningServer:
     address: str
     health: HealthServicer
     service: ServiceDef
+    health_port: grpc.aio.Server | None = None
+    """The plaintext health-only listener (``AI_CODING_HEALTH_PORT``), when one is bound."""
 
 
 def _server_options() -> list[tuple[str, int]]:
@@ -124,11 +129,44 @@ async def create_server(endpoint: Endpoint | str, service: ServiceDef) -> Runnin
     await server.start()
     if endpoint.scheme == "unix":
         os.chmod(endpoint.path, 0o600)
+    failed = await service.self_test() if service.self_test is not None else None
+    status = health_pb2.HealthCheckResponse.NOT_SERVING if failed else health_pb2.HealthCheckResponse.SERVING
+    if failed:
+        log.error("%s self-test failed, health stays NOT_SERVING: %s", service.name, failed)
     for name in ["", *service.proto_services]:
-        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        await health.set(name, status)
     if service.on_start is not None:
         await service.on_start()
     return RunningServer(server, address, health, service)
+
+
+def health_port_from(env: Mapping[str, str]) -> int | None:
+    """``AI_CODING_HEALTH_PORT``: the port of a plaintext listener serving only grpc.health.v1."""
+    raw = env.get("AI_CODING_HEALTH_PORT", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise EndpointError(f"AI_CODING_HEALTH_PORT is {raw!r}, not a port number",
+                            hint="Set it to a free TCP port (1-65535), or unset it.", reason="bad_health_port")
+    return int(raw)
+
+
+async def start_health_port(running: RunningServer, port: int, host: str = "0.0.0.0") -> int:
+    """Serve the same health statuses, and nothing else, in plaintext on ``host:port``.
+
+    For an orchestrator's native gRPC probe (Kubernetes ``grpc:``), which cannot present the
+    token or TLS: it learns SERVING / NOT_SERVING and nothing more (no reflection, no service).
+    """
+    server = grpc.aio.server(options=_server_options())
+    health_pb2_grpc.add_HealthServicer_to_server(running.health, server)
+    try:
+        bound = int(server.add_insecure_port(f"{host}:{port}"))
+    except RuntimeError as exc:
+        raise EndpointError(f"cannot listen for health on {host}:{port}: {exc}", hint="Is the port in use?",
+                            reason="port_in_use") from None
+    await server.start()
+    running.health_port = server
+    return bound
 
 
 async def shutdown(running: RunningServer, grace: float = DEFAULT_GRACE_SECONDS) -> None:
@@ -140,6 +178,8 @@ async def shutdown(running: RunningServer, grace: float = DEFAULT_GRACE_SECONDS)
         except Exception:
             log.exception("shutdown hook of %s failed", running.service.name)
     await running.server.stop(grace)
+    if running.health_port is not None:
+        await running.health_port.stop(0)
 
 
 async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> int:
@@ -151,7 +191,11 @@ async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> i
     if endpoint.scheme == "tcp" and not endpoint.auth.token:
         endpoint = Endpoint(endpoint.service, "tcp", host=endpoint.host, port=endpoint.port, auth=auth_settings(config))
     service = service_factory(config)
+    health_port = health_port_from(os.environ)
     running = await create_server(endpoint, service)
+    if health_port is not None:
+        await start_health_port(running, health_port)
+        log.info("%s health (plaintext, grpc.health.v1 only) on port %d", name, health_port)
     socket_id = _inode(endpoint.path) if endpoint.scheme == "unix" else None
     log.info("%s serving on %s (pid %d)", name, running.address, os.getpid())
     stop = asyncio.Event()

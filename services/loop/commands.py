@@ -57,7 +57,8 @@ def run_command(rt: SessionRuntime, command: str, args: str) -> tuple[str, str]:
         if wanted:
             if wanted not in MODES:
                 return f"unknown mode {wanted!r}; use one of: {', '.join(MODES)}", json.dumps({"error": "bad_mode"})
-            rt.permission_mode = wanted
+            rt.permission_mode = rt.session.permission_mode = wanted
+            rt.save()  # the session's choice: a restarted loop opens it in the same mode
         allowed = rt.session.allowed_tools
         text = f"permissions: {rt.permission_mode} · always allowed: " + (", ".join(allowed) or "none")
         return text, json.dumps({"mode": rt.permission_mode, "allowed_always": allowed})

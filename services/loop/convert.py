@@ -13,6 +13,7 @@ from ai_coding.v1 import common_pb2, loop_pb2
 from services.loop import inbound
 from services.loop.approvals import Decision
 from services.loop.attachments import InputFile
+from services.loop.domain import ModelCall
 from services.loop.events import Event
 from services.loop.plans.receipts import saved_receipts
 from services.loop.policy.turn import Status
@@ -72,6 +73,8 @@ def _value(value: Any) -> Any:
         return str(value)
     if isinstance(value, Usage):
         return usage_to_proto(value)
+    if isinstance(value, ModelCall):
+        return loop_pb2.ModelCall(**asdict(value))
     if isinstance(value, ToolOutcome):
         return outcome_to_proto(value)
     if isinstance(value, TaskItem):

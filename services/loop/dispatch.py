@@ -9,6 +9,7 @@ running when the batch is interrupted come back as ``cancelled_by_user``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -205,6 +206,17 @@ async def _guarded(ctx: DispatchContext, call: ToolCall, arguments: dict[str, An
         return None
     return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
                        error_code=refusal.code, error_message=refusal.message)
+
+
+def proof_asker(make_ctx: Callable[[], DispatchContext]) -> Callable[[str, dict[str, Any], str], Awaitable[bool]]:
+    """How the acceptance gate asks about a WARN proof the model chose: as a WARN bash call is asked."""
+
+    async def ask(call_id: str, arguments: dict[str, Any], reason: str) -> bool:
+        call = ToolCall(call_id, "bash", json.dumps(arguments))
+        resolution = await _ask_approval(make_ctx(), call, arguments, f"acceptance proof the model chose: {reason}", [])
+        return is_allowed(resolution.decision)
+
+    return ask
 
 
 async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any], reason: str,

@@ -67,6 +67,28 @@ class ToolCall:
         return value if isinstance(value, dict) else {}
 
 
+@dataclass(frozen=True)
+class ModelCall:
+    """Facts of one model call for traces (the GenAI conventions' inference span); "" / 0 = unknown."""
+
+    provider: str = ""
+    """The provider row's name (``gen_ai.provider.name``)."""
+    request_model: str = ""
+    """The model id sent (``gen_ai.request.model``), not the config entry's name."""
+    server_address: str = ""
+    server_port: int = 0
+    stream: bool = False
+    response_model: str = ""
+    response_id: str = ""
+    first_chunk_ms: float = 0.0
+    """From sending the request to the first chunk of the final attempt's reply (0: none came)."""
+    error_type: str = ""
+    """The stable reason of a failed call (``rate_limited``, ``context_length``...); "" = it succeeded."""
+    attempts: int = 0
+    duration_ms: float = 0.0
+    """How long a failed call took, retries included (a finished step has ``latency_ms``)."""
+
+
 @dataclass
 class StepResult:
     """What one model step produced."""
@@ -77,6 +99,7 @@ class StepResult:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = ""
     latency_ms: float = 0.0
+    call: ModelCall = field(default_factory=ModelCall)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from services.kernel.errors import AiCodingError
+from services.loop.domain import ModelCall
 from services.loop.policy.turn import Facts
 
 
@@ -45,8 +46,10 @@ class ModelError(LoopError):
 
     reason = "model_error"
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, call: ModelCall | None = None) -> None:
         super().__init__(message, reason=reason)
+        self.call = call
+        """The failed call's facts for its trace span (None: no request went out)."""
 
     def apply_to(self, facts: Facts) -> Facts:
         return replace(facts, engine_error=f"model {self.reason}: {self.message}")

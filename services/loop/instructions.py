@@ -8,8 +8,12 @@ What Claude Code and Codex users already keep in their repositories works unchan
 - ``@path`` in a notes file (outside code) imports that file, resolved against the importing
   file's directory (``@~/...`` against home), at most ``MAX_IMPORT_DEPTH`` hops deep; a file
   already included is not included again, so an import cycle ends by itself;
-- every file, an import or a symlink alike, must resolve inside the workspace or the user's
-  config directory: a repository cannot make the loop send ``~/.ssh/id_rsa`` to the model;
+- every file, an import or a symlink alike, is read only where it really is (links resolved):
+  a workspace file's imports must stay inside the workspace, by absolute path, ``~``, ``..`` or
+  a link alike (a repository, or the agent, cannot make the loop send ``~/.ssh/id_rsa`` or the
+  user's MCP tokens to the model); the user's own global file may import from anywhere they name;
+  the config, data, runtime and workspace-state dirs are never read except that global file
+  itself (services/kernel/sources.py);
 - the whole text is bounded (``MAX_NOTES_CHARS``); it is paid on every step.
 
 The result is fixed for the life of a session (it is part of the stable request prefix).
@@ -22,6 +26,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from services.kernel.sources import refusal
 
 NOTE_FILES = ("AGENTS.md", "CLAUDE.md")
 MAX_NOTES_CHARS = 16_000
@@ -66,14 +72,17 @@ def imports_in(text: str) -> list[str]:
 
 
 class _Reader:
-    def __init__(self, workspace: Path, user_dir: Path) -> None:
+    def __init__(self, workspace: Path, user_dir: Path, private: Sequence[tuple[str, str]]) -> None:
         self.workspace = workspace.resolve()
-        self.user_dir = user_dir.resolve()
+        self.user_file = user_notes_path(user_dir / "config.yaml")
+        self.private = [("the user config", str(user_dir)), *private]
         self.seen: set[Path] = set()
         self.files: list[NoteFile] = []
 
-    def allowed(self, real: Path) -> bool:
-        return real.is_relative_to(self.workspace) or real.is_relative_to(self.user_dir)
+    def allowed(self, real: Path, users: bool) -> bool:
+        """``users``: named by the user's own global file (anywhere not private), else by the workspace."""
+        return not refusal(real, self.workspace, named=[Path("/")] if users else [], private=self.private,
+                           exact=[self.user_file])
 
     def label(self, path: Path) -> str:
         if path.is_relative_to(self.workspace):
@@ -81,9 +90,9 @@ class _Reader:
         home = Path(os.path.expanduser("~")).resolve()
         return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
-    def add(self, path: Path, imported_by: str = "", depth: int = 0) -> None:
+    def add(self, path: Path, imported_by: str = "", depth: int = 0, users: bool = False) -> None:
         real = Path(os.path.realpath(path))
-        if real in self.seen or not real.is_file() or not self.allowed(real):
+        if real in self.seen or not real.is_file() or not self.allowed(real, users):
             return
         try:
             text = real.read_text(encoding="utf-8", errors="replace")
@@ -94,15 +103,19 @@ class _Reader:
         self.files.append(NoteFile(label, text, imported_by))
         if depth >= MAX_IMPORT_DEPTH:
             return
+        # What the user's own files (outside the workspace) import is theirs; a workspace file's is not.
+        users = users and not real.is_relative_to(self.workspace)
         for ref in imports_in(text):
             target = Path(os.path.expanduser(ref)) if ref.startswith("~/") else path.parent / ref
-            self.add(target, label, depth + 1)
+            self.add(target, label, depth + 1, users)
 
 
-def load_notes(workspace: Path, cwd: Path | None, user_dir: Path) -> list[NoteFile]:
-    """Every instructions file for a session, in the order they go into the request."""
-    reader = _Reader(workspace, user_dir)
-    reader.add(user_notes_path(user_dir / "config.yaml"))
+def load_notes(workspace: Path, cwd: Path | None, user_dir: Path,
+               private: Sequence[tuple[str, str]] | None = None) -> list[NoteFile]:
+    """Every instructions file for a session, in the order they go into the request; ``private``:
+    directories never read (default: the data and runtime dirs of this process's environment)."""
+    reader = _Reader(workspace, user_dir, default_private() if private is None else private)
+    reader.add(reader.user_file, users=True)
     for directory in directories(workspace, cwd):
         for name in NOTE_FILES:
             reader.add(directory / name)
@@ -122,6 +135,12 @@ def notes_cut_warning(files: Sequence[NoteFile], limit: int = MAX_NOTES_CHARS) -
         left = max(left - size, 0)
     return (f"the project instructions are {total:,} characters; only the first {limit:,} reach the model "
             f"(cut: {', '.join(cut)}). Shorten them, or move detail into files the model can read when needed")
+def default_private() -> list[tuple[str, str]]:
+    from services.kernel.datadir import data_dir
+    from services.kernel.endpoints import runtime_dir
+
+    return [("the ai-coding data dir", str(data_dir())), ("the runtime dir with the service sockets",
+                                                          str(runtime_dir(None)))]
 
 
 def render_notes(files: Sequence[NoteFile], limit: int = MAX_NOTES_CHARS) -> str:

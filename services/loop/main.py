@@ -66,9 +66,10 @@ class ModelFactory:
 
     def __call__(self, name: str) -> ModelClient:
         from services.loop.model.client import OpenAIModelClient
+        from services.loop.model.prices import with_shipped_prices
         from services.loop.model.settings import resolve_model
 
-        settings = resolve_model(self.config, name or None)
+        settings = with_shipped_prices(resolve_model(self.config, name or None))
         if settings.name not in self._clients:
             self._clients[settings.name] = OpenAIModelClient(settings)
         return self._clients[settings.name]
@@ -84,7 +85,8 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
 
     loop = config.section(LoopConfig, "loop")
     check_models(config)
-    hooks, hook_warnings = parse_hooks(config.get("hooks"), config.source_of)
+    # The exact key's layer: a project that sets only hooks.plugin_dir did not set the user's events.
+    hooks, hook_warnings = parse_hooks(config.get("hooks"), lambda key: config.sources.get(key, "default"))
     config.warnings += [w for w in hook_warnings if w not in config.warnings]
     if shared is None:
         tools: Any = GrpcToolRunner(endpoint_for("tools", config))

@@ -29,7 +29,7 @@ from typing import Any
 from services.loop.approvals import Decision, Pending, RequestKind
 from services.loop.attachments import InputFile, user_content
 from services.loop.compaction.keeper import fixed_tokens
-from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
+from services.loop.dispatch import DispatchContext, fill_cancelled, proof_asker, run_batch, tool_message
 from services.loop.domain import Message, wait_limit
 from services.loop.errors import LoopError, ModelError
 from services.loop.plans import gate
@@ -37,6 +37,7 @@ from services.loop.plans.ledger import Ledger
 from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure
 from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
+from services.loop.policy.nudges import shown_nudge
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.static_check import plan_static_check, should_run_static_check
 from services.loop.policy.turn import VERIFIED, Action, Facts, Status, decide, gate_due, handoff_needed
@@ -205,6 +206,7 @@ class Turn:
                 self.round_iterations = 0
             for nudge in nudges:
                 self._append({"role": "user", "content": nudge})
+                self.emit(Notice(level="info", text=f"  {shown_nudge(nudge)}"))  # what the model was told
 
     def _gate_applies(self, decision: TurnDecision) -> bool:
         """Check the acceptance proofs now? When the model stopped, and once per turn after a budget
@@ -224,7 +226,7 @@ class Turn:
         items = [i for i in rt.acceptance.items() if i.id not in self.proved]
         verdicts = await gate.check(items, gate.GateDeps(
             session_id=rt.session_id, runner=rt.runner, permission=rt.gate, emit=self.emit,
-            remaining=self.remaining, bash=rt.tools.get("bash")))
+            remaining=self.remaining, bash=rt.tools.get("bash"), ask=proof_asker(self._dispatch_context)))
         self.proved.update(v.item.id for v in verdicts if v.passed)
         rt.acceptance.record({v.item.id: v.passed for v in verdicts})
         failures = [v.failure() for v in verdicts if not v.passed]
@@ -261,6 +263,8 @@ class Turn:
                                            on_retry=self._on_retry)
                 break
             except ModelError as err:
+                if err.call is not None:  # a failed call has its step event too (traces: a chat span)
+                    self.emit(ModelStepFinished(self.iterations + 1, Usage(), err.call.duration_ms, "error", err.call))
                 if err.reason != "context_length" or hard or not rt.context.settings.enabled:
                     raise
                 self.emit(Notice(level="warning", text="the request was too long for the model; compacting "
@@ -271,7 +275,7 @@ class Turn:
         self.usage = self.usage.add(step.usage)
         rt.add_usage(step.usage)
         self.emit(ModelStepFinished(step=self.iterations, usage=step.usage, latency_ms=step.latency_ms,
-                                    finish_reason=step.finish_reason))
+                                    finish_reason=step.finish_reason, call=step.call))
         return step
 
     async def _request(self, tools: list[dict[str, Any]], parts: dict[str, str], hard: bool) -> list[Message]:
@@ -450,7 +454,7 @@ class Turn:
             else:
                 self.emit(ApprovalResolved(request_id=request_id, decision=Decision.DENY, source="turn_ended"))
         handoff = ""
-        if handoff_needed(status, self.final_text):
+        if handoff_needed(status, self.final_text, len(self.outcomes)):
             handoff = handoff_report(self._handoff_facts(status, reason))
         self.emit(TurnFinished(status=status, text=self.final_text, handoff=handoff, usage=self.usage,
                                iterations=self.iterations, duration_ms=self._elapsed_ms(),

@@ -35,7 +35,7 @@ from services.loop.pipeline import Turn
 from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
 from services.loop.plans.runner import PlanContext, PlanRequest, PlanRunner, refuse_topic
 from services.loop.policy.guards import compile_bash_policy
-from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
+from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate, opening_mode
 from services.loop.policy.settings import LoopSettings
 from services.loop.ports import (
     McpClient,
@@ -65,7 +65,8 @@ from services.loop.turn_events import (
     InputQueued,
     SubagentScope,
 )
-from services.loop.webfetch import WEBFETCH
+from services.loop.webfetch import webfetch_tool
+from services.loop.webgate import user_net, webfetch_gate
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -140,6 +141,7 @@ class SessionRuntime:
         self.options = options
         self.settings = deps.settings
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
+        self.net = user_net(deps.config_data, deps.source_of)
         start, unissued = resume_point(session.last_seq, store.reserved_seq(session.id))
         self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
                                unissued=unissued)
@@ -170,9 +172,8 @@ class SessionRuntime:
         self.tools_attached = False
         self.harvest_task: asyncio.Task[None] | None = None
         self.attached = 0  # streams currently following this session
-        self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
+        self.permission_mode = opening_mode(options.auto_approve, session.permission_mode)  # /permissions changes it
         self.tool_warnings: list[tuple[str, str]] = []
-        self.held_degraded: list[Degraded] = []
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
         self.notes = render_notes(notes)
@@ -184,8 +185,8 @@ class SessionRuntime:
         self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
                                 build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
         export = deps.span_export if deps.traces else None
-        self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None
-                                 ) if deps.traces else None
+        self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None,
+                                 on_turn_start=export.turn_started if export else None) if deps.traces else None
         if self.trace is not None:
             self.events.add_listener(self.trace.record)
         if export is not None:
@@ -196,12 +197,8 @@ class SessionRuntime:
         self.events.emit(self.turn.number if self.turn else self.session.turns, body)
 
     def _export_failed(self, reason: str) -> None:
-        """The live trace exporter could not send this session's spans (told once per outage). Between
-        turns no `run` client is watching: the event waits for the next turn's stream."""
-        if self.turn is not None and not self.turn.finished:
-            self.events.emit(self.turn.number, Degraded(component="trace_export", reason=reason))
-        else:
-            self.held_degraded.append(Degraded(component="trace_export", reason=reason))
+        """The live trace exporter could not send this session's spans (told once per outage)."""
+        self._emit_now(Degraded(component="trace_export", reason=reason))  # the exporter tells it inside a turn
 
     # -- lifecycle --
 
@@ -210,7 +207,7 @@ class SessionRuntime:
         if options.interactive != self.options.interactive:
             self.tools.set_local(self.tool_defs(options.interactive))
         if options.auto_approve != self.options.auto_approve:
-            self.permission_mode = "auto" if options.auto_approve else "confirm"
+            self.permission_mode = opening_mode(options.auto_approve, self.session.permission_mode)
         self.options = options
 
     def reconfigure(self, deps: LoopDeps) -> None:
@@ -422,9 +419,6 @@ class SessionRuntime:
             await self.attach_tools()
         for component, warning in self.tool_warnings:
             emit(Degraded(component=component, reason=warning))
-        held, self.held_degraded = self.held_degraded, []
-        for body in held:  # said between turns, when no client watched
-            emit(body)
         return await self.tail.turn_parts(emit)
 
     async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
@@ -439,6 +433,9 @@ class SessionRuntime:
         if tool.name == "mcp_call":
             return mcp_gate(str(arguments.get("server", "")), str(arguments.get("tool", "")),
                             self.tail.mcp_permissions, self.permission_mode, self.session.allowed_tools)
+        if tool.name == "webfetch":  # never auto-approved: it connects on the model's say
+            return webfetch_gate(arguments, self.session.allowed_tools, self.permission_mode, self.net,
+                                 self.options.interactive)
         return decide_permission(tool.name, arguments, self.session.allowed_tools, self.permission_mode,
                                  bash_policy=self.bash_policy, declared=tool.permission, trusted=tool.local)
 
@@ -446,7 +443,8 @@ class SessionRuntime:
         return self.todo.open_items()
 
     def add_usage(self, usage: Usage) -> None:
-        self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        self.session.add_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
+                               cached_tokens=usage.cached_tokens, cost_usd=usage.cost_usd)
 
     # -- the session's own tools --
 
@@ -454,7 +452,8 @@ class SessionRuntime:
         """The loop's own tools for this session: todo_write (on this session's task state), the
         stateless ones of local_tools, and mcp_describe (on the catalog this session fetched)."""
         tools = [self.todo.tool_def(), ProposeTool(self.acceptance).tool_def(),
-                 *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH,
+                 *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None),
+                 webfetch_tool(self.net),
                  *self.subagents.tool_defs()]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
             tools.append(mcp_describe_tool(self._mcp_describe))

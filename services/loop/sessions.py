@@ -82,6 +82,9 @@ class Session:
     last_seq: int = 0
     turns: int = 0
     allowed_tools: list[str] = field(default_factory=list)
+    permission_mode: str = ""
+    """What /permissions last set ("auto" or "confirm"), kept across loop restarts; "" = never set
+    (the opening client's --auto-approve decides)."""
     usage: dict[str, Any] = field(default_factory=dict)
     harvest_cursor: int = 0
     """Messages before this index were already offered to the memory harvest."""
@@ -96,11 +99,19 @@ class Session:
     """The turn under way at the last save (``crash_marks``); empty once it finished."""
     """The last /plan run: goal and receipts (services/loop/plans/receipts.py); saved only when set."""
 
-    def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int) -> None:
-        """Add one model step's tokens to the session's totals (kept in the on-disk shape)."""
+    def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int,
+                  cached_tokens: int | None = None, cost_usd: float | None = None) -> None:
+        """Add one model step's tokens to the session's totals (kept in the on-disk shape); the
+        cache figure and the cost only when known (``cachedTokens`` counts the prompt tokens of
+        the steps that reported one, ``costUsd`` the steps that had a price)."""
         for key, value in (("promptTokens", prompt_tokens), ("completionTokens", completion_tokens),
                            ("totalTokens", total_tokens)):
             self.usage[key] = int(self.usage.get(key, 0)) + value
+        if cached_tokens is not None:
+            self.usage["cachedTokens"] = int(self.usage.get("cachedTokens", 0)) + cached_tokens
+            self.usage["cacheReportedPromptTokens"] = int(self.usage.get("cacheReportedPromptTokens", 0)) + prompt_tokens
+        if cost_usd is not None:
+            self.usage["costUsd"] = float(self.usage.get("costUsd", 0.0)) + cost_usd
 
     def preview(self) -> str:
         """The first user message, at most 80 characters."""
@@ -132,6 +143,7 @@ class Session:
             **({"acceptance": self.acceptance} if self.acceptance else {}),
             **({"plan": self.plan} if self.plan else {}),
             **({"openTurn": self.open_turn} if self.open_turn else {}),
+            **({"permissionMode": self.permission_mode} if self.permission_mode else {}),
         }
 
     def apply_meta(self, meta: dict[str, Any]) -> None:
@@ -154,6 +166,7 @@ class Session:
         self.acceptance = [a for a in raw_acceptance if isinstance(a, dict)] if isinstance(raw_acceptance, list) else []
         self.plan = raw_plan if isinstance(raw_plan, dict) else {}
         self.open_turn = meta["openTurn"] if isinstance(meta.get("openTurn"), dict) else {}
+        self.permission_mode = str(meta.get("permissionMode") or "")
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----

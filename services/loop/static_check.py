@@ -2,8 +2,9 @@
 
 Not in the sandbox (the spec says so): the operator's ``AI_CODING_STATIC_CHECK=1``
 says they trust this repository's linters, as running ``make`` would. Each
-allowed command runs as an argv (no shell) in the workspace, with the
-workspace's ``.venv/bin`` first on PATH, within ``TIMEOUT_SECONDS``; the output
+allowed command runs as an argv (no shell) in the workspace, found on the
+services' own PATH (never the workspace's ``.venv/bin`` or another directory the
+agent can write: services/kernel/host_process.py), within ``TIMEOUT_SECONDS``; the output
 is cut to ``MAX_OUTPUT_CHARS``. A linter that is missing or hangs is reported in
 the output, never as a failure of the turn.
 """
@@ -12,10 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Mapping
-from pathlib import Path
 
+from services.kernel.host_process import safe_env
 from services.loop.policy.static_check import TIMEOUT_SECONDS, StaticCheckPlan, trim_output
 
 
@@ -23,8 +23,7 @@ async def run_static_check(plan: StaticCheckPlan, workspace: str, env: Mapping[s
     """The combined, trimmed output of the plan's commands ("" when the plan runs nothing)."""
     if not plan.argvs:
         return ""
-    path = os.pathsep.join(p for p in (str(Path(workspace) / ".venv" / "bin"), env.get("PATH", "")) if p)
-    child_env = {**env, "PATH": path}
+    child_env = safe_env(env, workspace)  # nothing of the workspace on PATH or sys.path
     parts: list[str] = []
     deadline = asyncio.get_running_loop().time() + TIMEOUT_SECONDS
     for argv in plan.argvs:

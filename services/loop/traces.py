@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
@@ -65,6 +66,10 @@ class SpanExport(Protocol):
         """Take a finished turn's trace lines; must return at once and never raise."""
         ...
 
+    def turn_started(self, session_id: str) -> None:
+        """A turn of the session began (an outage not yet told is told inside it); returns at once."""
+        ...
+
     def watch(self, session_id: str, report: Callable[[str], None]) -> None:
         """Call ``report(reason)`` (on the caller's event loop) when this session's spans fail to go out."""
         ...
@@ -76,10 +81,13 @@ class TraceWriter:
     """Writes one session's turn traces (best effort: a full disk never fails a turn)."""
 
     def __init__(self, workspace: str, session_id: str,
-                 on_turn: Callable[[str, int, list[dict[str, Any]]], None] | None = None) -> None:
-        """``on_turn(session, turn, lines)`` gets each finished turn's lines (the live exporter)."""
+                 on_turn: Callable[[str, int, list[dict[str, Any]]], None] | None = None,
+                 on_turn_start: Callable[[str], None] | None = None) -> None:
+        """``on_turn(session, turn, lines)`` gets each finished turn's lines and ``on_turn_start(session)``
+        each turn's start (the live exporter)."""
         self.workspace = workspace
         self._on_turn = on_turn
+        self._on_turn_start = on_turn_start
         self._lines: list[dict[str, Any]] = []
         self.dir = Path(workspace) / STATE_DIR / "traces" / session_id
         self._fh: IO[str] | None = None
@@ -100,8 +108,12 @@ class TraceWriter:
         self._facts = {"tool_calls": 0, "tool_failures": 0, "refusals": 0, "degraded": 0, "compactions": 0}
         try:
             ensure_state_dir(self.workspace)
-            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._fh = open(self.dir / f"turn-{number}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+            for directory in (self.dir.parent, self.dir):  # traces/ and traces/<session>/: private, as the rest
+                directory.mkdir(mode=0o700, exist_ok=True)
+                os.chmod(directory, 0o700)
+            fd = os.open(self.dir / f"turn-{number}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         0o600)
+            self._fh = open(fd, "a", encoding="utf-8")  # noqa: SIM115
         except OSError:
             self._fh = None
 
@@ -110,7 +122,11 @@ class TraceWriter:
         if event.kind == "turn_started":
             self.start_turn(event.turn)
             self._facts.update(started=event.ts, model=event.data.get("model", ""))
-        if self._fh is None and self._on_turn is None:
+            if self._on_turn_start is not None and event.scope is None:
+                self._on_turn_start(self.session_id)
+        # A background child's event after its parent's turn ended: written to that turn's file.
+        late = self._fh is None and event.scope is not None
+        if self._fh is None and self._on_turn is None and not late:
             return
         if event.kind in _COUNTED:
             self._counts[event.kind] = self._counts.get(event.kind, 0) + 1
@@ -121,9 +137,11 @@ class TraceWriter:
         self._note(line)
         if event.kind == "turn_finished":
             line["counts"] = dict(self._counts)
-        if self._on_turn is not None:
+        if self._on_turn is not None and not late:
             self._lines.append(line)
-        if self._fh is not None:
+        if late:
+            self._append_late(line)
+        elif self._fh is not None:
             try:
                 self._fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
                 if event.kind in ("model_step_finished", "tool_finished"):
@@ -135,6 +153,13 @@ class TraceWriter:
             if self._on_turn is not None:
                 lines, self._lines = self._lines, []
                 self._on_turn(self.session_id, event.turn, lines)
+
+    def _append_late(self, line: dict[str, Any]) -> None:
+        """Add a line to its turn's file after that turn closed (best effort, like every write here)."""
+        with contextlib.suppress(OSError):
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with open(self.dir / f"turn-{line['turn']}.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
 
     def _note(self, line: dict[str, Any]) -> None:
         """Count what the turn's summary entry reports."""
@@ -166,7 +191,9 @@ class TraceWriter:
         with contextlib.suppress(OSError):
             tmp = self.dir / "summary.json.tmp"
             # No indent: json's C encoder only runs without one (10x faster on a long session's summary).
-            tmp.write_text(json.dumps(self._summary, default=str))
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "w",
+                      encoding="utf-8") as out:
+                out.write(json.dumps(self._summary, default=str))
             tmp.replace(self.dir / "summary.json")
 
     def _load_summary(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from services.loop.approvals import Decision
-from services.loop.domain import ToolOutcome, Usage
+from services.loop.domain import ModelCall, ToolOutcome, Usage
 from services.loop.policy.turn import Status
 
 
@@ -206,6 +206,8 @@ class ModelStepFinished(EventBody):
     usage: Usage
     latency_ms: float
     finish_reason: str
+    call: ModelCall = field(default_factory=ModelCall)
+    """The call's facts for traces; a failed call has ``finish_reason`` "error" and ``call.error_type``."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -31,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from services.kernel import __version__
 from services.kernel.config import expand_vars
 from services.kernel.errors import ConfigError
+from services.kernel.host_process import DEFAULT_PATH, safe_path
 from services.mcp_gateway.catalog import ToolEntry
 from services.mcp_gateway.domain import CallOutcome, ElicitHandler, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
@@ -282,7 +284,10 @@ def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
     return StdioServerParameters(
         command=program,
         args=list(settings.command[1:]),
-        env=expanded(settings.environment, "environment", settings.name) or None,
+        # The SDK adds HOME, PATH, ... to this; ours go on top: nothing of the directory it starts
+        # in (often a workspace) is picked up implicitly (services/kernel/host_process.py).
+        env={"PATH": safe_path(os.environ.get("PATH", DEFAULT_PATH), settings.cwd), "PYTHONSAFEPATH": "1",
+             **expanded(settings.environment, "environment", settings.name)},
         cwd=settings.cwd or None,
     )
 

@@ -5,9 +5,9 @@ Claude Code keeps a repository's servers in ``<workspace>/.mcp.json``::
     {"mcpServers": {"db": {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "v"}},
                     "api": {"type": "http", "url": "https://x/mcp", "headers": {"A": "b"}}}}
 
-A repository's file can name any program, so it is used only when the user trusts the project
-(``AI_CODING_TRUST_PROJECT=1``, as for ai-coding.yaml's own ``mcp`` section); otherwise the loop
-says once that it was not read. The loop reads it at OpenSession and hands each entry to the
+A repository's file can name any program, so each server is used only as the user approved it for
+the workspace (services/kernel/trust.py: bound to its command, arguments, URL and environment, as
+for ai-coding.yaml's own ``mcp`` section); otherwise the loop says once which one was left out. The loop reads it at OpenSession and hands each entry to the
 gateway's AddServer with ``project_source`` set: kept for the gateway's run, never written to the
 user's sidecar, and a name the user already configured wins. Pure: no gRPC, no SDK.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,10 @@ def project_file(workspace: str | Path) -> Path:
     return Path(workspace) / FILE_NAME
 
 
-def read_project_servers(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The file's servers as ``mcp.servers[]`` entries, and a sentence for each one left out."""
+def read_project_servers(path: Path, admit: Callable[[str, Any], str] | None = None
+                         ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The file's servers as ``mcp.servers[]`` entries, and a sentence for each one left out;
+    ``admit(name, spec)`` says why a server may not be used ("" = it may)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -42,6 +45,10 @@ def read_project_servers(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     entries: list[dict[str, Any]] = []
     problems: list[str] = []
     for name, spec in servers.items():
+        refused = admit(str(name), spec) if admit is not None else ""
+        if refused:
+            problems.append(f"{path}: server {name!r} not started: {refused}")
+            continue
         entry, problem = to_entry(str(name), spec)
         if problem:
             problems.append(f"{path}: server {name!r} left out: {problem}")

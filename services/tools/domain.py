@@ -51,6 +51,9 @@ class SandboxPolicy:
 
     mode: str
     network: bool
+    """The host's network (``tools.sandbox.network: host``)."""
+    egress: bool = False
+    """Only the egress proxy (``tools.sandbox.network: proxy``)."""
 
 
 @dataclass

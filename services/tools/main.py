@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 
 import grpc
 from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
 from services.kernel.config import Config
+from services.kernel.netpolicy import NetConfig
 from services.kernel.server import ServiceDef
 from services.kernel.workspace import private_dirs
-from services.tools.config import SANDBOX_MODES, SandboxConfig, ToolsConfig
+from services.tools.config import SANDBOX_MODES, SandboxConfig, ToolsConfig, network_mode
+from services.tools.errors import ToolError
 from services.tools.runtime import ToolRuntime, find_ripgrep
 from services.tools.servicer import ToolRuntimeServicer
 
@@ -26,17 +29,38 @@ def load_tools_config(config: Config) -> ToolsConfig:
         config.warnings.append(f"config key `tools.sandbox.mode` is {tools.sandbox.mode!r}, not one of "
                                f"{', '.join(SANDBOX_MODES)}; it is ignored (the default applies)")
         tools.sandbox = dataclasses.replace(tools.sandbox, mode=SandboxConfig().mode)
+    try:
+        network_mode(tools.sandbox.network)
+    except ValueError as exc:
+        config.warnings.append(f"{exc} (off: no network; proxy: only allow_domains, through the proxy; host: the "
+                               "host's network); it is ignored (the default applies)")
+        tools.sandbox = dataclasses.replace(tools.sandbox, network=SandboxConfig().network)
     return tools
 
 
 def build(config: Config) -> ServiceDef:
     """The tools service definition (the private dirs are hidden from sandboxed commands)."""
-    runtime = ToolRuntime(load_tools_config(config), private=private_dirs(config), ripgrep=find_ripgrep())
+    net = config.section(NetConfig, "net")
+    runtime = ToolRuntime(load_tools_config(config), private=private_dirs(config), ripgrep=find_ripgrep(), net=net)
     runtime.shown_warnings = [*config.warnings, *runtime.shown_warnings]  # every session is told
     servicer = ToolRuntimeServicer(runtime)
 
     def register(server: grpc.aio.Server) -> None:
         tools_pb2_grpc.add_ToolRuntimeServicer_to_server(servicer, server)
 
+    tools = runtime.config
+    self_test = sandbox_self_test(runtime) if tools.sandbox.self_test and tools.sandbox.mode == "bwrap" else None
     return ServiceDef(name="tools", proto_services=[SERVICE_NAME], register=register, on_shutdown=runtime.close_all,
-                      extra={"runtime": runtime})
+                      self_test=self_test, extra={"runtime": runtime})
+
+
+def sandbox_self_test(runtime: ToolRuntime) -> Callable[[], Awaitable[str | None]]:
+    """Start one bwrap instance the way every command does: None when it ran, else why not."""
+    async def check() -> str | None:
+        try:
+            await runtime.probe.ensure()
+        except ToolError as err:
+            return f"sandbox self-test: {err}"
+        return None
+
+    return check

@@ -21,9 +21,12 @@ from typing import Any
 
 from services.kernel.command_limits import oversize_reason
 from services.kernel.command_policy import denied_reason, writes_files
+from services.kernel.config import referenced_vars
+from services.kernel.datadir import data_dir
+from services.kernel.netpolicy import NetConfig
 from services.kernel.offloop import CheckTimeout, off_loop
 from services.tools import limits
-from services.tools.config import SANDBOX_MODES, ToolsConfig
+from services.tools.config import SANDBOX_MODES, ToolsConfig, network_mode
 from services.tools.domain import (
     Emit,
     OpenedSession,
@@ -32,6 +35,10 @@ from services.tools.domain import (
     ToolCallResult,
     ToolOutput,
 )
+from services.tools.egress.ca import ca_env
+from services.tools.egress.forwarder import EgressMount, find_python, proxy_env
+from services.tools.egress.proxy import Gate
+from services.tools.egress.setup import make_egress
 from services.tools.errors import ToolError, UnknownSession, WorkspaceError
 from services.tools.files import edit_file, read_file, write_file
 from services.tools.filestate import FileStateTracker
@@ -72,10 +79,10 @@ def decide_sandbox(config: ToolsConfig, requested_mode: str,
         mode = "bwrap"
     elif requested_mode == "none" and mode != "none":
         warnings.append("the request asked to turn the sandbox off; the tool service's config keeps bwrap")
-    network = config.sandbox.network and requested_network is not False
+    net = network_mode(config.sandbox.network) if requested_network is not False else "off"
     if mode == "none":
         warnings.append(NONE_WARNING)
-    return SandboxPolicy(mode, network), warnings
+    return SandboxPolicy(mode, net == "host", net == "proxy" and mode == "bwrap"), warnings
 
 
 def decide_extra_roots(configured: Sequence[str], requested: Sequence[str], home: Path | None = None,
@@ -143,9 +150,13 @@ class ToolRuntime:
 
     def __init__(self, config: ToolsConfig, *, host_env: Mapping[str, str] | None = None,
                  home: Path | None = None, private: Sequence[tuple[str, str]] = (),
-                 ripgrep: str | None = None) -> None:
+                 ripgrep: str | None = None, net: NetConfig | None = None) -> None:
         self.config = config
         self.host_env = dict(os.environ if host_env is None else host_env)
+        self.egress, self.egress_error = make_egress(config.sandbox, net or NetConfig(), self.host_env,
+                                                     data_dir(self.host_env) / "egress-ca")
+        self._gate_waits: set[asyncio.Task[None]] = set()
+        self.credential_vars = sorted(referenced_vars(config.sandbox.credentials))
         self.home = home or Path.home()
         self.private = list(private)
         """(what, directory) pairs a root may not contain and commands never see (besides home)."""
@@ -182,6 +193,8 @@ class ToolRuntime:
         extra, root_warnings = decide_extra_roots(self.config.extra_workspace_roots, request.extra_roots,
                                                   self.home, self.private)
         warnings += root_warnings + self.shown_warnings
+        if policy.egress and self.egress is None:
+            warnings.append(f"the sandbox's egress proxy cannot run, commands will be refused: {self.egress_error}")
         if policy.mode == "bwrap":
             try:
                 await self.probe.ensure()
@@ -208,6 +221,8 @@ class ToolRuntime:
     async def close_session(self, session_id: str) -> int:
         """Stop the session's jobs and forget it; how many jobs were still running."""
         session = self.sessions.pop(session_id, None)
+        if self.egress is not None:
+            self.egress.forget(session_id)
         return 0 if session is None else await session.jobs.stop_all()
 
     async def close_all(self) -> None:
@@ -289,7 +304,17 @@ class ToolRuntime:
         except CheckTimeout as exc:
             return f"the command policy check was stopped ({exc})"
 
-    async def _command_argv(self, session: Session, command: str) -> tuple[list[str], dict[str, str]]:
+    async def _open_gate(self, session: Session) -> Gate | None:
+        """The egress proxy's gate for one command of a ``network: proxy`` sandbox (else None)."""
+        if not session.sandbox.egress or session.sandbox.mode != "bwrap":
+            return None
+        if self.egress is None:
+            raise ToolError("egress_unavailable", f"the sandbox's egress proxy cannot run: {self.egress_error}",
+                            "Fix tools.sandbox in your user config, then restart the tools service.")
+        return await self.egress.open_gate(session.session_id)
+
+    async def _command_argv(self, session: Session, command: str, gate: Gate | None = None
+                            ) -> tuple[list[str], dict[str, str]]:
         if not command.strip() or "\0" in command:
             raise ToolError("invalid_arguments", "field `command` is empty or contains a NUL byte",
                             "Pass a shell command line.")
@@ -306,9 +331,21 @@ class ToolRuntime:
                               self.host_env.get("HOME", str(root)))
             return host_argv(command), env
         bwrap = await self.probe.ensure()
-        env = sandbox_env(self.host_env, self.config.sandbox.env_allow, session.secret_names, SANDBOX_HOME)
+        secrets = [*session.secret_names, *self.credential_vars]  # never in, even when env_allow names one
+        env = sandbox_env(self.host_env, self.config.sandbox.env_allow, secrets, SANDBOX_HOME)
+        egress = None
+        if gate is not None:
+            python = find_python()
+            if python is None:
+                raise ToolError("egress_unavailable", "tools.sandbox.network: proxy needs python3 in /usr/bin "
+                                "(it relays the proxy into the sandbox)", "Install python3 on the host.")
+            authority = gate.proxy.authority
+            egress = EgressMount(gate.path, python, tuple(authority.sandbox_binds()) if authority else ())
+            env.update(proxy_env())
+            if authority is not None:
+                env.update(ca_env())
         argv = bwrap_argv(bwrap, session.roots, root, session.sandbox.network, self.hidden_paths, command,
-                          self.shown_paths)
+                          self.shown_paths, egress)
         return argv, env
 
     async def _bash_verdict(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
@@ -321,12 +358,20 @@ class ToolRuntime:
     async def _bash(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
         timeout = self._bound(float(args.get("timeout_seconds", limits.BASH_DEFAULT_TIMEOUT)), bound)
-        argv, env = await self._command_argv(session, command)
-        result = await run_command(argv, env, session.roots[0], timeout, emit)
-        data = {"exit_code": result.exit_code, "total_chars": result.total_chars, "cut_chars": result.cut_chars,
-                "sandbox": session.sandbox.mode}
+        gate = await self._open_gate(session)
+        try:
+            argv, env = await self._command_argv(session, command, gate)
+            result = await run_command(argv, env, session.roots[0], timeout, emit)
+        finally:
+            if gate is not None:
+                await gate.close()
+        data: dict[str, Any] = {"exit_code": result.exit_code, "total_chars": result.total_chars,
+                                "cut_chars": result.cut_chars, "sandbox": session.sandbox.mode}
+        note = ""
+        if gate is not None:
+            data["egress"], note = gate.report(), gate.note()
         if result.timed_out:
-            return ToolOutput(result.output, data, "timeout", ok=False, error_code="tool_timeout",
+            return ToolOutput(result.output + note, data, "timeout", ok=False, error_code="tool_timeout",
                               error_message=f"the command did not finish within {timeout:g} s and was killed "
                                             "with its whole process group",
                               error_hint="If it needs longer, call bash again with a larger timeout_seconds "
@@ -335,13 +380,30 @@ class ToolRuntime:
         if result.exit_code:
             output += f"\n(exit code {result.exit_code})"
             output += read_only_note(result.output, session.sandbox.mode, hidden_top_level())
-        return ToolOutput(output, data, "output_cap" if result.cut_chars else "")
+        return ToolOutput(output + note, data, "output_cap" if result.cut_chars else "")
 
     async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
-        argv, env = await self._command_argv(session, command)
-        job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""))
+        gate = await self._open_gate(session)
+        try:
+            argv, env = await self._command_argv(session, command, gate)
+            job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""))
+        except BaseException:
+            if gate is not None:
+                await gate.close()
+            raise
+        if gate is not None:  # the job's way out closes when the job ends
+            waiter = asyncio.ensure_future(self._close_gate_after(job.process.wait(), gate))
+            self._gate_waits.add(waiter)
+            waiter.add_done_callback(self._gate_waits.discard)
         return ToolOutput(f"Started {job.job_id}: {command}", job.describe())
+
+    @staticmethod
+    async def _close_gate_after(ended: Awaitable[int], gate: Gate) -> None:
+        try:
+            await ended
+        finally:
+            await gate.close()
 
     async def _job_output(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         job = session.jobs.get(args["job_id"])

@@ -17,7 +17,8 @@ and each root read-write except what the host later trusts:
   ``git status`` would run. git reads work; commit/branch/stash do not (the
   bash tool says so): see docs/security.md for why.
 - the workspace state ``<root>/.ai-coding`` (sessions, traces, memory): the
-  services load and trust it, so commands only read it.
+  services load and trust it, and it holds whatever earlier turns saw (a file
+  the user attached), so commands see an empty read-only directory there.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from services.kernel.statedir import ensure_state_dir
+from services.kernel.statedir import STATE_DIR, ensure_state_dir
+from services.tools.egress.forwarder import EgressMount
 from services.tools.errors import ToolError
 from services.tools.paths import is_inside, open_parent_dir
 
@@ -169,10 +171,12 @@ def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> tuple[list[str
 
 
 def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidden: Sequence[str],
-               command: str, shown: Sequence[str] = ()) -> list[str]:
+               command: str, shown: Sequence[str] = (), egress: EgressMount | None = None) -> list[str]:
     """The full bwrap command line for ``command`` (creates the placeholders of
     :func:`read_only_paths` when missing). ``shown``: host directories to show read-only inside
-    hidden top-level ones (already checked to hold no private dir)."""
+    hidden top-level ones (already checked to hold no private dir). ``egress``: the egress
+    proxy's Unix socket and the python3 to run the forwarder: no network but loopback, the
+    socket bind-mounted, the command started behind the forwarder."""
     argv = [bwrap, *BASE_FLAGS]
     if not network:
         argv.append("--unshare-net")
@@ -198,10 +202,21 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
         argv += ["--bind", str(root), str(root)]
     for root in roots:
         for protected in read_only_paths(root):
+            if protected == root / STATE_DIR:  # hidden, not only read-only: what earlier turns saw stays out
+                argv += ["--tmpfs", str(protected), "--remount-ro", str(protected)]
+                continue
             argv += ["--ro-bind", str(protected), str(protected)]  # a mount point cannot be renamed away
     for real in inside:
         argv += ["--tmpfs", real, "--remount-ro", real]
-    argv += ["--chdir", str(cwd), "--", "/bin/bash", "-c", command]
+    shell = ["/bin/bash", "-c", command]
+    if egress is not None:
+        from services.tools.egress.forwarder import SOCKET_IN_SANDBOX, wrap
+
+        argv += ["--bind", egress.socket, SOCKET_IN_SANDBOX]
+        for source, target in egress.files:
+            argv += ["--ro-bind", source, target]
+        shell = wrap(egress.python, shell)
+    argv += ["--chdir", str(cwd), "--", *shell]
     return argv
 
 

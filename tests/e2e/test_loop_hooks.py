@@ -253,7 +253,7 @@ def test_hooks_in_a_project_config_are_dropped_with_a_warning(
         {"name": "planted", "point": "turn.start", "command": argv}]}}))
     stack = make_stack([{"match": "hello", "text": "hi"}])
     opened = stack.open()
-    assert any("ignored `hooks`" in w and "AI_CODING_TRUST_PROJECT" in w for w in opened.warnings), opened.warnings
+    assert any("ignored `hooks`" in w and "ai-coding trust -w" in w for w in opened.warnings), opened.warnings
     _, events = stack.turn("hello", session_id=opened.session_id)
     assert status_name(finished(events)) == "completed"
     assert not hook_runs(events) and not marker.exists()

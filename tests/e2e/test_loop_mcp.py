@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from tests.service.loop.harness import (
     status_name,
     workspace,
 )
+from tests.support.trust import trust_workspace
 
 __all__ = ["fake", "make_stack", "workspace"]
 
@@ -256,8 +258,8 @@ def test_a_projects_mcp_json_is_not_started_untrusted_and_says_so_once(
     path = _write_mcp_json(stack)
     first = list(stack.open().warnings)
     assert [w for w in first if ".mcp.json" in w] == [
-        f"{path}: its MCP servers were not started (a repository's file can run any program); "
-        "export AI_CODING_TRUST_PROJECT=1 to trust this project and use them"]
+        f"{path}: server 'proj demo' not started: not approved for this workspace (a repository's file can run "
+        f"any program); run `ai-coding trust -w {os.path.realpath(stack.workspace)}` to see and approve it"]
     assert not [w for w in stack.open().warnings if ".mcp.json" in w]  # said once
     channel = grpc.insecure_channel(stack.gateway.address.replace("unix://", "unix:"))
     try:
@@ -270,13 +272,13 @@ def test_a_projects_mcp_json_is_not_started_untrusted_and_says_so_once(
 
 def test_a_trusted_projects_mcp_json_servers_are_callable_and_not_written_to_the_users_sidecar(
         make_stack: Callable[..., LoopStack], monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
-    monkeypatch.setenv("AI_CODING_TRUST_PROJECT", "1")
     stack = make_stack([
         {"match": "echo", "tool_calls": [{"name": "mcp_call", "arguments": {
             "server": "proj-demo", "tool": "echo", "input": {"text": "from the project"}}}]},
         {"match": "echo: from the project", "text": "The project's server answered."},
     ], mcp_servers=[])
     _write_mcp_json(stack)
+    trust_workspace(Path(stack.workspace))
     sid = stack.open().session_id
     _wait_connected(stack, "proj-demo")
     assert not [w for w in stack.open().warnings if ".mcp.json" in w]  # a second session registers again quietly

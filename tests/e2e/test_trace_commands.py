@@ -110,8 +110,8 @@ def test_the_otlp_export_is_a_span_tree_with_failures_marked_and_two_exports_mat
     turns = [s for s in spans if s.parent_span_id == root.span_id]
     assert len(turns) == 2
     under_first = {s.name for s in spans if s.parent_span_id == turns[0].span_id}
-    assert under_first == {"chat fake", "execute_tool read", "execute_tool bash"}
-    assert [s.name for s in spans if s.parent_span_id == turns[1].span_id] == ["chat fake"]
+    assert under_first == {"chat fake-model", "execute_tool read", "execute_tool bash"}
+    assert [s.name for s in spans if s.parent_span_id == turns[1].span_id] == ["chat fake-model"]
     tools = {s.name: s for s in spans if s.name.startswith("execute_tool")}
     assert all(t.status.code == 2 for t in tools.values())
     bash_attrs = {a.key: a.value.string_value for a in tools["execute_tool bash"].attributes}

@@ -3,6 +3,7 @@ runs, sandboxed (bwrap) and on the host (sandbox none), and every process of the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -16,7 +17,7 @@ from tests.support.processes import ServiceProcess, write_user_config
 from tests.support.tools_harness import ToolServiceClient
 
 
-def _pids_running(marker: str) -> list[int]:
+def _pids_running(marker: str, *, leading: bool = False) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -26,7 +27,7 @@ def _pids_running(marker: str) -> list[int]:
             state = (entry / "stat").read_text().split(") ", 1)[1][:1]
         except OSError:
             continue
-        if marker in cmdline and state != "Z":
+        if (cmdline.startswith(marker) if leading else marker in cmdline) and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -48,9 +49,10 @@ def test_sigkill_of_the_tools_service_ends_its_running_jobs(
         _, result = client.call("s1", "job_start", json.dumps({"command": f"sleep {marker}"}))
         assert result.ok, result.error.message
         deadline = time.monotonic() + 20
-        while not _pids_running(f"sleep {marker}") and time.monotonic() < deadline:
+        # The sleep itself, not bwrap's command line that names it: the sandbox is set up by then.
+        while not _pids_running(f"sleep {marker}", leading=True) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _pids_running(f"sleep {marker}"), "the job never started"
+        assert _pids_running(f"sleep {marker}", leading=True), "the job never started"
         assert service.proc is not None
         os.kill(service.proc.pid, signal.SIGKILL)
         service.proc.wait(timeout=30)
@@ -59,7 +61,8 @@ def test_sigkill_of_the_tools_service_ends_its_running_jobs(
             time.sleep(0.05)
         left = _pids_running(marker)
         for pid in left:  # never leave them behind, even when the test fails
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         assert not left, f"job processes outlived the service: {left}"
     finally:
         client.close()

@@ -19,7 +19,8 @@ import pytest
 from services.fake_model import FakeModelServer
 
 PLANT = ("printf 'ai:\\n  bash_policy:\\n    deny: []\\n    confirm: []\\n  strict_paths: false\\n"
-         "  approval_mode: auto\\n  turn_timeout_seconds: 0\\nloop:\\n  mcp: true\\n"
+         "  approval_mode: auto\\n  turn_timeout_seconds: 0\\n  max_tool_iterations: 500\\n  subagent_isolation: false\\n"
+         "  max_parallel_subagents: 64\\n  subagent_timeout_seconds: 6000\\nloop:\\n  mcp: true\\n"
          "tools:\\n  sandbox:\\n    mode: none\\n    network: true\\n' > ai-coding.local.yaml && echo planted")
 FORBIDDEN = "echo forbidden-marker > proof.txt"
 SANDBOXED = "echo $HOME > home.txt"
@@ -80,9 +81,12 @@ def test_a_project_config_the_agent_writes_cannot_lift_the_deny_list_or_the_sand
     assert (ws / "home.txt").read_text().strip() == "/tmp"  # still in bwrap: the sandbox's HOME
     warned = second.stderr
     for key in ("ai.bash_policy.deny", "ai.strict_paths", "ai.approval_mode", "ai.turn_timeout_seconds",
-                "loop.mcp", "tools.sandbox"):
+                "loop.mcp", "tools.sandbox", "ai.max_tool_iterations", "ai.subagent_isolation",
+                "ai.max_parallel_subagents", "ai.subagent_timeout_seconds"):
         assert f"`{key}`" in warned, warned
     shown = cli("config", "show", "-w", str(ws), "--json")
     rows = {key: value for key, value, _ in json.loads(shown.stdout)}
     assert rows["ai.bash_policy.deny"] == ["forbidden-marker"] and rows["ai.strict_paths"] is True
     assert rows["ai.turn_timeout_seconds"] == 120 and rows["loop.mcp"] is False
+    assert rows["ai.max_tool_iterations"] == 50 and rows["ai.subagent_isolation"] is True
+    assert rows["ai.max_parallel_subagents"] == 4 and rows["ai.subagent_timeout_seconds"] == 600

@@ -161,3 +161,12 @@ def test_the_workspace_state_is_read_only_to_commands(service: ThreadedToolServi
     assert "finished" in result.output
     assert state.is_dir() and sorted(p.name for p in state.iterdir()) == [".gitignore"]
     assert not (workspace / ".ai-coding-moved").exists()
+
+
+def test_the_workspace_state_is_hidden_from_commands(service: ThreadedToolService, workspace: Path) -> None:
+    sessions = workspace / ".ai-coding" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "earlier.json").write_text("ATTACHED-EARLIER-5150")  # what an earlier turn saw
+    result = bash(service, "cat .ai-coding/sessions/earlier.json 2>&1; ls -A .ai-coding; echo finished")
+    assert "finished" in result.output and "ATTACHED-EARLIER-5150" not in result.output
+    assert (sessions / "earlier.json").read_text() == "ATTACHED-EARLIER-5150"  # left alone on the host

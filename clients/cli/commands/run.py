@@ -57,7 +57,7 @@ def run(
     if session and resume:
         raise fail("run", "--session and --resume both name a session; pass one of them")
     try:
-        files = [] if plan else attachments.collect(text, cwd)
+        files = [] if plan else attachments.collect(text, cwd, root)
     except attachments.AttachmentError as err:
         raise fail("run", str(err)) from None
     with cli_errors("run"):
@@ -106,8 +106,20 @@ def _rich_sink(verbose: bool) -> tuple[Callable[[Event], None], Callable[[], Non
 
     from clients.cli.render import EventRenderer
 
-    renderer = EventRenderer(Console(highlight=False), verbose=verbose)
-    return renderer.handle, renderer.close
+    # Without a terminal (a CI log, `> out.txt`) nothing is wrapped or cut at a guessed width.
+    console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+    renderer = EventRenderer(console, verbose=verbose)
+    if not console.is_terminal:
+        return renderer.handle, renderer.close
+    from clients.cli.progress import TerminalTicker
+
+    ticker = TerminalTicker(renderer.handle, sys.stdout, lambda: renderer.mid_line, width=lambda: console.width)
+
+    def close() -> None:
+        ticker.close()
+        renderer.close()
+
+    return ticker.sink, close
 
 
 def register(app: typer.Typer) -> None:

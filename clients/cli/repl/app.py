@@ -34,10 +34,14 @@ from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
 from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
 from clients.cli.connection.services import ServiceClients
+from clients.cli.cost import cost_report
+from clients.cli.diffview import diff_command
 from clients.cli.driver import TurnDriver
+from clients.cli.progress import REPL_KEYS, Progress, tick_while
 from clients.cli.render import EventRenderer, background_done_line, last_tool_text, literal, visible_controls
 from clients.cli.repl import resume
 from clients.cli.repl.keys import build_bindings
+from clients.cli.repl.recovery import OFFERED, ServiceRestorer, lost_turn
 from clients.cli.repl.service_commands import (
     Output,
     PendingForget,
@@ -98,6 +102,9 @@ class Repl:
         self._background: set[str] = set()
         # True while the next TurnStarted is for a line the prompt already shows.
         self._echoed_input = False
+        self.progress = Progress(keys=REPL_KEYS)  # the status line above the prompt while a turn runs
+        self._ticking = False
+        self.restorer = ServiceRestorer(workspace)  # restarts the services this REPL lost
         self.prompt: PromptSession[str] = PromptSession(
             message=self._message, key_bindings=build_bindings(self),
             completer=ThreadedCompleter(SlashCompleter(self)), complete_while_typing=True,
@@ -171,6 +178,7 @@ class Repl:
         if self._background and self.session_id and opened.session_id != self.session_id:
             self._spawn(self._watch_background(self.session_id, self.last_seq, set(self._background)))
         self._background = set()
+        self.progress = Progress(keys=REPL_KEYS)  # the other session's children end in its own notes
         self.session_id = opened.session_id
         self.last_seq = opened.last_seq
         self.renderer.last_seq = opened.last_seq
@@ -242,7 +250,7 @@ class Repl:
             self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
             return
         try:
-            files = attachments.collect(text, Path(os.getcwd()))  # @path mentions, as `run` reads them
+            files = attachments.collect(text, Path(os.getcwd()), Path(self.workspace))  # as `run` reads them
         except attachments.AttachmentError as err:
             self._print(literal(f"  {err}", "red"))
             return
@@ -265,6 +273,11 @@ class Repl:
         elif name == "last":
             last = self.renderer.last_tool
             self._print(literal(last_tool_text(last)) if last else literal("no tool call yet", "dim"))
+        elif name == "diff":
+            self._print(diff_command(self.renderer.diffs, args))
+        elif name == "cost":
+            budget = await self.client.run_command(self.session_id, "budget", "")
+            self._print(literal("\n".join(cost_report(self.renderer.last_usage, budget.data_json))))
         elif name == "thinking":
             reasoning = self.renderer.last_reasoning
             self._print(literal(reasoning, "dim italic") if reasoning else literal("no reasoning yet", "dim"))
@@ -424,8 +437,15 @@ class Repl:
             return False
         if err.reason == "service_unavailable":
             await asyncio.sleep(0.3)
-            return True
+            return await self._restore()
         return err.reason == "session_not_found" and await self._reopen()
+
+    async def _restore(self) -> bool:
+        """Start the services again when they are down (as `run` does); False when that failed (said)."""
+        problem = await self.restorer.restore(self.note)
+        if problem:
+            self._error(problem)
+        return not problem
 
     async def _reopen(self) -> bool:
         """Open the current session again (a restarted loop service forgot it); False if that fails."""
@@ -471,7 +491,12 @@ class Repl:
         end = await driver.follow(stream, text, files)
         if self._turn_stream is driver.stream:
             self._turn_stream = None
-        if end.error is not None:
+        if lost_turn(end) and text:
+            self.turn_running = False  # the loop died mid-turn: bring it back and offer the prompt again
+            if await self._restore() and not self.prompt.default_buffer.text:
+                self.prompt.default_buffer.text = text
+                self.note(OFFERED)
+        elif end.error is not None:
             self._error(str(end.error))
             self.turn_running = False
             self.queued.clear()
@@ -542,9 +567,10 @@ class Repl:
                 except ClientError as err:
                     if err.reason == "session_not_found" and await self._reopen():
                         continue
-                    if not failing:
+                    restored = err.reason == "service_unavailable" and await self._restore()
+                    if not failing and not restored:
                         self._error(f"{err} (retrying)")
-                    failing = True
+                    failing = not restored
                 finally:
                     stream.close()
                 if replaying:
@@ -600,7 +626,17 @@ class Repl:
             self._timings.mark("event")
         self._sync_width()
         self.renderer.handle(event)
+        self.progress.feed(event, time.monotonic())
+        if not self._ticking and (self.turn_running or self.progress.background):
+            self._ticking = True
+            self._spawn(self._tick())
         self._invalidate()
+
+    async def _tick(self) -> None:
+        try:
+            await tick_while(lambda: self.turn_running or bool(self.progress.background), self._invalidate)
+        finally:
+            self._ticking = False
 
     # ---- answers, interrupts, keys ----
 
@@ -669,10 +705,11 @@ class Repl:
             parts.append(("fg:ansiyellow bold", "forget? [y/N] "))
         elif self._asking_plan:
             parts.append(("bold", "plan› "))
-        elif self.turn_running:
-            parts.append(("fg:ansibrightblack", "… "))
         else:
-            parts.append(("bold", "› "))
+            status = self.progress.line(time.monotonic())  # a running turn's, or background children's
+            if status:
+                parts.append(("fg:ansibrightblack", f"⋯ {status}\n"))
+            parts.append(("fg:ansibrightblack", "… ") if self.turn_running else ("bold", "› "))
         return FormattedText(parts)
 
     def _invalidate(self) -> None:

@@ -10,6 +10,7 @@ from clients.cli.connection.loop import LoopClient
 from clients.cli.connection.services import ServiceClients
 from clients.cli.headless import workspace_and_cwd
 from clients.cli.repl.app import Repl
+from clients.cli.repl.recovery import needed_services
 from clients.cli.repl.terminal import log_crash
 from services.kernel.endpoints import Endpoint
 
@@ -19,8 +20,7 @@ def _endpoints(workspace: Path, quiet: bool = False) -> tuple[dict[str, Endpoint
     from clients.cli import control
 
     setup = control.resolve(workspace)
-    names: list[str] = [name for name in ("loop", "tools") if name in setup.supervisor.services] or ["loop"]
-    control.ensure_running(setup, names, quiet=quiet)
+    control.ensure_running(setup, needed_services(setup), quiet=quiet)
     return setup.endpoints, setup.rdir / "logs" / "client.log"
 
 

@@ -72,6 +72,8 @@ class HistoryItem:
     kind: str
     text: str
     ok: bool = True
+    pending: bool = False
+    """A tool call with no result saved yet (still running, or its turn was cut off)."""
 
 
 def history_items(messages_json: str) -> list[HistoryItem]:
@@ -84,13 +86,19 @@ def history_items(messages_json: str) -> list[HistoryItem]:
     items: list[HistoryItem] = []
     for message in messages:
         role, content = message.get("role"), _content_text(message.get("content"))
-        if role == "user" and content:
+        if role == "user" and content and _HARNESS_NOTE.match(content):
+            items.append(HistoryItem("note", content))  # the loop's own nudge to the model, not the user's
+        elif role == "user" and content:
             items.append(HistoryItem("user", content))
         elif role == "assistant":
             if content:
                 items.append(HistoryItem("assistant", content))
             for call in message.get("toolCalls") or []:
-                result = results.get(call.get("id", ""), "")
+                call_id = call.get("id", "")
+                if call_id not in results:
+                    items.append(HistoryItem("tool", _tool_line(call, ""), pending=True))
+                    continue
+                result = results[call_id]
                 items.append(HistoryItem("tool", _tool_line(call, result), ok=_looks_ok(result)))
     return items
 
@@ -134,6 +142,11 @@ def _tool_line(call: dict[str, Any], result: str) -> str:
     first = one_line(result)
     return f"{title} · {first}" if first else title
 
+
+# The loop's own messages to the model, written with the user role: its nudges and gates
+# (services/loop/policy: turn.py [continue], guards.py [strategy-gate], search.py [search-gate],
+# plans/policy.py [acceptance-gate]) and compaction's request and checkpoint.
+_HARNESS_NOTE = re.compile(r"^\[(continue|strategy-gate|search-gate|acceptance-gate|compaction-request|checkpoint)\] ")
 
 # The loop writes a failed call's result as "<error_code>: <message>" (denied_by_user: ...,
 # edit_no_match: ..., cancelled: ...).
@@ -209,7 +222,17 @@ def history_lines(items: list[HistoryItem], plan: list[tuple[str, str]] | None =
                 lines += plan or []
         elif item.kind == "assistant":
             lines.append((item.text, ""))
+        elif item.kind == "note":
+            lines.append((f"  {_first_line(item.text)}", "dim"))
+        elif item.pending:
+            lines.append((f"▸ {item.text} · no result yet", "yellow"))
         else:
             lines.append((f"✓ {item.text}", "green") if item.ok else (f"✗ {item.text}", "red"))
     lines.append(("── end of history ──", "dim"))
     return lines
+
+
+def _first_line(text: str) -> str:
+    from clients.cli.render import one_line
+
+    return one_line(text, 120)

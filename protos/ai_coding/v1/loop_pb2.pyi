@@ -1159,12 +1159,15 @@ class ModelStepFinished(_message.Message):
     USAGE_FIELD_NUMBER: _builtins.int
     LATENCY_MS_FIELD_NUMBER: _builtins.int
     FINISH_REASON_FIELD_NUMBER: _builtins.int
+    CALL_FIELD_NUMBER: _builtins.int
     step: _builtins.int
     latency_ms: _builtins.float
     finish_reason: _builtins.str
-    """"stop", "tool_calls", "length", ..."""
+    """"stop", "tool_calls", "length", ...; "error" for a call that failed (call.error_type says how)."""
     @_builtins.property
     def usage(self) -> _common_pb2.Usage: ...
+    @_builtins.property
+    def call(self) -> Global___ModelCall: ...
     def __init__(
         self,
         *,
@@ -1172,14 +1175,71 @@ class ModelStepFinished(_message.Message):
         usage: _common_pb2.Usage | None = ...,
         latency_ms: _builtins.float = ...,
         finish_reason: _builtins.str = ...,
+        call: Global___ModelCall | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["finish_reason", b"finish_reason", "latency_ms", b"latency_ms", "step", b"step", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "finish_reason", b"finish_reason", "latency_ms", b"latency_ms", "step", b"step", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ModelStepFinished: _TypeAlias = ModelStepFinished  # noqa: Y015
+
+@_typing.final
+class ModelCall(_message.Message):
+    """One model call as the GenAI semantic conventions' inference span reads it ("" / 0 = unknown)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROVIDER_FIELD_NUMBER: _builtins.int
+    REQUEST_MODEL_FIELD_NUMBER: _builtins.int
+    SERVER_ADDRESS_FIELD_NUMBER: _builtins.int
+    SERVER_PORT_FIELD_NUMBER: _builtins.int
+    STREAM_FIELD_NUMBER: _builtins.int
+    RESPONSE_MODEL_FIELD_NUMBER: _builtins.int
+    RESPONSE_ID_FIELD_NUMBER: _builtins.int
+    FIRST_CHUNK_MS_FIELD_NUMBER: _builtins.int
+    ERROR_TYPE_FIELD_NUMBER: _builtins.int
+    ATTEMPTS_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    provider: _builtins.str
+    """The provider row's name (gen_ai.provider.name)."""
+    request_model: _builtins.str
+    """The model id sent (gen_ai.request.model), not the config entry's name."""
+    server_address: _builtins.str
+    server_port: _builtins.int
+    stream: _builtins.bool
+    response_model: _builtins.str
+    response_id: _builtins.str
+    first_chunk_ms: _builtins.float
+    """From sending the request to the first bytes of the final attempt's reply."""
+    error_type: _builtins.str
+    """The stable reason of a failed call ("rate_limited", "context_length", ...); "" when it succeeded."""
+    attempts: _builtins.int
+    duration_ms: _builtins.float
+    """How long a failed call took, retries included (a finished step has latency_ms)."""
+    def __init__(
+        self,
+        *,
+        provider: _builtins.str = ...,
+        request_model: _builtins.str = ...,
+        server_address: _builtins.str = ...,
+        server_port: _builtins.int = ...,
+        stream: _builtins.bool = ...,
+        response_model: _builtins.str = ...,
+        response_id: _builtins.str = ...,
+        first_chunk_ms: _builtins.float = ...,
+        error_type: _builtins.str = ...,
+        attempts: _builtins.int = ...,
+        duration_ms: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "duration_ms", b"duration_ms", "error_type", b"error_type", "first_chunk_ms", b"first_chunk_ms", "provider", b"provider", "request_model", b"request_model", "response_id", b"response_id", "response_model", b"response_model", "server_address", b"server_address", "server_port", b"server_port", "stream", b"stream"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ModelCall: _TypeAlias = ModelCall  # noqa: Y015
 
 @_typing.final
 class InputQueued(_message.Message):

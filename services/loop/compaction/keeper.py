@@ -192,6 +192,8 @@ class ContextKeeper:
         returns whether the view changed."""
         if not self.settings.enabled and not force:
             return False
+        if model_limits(model)[1] not in (None, self.budget.window):  # a window the server stated (model client)
+            self.set_model(model)
         carried, ours = self.estimates(messages, fixed_tokens)
         tokens = max(carried, ours)
         inp = Inputs(messages=messages, session_id=self.session_id, budget=self.budget, settings=self.settings,

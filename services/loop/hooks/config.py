@@ -3,7 +3,7 @@
 Our format lists entries under ``hooks.events``::
 
     hooks:
-      plugin_dir: ~/.ai-coding-hooks       # python hooks' modules (default <workspace>/.ai-coding/hooks)
+      plugin_dir: ~/.ai-coding-hooks       # python hooks' modules (user config only; default: hooks/ next to it)
       events:
         - name: no-rm
           point: tool.before               # where it runs (POINTS)
@@ -27,6 +27,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from services.kernel.errors import ConfigError
@@ -120,7 +121,7 @@ class HookSettings:
 
     hooks: tuple[HookSpec, ...] = ()
     plugin_dir: str = ""
-    """Where python hooks' modules are; empty: ``<workspace>/.ai-coding/hooks``."""
+    """Where python hooks' modules are (user config only); empty: ``hooks/`` next to the user config."""
 
     def at(self, point: str) -> list[HookSpec]:
         return [h for h in self.hooks if h.point == point]
@@ -138,7 +139,8 @@ def parse_hooks(raw: Any, source_of: Any = None) -> tuple[HookSettings, list[str
                           hint="See docs/hooks.md for the format.")
     warnings: list[str] = []
     specs: list[HookSpec] = []
-    plugin_dir = str(raw.get("plugin_dir") or "")
+    plugin_dir, plugin_warning = _plugin_dir(raw.get("plugin_dir"), source_of)
+    warnings += plugin_warning
     for key, value in raw.items():
         if key in ("plugin_dir", "events"):
             continue
@@ -169,6 +171,22 @@ def parse_hooks(raw: Any, source_of: Any = None) -> tuple[HookSettings, list[str
         names.add(spec.name)
         specs.append(spec)
     return HookSettings(tuple(specs), plugin_dir), warnings
+
+
+def _plugin_dir(raw: Any, source_of: Any) -> tuple[str, list[str]]:
+    """``hooks.plugin_dir`` decides which code the loop imports: the user config's only, always
+    (trusting a workspace's hooks is not letting it pick the loop's modules), and an absolute path
+    (or ``~/...``), never one relative to wherever the loop was started."""
+    if not raw:
+        return "", []
+    where = str(source_of("hooks.plugin_dir") or "") if source_of is not None else ""
+    if where.startswith("project:"):
+        return "", [f"{where.partition(':')[2]}: ignored `hooks.plugin_dir` (which code the loop imports comes "
+                    "only from the user config)"]
+    if not Path(str(raw)).expanduser().is_absolute():
+        return "", [f"ignored `hooks.plugin_dir` {raw!r}: give an absolute path (or ~/...), not one relative "
+                    "to where the services started"]
+    return str(raw), []
 
 
 def _camel(key: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from services.kernel.statedir import STATE_DIR
+from services.kernel.config import user_config_path
 from services.loop.hooks import claude
 from services.loop.hooks.answer import Verdict, read_answer, redact_value
 from services.loop.hooks.config import Capability, HookSettings, HookSpec, LastRun, describe
@@ -65,7 +65,7 @@ class HookEngine:
     @property
     def plugin_dir(self) -> Path:
         raw = self.settings.plugin_dir
-        return Path(raw).expanduser() if raw else Path(self.workspace) / STATE_DIR / "hooks"
+        return Path(raw).expanduser() if raw else user_config_path().parent / "hooks"
 
     # -- the points the turn calls (ports.TurnHooks) --
 

@@ -2,8 +2,9 @@
 
 A command gets one JSON line on stdin and answers with (at most) one JSON line on
 stdout; past its timeout the whole process group is killed. Its environment is
-built from ``ENV_ALLOW`` (no model keys, no tokens) plus what the user set for
-that hook. A python hook is ``function(event: dict) -> dict | None`` (sync or
+built from ``ENV_ALLOW`` (no model keys, no tokens), made safe to start in the
+workspace (``PYTHONSAFEPATH=1``, a PATH without relative or in-workspace entries), plus
+what the user set for that hook. A python hook is ``function(event: dict) -> dict | None`` (sync or
 async) from ``<plugin_dir>/<module>.py``, run inside the loop service.
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.kernel.host_process import safe_env
 from services.loop.hooks.config import HookSpec
 
 ENV_ALLOW = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
@@ -51,8 +53,9 @@ class RawAnswer:
 def hook_env(spec: HookSpec, workspace: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The hook's environment: allow-listed variables, the workspace, and the hook's own ``env``."""
     source = os.environ if environ is None else environ
-    env = {k: source[k] for k in ENV_ALLOW if k in source}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    # Started with the workspace as its directory: nothing the agent planted there is picked up
+    # implicitly (PYTHONSAFEPATH, no relative or in-workspace PATH entries; services/kernel/host_process.py).
+    env = safe_env({k: source[k] for k in ENV_ALLOW if k in source}, workspace)
     env["AI_CODING_WORKSPACE"] = workspace
     env["CLAUDE_PROJECT_DIR"] = workspace  # what Claude Code's hooks read
     env.update(dict(spec.env))

@@ -29,23 +29,39 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx2
 import openai
 
-from services.loop.model.providers import echoes_reasoning, get_provider, thinking_options, with_reasoning
-from services.loop.model.retry import (
-    Failure,
-    classify_status,
-    is_context_length,
-    next_wait,
-    parse_retry_after,
+from services.loop.domain import ModelCall
+from services.loop.model.error_body import read_error
+from services.loop.model.failures import ERROR_REASON, AttemptFailed, classify, give_up, stream_error
+from services.loop.model.providers import (
+    ThinkingFormat,
+    echoes_reasoning,
+    get_provider,
+    server_of,
+    think_tags_by_family,
+    thinking_options,
+    with_reasoning,
 )
+from services.loop.model.retry import Failure, FailureKind, next_wait
 from services.loop.model.settings import ModelSettings
-from services.loop.model.stream import LineSplitter, SseDecoder, StreamAssembler, completion_as_chunk
+from services.loop.model.stream import (
+    LineSplitter,
+    SseDecoder,
+    StreamAssembler,
+    completion_as_chunk,
+    foreign_shape,
+)
 from services.loop.model.usage import normalize_usage, prefix_ratio, step_cost
 from services.loop.ports import Message, ModelError, StepResult
+
+# The fields of a request the loop can do without when a server refuses one (the core of a
+# Chat Completions request, model/messages/stream/tools, is never dropped).
+OPTIONAL_FIELDS = ("stream_options", "max_tokens", "temperature", "reasoning_effort", "thinking", "enable_thinking")
 
 MAX_REMEMBERED_CONVERSATIONS = 32
 JSON_HEADERS = {"Content-Type": "application/json"}
@@ -81,44 +97,6 @@ def request_body(request: dict[str, Any]) -> bytes:
     return json.dumps(ordered, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-class _AttemptFailed(Exception):
-    def __init__(self, failure: Failure, detail: str) -> None:
-        super().__init__(detail)
-        self.failure = failure
-        self.detail = detail
-
-
-def _cause(exc: BaseException) -> str:
-    inner = exc.__cause__ or exc.__context__
-    while inner is not None and (inner.__cause__ or inner.__context__) and not str(inner):
-        inner = inner.__cause__ or inner.__context__
-    return str(inner) if inner is not None and str(inner) else str(exc)
-
-
-def _stream_error(message: str, body: object) -> Failure:
-    fields = body if isinstance(body, dict) else {}
-    text = f"{message} {fields.get('code', '')} {fields.get('type', '')}"
-    if is_context_length(None, text):
-        return Failure("context_length", False)
-    if "rate" in text.lower() and "limit" in text.lower():
-        return Failure("rate_limited", True)
-    return Failure("server_error", True)
-
-
-def _classify(exc: Exception) -> _AttemptFailed:
-    if isinstance(exc, openai.APITimeoutError):
-        return _AttemptFailed(Failure("timeout", True), "the request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return _AttemptFailed(Failure("connection", True), _cause(exc))
-    if isinstance(exc, openai.APIStatusError):
-        headers = dict(exc.response.headers) if exc.response is not None else {}
-        failure = classify_status(exc.status_code, exc.message, parse_retry_after(headers))
-        return _AttemptFailed(failure, f"HTTP {exc.status_code}: {exc.message}")
-    if isinstance(exc, openai.APIError):
-        return _AttemptFailed(_stream_error(exc.message, exc.body), exc.message)
-    raise exc
-
-
 # How long to wait for the end of a body after [DONE]: reading it lets the HTTP client keep
 # the connection for the next step (otherwise every step pays a new connection: a TLS
 # handshake against a real provider); a server that holds the stream open is not waited for.
@@ -134,12 +112,18 @@ async def _drain(rest: AsyncIterator[bytes]) -> None:
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:
-    """A non-streamed reply's body as a dict; a body that is not JSON is a retryable server fault."""
+    """A non-streamed reply's body as a dict; a body that is not JSON is not an API we can read."""
     try:
         reply = json.loads(raw or b"null")
     except ValueError:
-        raise _AttemptFailed(Failure("not_an_api", False), "its reply is neither an event stream nor JSON") from None
-    return reply if isinstance(reply, dict) else {}
+        raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), "its reply is neither an event stream nor JSON") from None
+    if not isinstance(reply, dict):
+        return {}
+    if reply.get("error"):  # an error in a 200 body
+        raise stream_error(read_error(reply, "the endpoint answered with an error"))
+    if "choices" not in reply:
+        raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), foreign_shape(reply))
+    return reply
 
 
 class OpenAIModelClient:
@@ -158,6 +142,18 @@ class OpenAIModelClient:
         # request is remembered per conversation (keyed by its opening messages).
         self._previous: OrderedDict[str, bytes] = OrderedDict()
         self.attempts = 0  # attempts of the most recently finished step (observability)
+        row = get_provider(settings.provider)
+        self._format = ThinkingFormat(settings.thinking_format) if settings.thinking_format else (
+            row.thinking_format if row else ThinkingFormat.EFFORT)
+        self._echo = settings.echo_reasoning if settings.echo_reasoning is not None else bool(row and row.echo_reasoning)
+        self._think_tags = settings.think_tags if settings.think_tags is not None else think_tags_by_family(
+            settings.model)
+        self.dropped: set[str] = set(settings.drop_params)
+        """Request fields not sent: the entry's ``drop_params`` plus any a server refused this session."""
+        self._headers = {**JSON_HEADERS, **settings.headers}
+        host, port = server_of(settings.base_url)
+        self._call = ModelCall(provider=settings.provider or "generic", request_model=settings.model,
+                               server_address=host, server_port=port, stream=True)
 
     async def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -167,7 +163,7 @@ class OpenAIModelClient:
         s = self.settings
         request: dict[str, Any] = {
             "model": s.model,
-            "messages": with_reasoning(messages, echoes_reasoning(s.provider, s.thinking)),
+            "messages": with_reasoning(messages, echoes_reasoning(self._echo, s.thinking)),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -177,8 +173,15 @@ class OpenAIModelClient:
             request["max_tokens"] = s.max_tokens
         if s.temperature is not None:
             request["temperature"] = s.temperature
-        request.update(thinking_options(s.provider, s.thinking, s.reasoning_effort))
+        request.update(thinking_options(self._format, s.thinking, s.reasoning_effort))
+        request.update(s.extra_body)
+        for name in self.dropped:
+            request.pop(name, None)
         return request
+
+    def _optional_fields(self, request: dict[str, Any]) -> list[str]:
+        """The fields of ``request`` a server may refuse and the step still work without."""
+        return [k for k in (*OPTIONAL_FIELDS, *self.settings.extra_body) if k in request]
 
     async def _attempt(
         self,
@@ -187,6 +190,7 @@ class OpenAIModelClient:
         on_text: Callable[[str], None],
         on_reasoning: Callable[[str], None],
         timeout: float,
+        sent: list[str],
     ) -> None:
         # The raw SSE bytes are split and parsed here instead of through the package's typed
         # chunks: building a pydantic object per chunk cost half of a step's client-side
@@ -194,65 +198,78 @@ class OpenAIModelClient:
         try:
             response = await self._client.post(
                 "/chat/completions", cast_to=httpx2.Response, content=body, stream=True,
-                options={"headers": JSON_HEADERS, "timeout": timeout},
+                options={"headers": self._headers, "timeout": timeout},
             )
         except openai.APIError as exc:
-            raise _classify(exc) from None
+            raise classify(exc, sent) from None
+        saw_done = False
         try:
             if "event-stream" in response.headers.get("content-type", ""):
-                await self._read_stream(response, asm, on_text, on_reasoning)
+                saw_done = await self._read_stream(response, asm, on_text, on_reasoning)
             else:
-                self._feed(asm, completion_as_chunk(_json_object(await response.aread())), on_text, on_reasoning)
+                raw_body = await response.aread()
+                asm.first_chunk_at = time.monotonic()
+                self._feed(asm, completion_as_chunk(_json_object(raw_body)), on_text, on_reasoning)
+                saw_done = True
         except httpx2.TimeoutException:
-            raise _AttemptFailed(Failure("timeout", True), "the endpoint stopped sending") from None
+            raise AttemptFailed(Failure(FailureKind.TIMEOUT, True), "the endpoint stopped sending") from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
-            raise _AttemptFailed(Failure("stream_dropped", True), str(exc) or type(exc).__name__) from None
+            raise AttemptFailed(Failure(FailureKind.STREAM_DROPPED, True), str(exc) or type(exc).__name__) from None
         finally:
             await response.aclose()
+        self._emit(asm.end(saw_done), on_text, on_reasoning)
+        if asm.produced_nothing and asm.foreign is not None and asm.chunks_without_choices == asm.chunks:
+            raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), foreign_shape(asm.foreign))
         if not asm.finish_reason:
-            raise _AttemptFailed(Failure("stream_dropped", True), "it ended before the model finished")
+            raise AttemptFailed(Failure(FailureKind.STREAM_DROPPED, True), "it ended before the model finished")
         if asm.produced_nothing and asm.shapeless_choices:
-            raise _AttemptFailed(Failure("not_an_api", False), f"its {asm.shapeless_choices} stream chunk(s) "
-                                 "carry neither `delta` nor `message`, so nothing in them can be read")
+            raise AttemptFailed(Failure(FailureKind.NOT_AN_API, False), f"its {asm.shapeless_choices} stream chunk(s) "
+                                "carry neither `delta` nor `message`, so nothing in them can be read")
 
     async def _read_stream(self, response: httpx2.Response, asm: StreamAssembler,
-                           on_text: Callable[[str], None], on_reasoning: Callable[[str], None]) -> None:
+                           on_text: Callable[[str], None], on_reasoning: Callable[[str], None]) -> bool:
+        """Feed the event stream to ``asm``; True when it ended with ``[DONE]``."""
         decoder = SseDecoder()
         splitter = LineSplitter()
         raw = response.aiter_raw()
-        while (data := await self._next_piece(raw)) is not None:
+        while (data := await self._next_piece(raw, asm)) is not None:
             for line in splitter.feed(data):
                 if any(self._event(asm, payload, on_text, on_reasoning) for _, payload in decoder.feed(line)):
                     await _drain(raw)
-                    return
+                    return True
         for line in splitter.finish():
             for _, payload in decoder.feed(line):
-                self._event(asm, payload, on_text, on_reasoning)
-        for _, payload in decoder.finish():
-            self._event(asm, payload, on_text, on_reasoning)
+                if self._event(asm, payload, on_text, on_reasoning):
+                    return True
+        return any(self._event(asm, payload, on_text, on_reasoning) for _, payload in decoder.finish())
 
-    async def _next_piece(self, raw: AsyncIterator[bytes]) -> bytes | None:
+    async def _next_piece(self, raw: AsyncIterator[bytes], asm: StreamAssembler) -> bytes | None:
         """The stream's next bytes, None at its end; a stream silent past ``stream_idle_seconds``
         fails the attempt as a dropped stream (retried), instead of holding the step to its deadline."""
         idle = self.settings.stream_idle_seconds
         try:
             async with asyncio.timeout(idle):
-                return await anext(raw)
+                piece = await anext(raw)
         except StopAsyncIteration:
             return None
         except TimeoutError:
-            raise _AttemptFailed(Failure("stream_dropped", True), f"the stream sent nothing for {idle:g} s "
-                                 f"(models.{self.settings.name}.stream_idle_seconds)") from None
+            raise AttemptFailed(Failure(FailureKind.STREAM_DROPPED, True), f"the stream sent nothing for {idle:g} s "
+                                f"(models.{self.settings.name}.stream_idle_seconds)") from None
+        asm.first_chunk_at = asm.first_chunk_at or time.monotonic()
+        return piece
 
     @staticmethod
-    def _feed(
-        asm: StreamAssembler, chunk: dict[str, Any], on_text: Callable[[str], None], on_reasoning: Callable[[str], None]
-    ) -> None:
-        delta = asm.feed(chunk)
+    def _emit(delta: Any, on_text: Callable[[str], None], on_reasoning: Callable[[str], None]) -> None:
         if delta.reasoning:
             on_reasoning(delta.reasoning)
         if delta.text:
             on_text(delta.text)
+
+    def _feed(
+        self, asm: StreamAssembler, chunk: dict[str, Any], on_text: Callable[[str], None],
+        on_reasoning: Callable[[str], None]
+    ) -> None:
+        self._emit(asm.feed(chunk), on_text, on_reasoning)
 
     def _event(
         self, asm: StreamAssembler, data: str, on_text: Callable[[str], None], on_reasoning: Callable[[str], None]
@@ -263,45 +280,16 @@ class OpenAIModelClient:
         try:
             chunk = json.loads(data)
         except json.JSONDecodeError:
-            raise _AttemptFailed(Failure("server_error", True), "the endpoint sent a malformed stream chunk") from None
+            raise AttemptFailed(Failure(FailureKind.SERVER_ERROR, True), "the endpoint sent a malformed stream chunk") from None
         if not isinstance(chunk, dict):
             return False
         if chunk.get("error"):
-            error = chunk["error"] if isinstance(chunk["error"], dict) else {"message": str(chunk["error"])}
-            message = str(error.get("message") or "an error occurred during streaming")
-            raise _AttemptFailed(_stream_error(message, error), message)
+            raise stream_error(read_error(chunk, "an error occurred during streaming"))
         self._feed(asm, chunk, on_text, on_reasoning)
         return False
 
-    def _error(self, failure: Failure, detail: str, attempts: int) -> ModelError:
-        s = self.settings
-        where = s.base_url
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        if failure.reason == "auth":
-            row = get_provider(s.provider)
-            var = row.key_env if row and row.key_env else "AI_CODING_API_KEY"
-            return ModelError(
-                "auth", f"{where} refused the key for model `{s.name}` ({detail}); check models.{s.name}.api_key or {var}"
-            )
-        if failure.reason == "connection":
-            return ModelError("connection", f"cannot reach {where}{tries}: {detail}")
-        if failure.reason == "stream_dropped":
-            return ModelError("connection", f"the stream from {where} broke off{tries}: {detail}")
-        if failure.reason == "context_length":
-            return ModelError("context_length", f"the request exceeds the context of `{s.model}`: {detail}")
-        if failure.reason == "rate_limited":
-            return ModelError("rate_limited", f"{where} is rate limiting{tries}: {detail}")
-        if failure.reason == "server_error":
-            return ModelError("server_error", f"{where} failed{tries}: {detail}")
-        if failure.reason == "timeout":
-            return ModelError("timeout", f"{where} did not answer in time{tries}: {detail}")
-        if failure.reason in ("not_found", "not_an_api"):
-            return ModelError("bad_request", f"{where} is not serving Chat Completions for `{s.model}` ({detail}); "
-                              f"check models.{s.name}.base_url (OpenAI-compatible servers usually serve it "
-                              f"under /v1) and models.{s.name}.model")
-        return ModelError("bad_request", f"{where} rejected the request for `{s.model}`: {detail}")
-
-    def _result(self, asm: StreamAssembler, request: dict[str, Any], body: bytes, started: float) -> StepResult:
+    def _result(self, asm: StreamAssembler, request: dict[str, Any], body: bytes, started: float,
+                call: ModelCall) -> StepResult:
         usage = normalize_usage(asm.usage)
         s = self.settings
         # No usage reported means the cost is unknown, not zero.
@@ -325,7 +313,21 @@ class OpenAIModelClient:
             usage=usage,
             finish_reason=asm.finish_reason,
             latency_ms=(time.monotonic() - started) * 1000.0,
+            call=replace(call, response_model=asm.response_model, response_id=asm.response_id),
         )
+
+    def _drop(self, param: str, detail: str, on_retry: Callable[[str], None] | None) -> None:
+        """A server refused ``param``: it is not sent again by this client, and the user is told once."""
+        self.dropped.add(param)
+        if on_retry is not None:
+            on_retry(f"{detail}; retrying without `{param}`, which is no longer sent to models.{self.settings.name} "
+                     f"in this session (add it to models.{self.settings.name}.drop_params to skip this check)")
+
+    def _stated_window(self, window: int | None) -> None:
+        """An overflow error stated the window: compaction's budget follows it from the retry on."""
+        known = self.settings.context_window
+        if window and (known is None or window < known):
+            self.settings.context_window = window
 
     async def step(
         self,
@@ -343,7 +345,7 @@ class OpenAIModelClient:
         Raises ``ModelError`` with a stable reason on failure; a non-positive
         ``timeout_seconds`` means the caller's clock has run out (reason ``timeout``).
         ``on_retry(sentence)`` is told of each retry of an attempt that had streamed nothing yet
-        (a retry after streamed text calls ``on_reset`` instead).
+        (a retry after streamed text calls ``on_reset`` instead), and once of a field a server refused.
         """
         s = self.settings
         limit = min(timeout_seconds, s.step_timeout_seconds)
@@ -354,20 +356,29 @@ class OpenAIModelClient:
         request = self._request(messages, tools)
         body = request_body(request)
         waited = 0.0
-        attempts = 0
+        attempts = retries = 0
+        call = replace(self._call, stream="stream" not in self.dropped)
         try:
             async with asyncio.timeout_at(asyncio.get_running_loop().time() + limit):
                 while True:
-                    asm = StreamAssembler()
+                    asm = StreamAssembler(self._think_tags)
                     attempts += 1
+                    sent_at = time.monotonic()
                     try:
-                        await self._attempt(body, asm, on_text, on_reasoning, max(deadline - time.monotonic(), 0.1))
+                        await self._attempt(body, asm, on_text, on_reasoning, max(deadline - time.monotonic(), 0.1),
+                                            self._optional_fields(request))
                         self.attempts = attempts
-                        return self._result(asm, request, body, started)
-                    except _AttemptFailed as failed:
+                        return self._result(asm, request, body, started, _facts(call, attempts, sent_at, asm))
+                    except AttemptFailed as failed:
+                        if failed.param and failed.param not in self.dropped and not asm.streamed_anything:
+                            self._drop(failed.param, failed.detail, on_retry)
+                            request = self._request(messages, tools)
+                            body = request_body(request)
+                            continue
+                        self._stated_window(failed.window)
                         wait = next_wait(
                             failed.failure,
-                            attempts - 1,
+                            retries,
                             max_retries=s.max_retries,
                             waited=waited,
                             budget=s.retry_budget_seconds,
@@ -377,9 +388,13 @@ class OpenAIModelClient:
                             self.attempts = attempts
                             detail = failed.detail
                             after = failed.failure.retry_after
-                            if wait is None and after is not None and attempts <= s.max_retries:
+                            if wait is None and after is not None and retries < s.max_retries:
                                 detail += f" (asked to wait {after:g}s, beyond this step's retry budget)"
-                            raise self._error(failed.failure, detail, attempts) from None
+                            failed_call = replace(_facts(call, attempts, sent_at, asm),
+                                                  error_type=self._error_type(failed.failure),
+                                                  duration_ms=(time.monotonic() - started) * 1000.0)
+                            raise give_up(s, failed.failure, detail, attempts, failed_call) from None
+                        retries += 1
                         if asm.streamed_anything and on_reset is not None:
                             on_reset()
                         elif on_retry is not None:
@@ -387,4 +402,16 @@ class OpenAIModelClient:
                         waited += wait
                         await asyncio.sleep(wait)
         except TimeoutError:
-            raise ModelError("timeout", f"the model step exceeded its {limit:.0f}s deadline") from None
+            raise ModelError("timeout", f"the model step exceeded its {limit:.0f}s deadline",
+                             replace(call, error_type="timeout", attempts=attempts,
+                                     duration_ms=(time.monotonic() - started) * 1000.0)) from None
+
+    @staticmethod
+    def _error_type(failure: Failure) -> str:
+        return ERROR_REASON[failure.reason]
+
+
+def _facts(call: ModelCall, attempts: int, sent_at: float, asm: StreamAssembler) -> ModelCall:
+    """``call`` with what this attempt observed (time to its first chunk, the attempts so far)."""
+    first = (asm.first_chunk_at - sent_at) * 1000.0 if asm.first_chunk_at else 0.0
+    return replace(call, attempts=attempts, first_chunk_ms=max(first, 0.0))

@@ -14,22 +14,42 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from enum import StrEnum
 
 BASE_DELAY_SECONDS = 0.5
 MAX_DELAY_SECONDS = 8.0
 
 _CONTEXT_LENGTH = re.compile(
     r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long"
-    r"|input is too long|reduce the length|exceeds the model's",
+    r"|input is too long|reduce the length|exceeds the model's"
+    # llama.cpp: "request (9120 tokens) exceeds the available context size (8192 tokens)",
+    # type exceed_context_size_error; Gemini: "The input token count (N) exceeds the maximum
+    # number of tokens allowed (M)".
+    r"|exceeds the available context size|exceed_context_size|input token count.*exceeds the maximum",
     re.IGNORECASE,
 )
+
+
+class FailureKind(StrEnum):
+    """How one attempt failed (``ModelError`` reasons are derived from it in failures.py)."""
+
+    CONTEXT_LENGTH = "context_length"
+    AUTH = "auth"
+    RATE_LIMITED = "rate_limited"
+    TIMEOUT = "timeout"
+    SERVER_ERROR = "server_error"
+    NOT_FOUND = "not_found"
+    BAD_REQUEST = "bad_request"
+    CONNECTION = "connection"
+    STREAM_DROPPED = "stream_dropped"
+    NOT_AN_API = "not_an_api"
 
 
 @dataclass(frozen=True)
 class Failure:
     """One classified failure: a stable reason and whether it is worth retrying."""
 
-    reason: str
+    reason: FailureKind
     retryable: bool
     retry_after: float | None = None
 
@@ -42,18 +62,18 @@ def is_context_length(status: int | None, message: str) -> bool:
 def classify_status(status: int, message: str, retry_after: float | None = None) -> Failure:
     """Classify an HTTP error status from the endpoint."""
     if is_context_length(status, message):
-        return Failure("context_length", False)
+        return Failure(FailureKind.CONTEXT_LENGTH, False)
     if status in (401, 403):
-        return Failure("auth", False)
+        return Failure(FailureKind.AUTH, False)
     if status == 429:
-        return Failure("rate_limited", True, retry_after)
+        return Failure(FailureKind.RATE_LIMITED, True, retry_after)
     if status == 408:
-        return Failure("timeout", True, retry_after)
+        return Failure(FailureKind.TIMEOUT, True, retry_after)
     if status >= 500:
-        return Failure("server_error", True, retry_after)
+        return Failure(FailureKind.SERVER_ERROR, True, retry_after)
     if status == 404:  # a base_url without /v1, or a model name the endpoint does not serve
-        return Failure("not_found", False)
-    return Failure("bad_request", False)
+        return Failure(FailureKind.NOT_FOUND, False)
+    return Failure(FailureKind.BAD_REQUEST, False)
 
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

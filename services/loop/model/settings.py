@@ -11,6 +11,13 @@ Config shape (user layer; a project may tune but not add entries)::
         price_input_per_mtok: 0.27
         thinking: on                # optional: on/off; unset = the provider's default
         reasoning_effort: high      # optional: passed the way the provider takes it
+        # Quirks of the server, each optional (the provider row gives the defaults):
+        thinking_format: deepseek   # effort | deepseek | qwen: how thinking on/off is sent
+        echo_reasoning: on          # send reasoning_content back on tool-calling turns
+        think_tags: on              # read <think>...</think> in the answer as reasoning
+        extra_body: {top_k: 20}     # merged into every request body
+        headers: {X-Team: infra}    # sent with every request
+        drop_params: [stream_options]  # never sent (a 400 naming one is also detected once)
 
 ``api_key`` resolves in this order: a ``${VAR}`` reference (missing or empty is
 a hard error naming VAR) -> a literal -> the provider's conventional variable.
@@ -22,12 +29,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.kernel.config import Config, expand_vars, from_mapping, referenced_vars
 from services.kernel.errors import ConfigError
-from services.loop.model.providers import PROVIDERS, get_provider, infer_provider
+from services.loop.model.providers import (
+    PROVIDERS,
+    ThinkingFormat,
+    get_provider,
+    infer_provider,
+    think_tags_by_family,
+)
 
 NO_MODEL_HINT = (
     "set AI_CODING_MODEL (and AI_CODING_BASE_URL / AI_CODING_API_KEY) or add models: to "
@@ -81,6 +94,22 @@ class ModelSettings:
     reasoning_effort: str = ""
     """Reasoning effort (``low``/``medium``/``high``/``max``, as the model names them); "" = the
     endpoint's default. Sent as ``reasoning_effort``; Qwen's Chat Completions has no such field."""
+    thinking_format: str = ""
+    """How the server reads ``thinking``/``reasoning_effort``: ``effort``, ``deepseek`` or ``qwen``;
+    "" = the provider's (generic: ``effort``)."""
+    echo_reasoning: bool | None = None
+    """Send earlier reasoning back as ``reasoning_content`` on the assistant messages of tool-calling
+    turns (DeepSeek's thinking-mode rule, also behind a proxy); None = the provider's (deepseek: on)."""
+    think_tags: bool | None = None
+    """Read a ``<think>...</think>`` block opening the answer text as reasoning; None = on for model ids
+    of the families that emit it (qwen3, qwq, deepseek-r1, r1-distill), off otherwise."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    """Fields merged into every request body (``top_k``, a server's own switches); they win over ours."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """HTTP headers sent with every request; values may be ``${VAR}`` (shown masked in /config)."""
+    drop_params: list[str] = field(default_factory=list)
+    """Request fields never sent (``stream_options``, ``max_tokens``, ...). A server's HTTP 400 that
+    names one we sent is also detected: the step is retried without it, once, and it stays dropped."""
 
 
 def _models_section(config: Config) -> dict[str, Any]:
@@ -155,10 +184,11 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
     base_url = expand_vars(settings.base_url, environ) if settings.base_url else row.default_base_url
     if not base_url:
         raise ConfigError(f"model `{name}` has no base_url", hint="The generic provider needs `base_url:`.")
-    if settings.reasoning_effort and provider == "qwen":
+    fmt = _thinking_format(settings.thinking_format, row.thinking_format, name)
+    if settings.reasoning_effort and not fmt.takes_effort:
         raise ConfigError(
-            f"config key `models.{name}.reasoning_effort` is set, but Qwen (DashScope) Chat Completions "
-            "has no effort setting",
+            f"config key `models.{name}.reasoning_effort` is set, but a `{fmt}` server (Qwen/DashScope) "
+            "has no effort setting in Chat Completions",
             hint=f"Remove it; use models.{name}.thinking: on/off.",
         )
     api_key = resolve_api_key(settings.api_key, provider, environ)
@@ -167,14 +197,32 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
             f"model `{name}` ({provider}) has no API key",
             hint=f"export {row.key_env}=... or set models.{name}.api_key: ${{YOUR_VAR}}.",
         )
+    model = settings.model or name
     return replace(
         settings,
         name=name,
         provider=provider,
-        model=settings.model or name,
+        model=model,
         base_url=base_url,
         api_key=api_key or NO_KEY_PLACEHOLDER,
+        thinking_format=str(fmt),
+        echo_reasoning=row.echo_reasoning if settings.echo_reasoning is None else settings.echo_reasoning,
+        think_tags=think_tags_by_family(model) if settings.think_tags is None else settings.think_tags,
+        headers={str(k): expand_vars(str(v), environ) for k, v in settings.headers.items()},
+        drop_params=[str(p) for p in settings.drop_params],
     )
+
+
+def _thinking_format(raw: str, default: ThinkingFormat, name: str) -> ThinkingFormat:
+    if not raw:
+        return default
+    try:
+        return ThinkingFormat(raw.strip().lower())
+    except ValueError:
+        raise ConfigError(
+            f"config key `models.{name}.thinking_format` is `{raw}`, not a known format",
+            hint=f"Use one of: {', '.join(f.value for f in ThinkingFormat)}.",
+        ) from None
 
 
 def secret_env_names(config: Config) -> list[str]:

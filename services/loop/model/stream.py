@@ -19,7 +19,18 @@ Provider quirks handled here, each seen in the wild:
   delta was seen in the stream; a choice with neither is counted so the caller
   can fail loudly instead of reporting an empty success;
 - ``finish_reason: length`` while a call's arguments are still open: the call is
-  marked ``truncated`` with a sentence asking for a shorter call.
+  marked ``truncated`` with a sentence asking for a shorter call;
+- ``content`` as a list of parts (Anthropic- and Mistral-style ``[{"type": "text", "text"}]``,
+  in ``delta`` or ``message``), Magistral's ``{"type": "thinking", "thinking": [parts]}`` among
+  them read as reasoning;
+- ``<think>...</think>`` opening the answer text (Qwen3 without a reasoning parser, llama.cpp
+  with ``--reasoning-format none``), read as reasoning when the model entry says so
+  (``think_tags``); a ``</think>`` whose opening tag the chat template put in the prompt
+  splits the step's final text (it streamed as text: it is only known at ``</think>``);
+- a stream that ends with ``[DONE]`` but no ``finish_reason`` (or ``""``): a complete answer
+  (see :meth:`StreamAssembler.end`);
+- chunks without ``choices`` at all (an Anthropic Messages stream at the URL): counted, and
+  :func:`foreign_shape` names what they look like.
 """
 
 from __future__ import annotations
@@ -34,6 +45,9 @@ from services.loop.pairing import unique_call_ids
 from services.loop.ports import ToolCall
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+_ANTHROPIC_TYPES = frozenset({"message", "message_start", "message_delta", "message_stop", "content_block_start",
+                              "content_block_delta", "content_block_stop", "ping"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 TRUNCATED_CALL = (
     "the call was cut off at the model's output limit (finish_reason: length) after {chars} characters of "
@@ -75,6 +89,89 @@ class SurrogateJoiner:
         return join_surrogates(self._held)
 
 
+def content_parts(content: Any) -> tuple[str, str]:
+    """``(text, reasoning)`` of a message's ``content``: a string, or a list of typed parts."""
+    if isinstance(content, str):
+        return content, ""
+    text: list[str] = []
+    reasoning: list[str] = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, str):
+            text.append(part)
+        elif isinstance(part, Mapping):
+            kind = part.get("type")
+            if kind == "thinking" or kind == "reasoning":
+                inner = part.get("thinking", part.get("reasoning", part.get("text", "")))
+                reasoning.append(inner if isinstance(inner, str) else content_parts(inner)[0])
+            elif isinstance(part.get("text"), str) and kind in (None, "text", "output_text"):
+                text.append(part["text"])
+    return "".join(text), "".join(reasoning)
+
+
+def foreign_shape(body: Mapping[str, Any]) -> str:
+    """What a reply without ``choices`` looks like, as a sentence for the user."""
+    kind = body.get("type")
+    if kind in _ANTHROPIC_TYPES or (body.get("role") == "assistant" and isinstance(body.get("content"), list)):
+        return ("it answered in Anthropic's Messages format (`type: " + str(kind or "message") + "`, content "
+                "blocks, no `choices`), not Chat Completions")
+    keys = ", ".join(f"`{k}`" for k in list(body)[:6]) or "nothing"
+    return f"its reply has no `choices` (it carries {keys}), so it is not a Chat Completions reply"
+
+
+class ThinkSplitter:
+    """Answer text with a ``<think>...</think>`` block at its start routed to reasoning (pure).
+
+    Only a block that opens the answer counts (leading whitespace aside): a tag further on is
+    the model writing about tags. A piece that might still become a tag is held for the next.
+    """
+
+    def __init__(self) -> None:
+        self._state = "start"  # start -> inside -> after (text flows through)
+        self._held = ""
+
+    def feed(self, piece: str) -> tuple[str, str]:
+        """``(text, reasoning)`` of ``held + piece`` that is safe to hand on now."""
+        buffer, self._held = self._held + piece, ""
+        text = reasoning = ""
+        if self._state == "start":
+            head = buffer.lstrip()
+            if head.startswith(THINK_OPEN):
+                self._state, buffer = "inside", head[len(THINK_OPEN):]
+            elif THINK_OPEN.startswith(head):
+                self._held = buffer
+                return "", ""
+            else:
+                self._state = "through"
+                return buffer, ""
+        if self._state == "inside":
+            end = buffer.find(THINK_CLOSE)
+            if end < 0:
+                keep = _partial_suffix(buffer, THINK_CLOSE)
+                self._held = buffer[len(buffer) - keep:] if keep else ""
+                return "", buffer[: len(buffer) - keep]
+            reasoning, buffer = buffer[:end], buffer[end + len(THINK_CLOSE):]
+            self._state = "after"
+        if self._state == "after":
+            buffer = buffer.lstrip()
+            if not buffer:
+                return text, reasoning
+            self._state = "through"
+        return buffer, reasoning
+
+    def finish(self) -> tuple[str, str]:
+        """What is still held when the answer ends: text before a tag was settled, reasoning inside one."""
+        held, self._held = self._held, ""
+        return ("", held) if self._state == "inside" else (held, "")
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Length of the longest end of ``text`` that is the start of ``tag``."""
+    for size in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:size]):
+            return size
+    return 0
+
+
 @dataclass
 class _PartialCall:
     id: str = ""
@@ -111,7 +208,8 @@ def arguments_error(arguments_json: str) -> str:
 class StreamAssembler:
     """Feed chunks in order; read the assembled step from the properties."""
 
-    def __init__(self) -> None:
+    def __init__(self, think_tags: bool = False) -> None:
+        self._think = ThinkSplitter() if think_tags else None
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._text_joiner = SurrogateJoiner()
@@ -124,6 +222,14 @@ class StreamAssembler:
         self.finish_reason = ""
         self.usage: dict[str, Any] | None = None
         self.chunks = 0
+        self.chunks_without_choices = 0
+        """Chunks that have no ``choices`` key at all (usage-only chunks carry an empty list)."""
+        self.foreign: Mapping[str, Any] | None = None
+        """The first such chunk, for :func:`foreign_shape`."""
+        self.response_id = ""
+        self.response_model = ""
+        self.first_chunk_at = 0.0
+        """When the reply's first bytes arrived (``time.monotonic()``; 0 = none yet)."""
 
     def feed(self, chunk: Mapping[str, Any]) -> Delta:
         """Take one chunk; return the text and reasoning it adds."""
@@ -131,6 +237,11 @@ class StreamAssembler:
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             self.usage = dict(usage)
+        self.response_id = self.response_id or str(chunk.get("id") or "")
+        self.response_model = self.response_model or str(chunk.get("model") or "")
+        if "choices" not in chunk:
+            self.chunks_without_choices += 1
+            self.foreign = self.foreign or chunk
         out = Delta()
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, Mapping) or (choice.get("index") or 0) != 0:
@@ -140,22 +251,59 @@ class StreamAssembler:
             delta = self._delta_of(choice)
             if delta is None:
                 continue
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                text = self._text_joiner.feed(content)
-                self._text.append(text)
-                out.text += text
+            content, part_reasoning = content_parts(delta.get("content"))
             for key in REASONING_KEYS:
                 raw = delta.get(key)
                 if isinstance(raw, str) and raw:
-                    reasoning = self._reasoning_joiner.feed(raw)
-                    self._reasoning.append(reasoning)
-                    out.reasoning += reasoning
+                    self._add_reasoning(self._reasoning_joiner.feed(raw), out)
                     break
+            if part_reasoning:
+                self._add_reasoning(self._reasoning_joiner.feed(part_reasoning), out)
+            if content:
+                self._add_text(self._text_joiner.feed(content), out)
             for call in delta.get("tool_calls") or ():
                 if isinstance(call, Mapping):
                     self._add_call_delta(call)
         return out
+
+    def _add_reasoning(self, reasoning: str, out: Delta) -> None:
+        if reasoning:
+            self._reasoning.append(reasoning)
+            out.reasoning += reasoning
+
+    def _add_text(self, text: str, out: Delta) -> None:
+        if self._think is not None:
+            text, reasoning = self._think.feed(text)
+            self._add_reasoning(reasoning, out)
+        if text:
+            self._text.append(text)
+            out.text += text
+
+    def end(self, saw_done: bool) -> Delta:
+        """The stream is over: hand on what was held back, and when it ended with ``[DONE]`` but
+        no ``finish_reason`` (or ``""``), a reply that gave anything counts as complete."""
+        out = Delta()
+        if self._think is not None:
+            text, reasoning = self._think.finish()
+            self._add_reasoning(reasoning, out)
+            if text:
+                self._text.append(text)
+                out.text += text
+            self._split_prefilled()
+        if saw_done and not self.finish_reason and not self.produced_nothing:
+            self.finish_reason = "tool_calls" if self._calls else "stop"
+        return out
+
+    def _split_prefilled(self) -> None:
+        """A template that opened ``<think>`` in the prompt (DeepSeek-R1 and its distills) leaves only
+        ``reasoning</think>answer`` in the text: what precedes the first ``</think>`` is reasoning.
+        It was streamed as text already; the step's text (what history keeps and sends back) is cut."""
+        whole = "".join(self._text)
+        end = whole.find(THINK_CLOSE)
+        if end < 0 or THINK_OPEN in whole[:end]:
+            return
+        self._reasoning.append(whole[:end])
+        self._text = [whole[end + len(THINK_CLOSE):].lstrip()]
 
     def _delta_of(self, choice: Mapping[str, Any]) -> Mapping[str, Any] | None:
         delta = choice.get("delta")

@@ -1,7 +1,10 @@
 """The acceptance gate: run the proofs of items not yet passed, in the sandbox, like any bash call.
 
-Each proof goes through the session's permission gate (a DENY fails it; items were approved
-when added) and then to the tools service as a ``bash`` call, so it runs in the same
+Each proof goes through the session's permission gate exactly as a ``bash`` call would: a DENY
+fails it, and a WARN for a command the model chose and nobody approved yet (a plan item's
+``verify``, written with todo_write) is asked of the user like the model's own bash (no terminal
+and no ``--auto-approve``: not run). A proof the user gave (``/accept``, ``plans.acceptance``) is
+the user's approval, and an ``acceptance_propose`` item was approved when it was proposed. Then it goes to the tools service as a ``bash`` call, so it runs in the same
 bubblewrap sandbox as the model's commands. 120 s per proof and 300 s for one check in all,
 bounded by what the turn clock leaves; each verdict is an ``AcceptanceChecked`` event.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,10 @@ GATE_BUDGET_S = 300.0
 OUTPUT_TAIL_CHARS = 2000
 # A proof is not started with less than this left: it could not say anything useful.
 MIN_PROOF_S = 1.0
+# Proofs whose command already passed an approval: the user's own (``/accept``, the user config), and
+# ``acceptance_propose`` items (a WARN tool: the user, or --auto-approve, allowed the command shown).
+# A plan item's ``verify`` came through todo_write, which asks nothing: it is asked here.
+APPROVED_SOURCES = frozenset({"user", "config", "model"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,8 @@ class GateDeps:
     """Seconds left on the turn clock (math.inf: none)."""
     bash: ToolDef | None
     """The bash tool as the registry has it (None: the tools service is not attached)."""
+    ask: Callable[[str, dict[str, Any], str], Awaitable[bool]] | None = None
+    """Ask the user to approve a WARN proof ``(call id, bash arguments, reason)``; None: nobody can."""
 
 
 async def check(items: list[AcceptanceItem], deps: GateDeps, *, proof_timeout: float = PROOF_TIMEOUT_S,
@@ -84,9 +93,14 @@ async def _prove(item: AcceptanceItem, deps: GateDeps, seconds: float) -> ProofV
     allowed = deps.permission(deps.bash, args)
     if allowed.level is Level.DENY:
         return ProofVerdict(item, -1, False, allowed.reason, "denied")
+    call_id = f"accept_{new_id()}"
+    if allowed.level is Level.WARN and item.source not in APPROVED_SOURCES and (
+            deps.ask is None or not await deps.ask(call_id, args, allowed.reason)):
+        return ProofVerdict(item, -1, False, "the model chose this command and the user did not approve "
+                            "running it", "denied")
     began = time.monotonic()
     outcome: ToolOutcome | None = None
-    async for event in deps.runner.call(deps.session_id, f"accept_{new_id()}", "bash", json.dumps(args),
+    async for event in deps.runner.call(deps.session_id, call_id, "bash", json.dumps(args),
                                         seconds + 10.0):
         if not isinstance(event, ToolChunkEvent):
             outcome = event

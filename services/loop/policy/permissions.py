@@ -42,6 +42,20 @@ ALLOW_TOOLS = frozenset({"read", "glob", "grep", "job_output", "job_list"})
 WARN_TOOLS = frozenset({"write", "edit", "bash", "mcp_call", "job_start", "job_stop", "webfetch", "websearch"})
 WRITE_TOOLS = frozenset({"write", "edit"})
 MODES = ("confirm", "auto", "readonly")
+# What an approval says a WARN tool would do (bash's reason comes from its command).
+WARN_REASONS = {
+    "write": "writes a file", "edit": "changes a file", "mcp_call": "calls a tool of an MCP server",
+    "job_start": "starts a background command", "job_stop": "stops a background command",
+    "webfetch": "fetches a web page (network access)", "websearch": "searches the web (network access)",
+}
+
+
+def opening_mode(auto_approve: bool, saved: str) -> str:
+    """A session's mode when a client opens it: ``--auto-approve`` asks for auto; otherwise what
+    /permissions last set in the session (it survives loop restarts), else confirm."""
+    if auto_approve:
+        return "auto"
+    return saved if saved in MODES else "confirm"
 
 
 @dataclass(frozen=True)
@@ -136,7 +150,7 @@ def _decide(
     if mode == "auto":
         return Verdict(Level.ALLOW, "auto mode")
     if tool in WARN_TOOLS:
-        return Verdict(Level.WARN, "changes files or runs something", tool)
+        return Verdict(Level.WARN, WARN_REASONS.get(tool, "changes files or runs something"), tool)
     return Verdict(Level.WARN, "unknown tool: asking to be safe", tool)
 
 

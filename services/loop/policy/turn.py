@@ -231,9 +231,11 @@ def decide(f: Facts) -> Decision:
     return Decision(Action.CONTINUE)
 
 
-def handoff_needed(status: Status, model_text: str) -> bool:
-    """A harness-written handoff is due when the turn ended early and the model left no text."""
-    return not model_text.strip() and status in (
+def handoff_needed(status: Status, model_text: str, calls_run: int) -> bool:
+    """A harness-written handoff is due when the turn ended early, did some work (ran a tool
+    call) and the model left no text. A turn that stopped before any work (a refused key on the
+    first request) has nothing to hand off: its client shows the one-line reason instead."""
+    return calls_run > 0 and not model_text.strip() and status in (
         Status.MAX_ITERATIONS,
         Status.BUDGET,
         Status.TIMEOUT,

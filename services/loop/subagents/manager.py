@@ -49,6 +49,7 @@ from services.loop.subagents.child import (
 )
 from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
 from services.loop.subagents.ending import broken_end
+from services.loop.subagents.held import apply_holding_back, held_note
 from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
 from services.loop.turn_events import (
     Degraded,
@@ -377,7 +378,7 @@ class SubagentManager:
                    "it has no worktree changes to apply (none made, already applied, or from before a restart)")
             return error_outcome(call.id, call.name, "nothing_to_apply", f"run {run_id}: {why}")
         try:
-            files = await worktree.apply(run.tree)
+            files, held = await apply_holding_back(run.tree)
         except worktree.ApplyRefused as err:
             paths = f" (clashing: {', '.join(err.paths)})" if err.paths else ""
             return error_outcome(call.id, call.name, "apply_conflict",
@@ -385,10 +386,11 @@ class SubagentManager:
                                  "read the files and make the change yourself")
         except RuntimeError as err:
             return error_outcome(call.id, call.name, "apply_failed", f"{err}; nothing was applied")
-        await worktree.remove(run.tree)
-        run.tree = None
+        tree, run.tree = run.tree, None
+        await worktree.remove(tree, keep_branch=bool(held))  # what was held back stays on the branch
         return ToolOutcome(call.id, call.name, True, f"applied the changes of {run.run_id} to {len(files)} file(s): "
-                           + ", ".join(files), data={"files": files, "run_id": run.run_id})
+                           + ", ".join(files) + held_note(held, tree.branch, tree.base),
+                           data={"files": files, "run_id": run.run_id, "held": [h.path for h in held]})
 
     async def clean_orphans(self) -> list[str]:
         """Worktrees a crashed loop left in this workspace (run at session start)."""

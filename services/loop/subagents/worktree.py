@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.kernel.diskfull import disk_full_sentence, is_disk_full
+from services.kernel.host_process import GIT_SAFE_FLAGS, git_env
 from services.kernel.pids import pid_alive
 from services.kernel.statedir import ensure_state_dir
 
@@ -39,8 +40,10 @@ WORKTREES_DIR = Path(".ai-coding") / "worktrees"
 BRANCH_PREFIX = "ai-coding/sub/"
 GIT_TIMEOUT_S = 60.0
 # No user hooks, no signing, no pager, a fixed identity: our commits on the child's branch are plumbing.
-_GIT_FLAGS = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", "-c", "user.name=ai-coding subagent",
-              "-c", "user.email=subagent@ai-coding.invalid")
+# The child controlled the tree: its hooks, filters, drivers and .gitmodules decide nothing (GIT_SAFE_FLAGS).
+_GIT_FLAGS = (*GIT_SAFE_FLAGS, "-c", "user.name=ai-coding subagent", "-c", "user.email=subagent@ai-coding.invalid")
+
+_DIFF = ("--ignore-submodules=all", "--no-ext-diff", "--no-textconv")
 
 
 class IsolationUnavailable(Exception):
@@ -87,8 +90,7 @@ async def git(cwd: Path | str, *args: str, stdin: bytes | None = None, check: bo
         raise IsolationUnavailable("git is not installed")
     proc = await asyncio.create_subprocess_exec(
         "git", *_GIT_FLAGS, *args, cwd=str(cwd), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "GIT_TERMINAL_PROMPT": "0",
-                                                            "GIT_OPTIONAL_LOCKS": "0"})
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env(os.environ))
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin), GIT_TIMEOUT_S)
     except TimeoutError:
@@ -163,11 +165,11 @@ async def _create(workspace: str, run_id: str) -> Worktree:
 async def commit(tree: Worktree) -> Changes:
     """Commit everything the child changed on its branch; the files and diff stat against the base."""
     await git(tree.path, "add", "-A")
-    code, _, _ = await git(tree.path, "diff", "--cached", "--quiet", check=False)
+    code, _, _ = await git(tree.path, "diff", "--ignore-submodules=all", "--cached", "--quiet", check=False)
     if code != 0:
         await git(tree.path, "commit", "-q", "--no-verify", "-m", f"subagent {tree.run_id}")
-    _, names, _ = await git(tree.path, "diff", "--name-only", tree.base, "HEAD")
-    _, stat, _ = await git(tree.path, "diff", "--stat", tree.base, "HEAD")
+    _, names, _ = await git(tree.path, "diff", *_DIFF, "--name-only", tree.base, "HEAD")
+    _, stat, _ = await git(tree.path, "diff", *_DIFF, "--stat", tree.base, "HEAD")
     return Changes([n for n in names.splitlines() if n], stat.strip())
 
 
@@ -183,9 +185,11 @@ async def remove(tree: Worktree, keep_branch: bool = False) -> None:
         (tree.path.parent / f"{tree.run_id}.owner").unlink()
 
 
-async def apply(tree: Worktree) -> list[str]:
-    """Apply the child's diff to the parent's tree (all or nothing); returns the files changed."""
-    _, patch, _ = await git(tree.path, "diff", "--binary", tree.base, "HEAD")
+async def apply(tree: Worktree, exclude: tuple[str, ...] = ()) -> list[str]:
+    """Apply the child's diff but ``exclude`` to the parent's tree (all or nothing); the files changed."""
+    skip = tuple(f":(exclude,literal){p}" for p in exclude)
+    limit = ("--", ".", *skip) if skip else ()
+    _, patch, _ = await git(tree.path, "diff", *_DIFF, "--binary", tree.base, "HEAD", *limit)
     if not patch.strip():
         return []
     code, _, err = await git(tree.repo, "apply", "--check", "--whitespace=nowarn", stdin=patch.encode(), check=False)
@@ -195,7 +199,7 @@ async def apply(tree: Worktree) -> list[str]:
         raise ApplyRefused(f"the child's changes do not apply to your tree: {err.splitlines()[0] if err else ''}",
                            clashing)
     await git(tree.repo, "apply", "--whitespace=nowarn", stdin=patch.encode())
-    _, names, _ = await git(tree.path, "diff", "--name-only", tree.base, "HEAD")
+    _, names, _ = await git(tree.path, "diff", *_DIFF, "--name-only", tree.base, "HEAD", *limit)
     return [n for n in names.splitlines() if n]
 
 

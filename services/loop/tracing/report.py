@@ -37,6 +37,7 @@ class Tokens:
     completion: int = 0
     cached: int | None = None
     cost_usd: float | None = None
+    reasoning: int | None = None
 
     @staticmethod
     def from_usage(usage: Any) -> Tokens:
@@ -44,14 +45,40 @@ class Tokens:
             return Tokens()
         cost = usage.get("cost_usd")
         return Tokens(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
-                      _opt_int(usage.get("cached_tokens")), None if cost is None else _float(cost))
+                      _opt_int(usage.get("cached_tokens")), None if cost is None else _float(cost),
+                      _opt_int(usage.get("reasoning_tokens")))
 
     def add(self, other: Tokens) -> Tokens:
         def opt(a: Any, b: Any) -> Any:
             return None if a is None and b is None else (a or 0) + (b or 0)
 
         return Tokens(self.prompt + other.prompt, self.completion + other.completion,
-                      opt(self.cached, other.cached), opt(self.cost_usd, other.cost_usd))
+                      opt(self.cached, other.cached), opt(self.cost_usd, other.cost_usd),
+                      opt(self.reasoning, other.reasoning))
+
+
+@dataclass(frozen=True)
+class CallFact:
+    """What the model client observed of one call (empty strings / 0: not recorded, older traces)."""
+
+    provider: str = ""
+    request_model: str = ""
+    server_address: str = ""
+    server_port: int = 0
+    stream: bool = False
+    response_model: str = ""
+    response_id: str = ""
+    first_chunk_ms: float = 0.0
+    error_type: str = ""
+
+    @staticmethod
+    def from_line(raw: Any) -> CallFact:
+        if not isinstance(raw, dict):
+            return CallFact()
+        return CallFact(str(raw.get("provider", "")), str(raw.get("request_model", "")),
+                        str(raw.get("server_address", "")), _int(raw.get("server_port")), raw.get("stream") is True,
+                        str(raw.get("response_model", "")), str(raw.get("response_id", "")),
+                        _float(raw.get("first_chunk_ms")), str(raw.get("error_type", "")))
 
 
 @dataclass
@@ -62,6 +89,7 @@ class StepFact:
     latency_ms: float
     tokens: Tokens
     finish_reason: str
+    call: CallFact = field(default_factory=CallFact)
 
 
 @dataclass
@@ -188,7 +216,7 @@ class _Builder:
         latency = _float(line.get("latency_ms"))
         self.report.steps.append(StepFact(_int(line.get("step")) or len(self.report.steps) + 1,
                                           ts - latency / 1000.0, ts, latency, Tokens.from_usage(line.get("usage")),
-                                          str(line.get("finish_reason", ""))))
+                                          str(line.get("finish_reason", "")), CallFact.from_line(line.get("call"))))
 
     def _on_tool_started(self, line: dict[str, Any], ts: float) -> None:
         call_id = str(line.get("call_id", ""))
@@ -245,6 +273,16 @@ class _Builder:
                                  _int(x.get("skipped")), _int(x.get("before_tokens")), _int(x.get("after_tokens")))
                        for x in layers if isinstance(x, dict)]
         self.report.compactions.append(fact)
+
+    def _on_subagent_started(self, line: dict[str, Any], ts: float) -> None:
+        self.report.start, self.report.input = ts, str(line.get("task", ""))
+
+    def _on_subagent_finished(self, line: dict[str, Any], ts: float) -> None:
+        """A child run's end (its own turn_finished is not relayed): status, tokens, time, steps."""
+        r = self.report
+        r.end, r.status, r.reason = ts, str(line.get("status", "")), str(line.get("exit_reason", ""))
+        r.tokens, r.duration_ms = Tokens.from_usage(line.get("usage")), _float(line.get("elapsed_ms"))
+        r.iterations = len(r.steps)
 
     def _on_turn_finished(self, line: dict[str, Any], ts: float) -> None:
         r = self.report

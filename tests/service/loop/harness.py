@@ -112,7 +112,8 @@ class LoopStack:
     """The loop service (+ optional tools service) and a blocking client."""
 
     def __init__(self, short_dir: Path, workspace: Path, fake: FakeModelServer, config: dict[str, Any],
-                 with_tools: bool, memory: str = "", mcp_servers: list[dict[str, Any]] | None = None) -> None:
+                 with_tools: bool | dict[str, Any], memory: str = "",
+                 mcp_servers: list[dict[str, Any]] | None = None) -> None:
         from services.loop.main import build
 
         self.dir = short_dir
@@ -124,7 +125,9 @@ class LoopStack:
             from services.tools.main import build as build_tools
 
             tools_addr = f"unix:{short_dir}/tools.sock"
-            tools_config = Config(data={"tools": {"sandbox": {"mode": "bwrap"}}})
+            # A dict is the tools service's own (user-layer) config data, e.g. an egress proxy sandbox.
+            tools_config = Config(data=with_tools if isinstance(with_tools, dict) else {
+                "tools": {"sandbox": {"mode": "bwrap"}}})
             self.tools = self.services.serve(tools_addr, build_tools(tools_config))
             data["endpoints"] = {"tools": tools_addr}
         else:
@@ -217,7 +220,7 @@ def make_stack(short_dir: Path, workspace: Path, fake: FakeModelServer, isolated
                ) -> Iterator[Callable[..., LoopStack]]:
     stacks: list[LoopStack] = []
 
-    def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool = False, memory: str = "",
+    def make(script: list[dict[str, Any]] | None = None, *, with_tools: bool | dict[str, Any] = False, memory: str = "",
              mcp_servers: list[dict[str, Any]] | None = None, loop: dict[str, Any] | None = None,
              sections: dict[str, Any] | None = None, **ai: Any) -> LoopStack:
         if script is not None:

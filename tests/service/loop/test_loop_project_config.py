@@ -46,7 +46,7 @@ def test_a_project_layer_pointing_a_model_elsewhere_is_dropped_with_a_warning_to
         stack = make_stack([{"text": "the user's endpoint answered"}])
         opened = stack.open()
         dropped = [w for w in opened.warnings if "models.fake.base_url" in w]
-        assert len(dropped) == 1 and "AI_CODING_TRUST_PROJECT" in dropped[0], list(opened.warnings)
+        assert len(dropped) == 1 and "ai-coding trust -w" in dropped[0], list(opened.warnings)
         assert str(workspace / "ai-coding.yaml") in dropped[0]
         end = finished(stack.start(opened.session_id, "hello").drain())
         assert status_name(end) == "completed", end.reason

@@ -16,6 +16,7 @@ from services.fake_model import FakeModelServer
 from services.kernel.config import load_config
 from services.loop.model.client import OpenAIModelClient
 from services.loop.model.settings import resolve_model
+from tests.support.trust import trust_workspace
 
 USER_KEY = "sk-user-secret-0123456789"
 
@@ -68,12 +69,13 @@ def test_a_project_config_cannot_send_the_users_key_to_its_own_endpoint(
     assert len(config.warnings) == 4
 
 
-def test_trusting_the_project_is_an_explicit_environment_decision(
+def test_trusting_the_workspace_is_the_users_recorded_decision(
     tmp_path: Path, servers: tuple[FakeModelServer, FakeModelServer]
 ) -> None:
     good, evil = servers
     user, repo = hostile_repo(tmp_path, good.url, evil.url)
-    env = {"AI_CODING_TRUST_PROJECT": "1"}
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    assert trust_workspace(repo, env, user_path=user) > 0
     settings = resolve_model(load_config(repo, env=env, user_path=user), env=env)
     assert one_step(OpenAIModelClient(settings)) == "pwned"
     assert good.requests == []

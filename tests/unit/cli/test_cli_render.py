@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from ai_coding.v1 import common_pb2, loop_pb2
@@ -148,9 +149,7 @@ def test_visible_controls_keeps_newlines_and_tabs() -> None:
     assert visible_controls("a\tb\r\nc\x00") == "a\tb\nc\\x00"
 
 
-@pytest.mark.parametrize("width", [60, 200])
-def test_status_and_tool_lines_never_wrap(width: int) -> None:
-    renderer, out = make(width=width)
+def _long_lines(renderer: EventRenderer) -> None:
     long = "pytest " + "-k some_really_long_selector " * 12
     renderer.handle(ev(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="bash", title=f"Running · {long}")))
     renderer.handle(tool("c1", output="ok " * 100))
@@ -158,13 +157,30 @@ def test_status_and_tool_lines_never_wrap(width: int) -> None:
         status=loop_pb2.TURN_STATUS_FAILED, reason="the model endpoint refused the request " * 4,
         usage=common_pb2.Usage(prompt_tokens=123456789, completion_tokens=98765), iterations=40,
         duration_ms=400000)))
-    lines = out.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("width", [60, 200])
+def test_status_and_tool_lines_never_wrap_on_a_terminal(width: int) -> None:
+    renderer, out = make(width=width, terminal=True)
+    _long_lines(renderer)
+    shown = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", out.getvalue()).replace("\r", "")
+    lines = [line for line in shown.split("\n") if line]
     assert len(lines) == 3
     assert all(len(line) <= width for line in lines)
     if width == 60:
         assert all(line.endswith("…") for line in lines)
     else:
         assert lines[2].startswith("● failed (the model endpoint refused")
+
+
+def test_without_a_terminal_no_line_is_cut_or_wrapped_at_the_console_width() -> None:
+    renderer, out = make(width=60)
+    _long_lines(renderer)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert lines[1].endswith("· 1.2s") and "…" not in lines[0]
+    assert lines[2].startswith("● failed (the model endpoint refused") and lines[2].endswith("6m40s")
+    assert "123.5M in / 98.8k out" in lines[2]
 
 
 def test_cache_is_reported_as_unknown_when_the_provider_did_not_say() -> None:
@@ -284,3 +300,16 @@ def test_a_preview_warning_is_yellow_and_the_loops_notes_are_dim() -> None:
     assert styles["(the intended change, from the call's arguments:)"] == "dim"
     assert styles["-a"] == "red" and styles["+b"] == "green"
     assert preview_text("(cd build && make)").spans == []  # a bash command in parentheses stays plain
+
+
+def test_a_job_that_job_stop_ended_is_drawn_as_a_success_not_as_exit_minus_9() -> None:
+    renderer, out = make()
+    data = '{"job_id": "j1", "status": "stopped", "exit_code": -9, "runtime_s": 3.2}'
+    renderer.handle(ev(tool_finished=loop_pb2.ToolFinished(result=common_pb2.ToolResult(
+        call_id="c1", tool="job_stop", ok=True, output="Stopped j1.", data_json=data, duration_ms=5))))
+    assert out.getvalue().splitlines()[-1].startswith("✓ ")
+    assert "exit -9" not in out.getvalue()
+    renderer.handle(ev(tool_finished=loop_pb2.ToolFinished(result=common_pb2.ToolResult(
+        call_id="c2", tool="job_output", ok=True, output="[j2 exited, exit code 2, 1.0 s]\nboom",
+        data_json='{"job_id": "j2", "status": "exited", "exit_code": 2}', duration_ms=5))))
+    assert out.getvalue().splitlines()[-1].startswith("✗ ") and "exit 2 · boom" in out.getvalue()

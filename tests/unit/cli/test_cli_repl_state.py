@@ -136,3 +136,25 @@ def test_the_rest_of_an_answer_word_typed_right_after_the_key_is_not_a_message()
     assert not is_answer_tail("es", "y", 5.0)  # much later: a message of its own
     assert not is_answer_tail("es please fix x", "y", 0.3)
     assert not is_answer_tail("", "y", 0.1)
+
+
+def test_a_redrawn_history_shows_a_call_without_a_result_as_pending_and_the_loops_nudges_as_notes() -> None:
+    messages = [
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "", "toolCalls": [
+            {"id": "c1", "name": "bash", "arguments": json.dumps({"command": "pytest -q"})}]},
+        {"role": "tool", "toolCallId": "c1", "content": "1 failed\n(exit code 1)"},
+        {"role": "user", "content": "[strategy-gate] Your tool calls have all failed for 3 steps in a row. Stop."},
+        {"role": "user", "content": "[continue] Your last answer was cut off at the output token limit."},
+        {"role": "assistant", "content": "", "toolCalls": [
+            {"id": "c2", "name": "bash", "arguments": json.dumps({"command": "sleep 60"})}]},
+    ]
+    lines = resume.history_lines(resume.history_items(json.dumps(messages)))
+    assert lines[1:6] == [
+        ("› fix it", "bold"),
+        ("✗ Running · pytest -q · 1 failed", "red"),
+        ("  [strategy-gate] Your tool calls have all failed for 3 steps in a row. Stop.", "dim"),
+        ("  [continue] Your last answer was cut off at the output token limit.", "dim"),
+        ("▸ Running · sleep 60 · no result yet", "yellow"),
+    ]
+    assert "› [strategy-gate]" not in [text for text, _ in lines]

@@ -43,11 +43,11 @@ def layers(tmp_path: Path, user: str, project: str = "", local: str = "", env: d
 def test_layers_merge_per_key_and_local_beats_plain(tmp_path: Path) -> None:
     c = layers(
         tmp_path,
-        "ai:\n  max_tool_iterations: 10\n  turn_timeout_seconds: 600\n",
+        "ai:\n  max_tool_iterations: 30\n  turn_timeout_seconds: 600\n",
         project="ai:\n  max_tool_iterations: 20\n",
-        local="ai:\n  max_tool_iterations: 30\n  stall_iterations: 5\n",
+        local="ai:\n  max_tool_iterations: 10\n  stall_iterations: 5\n",
     )
-    assert c.get("ai") == {"max_tool_iterations": 30, "turn_timeout_seconds": 600, "stall_iterations": 5}
+    assert c.get("ai") == {"max_tool_iterations": 10, "turn_timeout_seconds": 600, "stall_iterations": 5}
     assert c.source_of("ai.max_tool_iterations").startswith("project:") and "ai-coding.local.yaml" in c.source_of(
         "ai.max_tool_iterations")
     assert c.source_of("ai.turn_timeout_seconds").startswith("user:")
@@ -89,7 +89,8 @@ def test_a_project_cannot_set_execution_keys_and_each_drop_warns(tmp_path: Path,
     c = layers(tmp_path, "", project=yaml_text)
     assert c.get(dropped) is None
     assert len(c.warnings) == 1
-    assert f"`{dropped}`" in c.warnings[0] and "AI_CODING_TRUST_PROJECT=1" in c.warnings[0]
+    assert f"`{dropped}`" in c.warnings[0]
+    assert "run `ai-coding trust -w " in c.warnings[0] or "comes only from the user config" in c.warnings[0]
     assert "ai-coding.yaml" in c.warnings[0]
 
 
@@ -128,12 +129,11 @@ def test_a_project_cannot_wipe_the_user_models(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", ["1", "true", "yes"])
-def test_trusting_the_project_lets_every_key_through(tmp_path: Path, value: str) -> None:
-    c = layers(tmp_path, "", project="mcp:\n  servers: [{name: a}]\nmodels:\n  new:\n    base_url: http://h/v1\n",
-               env={"AI_CODING_TRUST_PROJECT": value})
-    assert c.get("mcp.servers") == [{"name": "a"}]
-    assert c.get("models.new.base_url") == "http://h/v1"
-    assert c.warnings == []
+def test_the_old_trust_switch_trusts_nothing_and_says_how_to_trust(tmp_path: Path, value: str) -> None:
+    c = layers(tmp_path, "", project="mcp:\n  servers: [{name: a}]\n",
+               env={"AI_CODING_TRUST_PROJECT": value, "XDG_DATA_HOME": str(tmp_path / "data")})
+    assert c.get("mcp.servers") is None
+    assert any("AI_CODING_TRUST_PROJECT no longer trusts" in w and "ai-coding trust -w" in w for w in c.warnings)
 
 
 def test_a_missing_variable_is_a_hard_error_naming_it() -> None:
@@ -199,8 +199,8 @@ def test_a_world_writable_project_file_is_ignored_with_a_warning(tmp_path: Path)
     planted.chmod(0o666)
     c = load_config(repo, env={}, user_path=tmp_path / "none.yaml")
     assert c.get("ai.max_tool_iterations") is None
-    assert c.warnings == [f"{planted}: ignored the whole file (writable by every user; export "
-                          "AI_CODING_TRUST_PROJECT=1 to use it)"]
+    assert c.warnings == [f"{planted}: ignored the whole file (writable by every user; fix its owner or mode "
+                          "to use it)"]
 
 
 def test_a_project_file_owned_by_another_user_is_ignored(tmp_path: Path) -> None:

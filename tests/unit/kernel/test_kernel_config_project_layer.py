@@ -9,6 +9,7 @@ import pytest
 
 from services.kernel.config import layer_stamp, load_config
 from services.kernel.errors import ConfigError
+from tests.support.trust import trust_workspace
 
 
 def repo(tmp_path: Path) -> tuple[Path, Path]:
@@ -130,7 +131,9 @@ def test_in_memory_user_data_takes_the_project_layer_on_top_through_the_trust_fi
 def test_in_memory_user_data_with_trust_keeps_the_projects_execution_keys(tmp_path: Path) -> None:
     _, ws = repo(tmp_path)
     (tmp_path / "repo" / "ai-coding.yaml").write_text("hooks:\n  pre: [make]\n")
-    config = load_config(ws, env={"AI_CODING_TRUST_PROJECT": "1"}, user_data={})
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    assert trust_workspace(ws, env, user_data={}) == 1
+    config = load_config(ws, env=env, user_data={})
     assert config.get("hooks") == {"pre": ["make"]} and config.warnings == []
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from services.loop.events import Event
 from services.loop.ports import Usage
-from services.loop.traces import PREVIEW_CHARS, preview
+from services.loop.traces import PREVIEW_CHARS, TraceWriter, preview
+from services.loop.turn_events import TurnStarted
 
 
 @dataclass
@@ -32,3 +35,14 @@ def test_lists_are_capped_at_fifty_items_and_plain_values_pass_through() -> None
     assert len(preview(list(range(80)))) == 50
     assert preview((1, "a", None, 2.5)) == [1, "a", None, 2.5]
     assert preview(7) == 7
+
+
+def test_trace_directories_and_files_are_private_to_the_user(tmp_path: Path) -> None:
+    writer = TraceWriter(str(tmp_path), "s1")
+    writer.start_turn(1)
+    writer.record(Event(1, "s1", 1, 0.0, TurnStarted(turn=1, input="hi", model="m")))
+    writer.end_turn()
+    traces = tmp_path / ".ai-coding" / "traces"
+    files = [p for p in traces.rglob("*") if p.is_file()]
+    assert files and all(p.stat().st_mode & 0o777 == 0o600 for p in files), [oct(p.stat().st_mode) for p in files]
+    assert all(d.stat().st_mode & 0o777 == 0o700 for d in (traces, traces / "s1"))

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.loop.model.providers import echoes_reasoning, thinking_options, with_reasoning
+from services.loop.model.providers import (
+    PROVIDERS,
+    ThinkingFormat,
+    echoes_reasoning,
+    thinking_options,
+    with_reasoning,
+)
 
 
 def _call(n: int) -> list[dict[str, Any]]:
@@ -24,14 +30,14 @@ HISTORY: list[dict[str, Any]] = [
 
 
 def test_deepseek_gets_reasoning_back_on_every_assistant_message_of_a_tool_call_turn_only() -> None:
-    sent = with_reasoning(HISTORY, echoes_reasoning("deepseek", None))
+    sent = with_reasoning(HISTORY, echoes_reasoning(PROVIDERS["deepseek"].echo_reasoning, None))
     assert [m.get("reasoning_content") for m in sent if m["role"] == "assistant"] == [None, "r1", "r2", "r3"]
     assert not any("reasoning" in m for m in sent)
 
 
 def test_other_providers_and_deepseek_with_thinking_off_never_get_reasoning() -> None:
     for provider, thinking in (("openai", None), ("qwen", True), ("ollama", None), ("deepseek", False)):
-        sent = with_reasoning(HISTORY, echoes_reasoning(provider, thinking))
+        sent = with_reasoning(HISTORY, echoes_reasoning(PROVIDERS[provider].echo_reasoning, thinking))
         assert not any("reasoning" in m or "reasoning_content" in m for m in sent), provider
 
 
@@ -41,9 +47,13 @@ def test_history_without_reasoning_is_passed_through_uncopied() -> None:
 
 
 def test_thinking_and_effort_are_sent_the_way_each_provider_reads_them() -> None:
-    assert thinking_options("deepseek", True, "max") == {"thinking": {"type": "enabled"}, "reasoning_effort": "max"}
-    assert thinking_options("deepseek", False, "max") == {"thinking": {"type": "disabled"}}
-    assert thinking_options("qwen", False, "") == {"enable_thinking": False}
-    assert thinking_options("openai", None, "low") == {"reasoning_effort": "low"}
-    assert thinking_options("ollama", False, "") == {"reasoning_effort": "none"}
-    assert thinking_options("generic", None, "") == {}
+    def sent(provider: str, thinking: bool | None, effort: str) -> dict[str, Any]:
+        return thinking_options(PROVIDERS[provider].thinking_format, thinking, effort)
+
+    assert sent("deepseek", True, "max") == {"thinking": {"type": "enabled"}, "reasoning_effort": "max"}
+    assert sent("deepseek", False, "max") == {"thinking": {"type": "disabled"}}
+    assert sent("qwen", False, "") == {"enable_thinking": False}
+    assert sent("openai", None, "low") == {"reasoning_effort": "low"}
+    assert sent("ollama", False, "") == {"reasoning_effort": "none"}
+    assert sent("generic", None, "") == {}
+    assert thinking_options(ThinkingFormat.DEEPSEEK, None, "high") == {"reasoning_effort": "high"}

@@ -8,6 +8,7 @@ import pytest
 from services.loop.model.retry import (
     MAX_DELAY_SECONDS,
     Failure,
+    FailureKind,
     backoff_delay,
     classify_status,
     next_wait,
@@ -59,17 +60,17 @@ def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
 
 
 def test_no_retry_for_a_non_retryable_failure() -> None:
-    assert next_wait(Failure("auth", False), 0, max_retries=4, waited=0, budget=60, time_left=100) is None
+    assert next_wait(Failure(FailureKind.AUTH, False), 0, max_retries=4, waited=0, budget=60, time_left=100) is None
 
 
 def test_no_retry_past_the_retry_count() -> None:
-    f = Failure("server_error", True, 0.1)
+    f = Failure(FailureKind.SERVER_ERROR, True, 0.1)
     assert next_wait(f, 3, max_retries=4, waited=0, budget=60, time_left=100) == 0.1
     assert next_wait(f, 4, max_retries=4, waited=0, budget=60, time_left=100) is None
 
 
 def test_no_retry_when_the_wait_exceeds_the_budget_or_the_deadline() -> None:
-    f = Failure("rate_limited", True, 5.0)
+    f = Failure(FailureKind.RATE_LIMITED, True, 5.0)
     assert next_wait(f, 0, max_retries=4, waited=56, budget=60, time_left=100) is None
     assert next_wait(f, 0, max_retries=4, waited=0, budget=60, time_left=4.9) is None
     assert next_wait(f, 0, max_retries=4, waited=0, budget=60, time_left=6) == 5.0

@@ -112,3 +112,20 @@ def test_an_mcp_tool_asks_once_then_an_always_answer_allows_it_for_the_session()
 def test_auto_mode_allows_an_mcp_tool_without_a_grant() -> None:
     v = mcp_gate("gh", "create_issue", {}, "auto", ())
     assert (v.level, v.reason) == (Level.ALLOW, "auto mode")
+
+
+def test_a_session_opens_in_the_mode_permissions_saved_unless_the_client_asks_for_auto() -> None:
+    from services.loop.policy.permissions import opening_mode
+
+    assert opening_mode(False, "auto") == "auto"
+    assert opening_mode(False, "readonly") == "readonly"
+    assert opening_mode(False, "") == "confirm"
+    assert opening_mode(False, "bogus") == "confirm"
+    assert opening_mode(True, "confirm") == "auto"
+
+
+def test_an_approval_says_what_the_tool_would_do() -> None:
+    assert decide_permission("webfetch", {"url": "https://example.com"}, declared="warn", trusted=True).reason == (
+        "fetches a web page (network access)")
+    assert decide_permission("edit", {"path": "a"}).reason == "changes a file"
+    assert decide_permission("job_stop", {"job_id": "j1"}).reason == "stops a background command"

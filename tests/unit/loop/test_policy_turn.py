@@ -84,12 +84,17 @@ def test_search_l3_finishes_and_asks_for_a_closing_answer_without_tools() -> Non
 
 
 def test_a_handoff_is_needed_only_for_early_ends_without_model_text() -> None:
-    assert handoff_needed(Status.BUDGET, "")
-    assert handoff_needed(Status.TIMEOUT, "  ")
-    assert handoff_needed(Status.FAILED, "")
-    assert not handoff_needed(Status.MAX_ITERATIONS, "here is where I got to")
-    assert not handoff_needed(Status.COMPLETED, "")
-    assert not handoff_needed(Status.INTERRUPTED, "")
+    assert handoff_needed(Status.BUDGET, "", calls_run=2)
+    assert handoff_needed(Status.TIMEOUT, "  ", calls_run=1)
+    assert handoff_needed(Status.FAILED, "", calls_run=1)
+    assert not handoff_needed(Status.MAX_ITERATIONS, "here is where I got to", calls_run=3)
+    assert not handoff_needed(Status.COMPLETED, "", calls_run=1)
+    assert not handoff_needed(Status.INTERRUPTED, "", calls_run=1)
+
+
+def test_a_turn_that_stopped_before_running_any_call_gets_no_handoff() -> None:
+    assert not handoff_needed(Status.FAILED, "", calls_run=0)
+    assert not handoff_needed(Status.TIMEOUT, "", calls_run=0)
 
 
 def test_an_answer_cut_at_the_token_limit_gets_one_continue_nudge() -> None:

@@ -11,11 +11,13 @@ from services.loop import static_check
 from services.loop.policy.static_check import StaticCheckPlan
 
 
-def _linter(workspace: Path, body: str) -> None:
-    path = workspace / ".venv" / "bin" / "ruff"
+def _linter(workspace: Path, body: str) -> str:
+    """A fake ``ruff`` in a bin directory beside the workspace; the PATH that finds it."""
+    path = workspace.parent / f"{workspace.name}-bin" / "ruff"
     path.parent.mkdir(parents=True)
     path.write_text(f"#!/bin/sh\n{body}\n")
     path.chmod(0o755)
+    return f"{path.parent}:/usr/bin:/bin"
 
 
 def test_a_missing_linter_is_named_in_the_output(tmp_path: Path) -> None:
@@ -25,18 +27,32 @@ def test_a_missing_linter_is_named_in_the_output(tmp_path: Path) -> None:
 
 
 def test_a_hanging_linter_is_stopped_at_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _linter(tmp_path, "exec sleep 30")
+    path = _linter(tmp_path, "exec sleep 30")
     monkeypatch.setattr(static_check, "TIMEOUT_SECONDS", 0.3)
     out = asyncio.run(static_check.run_static_check(StaticCheckPlan([["ruff", "check"], ["ruff", "again"]]),
-                                                    str(tmp_path), {"PATH": "/usr/bin:/bin"}))
+                                                    str(tmp_path), {"PATH": path}))
     assert "$ ruff check\n(stopped after 0 s)" in out
     assert "$ ruff again\n(not run: the 0.3 s budget is spent)" in out
 
 
 def test_clean_output_says_so_and_long_output_is_cut(tmp_path: Path) -> None:
-    _linter(tmp_path, 'if [ "$1" = quiet ]; then exit 0; fi; yes E501 | head -c 5000')
+    path = _linter(tmp_path, 'if [ "$1" = quiet ]; then exit 0; fi; yes E501 | head -c 5000')
     plan = StaticCheckPlan([["ruff", "quiet"], ["ruff", "loud"]])
-    out = asyncio.run(static_check.run_static_check(plan, str(tmp_path), {"PATH": "/usr/bin:/bin"}))
+    out = asyncio.run(static_check.run_static_check(plan, str(tmp_path), {"PATH": path}))
     assert out.startswith("$ ruff quiet\n(no findings)\n$ ruff loud\nE501")
     assert len(out) < 2100 and "more characters]" in out
     assert asyncio.run(static_check.run_static_check(StaticCheckPlan(), str(tmp_path), {})) == ""
+
+
+def test_a_linter_planted_in_the_workspace_is_not_found_on_path_nor_its_modules_imported(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    planted = ws / ".venv" / "bin" / "ruff"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\n")
+    planted.chmod(0o755)
+    (ws / "json.py").write_text(f"open({str(tmp_path / 'module-imported')!r}, 'w')\n")
+    env = {"PATH": f"{ws / '.venv' / 'bin'}:.::/usr/bin:/bin", "PYTHONPATH": str(ws)}
+    plan = StaticCheckPlan([["ruff", "check"], ["python3", "-c", "import json"]])
+    out = asyncio.run(static_check.run_static_check(plan, str(ws), env))
+    assert "(cannot run ruff:" in out
+    assert not (tmp_path / "planted-ran").exists() and not (tmp_path / "module-imported").exists()

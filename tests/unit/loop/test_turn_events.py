@@ -15,6 +15,7 @@ from ai_coding.v1 import loop_pb2
 from services.loop import turn_events
 from services.loop.approvals import Decision
 from services.loop.convert import event_to_proto
+from services.loop.domain import ModelCall
 from services.loop.events import EventLog
 from services.loop.policy.turn import Status
 from services.loop.ports import ToolOutcome, Usage
@@ -39,6 +40,8 @@ def test_payload_fields_are_the_proto_message_fields(cls: type[EventBody]) -> No
 
 _SAMPLES: dict[type, Any] = {str: "x", bool: True, int: 3, float: 1.5, Usage: Usage(1, 2, 3, cached_tokens=1),
                              ToolOutcome: ToolOutcome("c1", "read", False, "boom", {"a": 1}, "not_found", "no"),
+                             ModelCall: ModelCall("deepseek", "deepseek-v4", "api.deepseek.com", 443, True,
+                                                  error_type="rate_limited", attempts=2),
                              Status: Status.BUDGET, Decision: Decision.ALLOW_ALWAYS,
                              list[str]: ["a", "b"],
                              list[turn_events.TaskItem]: [turn_events.TaskItem("1", "do", "pending", ["0"])],
@@ -59,6 +62,8 @@ def test_every_payload_converts_with_its_values(cls: type[EventBody]) -> None:
             assert got == value, name
         elif isinstance(value, list):
             assert len(got) == len(value), name
+        elif isinstance(value, ModelCall):
+            assert (got.provider, got.server_port, got.error_type) == ("deepseek", 443, "rate_limited"), name
 
 
 def test_a_subagent_scope_travels_in_the_envelope_and_is_absent_on_the_sessions_own_events() -> None:

@@ -24,6 +24,7 @@ from services.mcp_gateway.settings import (
     parse_servers,
 )
 from services.mcp_gateway.tool_schema import MCP_CALL_SCHEMA
+from tests.support.trust import trust_workspace
 
 
 def _load(tmp_path: Path, user: dict[str, Any], project: dict[str, Any] | None = None,
@@ -34,7 +35,9 @@ def _load(tmp_path: Path, user: dict[str, Any], project: dict[str, Any] | None =
     ws.mkdir()
     if project is not None:
         (ws / "ai-coding.yaml").write_text(yaml.safe_dump(project))
-    env = {"HOME": str(tmp_path), "AI_CODING_TRUST_PROJECT": "1" if trust else ""}
+    env = {"HOME": str(tmp_path)}
+    if trust:
+        trust_workspace(ws, env, user_path=upath)
     return load_mcp_settings(load_config(ws, env=env, user_path=upath), tmp_path / "mcp.local.yaml")
 
 

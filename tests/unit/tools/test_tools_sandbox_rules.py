@@ -66,7 +66,7 @@ def test_bwrap_flags_isolate_and_protect_git(tmp_path: Path) -> None:
                  "--proc /proc", "--unshare-net", "--ro-bind / /", "--tmpfs /tmp"):
         assert flag in joined, flag
     assert f"--ro-bind {root}/.git {root}/.git" in joined  # git's control data as a whole
-    assert f"--ro-bind {root}/.ai-coding {root}/.ai-coding" in joined  # created so it can be read-only
+    assert f"--tmpfs {root}/.ai-coding --remount-ro {root}/.ai-coding" in joined  # created, shown empty
     assert argv.index("--tmpfs") < argv.index("--bind")  # the workspace is mounted over the private /tmp
     assert argv.index("--ro-bind") < argv.index("--proc")  # a fresh /proc over the host's, not under it
     assert "--unshare-net" not in bwrap_argv("bwrap", [root], root, True, [], "true")

@@ -11,6 +11,7 @@ from services.kernel.config import Config, load_config
 from services.kernel.errors import ConfigError
 from services.loop.hooks.config import Capability, parse_hooks
 from services.loop.main import build_deps
+from tests.support.trust import trust_workspace
 
 
 def entry(**over: Any) -> dict[str, Any]:
@@ -100,7 +101,9 @@ def test_a_trusted_project_layer_may_not_add_python_hooks(tmp_path: Path) -> Non
     ws.mkdir()
     (ws / "ai-coding.yaml").write_text(
         "hooks:\n  events:\n    - {name: inproc, point: turn.start, kind: python, module: plugin}\n")
-    config = load_config(ws, user_path=user, env={"AI_CODING_TRUST_PROJECT": "1"})
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    trust_workspace(ws, env, user_path=user)
+    config = load_config(ws, user_path=user, env=env)
     settings, warnings = parse_hooks(config.get("hooks"), config.source_of)
     assert settings.hooks == ()
     assert any("inproc" in w and "user config" in w for w in warnings)

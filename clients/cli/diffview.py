@@ -1,0 +1,189 @@
+"""The diffs of a turn's writes and edits: read from the tool-finished data, drawn as git colours them.
+
+The tools service already puts a unified diff in an edit's (and a replacing write's) result data
+(``{"path", "diff", ...}``); a created file has none, so its diff is its content as added lines.
+Nothing here talks to a service: :func:`edit_diff` reads one finished call, :class:`DiffLog`
+keeps the turn's and the session's, :func:`diff_text` draws one (folded past a height).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+
+from rich.text import Text
+
+# How many diff lines show inline under a write/edit line; the rest folds into "/diff shows all".
+# 12 lines keep a one-hunk edit whole (3 context + a few changed + 3 context) on a 40-row screen.
+FOLD_LINES = 12
+DIFF_TOOLS = frozenset({"write", "edit"})
+
+
+class Scope(Enum):
+    """Which changes ``/diff`` shows."""
+
+    TURN = "turn"
+    SESSION = "session"
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """One write or edit's change to ``path`` as a unified diff (``created``: the file is new)."""
+
+    path: str
+    diff: str
+    created: bool = False
+
+    @property
+    def added(self) -> int:
+        """Lines added."""
+        return sum(1 for line in self.diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
+
+    @property
+    def removed(self) -> int:
+        """Lines removed."""
+        return sum(1 for line in self.diff.splitlines() if line.startswith("-") and not line.startswith("---"))
+
+
+def created_diff(path: str, content: str) -> str:
+    """A new file's unified diff: every line of ``content`` added."""
+    lines = content.splitlines()
+    if not lines:
+        return ""
+    body = "".join(f"+{line}\n" for line in lines)
+    return f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+
+
+def edit_diff(tool: str, arguments_json: str, ok: bool, data_json: str) -> FileDiff | None:
+    """The change a finished write/edit made, or ``None`` (another tool, a failure, a dry run, no change)."""
+    if tool not in DIFF_TOOLS or not ok:
+        return None
+    data = _object(data_json)
+    path = data.get("path")
+    if not isinstance(path, str) or data.get("dry_run"):
+        return None
+    diff = data.get("diff")
+    if isinstance(diff, str) and diff:
+        return FileDiff(path, diff)
+    if tool == "write" and data.get("created") is True:
+        content = _object(arguments_json).get("content")
+        if isinstance(content, str) and content:
+            return FileDiff(path, created_diff(path, content), created=True)
+    return None
+
+
+def _object(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def line_style(line: str) -> str:
+    """git's diff colours: headers bold, hunks cyan, additions green, removals red, context plain."""
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("@@"):
+        return "cyan"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("[... diff cut"):
+        return "dim"
+    return ""
+
+
+def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ") -> Text:
+    """``diff`` as styled text (styles drop away without a terminal), its file headers left out when
+    folded; past ``fold`` lines the rest is one dim "… N more lines (/diff shows all)" line."""
+    from clients.cli.render import visible_controls
+
+    lines = diff.rstrip("\n").split("\n")
+    if fold is not None:
+        lines = [line for line in lines if not line.startswith(("+++", "---"))]
+    hidden = 0
+    if fold is not None and len(lines) > fold:
+        hidden = len(lines) - fold
+        lines = lines[:fold]
+    text = Text()
+    for n, line in enumerate(lines):
+        if n:
+            text.append("\n")
+        text.append(indent + visible_controls(line), style=line_style(line))
+    if hidden:
+        text.append(f"\n{indent}… {hidden} more line{'s' if hidden != 1 else ''} (/diff shows all)", style="dim")
+    return text
+
+
+@dataclass
+class DiffLog:
+    """The diffs of the current turn and of the whole session (as this client saw them)."""
+
+    turn: list[FileDiff] = field(default_factory=list)
+    session: list[FileDiff] = field(default_factory=list)
+
+    def start_turn(self) -> None:
+        """A new turn: its own list starts empty, the session's keeps growing."""
+        self.turn = []
+
+    def add(self, change: FileDiff) -> None:
+        """Record one write/edit."""
+        self.turn.append(change)
+        self.session.append(change)
+
+    def changes(self, scope: Scope) -> list[FileDiff]:
+        """The changes of ``scope``, in the order they were made."""
+        return list(self.turn if scope is Scope.TURN else self.session)
+
+
+def parse_scope(args: str) -> Scope | None:
+    """``/diff`` -> the turn, ``/diff session`` (or ``all``) -> the session; anything else ``None``."""
+    word = args.strip().lower()
+    if word in ("", "turn", "last"):
+        return Scope.TURN
+    if word in ("session", "all"):
+        return Scope.SESSION
+    return None
+
+
+def combined(changes: list[FileDiff]) -> str:
+    """The changes as one diff: grouped by file (first-touched first), each file's hunks in order."""
+    by_path: dict[str, list[FileDiff]] = {}
+    for change in changes:
+        by_path.setdefault(change.path, []).append(change)
+    parts = []
+    for path_changes in by_path.values():
+        first = True
+        for change in path_changes:
+            lines = change.diff.rstrip("\n").split("\n")
+            if not first:  # one header per file: later edits of it add only their hunks
+                lines = [line for line in lines if not line.startswith(("+++", "---"))]
+            first = False
+            parts.extend(lines)
+    return "\n".join(parts) + ("\n" if parts else "")
+
+
+def summary(changes: list[FileDiff]) -> str:
+    """'2 files changed, +9 -1' (what /diff prints above the diff)."""
+    files = len({c.path for c in changes})
+    added = sum(c.added for c in changes)
+    removed = sum(c.removed for c in changes)
+    return f"{files} file{'s' if files != 1 else ''} changed, +{added} -{removed}"
+
+
+def diff_command(log: DiffLog, args: str) -> Text:
+    """What ``/diff [session]`` prints: the summary and the combined diff, unfolded."""
+    scope = parse_scope(args)
+    if scope is None:
+        return Text(f"/diff takes nothing (this turn) or `session`, not {args.strip()!r}", style="yellow")
+    changes = log.changes(scope)
+    if not changes:
+        where = "this turn" if scope is Scope.TURN else "this session"
+        return Text(f"no file changes in {where} yet (/diff session shows the whole session's)"
+                    if scope is Scope.TURN else f"no file changes in {where} yet", style="dim")
+    text = Text(summary(changes) + (" this turn" if scope is Scope.TURN else " this session") + "\n", style="bold")
+    text.append_text(diff_text(combined(changes), fold=None, indent=""))
+    return text

@@ -1,0 +1,54 @@
+"""The egress proxy seen from the loop: a sandboxed command's requests are in the turn's trace
+(host, port, bytes, verdict, rule) and a refused host reaches the model with its fix. Real loop,
+real tools service in `tools.sandbox.network: proxy` with real bwrap, an origin on 127.0.0.1
+pinned as web.test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
+from tests.support.egress_sites import SECRET_PAGE, Origin, serve
+
+__all__ = ["fake", "make_stack", "workspace"]
+
+
+@pytest.fixture
+def web() -> Iterator[Origin]:
+    origin = serve(Origin())
+    yield origin
+    origin.stop()
+
+
+def trace_lines(ws: Path) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
+    for path in sorted((ws / ".ai-coding" / "traces").rglob("*.jsonl")):
+        lines += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return lines
+
+
+def test_each_proxied_request_is_in_the_trace_and_a_refusal_tells_the_model_what_to_allow(
+        make_stack: Callable[..., LoopStack], web: Origin, workspace: Path, isolated_home: Path) -> None:
+    command = f"curl -sS http://web.test:{web.port}/hello; echo; curl -sS http://unlisted.test/x"
+    tools = {"tools": {"sandbox": {"network": "proxy", "allow_domains": [f"web.test:{web.port}"]}},
+             "net": {"pinned_hosts": {"web.test": f"127.0.0.1:{web.port}"}}}
+    stack = make_stack([{"match": "fetch", "tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+                        {"match": "allow_domains", "text": "the proxy refused unlisted.test"}], with_tools=tools)
+    _, events = stack.turn("fetch both")
+    assert status_name(finished(events)) == "completed"
+    result = next(e.tool_finished for e in events if e.WhichOneof("event") == "tool_finished").result
+    assert SECRET_PAGE.decode() in result.output
+    assert "[sandbox network] refused unlisted.test" in result.output
+    assert "add `- unlisted.test` under tools.sandbox.allow_domains" in result.output
+    finished_lines = [line for line in trace_lines(workspace) if line.get("kind") == "tool_finished"]
+    records = [r for line in finished_lines for r in line["result"]["data"].get("egress", [])]
+    by_host = {r["host"]: r for r in records}
+    assert by_host["web.test"]["verdict"] == "allowed" and by_host["web.test"]["rule"] == f"web.test:{web.port}"
+    assert by_host["web.test"]["bytes_down"] > 0 and by_host["web.test"]["port"] == web.port
+    assert by_host["unlisted.test"]["verdict"] == "denied" and by_host["unlisted.test"]["port"] == 80
+    assert web.paths() == ["/hello"]
