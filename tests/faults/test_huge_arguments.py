@@ -40,6 +40,8 @@ def _huge_calls(size: int) -> list[dict[str, Any]]:
         {"name": "job_start", "arguments": {"command": blob}},
         {"name": "todo_write", "arguments": {"add": [{"content": blob}]}},
         {"name": "tool_search", "arguments": {"query": spaced}},
+        {"name": "acceptance_propose", "arguments": {"statement": blob, "command": "echo " + blob}},
+        {"name": "subAgent", "arguments": {"task": "child " + blob, "name": "big"}},
     ]
 
 
@@ -93,6 +95,7 @@ def test_huge_arguments_to_every_tool_leave_health_and_a_second_session_answerin
         {"match_first_user": "ping-", "text": "second session fine", "repeat": "forever"},
         {"match": "go huge", "tool_calls": calls, "argument_chunk_chars": 65_536},
         {"match_first_user": "go huge", "text": "huge done", "repeat": "forever"},
+        {"match_first_user": "child xxxx", "text": "child done", "repeat": "forever"},
     ]})
     channel = loop.channel()
     stub = loop_pb2_grpc.AgentLoopStub(channel)
@@ -140,3 +143,5 @@ def _check_each_tool(by_name: list[tuple[str, bool, str, str]]) -> None:
     refused = {r[0]: r for r in by_name if r[0] in ("read", "glob", "grep")}
     assert all(code == "invalid_arguments" and "characters" in message for _, _, code, message in refused.values())
     assert {r[0] for r in by_name if r[1]} >= {"write", "edit", "todo_write", "tool_search"}
+    # Each other call ended with a result that names its problem, or ran: none crashed the turn.
+    assert all(ok or code for _, ok, code, _ in by_name), by_name
