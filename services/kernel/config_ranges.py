@@ -6,7 +6,8 @@ warnings, which OpenSession shows. A service therefore never crash-loops on conf
 
 Keys not listed get the default rule: a finite number, 0 or more, at most ``HUGE`` (seconds: at
 most a week; milliseconds: a week in ms). ``models.*`` and ``compaction.models.*`` match any model
-name. Zero is allowed wherever the docstring gives it a meaning ("0 = off", "0 = no limit").
+name. Zero is allowed wherever the docstring gives it a meaning ("0 = off", "0 = no limit"); a lower
+bound above 0 is there only where 0 would stop the component (a window of 0 tokens, 0 iterations).
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ RANGES: dict[str, Range] = {
     "compaction.context_window": Range(0, 100_000_000),
     "compaction.threshold": Range(0, 100_000_000, above=True),
     "compaction.target_fraction": Range(0, 0.99, above=True),
-    "compaction.max_messages": Range(8, 1_000_000),
-    "compaction.per_result_persist_bytes": Range(1000, 100_000_000),
+    "compaction.max_messages": Range(1, 1_000_000),
+    "compaction.per_result_persist_bytes": Range(1, 100_000_000),
     "compaction.summary_timeout_seconds": _SECONDS,
     "compaction.breaker_failures": _COUNT,
     "compaction.working_memory_note_chars": Range(1, 100_000),
@@ -74,10 +75,10 @@ RANGES: dict[str, Range] = {
     "models.*.stream_idle_seconds": _SECONDS,
     "models.*.max_retries": Range(0, 100),
     "models.*.retry_budget_seconds": Range(0, WEEK_SECONDS),
-    "models.*.context_window": Range(1000, 100_000_000),
+    "models.*.context_window": Range(1, 100_000_000),
     # loop: (services/loop/main.py)
     "loop.harvest_timeout_seconds": _SECONDS,
-    "loop.event_window": Range(100, 10_000_000),
+    "loop.event_window": Range(1, 10_000_000),
     # tracing.otlp: (services/loop/tracing/live.py)
     "tracing.otlp.timeout_seconds": Range(0, 3600, above=True),
     "tracing.otlp.max_queue_spans": Range(1, 10_000_000),
@@ -90,7 +91,7 @@ RANGES: dict[str, Range] = {
     "memory.recall_timeout_seconds": Range(-WEEK_SECONDS, WEEK_SECONDS),
     "memory.min_relevance": Range(0, 1),
     "memory.relative_band": Range(0, 1),
-    "memory.max_index_entries": _COUNT,
+    "memory.max_index_entries": Range(0, HUGE),
     "memory.default_k": Range(1, 1000),
     "memory.open_thread_ttl_days": Range(0, 36_500, above=True),
     "memory.rrf_k": Range(1, 100_000),
