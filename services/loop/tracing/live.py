@@ -255,8 +255,9 @@ class LiveExporter:
         return self.queued == 0
 
     def shutdown(self, timeout_seconds: float = SHUTDOWN_DEADLINE_S) -> None:
-        """Send every session's span and what is queued (within ``timeout_seconds``; not waited for
-        while the collector is away), then stop."""
+        """Send every session's span and what is queued (within ``timeout_seconds`` in all; not waited
+        for while the collector is away), then stop."""
+        deadline = time.monotonic() + timeout_seconds
         with self._cond:
             sessions = list(self._reports)
         for session_id in sessions:
@@ -268,7 +269,7 @@ class LiveExporter:
             self._stopping = True
             self._cond.notify_all()
         self._inner.shutdown()  # also cuts the SDK's retry wait of a send in flight
-        self._thread.join(timeout=timeout_seconds)
+        self._thread.join(timeout=max(deadline - time.monotonic(), 0.0))
         if self._thread.is_alive() or self.queued:
             log.warning("trace export to %s stopped at its %g s shutdown deadline (tracing.otlp: the collector "
                         "did not answer); %d span(s) were not sent", self.endpoint, timeout_seconds, self.queued)
