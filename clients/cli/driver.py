@@ -30,6 +30,26 @@ def at_turn_finished(event: views.Event) -> bool:
     return isinstance(event.body, views.TurnFinished)
 
 
+@dataclass
+class OwnTurn:
+    """Whether the events read so far still belong to someone else's turn (pure).
+
+    A Start on a session whose turn another client runs is queued (``InputQueued`` with our text):
+    that turn's events stream by, but its ``TurnFinished`` is not ours; ours begins at the
+    ``TurnStarted`` carrying our text."""
+
+    text: str = ""
+    waiting: bool = False
+
+    def see(self, body: object) -> None:
+        if not self.text:
+            return
+        if isinstance(body, views.InputQueued) and body.input == self.text:
+            self.waiting = True
+        elif isinstance(body, views.TurnStarted) and body.input == self.text:
+            self.waiting = False
+
+
 class TurnDriver:
     """Follows one turn of ``session_id`` on the loop, whoever is watching it."""
 
@@ -46,11 +66,13 @@ class TurnDriver:
         self.resend = resend
         self.on_stream = on_stream
         self.stream: TurnStream | None = None
+        self._own = OwnTurn()
 
     def start(self, text: str, attachments: Sequence[Attachment] = ()) -> TurnStream:
         """Open the stream that starts a turn with ``text`` (sent at once; :meth:`follow` reads it)."""
         stream = (self.client.start_plan(self.session_id, text) if self.plan
                   else self.client.start(self.session_id, text, attachments))
+        self._own = OwnTurn("" if self.plan else text)  # a queued plan's turns carry its steps' inputs
         self._use(stream)
         return stream
 
@@ -72,10 +94,11 @@ class TurnDriver:
         try:
             async for event in stream.events():
                 received = True
-                if isinstance(event.body, views.TurnFinished):
+                self._own.see(event.body)
+                if isinstance(event.body, views.TurnFinished) and not self._own.waiting:
                     finished = event.body
                 self.on_event(event)
-                if self.until(event):
+                if not self._own.waiting and self.until(event):
                     break
         except ClientError as err:
             return received, TurnEnd(finished=finished, error=err)

@@ -151,7 +151,21 @@ def choose_session(rows: Sequence[SessionLike], *, continue_last: bool, resume: 
 
 
 def read_prompt(prompt: str, stdin: TextIO) -> str:
-    """The prompt: ``-`` (or nothing, when stdin is not a terminal) reads it from stdin."""
+    """The prompt: ``-`` (or nothing, when stdin is not a terminal) reads it from stdin (bytes that are
+    not UTF-8 kept as surrogate escapes, for ``not_utf8`` to name)."""
     if prompt == STDIN_PROMPT or (not prompt and not stdin.isatty()):
-        return stdin.read()
+        raw = getattr(stdin, "buffer", None)
+        return raw.read().decode("utf-8", "surrogateescape") if raw is not None else stdin.read()
     return prompt
+
+
+def not_utf8(text: str, where: str = "the prompt") -> str:
+    """Why ``text`` cannot be sent (bytes that are not UTF-8, from stdin or argv), or ""."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = text[err.start]
+        byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"U+{ord(bad):04X}"
+        return (f"{where} is not UTF-8 text ({byte} at character {err.start:,}); convert it first, "
+                "e.g. `iconv -f latin1 -t utf-8`")
+    return ""

@@ -97,7 +97,7 @@ def _pick_for_repl(workspace: str, continue_last: bool, resume: str) -> str:
     root, _ = headless.workspace_and_cwd(workspace)
     flag = "-c" if continue_last and not resume else "-r"  # lines read `ai-coding -r: pick a session ...`
     with cli_errors(flag):
-        rows = session_rows(root)
+        rows = session_rows(root, warn_unreadable=True)
     return pick_session(rows, continue_last, resume, flag)
 
 

@@ -325,7 +325,7 @@ def _outcome(end: TurnEnd, stopping: StopReason | None, endpoint: Endpoint, sess
 def refused_exit(status: str, reason: str) -> int:
     """The exit code of a turn the loop refused before it ran: the caller's input to change (an image
     for a text-only model, an oversized prompt, a plan topic outside the workspace) is bad input."""
-    if status == "invalid_argument" or reason == "plan_outside_workspace":
+    if status == "invalid_argument" or reason in ("plan_outside_workspace", "input_too_large"):
         return exit_codes.USAGE
     return exit_codes.FAILED
 

@@ -54,6 +54,7 @@ holds answer: for concurrent callers such as subagents, whose order varies)::
       delay_ms: 0                      # wait before the first byte
       chunk_delay_ms: 0                # wait between stream chunks
       chunk_chars: 12                  # text/reasoning characters per chunk
+      argument_chunk_chars: 8          # tool-call argument characters per chunk
       repeat: 1                        # answer this many requests (or "forever")
       fault: ...                       # instead of a normal reply, see below
       wire: openai                     # or a provider's quirk: index_zero | no_index | message |

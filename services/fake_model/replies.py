@@ -189,7 +189,7 @@ def stream_deltas(step: Step, ids: list[str]) -> list[dict[str, Any]]:
         deltas.append({"tool_calls": [{"index": index, "id": call_id, "type": "function",
                                        "function": {"name": call.name, "arguments": ""}}]})
         deltas += [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
-                   for piece in split_text(call.arguments_json, ARGUMENT_FRAGMENT_CHARS)]
+                   for piece in split_text(call.arguments_json, step.argument_chunk_chars)]
     calls = [(call_id, c.name, c.arguments_json) for call_id, c in zip(ids, step.tool_calls, strict=True)]
     return wire.shape_deltas(step.wire, deltas, calls, step.chunk_chars)
 

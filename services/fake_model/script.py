@@ -23,7 +23,7 @@ DEFAULT_MODELS = ("fake-model",)
 _STEP_KEYS = {
     "match", "text", "reasoning", "tool_calls", "usage_shape", "usage", "delay_ms", "chunk_delay_ms",
     "finish_reason", "repeat", "fault", "chunk_chars", "name", "wire", "require_reasoning_echo",
-    "match_first_user", "match_anywhere", "match_absent", "reject_params", "reject_style",
+    "match_first_user", "match_anywhere", "match_absent", "reject_params", "reject_style", "argument_chunk_chars",
 }
 _TOOL_KEYS = {"name", "arguments", "arguments_raw", "id"}
 _FAULT_KEYS = {"kind", "retry_after", "after_chunks", "seconds", "status", "message", "code", "body", "style",
@@ -84,6 +84,8 @@ class Step:
     repeat: int | None = 1
     fault: Fault | None = None
     chunk_chars: int = 12
+    argument_chunk_chars: int = 8
+    """Tool-call argument characters per chunk (huge-argument tests send them in big pieces)."""
     name: str = ""
     wire: str = "openai"
     require_reasoning_echo: bool = False
@@ -201,6 +203,9 @@ def parse_step(raw: Any, index: int) -> Step:
     chunk_chars = _get(raw, "chunk_chars", int, where, 12)
     if chunk_chars < 1:
         raise ScriptError(f"{where}: chunk_chars must be at least 1.")
+    argument_chunk_chars = _get(raw, "argument_chunk_chars", int, where, 8)
+    if argument_chunk_chars < 1:
+        raise ScriptError(f"{where}: argument_chunk_chars must be at least 1.")
     return Step(
         match=_parse_match(raw.get("match"), where),
         match_first_user=_parse_match(raw.get("match_first_user"), where, "match_first_user"),
@@ -218,6 +223,7 @@ def parse_step(raw: Any, index: int) -> Step:
         repeat=_parse_repeat(raw.get("repeat", 1), where),
         fault=_parse_fault(raw.get("fault"), where),
         chunk_chars=chunk_chars,
+        argument_chunk_chars=argument_chunk_chars,
         name=_get(raw, "name", str, where, ""),
         wire=wire,
         require_reasoning_echo=_get(raw, "require_reasoning_echo", bool, where, False),

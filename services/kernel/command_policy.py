@@ -16,6 +16,15 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+
+from services.kernel.command_limits import (
+    PARSE_BUDGET_FLOOR,
+    ParseBudget,
+    TooComplex,
+    is_fork_bomb,
+    oversize_reason,
+)
 
 _SEPARATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECT_OPS = ("&>>", "<<<", "<<-", "&>", ">>", ">|", "<<", "<>", ">&", "<&", ">", "<")
@@ -26,7 +35,6 @@ _NOT_COMMANDS = frozenset({"for", "case", "select", "function", "in"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
 _FD_PREFIX = re.compile(r"\d+(?=[<>])")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_FORK_BOMB = re.compile(r"(\S+)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}")
 _DISK_DEVICE = re.compile(
     r"^/dev/(?:[shv]d[a-z]+\d*|xvd[a-z]+\d*|nvme\d+n\d+(?:p\d+)?|mmcblk\d+(?:p\d+)?|md\d+|dm-\d+|loop\d+"
     r"|disk/.+|mapper/.+)$")
@@ -57,8 +65,10 @@ class _Lexer:
     redirects: list[Redirect] = field(default_factory=list)
     pending_op: str = ""
     heredocs: list[tuple[str, bool]] = field(default_factory=list)
+    budget: ParseBudget = field(default_factory=lambda: ParseBudget(PARSE_BUDGET_FLOOR))
 
     def run(self) -> list[SimpleCommand]:
+        self.budget.charge(len(self.text))
         while self.pos < len(self.text):
             ch = self.text[self.pos]
             if ch in " \t":
@@ -115,9 +125,10 @@ class _Lexer:
         if self.pending_op:
             self.redirects.append(Redirect(self.pending_op, ""))
             self.pending_op = ""
-        argv = list(self.argv)
-        while argv and argv[0] in _KEYWORDS:
-            argv.pop(0)
+        first = 0
+        while first < len(self.argv) and self.argv[first] in _KEYWORDS:
+            first += 1
+        argv = self.argv[first:]
         if (argv or self.redirects) and not (argv and argv[0] in _NOT_COMMANDS):
             self.commands.append(SimpleCommand(tuple(argv), tuple(self.redirects)))
         self.argv, self.redirects = [], []
@@ -162,7 +173,7 @@ class _Lexer:
                 out.append(text[self.pos : end])
                 self.pos = end
             elif text.startswith("$(", self.pos) or (ch in "<>" and text.startswith("(", self.pos + 1)):
-                end = _matching_paren(text, self.pos + 2)
+                end = self._matching_paren(self.pos + 2)
                 self._nested(text[self.pos + 2 : end])
                 out.append(text[self.pos : end + 1])
                 self.pos = end + 1
@@ -181,7 +192,7 @@ class _Lexer:
                 out.append(text[self.pos + 1])
                 self.pos += 2
             elif text.startswith("$(", self.pos) and not text.startswith("$((", self.pos):
-                end = _matching_paren(text, self.pos + 2)
+                end = self._matching_paren(self.pos + 2)
                 self._nested(text[self.pos + 2 : end])
                 out.append(text[self.pos : end + 1])
                 self.pos = end + 1
@@ -197,7 +208,12 @@ class _Lexer:
         return "".join(out)
 
     def _nested(self, inner: str) -> None:
-        self.commands.extend(parse_command(inner))
+        self.commands.extend(parse_command(inner, self.budget))
+
+    def _matching_paren(self, start: int) -> int:
+        end = _matching_paren(self.text, start)
+        self.budget.charge(end - start)  # nested `$(` scan the rest again: count it
+        return end
 
 
 def _find_backtick(text: str, start: int) -> int:
@@ -242,38 +258,40 @@ def _matching_paren(text: str, start: int) -> int:
 
 def _strip_wrappers(argv: tuple[str, ...]) -> tuple[str, ...]:
     """Drop leading assignments and wrappers (env, nohup, timeout, xargs...) to reach the real command."""
-    args = list(argv)
-    while args:
-        name = posixpath.basename(args[0])
-        if _ASSIGNMENT.match(args[0]):
-            args.pop(0)
-        elif name in ("command", "type", "hash") and any(a in ("-v", "-V") for a in args[1:2]):
+    i = 0  # an index, not list.pop(0): `nohup nohup ...` x 60k would be quadratic
+    while i < len(argv):
+        name = posixpath.basename(argv[i])
+        if _ASSIGNMENT.match(argv[i]):
+            i += 1
+        elif name in ("command", "type", "hash") and any(a in ("-v", "-V") for a in argv[i + 1 : i + 2]):
             return ()  # `command -v x` looks x up; it does not run it
         elif name in ("nohup", "command", "builtin", "exec", "time", "setsid", "stdbuf", "ionice", "nice", "env",
                       "chrt", "taskset", "unbuffer", "caffeinate"):
-            args.pop(0)
-            while args and (args[0].startswith("-") or (name == "env" and _ASSIGNMENT.match(args[0]))):
-                flag = args.pop(0)
-                if flag in ("-u", "-n", "-c", "-p", "-C", "-S") and args and name in ("env", "nice", "ionice"):
-                    args.pop(0)
-            if name == "taskset" and args:
-                args.pop(0)
+            i += 1
+            while i < len(argv) and (argv[i].startswith("-") or (name == "env" and _ASSIGNMENT.match(argv[i]))):
+                flag = argv[i]
+                i += 1
+                if flag in ("-u", "-n", "-c", "-p", "-C", "-S") and i < len(argv) and name in ("env", "nice", "ionice"):
+                    i += 1
+            if name == "taskset" and i < len(argv):
+                i += 1
         elif name in ("timeout", "xargs", "watch"):
-            args.pop(0)
+            i += 1
             with_value = {"timeout": ("-s", "-k", "--signal", "--kill-after"),
                           "xargs": ("-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a"),
                           "watch": ("-n", "-d")}[name]
-            while args and args[0].startswith("-"):
-                if args.pop(0) in with_value and args:
-                    args.pop(0)
-            if name == "timeout" and args:
-                args.pop(0)  # the duration
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 1
+                if argv[i - 1] in with_value and i < len(argv):
+                    i += 1
+            if name == "timeout" and i < len(argv):
+                i += 1  # the duration
         else:
             break
-    return tuple(args)
+    return argv[i:]
 
 
-def _expand(cmd: SimpleCommand) -> list[SimpleCommand]:
+def _expand(cmd: SimpleCommand, budget: ParseBudget) -> list[SimpleCommand]:
     """The command itself (wrappers stripped) plus what it runs: sh -c, eval, find -exec."""
     argv = _strip_wrappers(cmd.argv)
     out = [SimpleCommand(argv, cmd.redirects)]
@@ -283,10 +301,10 @@ def _expand(cmd: SimpleCommand) -> list[SimpleCommand]:
     if name in _SHELLS:
         for i, arg in enumerate(argv[1:-1], start=1):
             if arg.startswith("-") and not arg.startswith("--") and "c" in arg:
-                out.extend(_expand_all(parse_command(argv[i + 1])))
+                out.extend(_expand_all(parse_command(argv[i + 1], budget), budget))
                 break
     elif name == "eval":
-        out.extend(_expand_all(parse_command(" ".join(argv[1:]))))
+        out.extend(_expand_all(parse_command(" ".join(argv[1:]), budget), budget))
     elif name == "find":
         i = 1
         while i < len(argv):
@@ -294,24 +312,36 @@ def _expand(cmd: SimpleCommand) -> list[SimpleCommand]:
                 end = i + 1
                 while end < len(argv) and argv[end] not in (";", "+"):
                     end += 1
-                out.extend(_expand(SimpleCommand(argv[i + 1 : end])))
+                budget.charge(end - i)  # `find -exec find -exec ...` re-reads the rest per level
+                out.extend(_expand(SimpleCommand(argv[i + 1 : end]), budget))
                 i = end
             i += 1
     return out
 
 
-def _expand_all(commands: list[SimpleCommand]) -> list[SimpleCommand]:
-    return [part for cmd in commands for part in _expand(cmd)]
+def _expand_all(commands: list[SimpleCommand], budget: ParseBudget) -> list[SimpleCommand]:
+    return [part for cmd in commands for part in _expand(cmd, budget)]
 
 
-def parse_command(command: str) -> list[SimpleCommand]:
-    """Every simple command in ``command``, including those inside substitutions (wrappers kept)."""
-    return _Lexer(command).run()
+def parse_command(command: str, budget: ParseBudget | None = None) -> list[SimpleCommand]:
+    """Every simple command in ``command``, including those inside substitutions (wrappers kept).
+
+    Raises ``TooComplex`` when nested re-parsing (``eval eval ...``, ``$($(...))``) exceeds ``budget``."""
+    return _Lexer(command, budget=budget or ParseBudget.for_text(command)).run()
 
 
 def command_parts(command: str) -> list[SimpleCommand]:
-    """Every command that would run: parsed, wrappers stripped, ``sh -c``/``eval``/``-exec`` followed."""
-    return _expand_all(parse_command(command))
+    """Every command that would run: parsed, wrappers stripped, ``sh -c``/``eval``/``-exec`` followed.
+
+    Raises ``TooComplex`` past the parse budget (see ``command_limits``)."""
+    return list(_cached_parts(command))
+
+
+@lru_cache(maxsize=16)
+def _cached_parts(command: str) -> tuple[SimpleCommand, ...]:
+    # The gate asks four questions of one command (deny, writes, programs, paths): parse it once.
+    budget = ParseBudget.for_text(command)
+    return tuple(_expand_all(parse_command(command, budget), budget))
 
 
 # ------------------------------------------------------------------ DENY list
@@ -393,12 +423,17 @@ def _deny_one(cmd: SimpleCommand) -> str | None:
 
 def denied_reason(command: str) -> str | None:
     """Why ``command`` is on the hard DENY list, or None when it is not."""
-    if _FORK_BOMB.search(command):
+    too_long = oversize_reason(command)
+    if too_long:
+        return too_long
+    if is_fork_bomb(command):
         return "a fork bomb"
     try:
         parts = command_parts(command)
     except RecursionError:
         return "nested too deeply to check"
+    except TooComplex as exc:
+        return str(exc)
     for cmd in parts:
         reason = _deny_one(cmd)
         if reason:
@@ -457,8 +492,8 @@ def writes_files(command: str) -> bool:
     """True when ``command`` (any part of it) writes, moves or deletes files."""
     try:
         return any(_writes_one(cmd) for cmd in command_parts(command))
-    except RecursionError:
+    except (RecursionError, TooComplex):
         return True  # cannot tell: count it as an edit
 
 
-__all__ = ["Redirect", "SimpleCommand", "command_parts", "denied_reason", "parse_command", "writes_files"]
+__all__ = ["Redirect", "SimpleCommand", "TooComplex", "command_parts", "denied_reason", "parse_command", "writes_files"]

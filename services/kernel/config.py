@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 import yaml
 
 from services.kernel import config_rules
+from services.kernel.config_ranges import range_problem
 from services.kernel.errors import ConfigError
 from services.kernel.trust import Admission, TrustStore, approve_hint, store_path
 
@@ -458,7 +459,10 @@ class Config:
             for warning in unknown_key_warnings({name: None}, fields, where, prefix=f"{key}."):
                 if warning not in self.warnings:
                     self.warnings.append(warning)
-        return from_mapping(cls, raw, key)
+        refused: list[str] = []
+        section = from_mapping(cls, raw, key, refused)
+        self.warnings += [r for r in refused if r not in self.warnings]
+        return section
 
     def source_of(self, dotted: str) -> str:
         """The layer that set ``dotted`` (longest matching prefix), or "default"."""
@@ -601,10 +605,12 @@ def _type_ok(value: Any, tp: Any) -> bool:
     return True
 
 
-def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
+def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "", refused: list[str] | None = None) -> T:
     """Build dataclass ``cls`` from ``raw``; nested dataclasses are built too.
 
-    A value of the wrong type is a :class:`ConfigError` naming the key.
+    A value of the wrong type, or a number out of its range (``config_ranges``), is a
+    :class:`ConfigError` naming the key; with ``refused`` it is left out instead (the field
+    keeps its default) and the sentence is appended there, so a service starts without it.
     """
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls} is not a dataclass")
@@ -616,23 +622,36 @@ def from_mapping(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
         value = raw[f.name]
         tp = hints[f.name]
         key = f"{where}.{f.name}" if where else f.name
-        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-            if value is None:
+        try:
+            if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+                if value is None:
+                    continue
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"config key `{key}` must be a mapping, got {type(value).__name__}")
+                kwargs[f.name] = from_mapping(tp, value, key, refused)
                 continue
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"config key `{key}` must be a mapping, got {type(value).__name__}")
-            kwargs[f.name] = from_mapping(tp, value, key)
-            continue
-        if not _type_ok(value, tp):
-            raise ConfigError(
-                f"config key `{key}` has the wrong type: expected {getattr(tp, '__name__', tp)}, "
-                f"got {type(value).__name__} ({value!r:.60})",
-                hint="Fix the value in the file /config names as its source.",
-            )
-        if typing.get_origin(tp) is tuple and isinstance(value, list):
-            value = tuple(value)
-        kwargs[f.name] = value
+            kwargs[f.name] = _checked_value(key, value, tp)
+        except ConfigError as err:
+            if refused is None:
+                raise
+            refused.append(f"{err.message}; it is ignored (the default applies)")
     return cls(**kwargs)
+
+
+def _checked_value(key: str, value: Any, tp: Any) -> Any:
+    if not _type_ok(value, tp):
+        raise ConfigError(
+            f"config key `{key}` has the wrong type: expected {getattr(tp, '__name__', tp)}, "
+            f"got {type(value).__name__} ({value!r:.60})",
+            hint="Fix the value in the file /config names as its source.",
+        )
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        problem = range_problem(key, value)
+        if problem:
+            raise ConfigError(problem, hint="Fix the value in the file /config names as its source.")
+    if typing.get_origin(tp) is tuple and isinstance(value, list):
+        value = tuple(value)
+    return value
 
 
 # ---------------------------------------------------------------- /config report

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.kernel.offloop import CheckTimeout, off_loop
 from services.kernel.titles import tool_title
 from services.loop.approvals import Decision, Pending, RequestKind, Resolution, is_allowed
 from services.loop.domain import call_deadline, wait_limit
@@ -155,7 +156,7 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if tool.deferred:
         ctx.registry.load([call.name])  # the model knew the name; load it rather than bounce
     arguments = _args(call)
-    refused = _guarded(ctx, call, arguments)
+    refused = await _guarded(ctx, call, arguments)
     if refused is not None:
         return refused
     hooked = await ctx.before_tool(call, arguments)
@@ -163,10 +164,10 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
         return hooked
     if hooked is not call:  # rewritten: the guards and the gate judge what will run, never what was asked
         call, arguments = hooked, _args(hooked)
-        refused = _guarded(ctx, call, arguments)
+        refused = await _guarded(ctx, call, arguments)
         if refused is not None:
             return refused
-    verdict = ctx.gate(tool, arguments)
+    verdict = await _gated(ctx, tool, arguments)
     if verdict.level == Level.DENY:
         return error_outcome(call.id, call.name, "permission_denied",
                              f"{verdict.reason}; choose another approach")
@@ -184,10 +185,21 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
                          "do not retry it unchanged")
 
 
-def _guarded(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome | None:
-    """The guards' refusal of ``call`` (duplicate call, strict path escape), or None to go on."""
+async def _gated(ctx: DispatchContext, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
+    """The gate's verdict, computed off the event loop (a long command takes CPU to check)."""
     try:
-        refusal = ctx.guard(call, arguments)
+        return await off_loop(ctx.gate, tool, arguments)
+    except CheckTimeout as exc:
+        return Verdict(Level.DENY, f"the permission check was stopped: {exc}; refused (send a shorter call)")
+
+
+async def _guarded(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome | None:
+    """The guards' refusal of ``call`` (duplicate call, strict path escape), or None to go on.
+    They run off the event loop, like the gate."""
+    try:
+        refusal = await off_loop(ctx.guard, call, arguments)
+    except CheckTimeout as exc:
+        refusal = Refusal("guard_failed", f"a safety check was stopped: {exc}; the call was refused")
     except Exception as exc:  # a broken guard refuses (fail closed); the call still gets its result
         refusal = Refusal("guard_failed", f"a safety check failed ({type(exc).__name__}); the call was refused")
     if refusal is None:

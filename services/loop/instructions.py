@@ -122,6 +122,19 @@ def load_notes(workspace: Path, cwd: Path | None, user_dir: Path,
     return reader.files
 
 
+def notes_cut_warning(files: Sequence[NoteFile], limit: int = MAX_NOTES_CHARS) -> str:
+    """The sentence for the user when the instructions files are longer than ``limit`` ("" if not)."""
+    total = sum(len(note.text.strip()) for note in files)
+    if total <= limit:
+        return ""
+    left, cut = limit, []
+    for note in files:
+        size = len(note.text.strip())
+        if size > left:
+            cut.append(note.label)
+        left = max(left - size, 0)
+    return (f"the project instructions are {total:,} characters; only the first {limit:,} reach the model "
+            f"(cut: {', '.join(cut)}). Shorten them, or move detail into files the model can read when needed")
 def default_private() -> list[tuple[str, str]]:
     from services.kernel.datadir import data_dir
     from services.kernel.endpoints import runtime_dir

@@ -87,9 +87,10 @@ def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str,
     ``shared`` supplies the service clients (tools, memory, MCP) already built at start: their
     endpoints are execution keys of the user layer, fixed for the life of the process.
     """
-    from services.loop.model.settings import secret_env_names
+    from services.loop.model.settings import check_models, secret_env_names
 
     loop = config.section(LoopConfig, "loop")  # env: the session's environment (ModelFactory reads keys there)
+    check_models(config)
     # The exact key's layer: a project that sets only hooks.plugin_dir did not set the user's events.
     hooks, hook_warnings = parse_hooks(config.get("hooks"), lambda key: config.sources.get(key, "default"))
     config.warnings += [w for w in hook_warnings if w not in config.warnings]
@@ -128,7 +129,14 @@ def live_exporter(config: Config) -> Any:
     from services.loop.tracing.live import LiveExporter, OtlpConfig
 
     otlp = config.section(OtlpConfig, "tracing.otlp")
-    return LiveExporter(otlp) if otlp.endpoint.strip() else None
+    if not otlp.endpoint.strip():
+        return None
+    try:
+        return LiveExporter(otlp)
+    except Exception as exc:  # the loop starts without live export, and says so; never a crash loop
+        config.warnings.append(f"config section `tracing.otlp` could not start live export "
+                               f"({type(exc).__name__}: {exc}); traces are only written to disk")
+        return None
 
 
 class WorkspaceDeps:
@@ -138,9 +146,10 @@ class WorkspaceDeps:
     so a model added to the user file, or a project's new limits, apply from the next OpenSession.
     """
 
-    def __init__(self, base: Config, shared: LoopDeps) -> None:
+    def __init__(self, base: Config, shared: LoopDeps, process_wide: list[str] | None = None) -> None:
         self.base = base
         self.shared = shared
+        self.process_wide = process_wide or []
         self._cache: dict[tuple[str, tuple[tuple[str, str], ...] | None],
                           tuple[tuple[Any, ...], LoopDeps, list[str]]] = {}
         self._noted: set[str] = set()
@@ -173,7 +182,7 @@ class WorkspaceDeps:
         self._cache[key] = (stamp, deps, warnings)
         notes = [n for n in config.notes if n not in self._noted]  # another tool's file: said once
         self._noted.update(notes)
-        return deps, [*warnings, *notes]
+        return deps, [*warnings, *notes, *(w for w in self.process_wide if w not in warnings)]
 
     def _load(self, workspace: Path | None, env: Mapping[str, str]) -> Config:
         if self.base.user_path is not None:
@@ -203,7 +212,9 @@ def restart_notes(started: Config, now: Config) -> list[str]:
 def build(config: Config) -> ServiceDef:
     """The loop service definition (``extra["runtime"]`` is the LoopRuntime, for tests)."""
     shared = build_deps(config)
-    runtime = LoopRuntime(shared, WorkspaceDeps(config, shared))
+    # Read once per process (the exporter is shared): every session is told, not only the first.
+    process_wide = [w for w in config.warnings if "tracing.otlp" in w]
+    runtime = LoopRuntime(shared, WorkspaceDeps(config, shared, process_wide))
 
     def register(server: object) -> None:
         loop_pb2_grpc.add_AgentLoopServicer_to_server(AgentLoopServicer(runtime), server)

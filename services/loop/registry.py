@@ -17,6 +17,8 @@ from collections.abc import Iterable
 
 from services.loop.ports import ToolDef
 
+MAX_QUERY_CHARS = 4096
+
 
 class ToolRegistry:
     """Tools by name, in the order they are sent to the model (remote first, then the loop's)."""
@@ -78,7 +80,8 @@ class ToolRegistry:
 
     def search(self, query: str, limit: int = 5) -> list[ToolDef]:
         """Deferred tools ranked by how many query words their name and description contain."""
-        words = [w for w in re.split(r"[^a-z0-9_]+", query.lower()) if w]
+        # Distinct words, at most 64: a 10 MB query must not cost words x tools substring scans.
+        words = list(dict.fromkeys(w for w in re.split(r"[^a-z0-9_]+", query[:MAX_QUERY_CHARS].lower()) if w))[:64]
         scored = []
         for tool in self._tools.values():
             if not tool.deferred:

@@ -24,13 +24,14 @@ from services.loop.approvals import Decision, Resolution
 from services.loop.attachments import InputFile
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
+from services.loop.crash_marks import mark_crashed_turn, open_turn_mark
 from services.loop.errors import BadRequest, SessionNotFound
 from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
 from services.loop.harvest import harvest_quietly
 from services.loop.hooks.config import HookSettings
 from services.loop.hooks.engine import HookEngine
 from services.loop.hooks.observers import ObservingHooks
-from services.loop.instructions import load_notes, render_notes
+from services.loop.instructions import load_notes, notes_cut_warning, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.pipeline import Turn
 from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
@@ -183,6 +184,8 @@ class SessionRuntime:
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
         self.notes = render_notes(notes)
+        if cut := notes_cut_warning(notes):
+            self.warnings.append(cut)
         self.skills = SessionSkills(session.workspace, options.skill_dirs)
         for tool in self.skills.tool_defs():
             self.tools.register(tool)
@@ -509,6 +512,9 @@ class SessionRuntime:
         """Persist the session; a failing disk degrades (an event) instead of ending the turn."""
         self.session.last_seq = self.events.last_seq
         self.session.compaction, self.session.turn_digests = self.context.state.to_json(), list(self.context.digests)
+        running = self.turn
+        self.session.open_turn = open_turn_mark(running.number, running.iterations) \
+            if running is not None and not running.finished else {}
         try:
             self.store.save(self.session)
         except OSError as err:
@@ -598,7 +604,12 @@ class LoopRuntime:
             warnings = [*warnings, f"this session used model `{session.model}`, which is no longer configured "
                                    f"({err}); continuing with `{client.model_name}`"]
         session.model = client.model_name
+        crashed = mark_crashed_turn(session.messages, session.open_turn)
+        session.open_turn = {}
         rt = SessionRuntime(session, store, deps, client, options)
+        if crashed:
+            rt.save()
+            warnings = [*warnings, crashed.strip("[]")]
         await rt.attach_tools()
         await rt.subagents.clean_orphans()  # worktrees of a loop that crashed with children running
         self.sessions[session.id] = rt

@@ -95,6 +95,8 @@ class Session:
     acceptance: list[dict[str, Any]] = field(default_factory=list)
     """Acceptance items (services/loop/plans/acceptance.py); saved only when there are any."""
     plan: dict[str, Any] = field(default_factory=dict)
+    open_turn: dict[str, Any] = field(default_factory=dict)
+    """The turn under way at the last save (``crash_marks``); empty once it finished."""
     """The last /plan run: goal and receipts (services/loop/plans/receipts.py); saved only when set."""
 
     def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int,
@@ -140,6 +142,7 @@ class Session:
             "turnDigests": self.turn_digests,
             **({"acceptance": self.acceptance} if self.acceptance else {}),
             **({"plan": self.plan} if self.plan else {}),
+            **({"openTurn": self.open_turn} if self.open_turn else {}),
             **({"permissionMode": self.permission_mode} if self.permission_mode else {}),
         }
 
@@ -162,6 +165,7 @@ class Session:
         raw_acceptance, raw_plan = meta.get("acceptance"), meta.get("plan")
         self.acceptance = [a for a in raw_acceptance if isinstance(a, dict)] if isinstance(raw_acceptance, list) else []
         self.plan = raw_plan if isinstance(raw_plan, dict) else {}
+        self.open_turn = meta["openTurn"] if isinstance(meta.get("openTurn"), dict) else {}
         self.permission_mode = str(meta.get("permissionMode") or "")
 
 

@@ -35,6 +35,7 @@ _SECRET = re.compile(
     r"(sk-[A-Za-z0-9_-]{12,}|Bearer\s+[A-Za-z0-9._~+/=-]{12,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|AKIA[0-9A-Z]{16}|(?i:(?:api[_-]?key|token|secret|password)\s*[=:]\s*)\S{6,})"
 )
+_SECRET_MARGIN = 512
 
 
 def redact(text: str) -> str:
@@ -45,8 +46,10 @@ def redact(text: str) -> str:
 def preview(value: Any) -> Any:
     """A JSON-able, redacted, length-capped copy of an event field."""
     if isinstance(value, str):
-        text = redact(value)
-        return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"...[{len(text)} chars]"
+        # Cut before redacting (a 10 MB argument took ~0.2 s of the event loop); the margin keeps a
+        # secret that straddles the cut matched (its tail past the margin is cut off anyway).
+        text = redact(value[:PREVIEW_CHARS + _SECRET_MARGIN])
+        return text if len(value) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"...[{len(value)} chars]"
     if isinstance(value, dict):
         return {k: preview(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

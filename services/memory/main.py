@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import grpc
 from ai_coding.v1 import memory_pb2_grpc as pb_grpc
 
@@ -12,10 +14,14 @@ from services.memory.service import MemoryEngine
 from services.memory.servicer import MemoryServicer
 from services.memory.settings import MemorySettings
 
+log = logging.getLogger("ai_coding.memory")
+
 
 def build(config: Config) -> ServiceDef:
     """The memory service: one MemoryEngine (stores open per workspace on first use)."""
     settings = config.section(MemorySettings, "memory")
+    for warning in config.warnings:  # a bad value was left out: the service runs on its default
+        log.warning("%s", warning)
     engine = MemoryEngine(settings)
     servicer = MemoryServicer(engine)
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 
 import grpc
 from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
 from services.kernel.config import Config
-from services.kernel.errors import ConfigError
 from services.kernel.netpolicy import NetConfig
 from services.kernel.server import ServiceDef
 from services.kernel.workspace import private_dirs
-from services.tools.config import SANDBOX_MODES, ToolsConfig, network_mode
+from services.tools.config import SANDBOX_MODES, SandboxConfig, ToolsConfig, network_mode
 from services.tools.errors import ToolError
 from services.tools.runtime import ToolRuntime, find_ripgrep
 from services.tools.servicer import ToolRuntimeServicer
@@ -21,16 +21,20 @@ SERVICE_NAME = tools_pb2.DESCRIPTOR.services_by_name["ToolRuntime"].full_name
 
 
 def load_tools_config(config: Config) -> ToolsConfig:
-    """The typed ``tools`` section; an unknown sandbox mode is a config error naming the key."""
+    """The typed ``tools`` section. A bad value (wrong type, out of range, an unknown sandbox mode)
+    is left out with a warning naming the key (``config.warnings``): the service starts on the
+    default (the bwrap sandbox), it never refuses to start, and sessions are told."""
     tools = config.section(ToolsConfig, "tools")
     if tools.sandbox.mode not in SANDBOX_MODES:
-        raise ConfigError(f"config key `tools.sandbox.mode` is {tools.sandbox.mode!r}",
-                          hint=f"Use one of: {', '.join(SANDBOX_MODES)}.")
+        config.warnings.append(f"config key `tools.sandbox.mode` is {tools.sandbox.mode!r}, not one of "
+                               f"{', '.join(SANDBOX_MODES)}; it is ignored (the default applies)")
+        tools.sandbox = dataclasses.replace(tools.sandbox, mode=SandboxConfig().mode)
     try:
         network_mode(tools.sandbox.network)
     except ValueError as exc:
-        raise ConfigError(str(exc), hint="off: no network; proxy: only allow_domains, through the proxy; "
-                                         "host: the host's network.") from None
+        config.warnings.append(f"{exc} (off: no network; proxy: only allow_domains, through the proxy; host: the "
+                               "host's network); it is ignored (the default applies)")
+        tools.sandbox = dataclasses.replace(tools.sandbox, network=SandboxConfig().network)
     return tools
 
 
@@ -38,6 +42,7 @@ def build(config: Config) -> ServiceDef:
     """The tools service definition (the private dirs are hidden from sandboxed commands)."""
     net = config.section(NetConfig, "net")
     runtime = ToolRuntime(load_tools_config(config), private=private_dirs(config), ripgrep=find_ripgrep(), net=net)
+    runtime.shown_warnings = [*config.warnings, *runtime.shown_warnings]  # every session is told
     servicer = ToolRuntimeServicer(runtime)
 
     def register(server: grpc.aio.Server) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -80,10 +82,25 @@ class Spawned:
             self.popen.kill()
 
 
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_PRCTL = _LIBC.prctl if _LIBC is not None else None  # resolved now: the child only calls it
+
+
+def _die_with_service() -> None:
+    """In the child, before exec: SIGKILL it when the thread that started it (the service's event
+    loop) dies, so a job never outlives a service killed with SIGKILL. bwrap adds --die-with-parent
+    and a PID namespace (everything inside dies); on the host (sandbox none) this covers the
+    direct process, which `bash -c` replaces by a lone command."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 async def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Spawned:
     """Start ``argv`` as the leader of a new session/process group, stdout+stderr on one pipe."""
     popen = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, cwd=str(cwd), env=dict(env), start_new_session=True)
+                             stderr=subprocess.STDOUT, cwd=str(cwd), env=dict(env), start_new_session=True,
+                             preexec_fn=_die_with_service)
     assert popen.stdout is not None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20, loop=loop)

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.kernel.command_limits import oversize_reason
 from services.kernel.command_policy import denied_reason, writes_files
 from services.kernel.config import referenced_vars
 from services.kernel.datadir import data_dir
 from services.kernel.netpolicy import NetConfig
+from services.kernel.offloop import CheckTimeout, off_loop
 from services.tools import limits, placeholders
 from services.tools.config import SANDBOX_MODES, ToolsConfig, network_mode
 from services.tools.domain import (
@@ -60,6 +62,7 @@ from services.tools.schemas import (
 )
 from services.tools.search import glob_files, grep_files
 
+_PARSE_OFF_LOOP_CHARS = 65_536
 log = logging.getLogger("ai_coding.tools")
 
 NONE_WARNING = ("the sandbox is off (tools.sandbox.mode: none): commands run on the host with your "
@@ -247,7 +250,10 @@ class ToolRuntime:
             if spec is None:
                 raise ToolError("unknown_tool", f"there is no tool named {tool!r}",
                                 f"Use one of: {', '.join(SPECS_BY_NAME)}.")
-            args = validate_arguments(spec, parse_arguments(arguments_json))
+            if len(arguments_json) > _PARSE_OFF_LOOP_CHARS:  # a 10 MB object takes ~0.1 s to parse
+                args = await off_loop(lambda: validate_arguments(spec, parse_arguments(arguments_json)))
+            else:
+                args = validate_arguments(spec, parse_arguments(arguments_json))
             handlers = self.previews if dry_run else self.handlers
             if tool not in handlers:
                 raise ToolError("invalid_arguments", f"`{tool}` has no dry run",
@@ -255,6 +261,9 @@ class ToolRuntime:
             out = await handlers[tool](session, args, bound, emit)
         except ToolError as exc:
             out = ToolOutput("", ok=False, error_code=exc.code, error_message=exc.message, error_hint=exc.hint)
+        except CheckTimeout as exc:
+            out = ToolOutput("", ok=False, error_code="tool_timeout", error_message=f"the arguments: {exc}",
+                             error_hint="Send smaller arguments.")
         except OSError as exc:
             out = ToolOutput("", ok=False, error_code="io_error", error_message=f"{exc.strerror or exc}"
                              + (f": {exc.filename}" if exc.filename else ""),
@@ -287,6 +296,14 @@ class ToolRuntime:
 
         return handler
 
+    @staticmethod
+    async def _denied(command: str) -> str | None:
+        """``denied_reason`` off the event loop (checking a long command takes CPU); fails closed."""
+        try:
+            return await off_loop(denied_reason, command)
+        except CheckTimeout as exc:
+            return f"the command policy check was stopped ({exc})"
+
     async def _open_gate(self, session: Session) -> Gate | None:
         """The egress proxy's gate for one command of a ``network: proxy`` sandbox (else None)."""
         if not session.sandbox.egress or session.sandbox.mode != "bwrap":
@@ -301,7 +318,10 @@ class ToolRuntime:
         if not command.strip() or "\0" in command:
             raise ToolError("invalid_arguments", "field `command` is empty or contains a NUL byte",
                             "Pass a shell command line.")
-        reason = denied_reason(command)
+        too_long = oversize_reason(command)
+        if too_long:
+            raise ToolError("command_too_long", too_long, "Put the commands in a script file and run it.")
+        reason = await self._denied(command)
         if reason:
             raise ToolError("denied_command", f"refused: {reason}",
                             "This command is on the hard deny list; find another way or ask the user to run it.")
@@ -330,8 +350,8 @@ class ToolRuntime:
 
     async def _bash_verdict(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
-        reason = denied_reason(command)
-        writes = writes_files(command)
+        reason = await self._denied(command)
+        writes = await off_loop(writes_files, command)
         verdict = f"denied: {reason}" if reason else ("writes files" if writes else "runs without writing files")
         return ToolOutput(verdict, {"denied": reason, "writes_files": writes, "dry_run": True})
 

@@ -92,7 +92,9 @@ def _gitmodules_paths(root: Path) -> list[str]:
     return [m.group(1).strip() for m in _SUBMODULE_PATH.finditer(text)]
 
 
-_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+# [ \t], not \s: `^\s*` ran across every following blank line at each line start (quadratic on a
+# .gitmodules of newlines, a file the model can write); the value is stripped by the caller.
+_SUBMODULE_PATH = re.compile(r"^[ \t]*path[ \t]*=[ \t]*(.*\S)", re.MULTILINE)
 
 
 def read_only_paths(root: Path) -> list[Path]:

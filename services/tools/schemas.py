@@ -154,6 +154,12 @@ def parse_arguments(arguments_json: str) -> dict[str, Any]:
     return value
 
 
+# Longest value a string field may hold, whatever the tool: a longer one cannot work (Linux PATH_MAX
+# is 4096; rg and bash get the pattern and command as one argv string, at most 128 KiB), so it is
+# refused with its length before any work; kept out of the schemas the model reads every step.
+FIELD_MAX_CHARS = {"path": 4096, "pattern": 65_536, "glob": 65_536}
+
+
 def validate_arguments(spec: ToolSpecData, args: dict[str, Any]) -> dict[str, Any]:
     """Check ``args`` against ``spec``'s schema; the first problem found names its field."""
     schema = spec.parameters
@@ -170,6 +176,10 @@ def validate_arguments(spec: ToolSpecData, args: dict[str, Any]) -> dict[str, An
             continue
         if not _type_ok(value, prop["type"]):
             raise _invalid(f"field `{name}` must be a {prop['type']}, not {type(value).__name__}")
+        longest = FIELD_MAX_CHARS.get(name)
+        if longest is not None and isinstance(value, str) and len(value) > longest:
+            raise _invalid(f"field `{name}` is {len(value):,} characters; at most {longest:,} can work",
+                           f"Send a shorter `{name}`.")
         if isinstance(value, float) and not math.isfinite(value):
             raise _invalid(f"field `{name}` must be a finite number (got {value})")
         if "minimum" in prop and value < prop["minimum"]:

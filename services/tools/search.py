@@ -20,6 +20,14 @@ import pathspec
 from services.tools import limits
 from services.tools.domain import ToolOutput
 from services.tools.errors import ToolError
+from services.tools.globmatch import (
+    REGEX_WILDCARDS,
+    GlobMatcher,
+    Kind,
+    Token,
+    TooManyAlternatives,
+    expand_braces,
+)
 from services.tools.paths import display_path, is_inside, resolve_path
 
 
@@ -29,55 +37,107 @@ def _is_range_dash(members: str, k: int) -> bool:
             and members[k + 1] != "-")
 
 
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``) to a regex over '/'-separated paths."""
-    out: list[str] = []
+def _class_regex(pattern: str, i: int) -> tuple[str, int] | None:
+    """The regex of the ``[...]`` class at ``i`` and the index of its ``]`` (None: no closing bracket)."""
+    end = pattern.find("]", i + 2)
+    if end < 0:
+        return None
+    body = pattern[i + 1 : end]
+    negate = body[:1] in ("!", "^")
+    members = body[1:] if negate else body
+    chars = "".join(c if _is_range_dash(members, k) else re.escape(c) for k, c in enumerate(members))
+    return ("[^" if negate else "[") + chars + "]", end
+
+
+def _pieces(pattern: str) -> Iterator[tuple[Token, str]]:
+    """Each glob token of ``pattern`` with its regex; an unescaped ``{``, ``,`` or ``}`` comes out as a
+    literal whose regex is the bare character (``glob_to_regex`` makes it a group)."""
     i = 0
-    depth = 0
     while i < len(pattern):
         ch = pattern[i]
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            yield Token(Kind.DIRS), "(?:.*/)?"
             i += 3
             continue
         if pattern.startswith("**", i):
-            out.append(".*")
+            yield Token(Kind.ANY), ".*"
             i += 2
             continue
+        klass = _class_regex(pattern, i) if ch == "[" else None
         if ch == "*":
-            out.append("[^/]*")
+            yield Token(Kind.STAR), "[^/]*"
         elif ch == "?":
-            out.append("[^/]")
+            yield Token(Kind.ONE), "[^/]"
         elif ch == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
+            yield Token(Kind.LITERAL, pattern[i + 1]), re.escape(pattern[i + 1])
             i += 1
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
-            if end < 0:
-                out.append(re.escape(ch))
-            else:
-                body = pattern[i + 1 : end]
-                negate = body[:1] in ("!", "^")
-                members = body[1:] if negate else body
-                chars = "".join(c if _is_range_dash(members, k) else re.escape(c) for k, c in enumerate(members))
-                out.append(("[^" if negate else "[") + chars + "]")
-                i = end
-        elif ch == "{":
-            out.append("(?:")
-            depth += 1
-        elif ch == "}" and depth:
-            out.append(")")
-            depth -= 1
-        elif ch == "," and depth:
-            out.append("|")
+        elif klass is not None:
+            yield Token(Kind.CLASS, klass=_compiled(klass[0], pattern)), klass[0]
+            i = klass[1]
         else:
-            out.append(re.escape(ch))
+            yield Token(Kind.LITERAL, ch), ch if ch in "{},"  else re.escape(ch)
         i += 1
+
+
+def _compiled(regex: str, pattern: str) -> re.Pattern[str]:
     try:
-        return re.compile("".join(out) + ")" * depth + r"\Z")
+        return re.compile(regex)
     except re.error as exc:
         raise ToolError("invalid_arguments", f"{pattern!r} is not a valid glob ({exc})",
                         "Check the [...] classes and {a,b} groups in the pattern.") from None
+
+
+def _fixed(token: Token, regex: str) -> bool:
+    """A token matching exactly one character that is never '/' (a literal or ``?``)."""
+    return (token.kind is Kind.ONE or (token.kind is Kind.LITERAL and token.char != "/"
+                                       and regex not in ("{", "}", ",")))
+
+
+def _committed(items: list[tuple[Token, str]], j: int) -> tuple[str, int] | None:
+    """For ``*P*`` (or ``**P**``) with a fixed piece P at ``j``: an atomic group taking P's leftmost
+    place, and the index after P. Leftmost is always right, since the next star absorbs what follows;
+    without it ``*a*a*a...*b`` backtracked polynomially."""
+    k = j + 1
+    while k < len(items) and _fixed(*items[k]):
+        k += 1
+    if k == j + 1 or k >= len(items) or items[k][0].kind not in (Kind.STAR, Kind.ANY):
+        return None
+    return "(?>" + items[j][1] + "?" + "".join(r for _, r in items[j + 1 : k]) + ")", k
+
+
+def glob_to_regex(pattern: str) -> GlobMatcher:
+    """Compile a glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``) over '/'-separated paths (see globmatch)."""
+    out: list[str] = []
+    depth = wild = 0
+    items = list(_pieces(pattern))
+    j = 0
+    while j < len(items):
+        token, regex = items[j]
+        j += 1
+        if token.kind in (Kind.STAR, Kind.ANY) and (committed := _committed(items, j - 1)) is not None:
+            out.append(committed[0])
+            j = committed[1]
+            continue
+        wild += token.kind in (Kind.STAR, Kind.ANY, Kind.DIRS)
+        if token.kind is Kind.LITERAL and regex in ("{", "}", ","):  # unescaped: a {a,b} group
+            if regex == "{":
+                out.append("(?:")
+                depth += 1
+            elif depth:
+                out.append(")" if regex == "}" else "|")
+                depth -= regex == "}"
+            else:
+                out.append(re.escape(regex))
+            continue
+        out.append(regex)
+    compiled = _compiled("".join(out) + ")" * depth + r"\Z", pattern)
+    if wild <= REGEX_WILDCARDS:
+        return GlobMatcher(pattern, compiled)
+    try:
+        alternatives = tuple([t for t, _ in _pieces(p)] for p in expand_braces(pattern))
+    except TooManyAlternatives as exc:
+        raise ToolError("invalid_arguments", f"{pattern!r}: {exc}", "Use fewer {a,b} groups.") from None
+    return GlobMatcher(pattern, compiled, alternatives)
 
 
 @dataclass

@@ -105,3 +105,22 @@ def test_install_asks_first_and_without_a_terminal_installs_nothing_unless_yes(
     assert done.returncode != 0 and "pass --yes" in done.stderr
     assert "imports: Tidy imports" in done.stdout  # shown before asking
     assert not (library(env) / "imports").exists()
+
+
+@pytest.mark.parametrize(("skill_md", "problem", "fix"), [
+    ("---\nname: [oops\ndescription: x\n---\nbody\n", "not valid YAML", "Fix the YAML"),
+    ("---\nname: bad name!\ndescription: x\n---\nbody\n", "not a plain name", "Set `name:`"),
+    ("---\nname: big\ndescription: x\n---\n" + "y" * 300_000, "bytes", "Keep SKILL.md under"),
+    ("---\nname: open\ndescription: x\nbody\n", "no closing ---", "End the frontmatter"),
+    ("---\nname: vague\n---\nbody\n", "no description", "Add `description:`"),
+], ids=["broken_yaml", "bad_name", "oversized", "unclosed", "no_description"])
+def test_each_broken_skill_is_refused_with_the_fix_for_its_own_problem(
+        env: dict[str, str], tmp_path: Path, skill_md: str, problem: str, fix: str) -> None:
+    src = tmp_path / "src" / "candidate"
+    src.mkdir(parents=True)
+    (src / "SKILL.md").write_text(skill_md)
+    done = cli(env, "skill", "install", str(src), "--yes")
+    assert done.returncode != 0 and problem in done.stderr and fix in done.stderr, done.stderr
+    others = [hint for hint in ("Fix the YAML", "Set `name:`", "Keep SKILL.md under", "End the frontmatter",
+                                "Add `description:`") if hint != fix]
+    assert not any(hint in done.stderr for hint in others), done.stderr

@@ -230,9 +230,10 @@ def test_the_supervisor_restarts_a_sigkilled_loop_and_the_session_loads_every_co
             messages = json.loads(stub.GetSession(loop_pb2.GetSessionRequest(
                 workspace=str(workspace), session_id=sid), timeout=10).messages_json)
             channel.close()
-            assert reopened.message_count == 3
-            assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+            assert reopened.message_count == 4  # and the note of the turn the crash ended
+            assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
             assert "step-one-done" in messages[2]["content"]
+            assert messages[3]["content"].startswith("[interrupted by a crash at step 2 of turn 1")
         finally:
             subprocess.run([AI_CODING, "down"], env=env, capture_output=True, timeout=120)
 
@@ -241,3 +242,33 @@ def _status(env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run([AI_CODING, "status", "--json"], env=env, capture_output=True, timeout=60)
     services: dict[str, Any] = json.loads(done.stdout)["services"]
     return services
+
+
+def test_after_sigkill_mid_turn_the_next_open_marks_the_lost_turn_once(
+        stack: tuple[LoopProcess, FakeModelServer, Path]) -> None:
+    proc, fake, workspace = stack
+    fake.load_script([
+        {"match": "do it", "tool_calls": [{"name": "bash", "arguments": {"command": "echo step-one-done"}}]},
+        {"match": "step-one-done", "text": "thinking", "fault": {"kind": "stall", "after_chunks": 2}},
+    ])
+    sid, _ = _start_then_kill(proc, workspace, "do it", lambda events: kinds(events).count("context_assembled") == 2)
+    proc.start()
+    channel, stub = proc.stub()
+    reopened = _open(stub, workspace, sid)
+    assert any("interrupted by a crash at step 2 of turn 1" in w for w in reopened.warnings), reopened.warnings
+    messages = json.loads(stub.GetSession(loop_pb2.GetSessionRequest(workspace=str(workspace), session_id=sid),
+                                          timeout=10).messages_json)
+    assert messages[-1]["role"] == "assistant"
+    assert messages[-1]["content"].startswith("[interrupted by a crash at step 2 of turn 1")
+    again = _open(stub, workspace, sid)  # marked once: the mark is saved, the turn no longer open
+    assert not any("interrupted by a crash" in w for w in again.warnings), again.warnings
+    channel.close()
+    assert proc.signal(signal.SIGTERM) == 0
+    proc.start()
+    channel, stub = proc.stub()
+    third = _open(stub, workspace, sid)
+    channel.close()
+    assert not any("interrupted by a crash" in w for w in third.warnings), third.warnings
+    show = subprocess.run([AI_CODING, "sessions", "show", sid, "-w", str(workspace)], capture_output=True,
+                          text=True, timeout=60)
+    assert "interrupted by a crash at step 2" in show.stdout, show.stdout + show.stderr

@@ -50,6 +50,8 @@ def run(
     text = plan.strip() or headless.read_prompt(prompt, sys.stdin)
     if not text.strip():
         raise fail("run", "the prompt is empty; say what the agent should do (as an argument, or on stdin with `-`)")
+    if problem := headless.not_utf8(text):
+        raise fail("run", problem)
     if timeout < 0:
         raise fail("run", f"--timeout {timeout:g} is negative; give seconds, or 0 for the loop's own limit")
     if session and resume:
@@ -62,7 +64,7 @@ def run(
         setup = control.resolve(root)
         control.ensure_running(setup, ["loop"], quiet=as_json)
         if continue_last or resume or session:
-            session = pick_session(session_rows(root), continue_last, resume or session, "run")
+            session = pick_session(session_rows(root, warn_unreadable=True), continue_last, resume or session, "run")
         opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,
                               auto_approve=auto_approve, cwd=str(cwd),
                               interactive=sys.stdin.isatty() and not as_json)

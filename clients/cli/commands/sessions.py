@@ -40,9 +40,14 @@ def _loop_call(workspace: Path, body: Callable[[LoopClient], Awaitable[T]]) -> T
     return connection.run(run())
 
 
-def session_rows(workspace: Path) -> list[SessionRow]:
-    """Ask the loop for the workspace's sessions, newest activity first."""
-    return _rows(_loop_call(workspace, lambda client: client.session_list(str(workspace))))
+def session_rows(workspace: Path, *, warn_unreadable: bool = False) -> list[SessionRow]:
+    """Ask the loop for the workspace's sessions, newest activity first. ``warn_unreadable``: print a
+    line for each session that cannot be read (--continue would otherwise pick an older one silently)."""
+    listed = _loop_call(workspace, lambda client: client.session_list(str(workspace)))
+    if warn_unreadable:
+        for entry in listed.unreadable:
+            print(f"warning: {unreadable_line(entry)} It is skipped.", file=sys.stderr)
+    return _rows(listed)
 
 
 def _rows(listed: SessionList) -> list[SessionRow]:

@@ -7,16 +7,19 @@ state; the caller saves it and builds every later request from it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from services.loop.compaction.layers import Inputs, hard_trim, l1_snip, l2_envelopes, l3_persist
 from services.loop.compaction.state import CompactionState, build_view
 from services.loop.compaction.summary import l4_summarize
+from services.loop.compaction.transcripts import write_failure
 from services.loop.pairing import is_paired
 from services.loop.ports import ModelClient
 from services.loop.turn_events import LayerStat
 
 LAYER_ORDER = ("L3", "L1", "L2", "L4", "fallback")
+DROPPED_SUMMARY = "(the summary of the earlier history was dropped: it no longer fit the window; use history_search)"
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,18 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
                                  before_tokens=inp.tokens(previous), after_tokens=inp.tokens(new)))
         return new
 
-    current = record(l3_persist(inp, current), current)
+    def writing(layer: Callable[[Inputs, CompactionState], tuple[CompactionState, LayerStat | None]],
+                previous: CompactionState) -> CompactionState:
+        """L3 and L2 write the bodies they take out; when the disk refuses, the layer is skipped."""
+        try:
+            return record(layer(inp, previous), previous)
+        except OSError as err:
+            degraded.append(f"compaction skipped a layer: {write_failure(err, inp.transcripts.root)}")
+            return previous
+
+    current = writing(l3_persist, current)
     current = record(l1_snip(inp, current), current)
-    current = record(l2_envelopes(inp, current), current)
+    current = writing(l2_envelopes, current)
     if not light and (force or inp.tokens(current) > budget.target):
         new, stat, why = await l4_summarize(inp, current, model, force=force)
         if why:
@@ -69,6 +81,15 @@ async def compact(inp: Inputs, state: CompactionState, model: ModelClient | None
     # down to the target, not just under the ceiling, or every following step would trim again.
     if not light and (hard or inp.tokens(current) >= budget.ceiling):
         current = record(hard_trim(inp, current, budget.target), current)
+    if not light and inp.tokens(current) >= budget.ceiling and current.checkpoint is not None:
+        # What compaction stored itself must never wedge the session: drop the summary's text.
+        dropped = replace(current.checkpoint, summary=DROPPED_SUMMARY)
+        degraded.append(f"the checkpoint summary ({len(current.checkpoint.summary):,} characters) no longer fit "
+                        "the window and was dropped; the history before it is in history_search")
+        current = replace(current, checkpoint=dropped)
+    if inp.transcripts.write_failure:  # the trim went on; what it hid is not searchable
+        degraded.append(f"compaction trimmed without archiving: {inp.transcripts.write_failure}")
+        inp.transcripts.write_failure = ""
     view = build_view(inp.messages, current, inp.digests)
     if not is_paired(view):  # the layers cut on boundaries; this only guards against a bug
         raise AssertionError("compaction produced an unpaired view")

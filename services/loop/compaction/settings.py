@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from services.kernel.config import Config
-from services.kernel.errors import ConfigError
 
 # When neither the model entry nor the settings name a context window.
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -61,32 +60,46 @@ class CompactionSettings:
 
 
 def compaction_settings(config: Config) -> CompactionSettings:
-    """The typed ``compaction`` section; a wrong type or range is a ConfigError naming the key."""
+    """The typed ``compaction`` section. A bad value (wrong type, out of range, inconsistent with
+    another) is left out with a warning naming the key (``config.warnings``): never a start failure."""
     settings = config.section(CompactionSettings, "compaction")
-    check(settings)
+    problems = check(settings)
+    for key, message in problems:
+        if key == "models":
+            settings.models = {n: e for n, e in settings.models.items() if not set(e) - _MODEL_KEYS}
+        for name in ("max_messages", "snip_keep_head", "snip_keep_tail") if key == "max_messages" else (key,):
+            if name != "models":
+                setattr(settings, name, getattr(CompactionSettings(), name))
+        warning = f"{message}; it is ignored (the default applies)"
+        if warning not in config.warnings:
+            config.warnings.append(warning)
     return settings
 
 
-def check(s: CompactionSettings) -> None:
-    """Refuse values that would make compaction fire never or always."""
+_MODEL_KEYS = {"threshold", "output_reserve"}
+
+
+def check(s: CompactionSettings) -> list[tuple[str, str]]:
+    """(field, sentence naming the key) for values that would make compaction fire never or always."""
+    out: list[tuple[str, str]] = []
     if s.threshold <= 0:
-        raise ConfigError(f"config key `compaction.threshold` must be > 0, got {s.threshold}",
-                          hint="Use a fraction of the window (e.g. 0.8) or a token count (e.g. 100000).")
+        out.append(("threshold", f"config key `compaction.threshold` must be > 0, got {s.threshold}"))
     if not 0 < s.target_fraction < 1:
-        raise ConfigError(f"config key `compaction.target_fraction` must be between 0 and 1, got {s.target_fraction}",
-                          hint="The default 0.5 leaves half the ceiling free after a compaction.")
-    for key in ("keep_recent_tool_results", "keep_recent_tool_tokens", "l2_window_chars", "l2_window_budget", "snip_keep_head",
-                "snip_keep_tail", "output_reserve", "summary_delta_tokens", "working_memory_keep"):
-        if getattr(s, key) < 0:
-            raise ConfigError(f"config key `compaction.{key}` must be 0 or more, got {getattr(s, key)}")
+        out.append(("target_fraction",
+                    f"config key `compaction.target_fraction` must be between 0 and 1, got {s.target_fraction}"))
+    for key in ("keep_recent_tool_results", "keep_recent_tool_tokens", "l2_window_chars", "l2_window_budget",
+                "snip_keep_head", "snip_keep_tail", "output_reserve", "summary_delta_tokens", "working_memory_keep"):
+        if getattr(s, key, 0) < 0:
+            out.append((key, f"config key `compaction.{key}` must be 0 or more, got {getattr(s, key)}"))
     if s.max_messages < s.snip_keep_head + s.snip_keep_tail + 1:
-        raise ConfigError("config key `compaction.max_messages` must exceed snip_keep_head + snip_keep_tail",
-                          hint="Raise max_messages or lower the kept head/tail.")
+        out.append(("max_messages", f"config key `compaction.max_messages` ({s.max_messages}) must exceed "
+                                    f"snip_keep_head + snip_keep_tail ({s.snip_keep_head + s.snip_keep_tail})"))
     for name, entry in s.models.items():
-        unknown = set(entry) - {"threshold", "output_reserve"}
+        unknown = set(entry) - _MODEL_KEYS
         if unknown:
-            raise ConfigError(f"config key `compaction.models.{name}` has unknown key(s) {sorted(unknown)}",
-                              hint="Per model you can set threshold and output_reserve.")
+            out.append(("models", f"config key `compaction.models.{name}` has unknown key(s) {sorted(unknown)} "
+                                  "(per model you can set threshold and output_reserve)"))
+    return out
 
 
 @dataclass(frozen=True)

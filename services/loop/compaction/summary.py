@@ -154,6 +154,7 @@ async def l4_summarize(inp: Inputs, state: CompactionState, model: ModelClient |
         summary = await summarize(model, previous, [render(m) for m in delta], limit_chars, s.summary_timeout_seconds)
     except SummaryFailed as err:
         return replace(state, failures=state.failures + 1), None, f"summary failed ({err}); trimming instead"
+    summary, cut_note = cap_summary(summary, inp.budget.target)
     old = state.checkpoint
     pinned = str(messages[inp.pinned].get("content") or "") if 0 <= inp.pinned < cut else ""
     if not pinned and old is not None and old.request and inp.pinned < state.consumed:
@@ -164,4 +165,20 @@ async def l4_summarize(inp: Inputs, state: CompactionState, model: ModelClient |
     overlays = {i: o for i, o in state.overlays.items() if i >= cut}
     omissions = tuple(o if o.start >= cut else replace(o, start=cut) for o in state.omissions if o.end > cut)
     new = replace(state, checkpoint=checkpoint, overlays=overlays, omissions=omissions, failures=0)
-    return new, LayerStat("L4"), ""
+    return new, LayerStat("L4"), cut_note
+
+
+def summary_cap_chars(target_tokens: int) -> int:
+    """The longest summary kept: a quarter of the compaction target (~4 characters a token)."""
+    return max(2000, target_tokens)
+
+
+def cap_summary(summary: str, target_tokens: int) -> tuple[str, str]:
+    """``(summary cut to its cap, degraded reason or "")``: an endpoint that ignores ``max_tokens``
+    must not store a checkpoint bigger than the window (a 300 KB one wedged every later turn)."""
+    cap = summary_cap_chars(target_tokens)
+    if len(summary) <= cap:
+        return summary, ""
+    kept = summary[:cap] + f"\n[summary cut at {cap:,} of {len(summary):,} characters]"
+    return kept, (f"the summary came back {len(summary):,} characters, over the {cap:,} kept (the endpoint may "
+                  "ignore max_tokens); only its start is stored")

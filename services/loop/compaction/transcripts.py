@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.kernel.diskfull import disk_full_sentence, is_disk_full
 from services.kernel.statedir import ensure_state_dir
 from services.loop.ports import ArchivedRecord
 
@@ -47,6 +48,13 @@ class Found:
     score: float
 
 
+def write_failure(err: OSError, path: Path) -> str:
+    """The sentence for a transcript write that failed (a full disk: which disk and what to free)."""
+    if is_disk_full(err):
+        return disk_full_sentence(err, path, f"old session transcripts under {path.parent.parent} can go")
+    return f"cannot write {err.filename or path}: {err.strerror or err}"
+
+
 class Transcripts:
     """The transcripts folder of one workspace."""
 
@@ -61,6 +69,8 @@ class Transcripts:
         self._bodies: dict[tuple[str, str], Path] = {}
         self.unsent: dict[str, list[ArchivedRecord]] = {}
         """Archived records the memory service has not indexed yet, per session (the keeper sends them)."""
+        self.write_failure = ""
+        """Why the last failed write failed (a full disk named with its path); the caller reports it."""
 
     def _dir(self, name: str) -> Path:
         ensure_state_dir(self.workspace)
@@ -133,9 +143,13 @@ class Transcripts:
             added.append(ArchivedRecord(i, role, text))
         if not parts:
             return 0
-        self._dir("archive")
-        with open(self.archive_path(session_id), "a", encoding="utf-8", errors="surrogatepass") as fh:
-            fh.write("".join(parts))
+        try:
+            self._dir("archive")
+            with open(self.archive_path(session_id), "a", encoding="utf-8", errors="surrogatepass") as fh:
+                fh.write("".join(parts))
+        except OSError as err:  # the trim goes on without the archive (history_search will miss them)
+            self.write_failure = write_failure(err, self.archive_path(session_id))
+            return 0
         known.update(indices)
         self.unsent.setdefault(session_id, []).extend(added)
         return len(parts)

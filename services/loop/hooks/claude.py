@@ -45,9 +45,16 @@ def stdin_event(event_name: str, ours: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class NonBlocking(HookFailed):
+    """Claude Code's "non-blocking error" (an exit code other than 0 and 2): shown, and the call goes
+    on even for a hook that may block, as Claude Code does."""
+
+
 def read_answer(event_name: str, answer: RawAnswer) -> Verdict:
-    """Exit 2 blocks (stderr is the reason); exit 0 may carry a JSON decision; other codes are
-    Claude Code's non-blocking errors (reported as a failure, which fails open)."""
+    """Exit 2 blocks (stderr is the reason); exit 0 may carry a JSON decision; other codes (1, 126,
+    127, 137...) are Claude Code's non-blocking errors: reported, and the call goes on, whatever the
+    hook may do. Stdout that opens a JSON object but does not parse is a failed answer (a blocking
+    hook's refusal we cannot read: it fails closed, never silently open)."""
     if answer.code == 2:
         reason = answer.stderr.strip() or "blocked by the hook (exit code 2)"
         if event_name == "PreToolUse":
@@ -57,14 +64,16 @@ def read_answer(event_name: str, answer: RawAnswer) -> Verdict:
         raise HookFailed("failed", f"exit code 2 on {event_name} (blocking it) is not supported here: {reason[:200]}")
     if answer.code != 0:
         tail = answer.stderr.strip().splitlines()[-1:] or [""]
-        raise HookFailed("failed", f"exited with status {answer.code} (a non-blocking error) {tail[0][:200]}".strip())
+        raise NonBlocking("failed", f"exited with status {answer.code} (a non-blocking error: the call goes on) "
+                                   f"{tail[0][:200]}".strip())
     text = answer.stdout.strip()
     data: Any = None
     if text.startswith("{"):
         try:
             data = json.loads(text)
-        except ValueError:
-            data = None
+        except ValueError as err:
+            raise HookFailed("failed", f"its stdout opens a JSON object that does not parse ({err}): "
+                                       f"{text[:120]!r}") from None
     if not isinstance(data, dict):
         return Verdict(context=text if event_name in CONTEXT_EVENTS else "")
     return _json_answer(event_name, data)

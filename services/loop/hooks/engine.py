@@ -159,7 +159,7 @@ class HookEngine:
                 verdict = await self._ask(spec, point, current)
             except HookFailed as failure:
                 self._record(spec, point, failure.outcome, failure.detail, started, emit, call_id)
-                if spec.fails_closed and point == "tool.before":
+                if spec.fails_closed and point == "tool.before" and not isinstance(failure, claude.NonBlocking):
                     chain.blocked_by = (spec.name, f"the hook {failure.detail} (a blocking hook that fails "
                                                    "refuses the call)")
                     return chain

@@ -147,6 +147,16 @@ def resolve_api_key(raw: str, provider: str, env: Mapping[str, str]) -> str:
     return env.get(row.key_env, "") if row and row.key_env else ""
 
 
+def check_models(config: Config) -> None:
+    """Add a warning to ``config.warnings`` for each bad value of each model entry (read at start, so
+    OpenSession says it before the model is first used; ``resolve_model`` leaves the value out)."""
+    for name, entry in _models_section(config).items():
+        if isinstance(entry, Mapping):
+            refused: list[str] = []
+            from_mapping(ModelSettings, entry, f"models.{name}", refused)
+            config.warnings += [r for r in refused if r not in config.warnings]
+
+
 def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str] | None = None) -> ModelSettings:
     """The settings of model ``name`` (default model when None), key and endpoint resolved."""
     environ = os.environ if env is None else env
@@ -163,7 +173,9 @@ def resolve_model(config: Config, name: str | None = None, env: Mapping[str, str
     thinking = entry.get("thinking")
     if isinstance(thinking, str) and thinking.strip().lower() in ("on", "off"):  # `thinking: "on"`, quoted
         entry = {**entry, "thinking": thinking.strip().lower() == "on"}
-    settings = from_mapping(ModelSettings, entry, f"models.{name}")
+    refused: list[str] = []  # a bad number or type: left out, said in the config's warnings
+    settings = from_mapping(ModelSettings, entry, f"models.{name}", refused)
+    config.warnings += [r for r in refused if r not in config.warnings]
     provider = settings.provider.strip().lower() or (
         infer_provider(settings.base_url) if settings.base_url else "openai"
     )

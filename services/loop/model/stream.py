@@ -54,10 +54,18 @@ TRUNCATED_CALL = (
     "arguments, so it was not run; send a shorter call: split a large write or edit into several smaller ones"
 )
 
+MAX_CALL_ARGUMENT_CHARS = 4 * 1024 * 1024
+"""Longest arguments one tool call may carry (no model's output limit comes near: 128k tokens are
+~0.5 MB); a longer call is refused and its arguments are dropped, so no later step copies them."""
+OVERSIZE_CALL = (
+    "the call's arguments are {chars:,} characters, over the 4,194,304 one call may carry, so it was not run "
+    "and they were not kept; split a large write into several smaller calls"
+)
+
 
 def join_surrogates(text: str) -> str:
     """``text`` with UTF-16 surrogate pairs joined into their characters and lone surrogates as U+FFFD."""
-    if not _SURROGATE.search(text):
+    if text.isascii() or not _SURROGATE.search(text):  # isascii: one fast pass for the common case
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
@@ -382,11 +390,15 @@ class StreamAssembler:
         ids = unique_call_ids([p.id.strip() for p in partials], id_prefix)
         out: list[ToolCall] = []
         for partial, call_id in zip(partials, ids, strict=True):
-            arguments = join_surrogates("".join(partial.arguments))
-            error = arguments_error(arguments)
-            truncated = bool(error) and self.finish_reason == "length" and partial is self._calls[-1]
-            if truncated:
-                error = TRUNCATED_CALL.format(chars=len(arguments))
+            arguments = "".join(partial.arguments)
+            if len(arguments) > MAX_CALL_ARGUMENT_CHARS:  # not kept: history, traces and requests stay small
+                error, truncated, arguments = OVERSIZE_CALL.format(chars=len(arguments)), True, ""
+            else:
+                arguments = join_surrogates(arguments)
+                error = arguments_error(arguments)
+                truncated = bool(error) and self.finish_reason == "length" and partial is self._calls[-1]
+                if truncated:
+                    error = TRUNCATED_CALL.format(chars=len(arguments))
             if not partial.name:
                 error, truncated = "the tool call has no function name", False
             out.append(

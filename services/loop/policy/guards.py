@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.kernel.command_policy import command_parts
+from services.kernel.command_policy import TooComplex, command_parts
 from services.kernel.errors import ConfigError
 from services.loop.policy.settings import BashPolicy
 
@@ -176,7 +176,11 @@ SYSTEM_PATHS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr
 
 def _candidate_paths(command: str) -> list[str]:
     words: list[str] = []
-    for part in command_parts(command):
+    try:
+        parts = command_parts(command)
+    except (RecursionError, TooComplex):
+        return []  # cannot be parsed: the gate refuses it and says why
+    for part in parts:
         words.extend(part.argv)
         words.extend(r.target for r in part.redirects)
     out = []

@@ -136,6 +136,10 @@ def _decide(
         return Verdict(Level.ALLOW, "read-only or session tool")
     if tool == "bash":
         return _bash_verdict(str(args.get("command", "")), grants, mode, policy)
+    if tool == "job_start":  # a background command: the same hard list and deny patterns as bash
+        denied = _bash_verdict(str(args.get("command", "")), (), mode, policy)
+        if denied.level == Level.DENY:
+            return denied
     if tool in ALLOW_TOOLS:
         return Verdict(Level.ALLOW, "read-only or session tool")
     if tool == "mcp_call" and declared == "allow":

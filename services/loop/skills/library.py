@@ -9,8 +9,11 @@ registry (a dot-folder), until the user approves or denies them.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from services.kernel.errors import AiCodingError
 from services.loop.skills.registry import PENDING
-from services.loop.skills.skill import NAME_RE, SKILL_FILE, Skill, parse_skill, symlinks_in
+from services.loop.skills.skill import NAME_RE, SKILL_FILE, Skill, fix_hint, parse_skill, symlinks_in
 
 GIT_TIMEOUT_S = 120
 MAX_PROPOSED_BYTES = 64_000
@@ -57,6 +60,24 @@ def git_url(src: str) -> str:
     return src
 
 
+def _clone(url: str, target: Path) -> subprocess.CompletedProcess[str]:
+    """``git clone`` under a wall-clock deadline that ends the work: git and its transport helpers run
+    in their own process group, killed whole at the deadline; a transfer slower than 1 KB/s for 30 s
+    is ended by git itself."""
+    argv = ["git", "-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=30", "clone", "--depth", "1",
+            "--quiet", url, str(target)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin"})
+    try:
+        out, err = proc.communicate(timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 @contextmanager
 def fetched(src: str) -> Iterator[Path]:
     """The source as a local folder (a git source is cloned into a temporary one)."""
@@ -69,10 +90,12 @@ def fetched(src: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ai-coding-skill-") as tmp:
         target = Path(tmp) / "src"
         try:
-            done = subprocess.run(["git", "clone", "--depth", "1", "--quiet", git_url(src), str(target)],
-                                  capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
-                                  env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin"})
-        except (OSError, subprocess.TimeoutExpired) as err:
+            done = _clone(git_url(src), target)
+        except subprocess.TimeoutExpired:
+            raise SkillError(f"cannot clone {src}: git clone did not finish within its {GIT_TIMEOUT_S} s deadline "
+                             "and was stopped (with its helpers); nothing was installed",
+                             hint="Check the network and the URL, or clone it yourself and install the folder.") from None
+        except OSError as err:
             raise SkillError(f"cannot clone {src}: {err}", hint="Check that git is installed and the URL.") from None
         if done.returncode != 0:
             why = (done.stderr.strip().splitlines() or ["git clone failed"])[-1]
@@ -101,8 +124,7 @@ def candidates(root: Path, library: Path, force: bool) -> list[Candidate]:
     for folder in folders:
         skill = parse_skill(folder)
         if skill.broken:
-            raise SkillError(f"refused {folder.name}: {skill.problem}",
-                             hint="Add `description:` to the SKILL.md frontmatter (the catalog shows it).")
+            raise SkillError(f"refused {folder.name}: {skill.problem}", hint=fix_hint(skill.problem))
         exists = (library / skill.name).exists()
         if exists and not force:
             raise SkillError(f"refused {skill.name}: the library already has a skill of that name",

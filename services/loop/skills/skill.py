@@ -86,6 +86,24 @@ def parse_skill(folder: Path, source: str = "") -> Skill:
     return skill
 
 
+_FIX_HINTS = (
+    ("symbolic link", "Replace the link with the file itself."),
+    ("bytes", f"Keep SKILL.md under {MAX_SKILL_BYTES:,} bytes; move long reference material into other files of "
+              "the skill folder and name them in SKILL.md."),
+    ("cannot read", "Check the file's permissions."),
+    ("no closing ---", "End the frontmatter with a line holding only ---."),
+    ("not valid YAML", "Fix the YAML between the --- lines (quote a value that holds `: `)."),
+    ("not a mapping", "Write the frontmatter as `key: value` lines."),
+    ("not a plain name", "Set `name:` to letters, digits, . _ - (at most 64 characters)."),
+    ("no description", "Add `description:` to the SKILL.md frontmatter (the catalog shows it)."),
+)
+
+
+def fix_hint(problem: str) -> str:
+    """What to change for a broken skill's ``problem`` (one sentence per kind of problem)."""
+    return next((hint for key, hint in _FIX_HINTS if key in problem), "Fix the SKILL.md and try again.")
+
+
 def _broken(skill: Skill, problem: str) -> Skill:
     return Skill(skill.name, skill.description, skill.path, skill.source, skill.version, skill.status, skill.body,
                  problem, skill.stamp, skill.files)

@@ -48,6 +48,7 @@ from services.loop.subagents.child import (
     new_turn,
 )
 from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
+from services.loop.subagents.ending import broken_end
 from services.loop.subagents.held import apply_holding_back, held_note
 from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
 from services.loop.turn_events import (
@@ -242,7 +243,30 @@ class SubagentManager:
 
     async def _run(self, run: RunRecord, host_for: Callable[[str], ChildHost], isolate: bool, text: str,
                    schema: dict[str, Any] | None) -> SubagentPacket:
+        """The child's whole run; whatever raises inside it, the run ends with a final state (it never
+        stays ``running``, holding a ``max_parallel_subagents`` slot) and the parent gets the cause."""
         started = time.monotonic()
+        try:
+            return await self._run_child(run, host_for, isolate, text, schema, started)
+        except asyncio.CancelledError:
+            if not run.finished:
+                self._end_broken(run, "cancelled", "the run was cancelled", started)
+            raise
+        except Exception as exc:
+            log.exception("subagent %s failed outside its turn", run.run_id)
+            return self._end_broken(run, "failed", f"{type(exc).__name__}: {exc}"[:300], started)
+
+    def _end_broken(self, run: RunRecord, status: str, reason: str, started: float) -> SubagentPacket:
+        packet, event = broken_end(run.run_id, run.name, status, reason, elapsed_ms(started), run.isolation_note)
+        run.packet, run.status, run.ended = packet, status, time.time()
+        with contextlib.suppress(Exception):  # the state above is what matters; the rest is best effort
+            self._emit(event, run.scope())
+            if run.background:
+                self._clear_marker(run.run_id)
+        return packet
+
+    async def _run_child(self, run: RunRecord, host_for: Callable[[str], ChildHost], isolate: bool, text: str,
+                         schema: dict[str, Any] | None, started: float) -> SubagentPacket:
         stopped_early = False
         try:
             run.tree = await self._isolate(run) if isolate else None

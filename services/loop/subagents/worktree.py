@@ -31,6 +31,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.kernel.diskfull import disk_full_sentence, is_disk_full
 from services.kernel.host_process import GIT_SAFE_FLAGS, git_env
 from services.kernel.pids import pid_alive
 from services.kernel.statedir import ensure_state_dir
@@ -105,7 +106,35 @@ async def git(cwd: Path | str, *args: str, stdin: bytes | None = None, check: bo
 
 
 async def create(workspace: str, run_id: str) -> Worktree:
-    """A worktree for ``run_id`` from the parent's current state, or ``IsolationUnavailable``."""
+    """A worktree for ``run_id`` from the parent's current state, or ``IsolationUnavailable`` (a full
+    disk or a git failure such as a held ``index.lock`` included, named with its path)."""
+    try:
+        return await _create(workspace, run_id)
+    except OSError as err:
+        where = Path(workspace) / WORKTREES_DIR
+        if is_disk_full(err):
+            raise IsolationUnavailable(disk_full_sentence(err, where, "delete finished subagent worktrees "
+                                                               "(/tasks) or other files")) from None
+        raise IsolationUnavailable(f"cannot create the worktree under {where}: {err.strerror or err}") from None
+    except RuntimeError as err:  # git refused (index.lock held, disk full on its side...)
+        lock = _index_lock(Path(workspace))
+        held = (f" ({lock} exists: another git process holds the index, or one crashed; remove it if no git "
+                "is running)") if lock is not None else ""
+        raise IsolationUnavailable(f"git could not create the worktree: {err}{held}") from None
+
+
+def _index_lock(start: Path) -> Path | None:
+    """The repository's ``.git/index.lock`` when it exists (git's stash fails on it without a word)."""
+    for folder in (start, *start.parents):
+        lock = folder / ".git" / "index.lock"
+        if lock.exists():
+            return lock
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+async def _create(workspace: str, run_id: str) -> Worktree:
     root = Path(workspace)
     code, top, err = await git(root, "rev-parse", "--show-toplevel", check=False)
     if code != 0:

@@ -42,6 +42,8 @@ from services.loop.tracing.spans import AGENT_NAME, Span, session_span, span_id,
 log = logging.getLogger("ai_coding.loop.traces")
 
 COMPONENT = "trace_export"
+SHUTDOWN_DEADLINE_S = 3.0
+"""How long the loop's shutdown gives the queue, then the sending thread (each), before it goes."""
 MAX_BATCH_SPANS = 512
 MAX_BACKOFF_SECONDS = 5.0
 PROBE_SECONDS = 2.0
@@ -252,9 +254,10 @@ class LiveExporter:
             time.sleep(0.02)
         return self.queued == 0
 
-    def shutdown(self, timeout_seconds: float = 3.0) -> None:
-        """Send every session's span and what is queued (within ``timeout_seconds``; not waited for
-        while the collector is away), then stop."""
+    def shutdown(self, timeout_seconds: float = SHUTDOWN_DEADLINE_S) -> None:
+        """Send every session's span and what is queued (within ``timeout_seconds`` in all; not waited
+        for while the collector is away), then stop."""
+        deadline = time.monotonic() + timeout_seconds
         with self._cond:
             sessions = list(self._reports)
         for session_id in sessions:
@@ -266,7 +269,10 @@ class LiveExporter:
             self._stopping = True
             self._cond.notify_all()
         self._inner.shutdown()  # also cuts the SDK's retry wait of a send in flight
-        self._thread.join(timeout=timeout_seconds)
+        self._thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+        if self._thread.is_alive() or self.queued:
+            log.warning("trace export to %s stopped at its %g s shutdown deadline (tracing.otlp: the collector "
+                        "did not answer); %d span(s) were not sent", self.endpoint, timeout_seconds, self.queued)
 
 
 def _readable(span: Span) -> Any:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from services.kernel.config import Config, expand_vars, load_config, normalize_key
+from services.kernel.config import Config, expand_vars, from_mapping, load_config, normalize_key
 from services.kernel.errors import ConfigError
 
 
@@ -158,16 +159,14 @@ def test_a_top_level_list_is_refused_with_the_file_name(tmp_path: Path) -> None:
         layers(tmp_path, "- a\n- b\n")
 
 
-def test_wrong_types_name_the_key(tmp_path: Path) -> None:
-    c = layers(tmp_path, "sec:\n  limit: lots\n")
-    with pytest.raises(ConfigError, match=r"`sec\.limit` has the wrong type: expected int, got str"):
-        c.section(Section, "sec")
-    c = layers(tmp_path, "sec:\n  sub: 3\n")
-    with pytest.raises(ConfigError, match=r"`sec\.sub` must be a mapping"):
-        c.section(Section, "sec")
-    c = layers(tmp_path, "sec:\n  ratio: true\n")
-    with pytest.raises(ConfigError, match=r"sec\.ratio"):
-        c.section(Section, "sec")
+def test_wrong_types_are_ignored_with_a_warning_naming_the_key(tmp_path: Path) -> None:
+    for text, expected in [("limit: lots", r"`sec\.limit` has the wrong type: expected int, got str"),
+                           ("sub: 3", r"`sec\.sub` must be a mapping"), ("ratio: true", r"sec\.ratio")]:
+        c = layers(tmp_path, f"sec:\n  {text}\n")
+        assert c.section(Section, "sec") == Section()  # the section reads, on its defaults
+        assert any(re.search(expected, w) and "ignored" in w for w in c.warnings), c.warnings
+    with pytest.raises(ConfigError, match=r"`sec\.limit` has the wrong type"):  # strict readers still raise
+        from_mapping(Section, {"limit": "lots"}, "sec")
 
 
 def test_typed_sections_fill_defaults_and_accept_ints_for_floats(tmp_path: Path) -> None:

@@ -72,10 +72,12 @@ def test_an_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
         resolve_model(c, env={})
 
 
-def test_a_wrong_type_names_the_key(tmp_path: Path) -> None:
-    c = cfg(tmp_path, "models:\n  x:\n    api_key: k\n    max_tokens: lots\n")
-    with pytest.raises(ConfigError, match=r"models\.x\.max_tokens"):
-        resolve_model(c, env={})
+def test_a_wrong_type_or_range_is_left_out_with_a_warning_naming_the_key(tmp_path: Path) -> None:
+    c = cfg(tmp_path, "models:\n  x:\n    api_key: k\n    max_tokens: lots\n    max_retries: -2\n")
+    settings = resolve_model(c, env={})
+    assert settings.max_tokens is None and settings.max_retries == 4  # the defaults
+    assert any("models.x.max_tokens" in w and "wrong type" in w for w in c.warnings), c.warnings
+    assert any("models.x.max_retries" in w and "out of range" in w for w in c.warnings), c.warnings
 
 
 def test_default_model_picks_the_entry_and_unknown_names_are_listed(tmp_path: Path) -> None:

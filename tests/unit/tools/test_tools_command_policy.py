@@ -74,5 +74,5 @@ def test_read_only_commands_are_not_edits(command: str) -> None:
 
 def test_a_command_nested_too_deeply_to_parse_is_denied_and_counts_as_an_edit() -> None:
     command = "echo " + "$(" * 600 + "ls" + ")" * 600
-    assert denied_reason(command) == "nested too deeply to check"
+    assert (denied_reason(command) or "").startswith("nested too deeply to check")
     assert writes_files(command)

@@ -93,15 +93,15 @@ def test_a_root_containing_home_or_a_private_dir_is_refused_naming_it(tmp_path: 
         check_workspace_root(str(tmp_path), Path("/nonexistent-home"), [("the runtime dir", str(tmp_path / "run"))])
 
 
-def test_an_unknown_sandbox_mode_in_the_config_is_an_error_naming_the_key() -> None:
+def test_an_unknown_sandbox_mode_in_the_config_is_ignored_with_a_warning_naming_the_key() -> None:
     from services.kernel.config import Config
-    from services.kernel.errors import ConfigError
     from services.tools.main import load_tools_config
 
-    with pytest.raises(ConfigError, match=r"tools\.sandbox\.mode"):
-        load_tools_config(Config(data={"tools": {"sandbox": {"mode": "off"}}}))
-    with pytest.raises(ConfigError, match=r"tools\.sandbox\.network"):
-        load_tools_config(Config(data={"tools": {"sandbox": {"network": "yes"}}}))
+    config = Config(data={"tools": {"sandbox": {"mode": "off", "network": "yes"}}})
+    tools = load_tools_config(config)
+    assert tools.sandbox.mode == "bwrap" and tools.sandbox.network is False  # the defaults: sandboxed
+    assert any("tools.sandbox.mode" in w and "ignored" in w for w in config.warnings), config.warnings
+    assert any("tools.sandbox.network" in w for w in config.warnings), config.warnings
 
 
 def test_a_root_without_a_repository_gets_an_empty_read_only_git_placeholder(tmp_path: Path) -> None:
