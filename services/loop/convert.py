@@ -11,15 +11,15 @@ from typing import Any
 from ai_coding.v1 import common_pb2, loop_pb2
 
 from services.loop import inbound
-from services.loop.approvals import Decision
-from services.loop.attachments import InputFile
-from services.loop.events import Event
+from services.loop.core.approvals import Decision
+from services.loop.core.attachments import InputFile
+from services.loop.core.events import Event
+from services.loop.core.ports import ToolOutcome, Usage
+from services.loop.core.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
+from services.loop.core.tasks import TaskState
+from services.loop.core.turn_events import EventBody, LayerStat, TaskItem
 from services.loop.plans.receipts import saved_receipts
 from services.loop.policy.turn import Status
-from services.loop.ports import ToolOutcome, Usage
-from services.loop.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
-from services.loop.tasks import TaskState
-from services.loop.turn_events import EventBody, LayerStat, TaskItem
 
 _STATUS: dict[Status, int] = {
     Status.COMPLETED: loop_pb2.TURN_STATUS_COMPLETED,

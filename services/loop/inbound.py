@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.loop.approvals import Decision
-from services.loop.attachments import InputFile
+from services.loop.core.approvals import Decision
+from services.loop.core.attachments import InputFile
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 from services.kernel.errors import AiCodingError, abort
 from services.kernel.workspace import WorkspaceRefused, private_dirs, workspace_root
 from services.loop import convert, inbound
-from services.loop.attachments import accepts_images, with_attachments
-from services.loop.commands import run_command
 from services.loop.compaction.command import compact_command
-from services.loop.errors import BadRequest, SessionNotFound
-from services.loop.events import Event
-from services.loop.runtime import LoopRuntime, SessionOptions, SessionRuntime
-from services.loop.sessions import UnreadableSession
-from services.loop.turn_events import Notice
+from services.loop.core.attachments import accepts_images, with_attachments
+from services.loop.core.errors import BadRequest, SessionNotFound
+from services.loop.core.events import Event
+from services.loop.core.sessions import UnreadableSession
+from services.loop.core.turn_events import Notice
+from services.loop.session.commands import run_command
+from services.loop.session.runtime import LoopRuntime, SessionOptions, SessionRuntime
 
 log = logging.getLogger("ai_coding.loop")
 # GetSession pages: the default size, and the most a client may ask for (under gRPC's 4 MB default).

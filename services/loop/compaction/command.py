@@ -6,10 +6,10 @@ import json
 from typing import TYPE_CHECKING
 
 from services.loop.compaction.keeper import fixed_tokens
-from services.loop.turn_events import EventBody
+from services.loop.core.turn_events import EventBody
 
 if TYPE_CHECKING:
-    from services.loop.runtime import SessionRuntime
+    from services.loop.session.runtime import SessionRuntime
 
 
 async def compact_command(rt: SessionRuntime) -> tuple[str, str]:

@@ -25,12 +25,12 @@ from services.loop.compaction.settings import Budget, CompactionSettings, budget
 from services.loop.compaction.state import CompactionState, Digests, build_view, validate
 from services.loop.compaction.tokens import RunningBytes, should_compact, tokens_of_bytes
 from services.loop.compaction.transcripts import Transcripts
-from services.loop.domain import ToolOutcome
+from services.loop.core.domain import ToolOutcome
+from services.loop.core.ports import MemoryClient, ModelClient, ToolCall, ToolContext, ToolDef
+from services.loop.core.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
 from services.loop.model.settings import ModelSettings
 from services.loop.policy.permissions import Level
-from services.loop.ports import MemoryClient, ModelClient, ToolCall, ToolContext, ToolDef
-from services.loop.prompt import HistoryView, tools_bytes
-from services.loop.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
+from services.loop.turn.prompt import HistoryView, tools_bytes
 
 Message = dict[str, Any]
 Emit = Callable[[EventBody], None]

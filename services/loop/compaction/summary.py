@@ -25,8 +25,8 @@ from services.loop.compaction.state import (
 )
 from services.loop.compaction.tokens import message_tokens, text_bytes, tokens_of_bytes
 from services.loop.compaction.transcripts import message_text
-from services.loop.ports import ModelClient, ModelError
-from services.loop.turn_events import LayerStat
+from services.loop.core.ports import ModelClient, ModelError
+from services.loop.core.turn_events import LayerStat
 
 Message = dict[str, Any]
 

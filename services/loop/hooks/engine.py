@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.statedir import STATE_DIR
+from services.loop.core.ports import ToolCall, ToolOutcome
+from services.loop.core.turn_events import Degraded, EventBody, HookRun
 from services.loop.hooks import claude
 from services.loop.hooks.answer import Verdict, read_answer, redact_value
 from services.loop.hooks.config import Capability, HookSettings, HookSpec, LastRun, describe
 from services.loop.hooks.runner import HookFailed, run_command, run_python
-from services.loop.local_tools import error_outcome
-from services.loop.ports import ToolCall, ToolOutcome
-from services.loop.turn_events import Degraded, EventBody, HookRun
+from services.loop.tools.local_tools import error_outcome
 
 Emit = Callable[[EventBody], None]
 MAX_INJECT_CHARS = 4000

@@ -13,11 +13,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from services.loop.events import Event
+from services.loop.core.events import Event
+from services.loop.core.turn_events import EventBody
 from services.loop.hooks.engine import HookEngine
 from services.loop.subagents.manager import RunRecord
 from services.loop.subagents.packet import SubagentPacket
-from services.loop.turn_events import EventBody
 
 # Event kind -> (point, the event fields its hooks get).
 EVENT_POINTS: dict[str, tuple[str, tuple[str, ...]]] = {

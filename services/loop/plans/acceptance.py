@@ -14,10 +14,10 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from services.loop.plans.items import AcceptanceItem
+from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.turn_events import Notice
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
-from services.loop.turn_events import Notice
 
 MAX_ITEMS = 20
 MAX_STATEMENT_CHARS = 300

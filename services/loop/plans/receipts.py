@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from services.loop.turn_events import PlanStepReceipt
+from services.loop.core.turn_events import PlanStepReceipt
 
 OUTCOMES = ("done", "blocked", "stalled", "open")
 GRADES = ("verified", "on-claim", "fiat", "n/a")

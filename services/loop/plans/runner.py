@@ -17,22 +17,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from services.loop import pipeline
-from services.loop.approvals import Pending
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.domain import Usage
+from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.approvals import Pending
+from services.loop.core.domain import Usage
+from services.loop.core.ports import TurnHost
+from services.loop.core.sessions import Session
+from services.loop.core.tasks import TERMINAL, TaskItem, TaskState, todo_write
+from services.loop.core.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
 from services.loop.plans.acceptance import FixedAcceptance
-from services.loop.plans.items import AcceptanceItem
 from services.loop.plans.paths import outside_workspace_paths
 from services.loop.plans.prompts import planning_prompt, step_seed
 from services.loop.plans.receipts import Receipt, grade, plan_record, report_text, unproven
 from services.loop.plans.step import StepHost
 from services.loop.policy.turn import Decision, Facts, Status, decide
-from services.loop.ports import TurnHost
-from services.loop.sessions import Session
-from services.loop.tasks import TERMINAL, TaskItem, TaskState, todo_write
-from services.loop.todo_tool import task_list_event
-from services.loop.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
+from services.loop.tools.todo_tool import task_list_event
+from services.loop.turn import pipeline
 
 log = logging.getLogger("ai_coding.loop")
 

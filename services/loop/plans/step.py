@@ -16,10 +16,7 @@ from typing import Any
 
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.plans.acceptance import FixedAcceptance
-from services.loop.policy.permissions import Verdict
-from services.loop.policy.settings import LoopSettings
-from services.loop.ports import (
+from services.loop.core.ports import (
     McpClient,
     MemoryClient,
     Message,
@@ -31,9 +28,12 @@ from services.loop.ports import (
     TurnHost,
     Usage,
 )
+from services.loop.core.tasks import TaskState
+from services.loop.core.turn_events import EventBody
+from services.loop.plans.acceptance import FixedAcceptance
+from services.loop.policy.permissions import Verdict
+from services.loop.policy.settings import LoopSettings
 from services.loop.subagents.child import ChildHooks
-from services.loop.tasks import TaskState
-from services.loop.turn_events import EventBody
 
 NOT_RELAYED = frozenset({"turn_started", "turn_finished"})
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure, failure_reason, gate_nudge
+from services.loop.policy.acceptance import MAX_GATE_NUDGES, GateFailure, failure_reason, gate_nudge
 
 
 class Action(StrEnum):

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from services.kernel.errors import AiCodingError
-from services.loop.local_tools import error_outcome
+from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.turn_events import EventBody, SkillCatalogChanged
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.skills import library
 from services.loop.skills.registry import (
     SkillDir,
@@ -27,7 +27,7 @@ from services.loop.skills.registry import (
     override_dirs,
 )
 from services.loop.skills.skill import SKILL_FILE, Skill
-from services.loop.turn_events import EventBody, SkillCatalogChanged
+from services.loop.tools.local_tools import error_outcome
 
 Emit = Callable[[EventBody], None]
 MAX_FILE_CHARS = 60_000

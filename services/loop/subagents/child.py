@@ -18,14 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from services.loop.approvals import Pending
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.pipeline import Turn
-from services.loop.plans.acceptance import NoAcceptance
-from services.loop.policy.permissions import Verdict
-from services.loop.policy.settings import LoopSettings
-from services.loop.ports import (
+from services.loop.core.approvals import Pending
+from services.loop.core.ports import (
     McpClient,
     MemoryClient,
     Message,
@@ -37,10 +33,14 @@ from services.loop.ports import (
     TurnHooks,
     Usage,
 )
-from services.loop.registry import ToolRegistry
-from services.loop.sessions import Session
-from services.loop.todo_tool import TodoTool
-from services.loop.turn_events import EventBody
+from services.loop.core.sessions import Session
+from services.loop.core.turn_events import EventBody
+from services.loop.plans.acceptance import NoAcceptance
+from services.loop.policy.permissions import Verdict
+from services.loop.policy.settings import LoopSettings
+from services.loop.tools.registry import ToolRegistry
+from services.loop.tools.todo_tool import TodoTool
+from services.loop.turn.pipeline import Turn
 
 # Tools a child never has: no nesting, no durable memory, nobody to ask.
 CHILD_EXCLUDED = frozenset({"subAgent", "memory_search", "memory_write", "ask_user"})

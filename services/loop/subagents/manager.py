@@ -32,11 +32,18 @@ from typing import Any, Protocol
 
 from services.kernel.errors import AiCodingError
 from services.kernel.statedir import ensure_state_dir
-from services.loop.domain import ToolCall, ToolOutcome
-from services.loop.local_tools import error_outcome
-from services.loop.pipeline import Turn
+from services.loop.core.domain import ToolCall, ToolOutcome
+from services.loop.core.ports import ModelClient, ToolContext, ToolDef
+from services.loop.core.turn_events import (
+    Degraded,
+    EventBody,
+    SubagentFinished,
+    SubagentScope,
+    SubagentStarted,
+    SubagentTaskDone,
+    TurnFinished,
+)
 from services.loop.policy.permissions import Level
-from services.loop.ports import ModelClient, ToolContext, ToolDef
 from services.loop.subagents import worktree
 from services.loop.subagents.child import (
     ChildHost,
@@ -49,15 +56,8 @@ from services.loop.subagents.child import (
 )
 from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
 from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
-from services.loop.turn_events import (
-    Degraded,
-    EventBody,
-    SubagentFinished,
-    SubagentScope,
-    SubagentStarted,
-    SubagentTaskDone,
-    TurnFinished,
-)
+from services.loop.tools.local_tools import error_outcome
+from services.loop.turn.pipeline import Turn
 
 log = logging.getLogger("ai_coding.loop")
 

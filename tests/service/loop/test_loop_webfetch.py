@@ -11,7 +11,7 @@ from typing import ClassVar
 import pytest
 from ai_coding.v1 import loop_pb2
 
-from services.loop.webfetch import MAX_TEXT_CHARS, check_url, html_to_text
+from services.loop.tools.webfetch import MAX_TEXT_CHARS, check_url, html_to_text
 from tests.service.loop.harness import (
     Conversation,
     LoopStack,

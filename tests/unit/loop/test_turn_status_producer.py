@@ -89,13 +89,13 @@ def test_no_module_but_the_turn_policy_chooses_a_turn_status() -> None:
 def test_the_check_catches_a_status_chosen_by_hand() -> None:
     ours = "from services.loop.policy.turn import Status\n"
     crash = ours + 'def crashed():\n    emit(TurnFinished(status=Status.FAILED, text="", reason="boom"))\n'
-    assert len(violations(crash, Path("services/loop/runtime.py"))) == 2
+    assert len(violations(crash, Path("services/loop/session/runtime.py"))) == 2
     spelled = 'def end():\n    emit(TurnFinished(status="failed"))\n'
-    assert len(violations(spelled, Path("services/loop/pipeline.py"))) == 2
+    assert len(violations(spelled, Path("services/loop/turn/pipeline.py"))) == 2
     rebound = ours + 'def end(d):\n    status = _status(d)\n    status = Status.COMPLETED\n    emit(TurnFinished(status=status))\n'
-    assert len(violations(rebound, Path("services/loop/pipeline.py"))) == 2
+    assert len(violations(rebound, Path("services/loop/turn/pipeline.py"))) == 2
     table = ours + 'NAMES = {Status.FAILED: "engine error"}\nok = s is Status.COMPLETED\n'
     assert violations(table, Path("services/loop/policy/handoff.py")) == []
-    assert len(violations(table, Path("services/loop/traces.py"))) == 1
+    assert len(violations(table, Path("services/loop/tracing/writer.py"))) == 1
     otel = "from opentelemetry.trace import Status\nstatus = Status(code)\n"
     assert violations(otel, Path("services/loop/tracing/live.py")) == []

@@ -9,12 +9,12 @@ import json
 import sys
 from pathlib import Path
 
-from services.loop.domain import ToolCall
+from services.loop.core.domain import ToolCall
+from services.loop.core.turn_events import EventBody, HookRun
 from services.loop.hooks.config import parse_hooks
 from services.loop.hooks.engine import HookEngine
-from services.loop.local_tools import error_outcome
 from services.loop.subagents.child import ChildHooks
-from services.loop.turn_events import EventBody, HookRun
+from services.loop.tools.local_tools import error_outcome
 
 
 def test_a_childs_hooks_keep_their_injected_context_apart_from_the_parents(tmp_path: Path) -> None:

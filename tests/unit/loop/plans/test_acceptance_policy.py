@@ -10,7 +10,7 @@ import pytest
 from services.kernel.config import load_config
 from services.loop.plans.acceptance import AcceptanceBook, AcceptanceError, config_items, parse_accept
 from services.loop.plans.command import accept_command
-from services.loop.plans.policy import GateFailure, gate_nudge
+from services.loop.policy.acceptance import GateFailure, gate_nudge
 from services.loop.policy.turn import Action, Facts, Status, decide
 
 FAIL = GateFailure("a1", "tests pass", "pytest -q", 1, "E   assert 2 == 3\n1 failed")

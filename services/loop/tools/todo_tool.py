@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.sessions import Session
+from services.loop.core.tasks import TODO_WRITE_TOOL, TaskState, todo_write
+from services.loop.core.turn_events import TaskItem, TaskListUpdated
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
-from services.loop.sessions import Session
-from services.loop.tasks import TODO_WRITE_TOOL, TaskState, todo_write
-from services.loop.turn_events import TaskItem, TaskListUpdated
 
 
 def task_list_event(state: TaskState) -> TaskListUpdated:

@@ -15,8 +15,8 @@ import os
 from collections.abc import Mapping
 
 from services.kernel.config import TRUST_ENV, project_trusted
-from services.loop.errors import AuxiliaryError
-from services.loop.ports import McpClient
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import McpClient
 from services.mcp_gateway.project import project_file, read_project_servers
 
 REGISTER_TIMEOUT_S = 10.0

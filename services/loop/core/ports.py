@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
-from services.loop.approvals import Pending
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.domain import (
+from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.approvals import Pending
+from services.loop.core.domain import (
     McpCatalog,
     MemorySearchResult,
     Message,
@@ -25,11 +26,10 @@ from services.loop.domain import (
     ToolOutcome,
     Usage,
 )
-from services.loop.errors import ModelError
-from services.loop.plans.items import AcceptanceItem
+from services.loop.core.errors import ModelError
+from services.loop.core.turn_events import EventBody
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.policy.settings import LoopSettings
-from services.loop.turn_events import EventBody
 from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
 
 __all__ = [
@@ -177,7 +177,7 @@ class McpClient(Protocol):
         ...
 
 
-# -- tools the loop answers itself (services/loop/registry.py keeps them per session) --
+# -- tools the loop answers itself (services/loop/tools/registry.py keeps them per session) --
 
 
 class ToolIndex(Protocol):
@@ -231,7 +231,7 @@ class ToolContext(Protocol):
     def ask_timeout_seconds(self) -> float: ...
     @property
     def emit(self) -> Callable[[EventBody], None]:
-        """Report a typed event of this turn (services/loop/turn_events.py)."""
+        """Report a typed event of this turn (services/loop/core/turn_events.py)."""
         ...
     @property
     def remaining(self) -> Callable[[], float]:

@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from services.loop.errors import AuxiliaryError
-from services.loop.ports import McpClient, MemoryClient
-from services.loop.prompt import with_mcp_catalog
-from services.loop.tasks import TaskState, render_task_state
-from services.loop.turn_events import Degraded, EventBody, Notice
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import McpClient, MemoryClient
+from services.loop.core.tasks import TaskState, render_task_state
+from services.loop.core.turn_events import Degraded, EventBody, Notice
+from services.loop.turn.prompt import with_mcp_catalog
 
 AUXILIARY_TIMEOUT_S = 1.5
 

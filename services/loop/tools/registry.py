@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from services.loop.ports import ToolDef
+from services.loop.core.ports import ToolDef
 
 
 class ToolRegistry:

@@ -23,8 +23,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 
 MAX_BYTES = 200_000
 """Bytes read from the response body; the rest is not downloaded."""

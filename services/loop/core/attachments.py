@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.loop.errors import BadRequest
+from services.loop.core.errors import BadRequest
 
 
 @dataclass(frozen=True)

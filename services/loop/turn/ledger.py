@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from services.loop.domain import ToolOutcome
-from services.loop.plans.policy import GateFailure
+from services.loop.core.domain import ToolOutcome
+from services.loop.policy.acceptance import GateFailure
 
 CLUSTER = 2
 """Failures of one (tool, error code) that make a cluster."""

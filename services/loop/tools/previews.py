@@ -12,7 +12,7 @@ import difflib
 import posixpath
 from typing import Any
 
-from services.loop.ports import ToolOutcome
+from services.loop.core.ports import ToolOutcome
 
 MAX_PREVIEW_LINES = 80
 # A dry run's error can carry a long hint (the closest passages of the file); the

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from services.loop.turn_events import EventBody, EventsSkipped, SubagentScope
+from services.loop.core.turn_events import EventBody, EventsSkipped, SubagentScope
 
 # A turn of a busy session emits a few thousand events (mostly text deltas);
 # the window keeps several turns so a late re-attach is still served, while 50
@@ -41,7 +41,7 @@ SKIPPED_HINT = ("the loop keeps only the newest events of a session; the saved s
 @dataclass(frozen=True)
 class Event:
     """One numbered turn event: the envelope (seq, session, turn, time) around a typed
-    payload from services/loop/turn_events.py (convert.py maps it by type)."""
+    payload from services/loop/core/turn_events.py (convert.py maps it by type)."""
 
     seq: int
     session_id: str

@@ -34,8 +34,8 @@ from typing import Any, BinaryIO
 
 from services.kernel.ids import new_id
 from services.kernel.statedir import ensure_state_dir
-from services.loop.errors import SessionNotFound, SessionStorageError, SessionUnreadable
-from services.loop.pairing import repair_pairing
+from services.loop.core.errors import SessionNotFound, SessionStorageError, SessionUnreadable
+from services.loop.core.pairing import repair_pairing
 
 Message = dict[str, Any]
 

@@ -16,11 +16,11 @@ import asyncio
 import json
 from typing import Any
 
-from services.loop.approvals import Decision, RequestKind, Resolution
-from services.loop.domain import call_deadline
+from services.loop.core.approvals import Decision, RequestKind, Resolution
+from services.loop.core.domain import call_deadline
+from services.loop.core.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
+from services.loop.core.turn_events import QuestionAsked, QuestionResolved, ToolChunk
 from services.loop.policy.permissions import Level
-from services.loop.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
-from services.loop.turn_events import QuestionAsked, QuestionResolved, ToolChunk
 from services.mcp_gateway.elicitation import (
     ElicitAsk,
     ElicitReply,

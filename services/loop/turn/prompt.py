@@ -19,7 +19,7 @@ import platform
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from services.loop.pairing import is_paired, repair_pairing
+from services.loop.core.pairing import is_paired, repair_pairing
 
 Message = dict[str, Any]
 
@@ -46,7 +46,7 @@ TAIL_ORDER = (
 
 def build_instructions(base: str, notes: str, skill_catalog: str) -> str:
     """The stable system message text (``notes``: the rendered ``<project-notes>`` blocks, see
-    services/loop/instructions.py)."""
+    services/loop/core/instructions.py)."""
     parts = [base.strip()]
     if notes.strip():
         parts.append(notes.strip())

@@ -26,25 +26,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.loop.approvals import Decision, Pending, RequestKind
-from services.loop.attachments import InputFile, user_content
 from services.loop.compaction.keeper import fixed_tokens
-from services.loop.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
-from services.loop.domain import Message, wait_limit
-from services.loop.errors import LoopError, ModelError
-from services.loop.plans import gate
-from services.loop.plans.ledger import Ledger
-from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure
-from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
-from services.loop.policy.handoff import HandoffFacts, handoff_report
-from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
-from services.loop.policy.static_check import plan_static_check, should_run_static_check
-from services.loop.policy.turn import VERIFIED, Action, Facts, Status, decide, gate_due, handoff_needed
-from services.loop.policy.turn import Decision as TurnDecision
-from services.loop.ports import StepResult, ToolCall, ToolOutcome, TurnHost, Usage
-from services.loop.prompt import assemble_view, environment_block, tail_blocks
-from services.loop.static_check import run_static_check
-from services.loop.turn_events import (
+from services.loop.core.approvals import Decision, Pending, RequestKind
+from services.loop.core.attachments import InputFile, user_content
+from services.loop.core.domain import Message, wait_limit
+from services.loop.core.errors import LoopError, ModelError
+from services.loop.core.ports import StepResult, ToolCall, ToolOutcome, TurnHost, Usage
+from services.loop.core.turn_events import (
     ApprovalResolved,
     ContextAssembled,
     Degraded,
@@ -59,6 +47,18 @@ from services.loop.turn_events import (
     TurnFinished,
     TurnStarted,
 )
+from services.loop.policy.acceptance import MAX_GATE_NUDGES, GateFailure
+from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
+from services.loop.policy.handoff import HandoffFacts, handoff_report
+from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
+from services.loop.policy.static_check import plan_static_check, should_run_static_check
+from services.loop.policy.turn import VERIFIED, Action, Facts, Status, decide, gate_due, handoff_needed
+from services.loop.policy.turn import Decision as TurnDecision
+from services.loop.tools.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
+from services.loop.turn import gate
+from services.loop.turn.ledger import Ledger
+from services.loop.turn.prompt import assemble_view, environment_block, tail_blocks
+from services.loop.turn.static_check import run_static_check
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -219,7 +219,7 @@ class Turn:
         return True
 
     async def _acceptance_gate(self) -> list[GateFailure]:
-        """Run the proofs not yet passed (services/loop/plans/gate.py); returns those that failed."""
+        """Run the proofs not yet passed (services/loop/turn/gate.py); returns those that failed."""
         rt = self.rt
         items = [i for i in rt.acceptance.items() if i.id not in self.proved]
         verdicts = await gate.check(items, gate.GateDeps(

@@ -1,7 +1,7 @@
 """The loop's value types: messages, token usage, tool calls and their outcomes, model steps.
 
 Plain data shared by the pipeline, the policies, the adapters and the typed
-events (services/loop/turn_events.py); services/loop/ports.py re-exports them
+events (services/loop/core/turn_events.py); services/loop/core/ports.py re-exports them
 next to the Protocols that carry them.
 """
 

@@ -14,8 +14,8 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
-from services.loop.errors import AuxiliaryError
-from services.loop.ports import MemoryClient, Message, ModelClient, ModelError
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import MemoryClient, Message, ModelClient, ModelError
 
 log = logging.getLogger("ai_coding.loop")
 

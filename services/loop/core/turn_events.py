@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from services.loop.approvals import Decision
-from services.loop.domain import ToolOutcome, Usage
+from services.loop.core.approvals import Decision
+from services.loop.core.domain import ToolOutcome, Usage
 from services.loop.policy.turn import Status
 
 

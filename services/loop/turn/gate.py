@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.kernel.ids import new_id
-from services.loop.domain import ToolChunkEvent, ToolOutcome
-from services.loop.plans.items import AcceptanceItem
-from services.loop.plans.policy import GateFailure
+from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.domain import ToolChunkEvent, ToolOutcome
+from services.loop.core.ports import ToolDef, ToolRunner
+from services.loop.core.turn_events import AcceptanceChecked, EventBody
+from services.loop.policy.acceptance import GateFailure
 from services.loop.policy.permissions import Level, Verdict
-from services.loop.ports import ToolDef, ToolRunner
-from services.loop.turn_events import AcceptanceChecked, EventBody
 
 PROOF_TIMEOUT_S = 120.0
 GATE_BUDGET_S = 300.0

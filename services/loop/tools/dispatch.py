@@ -15,13 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.kernel.titles import tool_title
-from services.loop.approvals import Decision, Pending, RequestKind, Resolution, is_allowed
-from services.loop.domain import call_deadline, wait_limit
-from services.loop.errors import ApprovalStop, AuxiliaryError
-from services.loop.local_tools import error_outcome
-from services.loop.policy.guards import Refusal
-from services.loop.policy.permissions import Level, Verdict
-from services.loop.ports import (
+from services.loop.core.approvals import Decision, Pending, RequestKind, Resolution, is_allowed
+from services.loop.core.domain import call_deadline, wait_limit
+from services.loop.core.errors import ApprovalStop, AuxiliaryError
+from services.loop.core.ports import (
     McpClient,
     MemoryClient,
     ToolCall,
@@ -31,8 +28,7 @@ from services.loop.ports import (
     ToolOutcome,
     ToolRunner,
 )
-from services.loop.previews import approval_preview, changed_first, checked_preview, wants_dry_run
-from services.loop.turn_events import (
+from services.loop.core.turn_events import (
     ApprovalRequested,
     ApprovalResolved,
     EventBody,
@@ -40,6 +36,10 @@ from services.loop.turn_events import (
     ToolFinished,
     ToolStarted,
 )
+from services.loop.policy.guards import Refusal
+from services.loop.policy.permissions import Level, Verdict
+from services.loop.tools.local_tools import error_outcome
+from services.loop.tools.previews import approval_preview, changed_first, checked_preview, wants_dry_run
 
 Emit = Callable[[EventBody], None]
 # (tool, arguments) -> the gate's verdict.

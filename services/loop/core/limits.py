@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.loop.errors import BadRequest
+from services.loop.core.errors import BadRequest
 
 PROMPT_MAX_BYTES = 1024 * 1024
 """One prompt (a turn's input or queued input): 1 MiB of UTF-8, ~250k tokens, past every

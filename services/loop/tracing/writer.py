@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from services.kernel.statedir import STATE_DIR, ensure_state_dir
-from services.loop.events import Event
+from services.loop.core.events import Event
 
 PREVIEW_CHARS = 500
 # Tool results that are refusals before the tool ran (a guard, the permission table, the user),

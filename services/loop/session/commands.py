@@ -13,7 +13,7 @@ from services.loop.plans.command import accept_command
 from services.loop.policy.permissions import MODES
 
 if TYPE_CHECKING:
-    from services.loop.runtime import SessionRuntime
+    from services.loop.session.runtime import SessionRuntime
     from services.loop.tracing.report import TurnReport
 
 LATER: dict[str, str] = {}

@@ -17,26 +17,15 @@ from typing import Any
 
 from services.kernel.config import user_config_path
 from services.kernel.errors import ConfigError
-from services.loop import limits
-from services.loop.approvals import Decision, Resolution
-from services.loop.attachments import InputFile
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.errors import BadRequest, SessionNotFound
-from services.loop.events import DEFAULT_WINDOW, EventLog, resume_point
-from services.loop.harvest import harvest_quietly
-from services.loop.hooks.config import HookSettings
-from services.loop.hooks.engine import HookEngine
-from services.loop.hooks.observers import ObservingHooks
-from services.loop.instructions import load_notes, render_notes
-from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
-from services.loop.pipeline import Turn
-from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
-from services.loop.plans.runner import PlanContext, PlanRequest, PlanRunner, refuse_topic
-from services.loop.policy.guards import compile_bash_policy
-from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
-from services.loop.policy.settings import LoopSettings
-from services.loop.ports import (
+from services.loop.core import limits
+from services.loop.core.approvals import Decision, Resolution
+from services.loop.core.attachments import InputFile
+from services.loop.core.errors import BadRequest, SessionNotFound
+from services.loop.core.events import DEFAULT_WINDOW, EventLog, resume_point
+from services.loop.core.instructions import load_notes, render_notes
+from services.loop.core.ports import (
     McpClient,
     MemoryClient,
     Message,
@@ -48,23 +37,34 @@ from services.loop.ports import (
     ToolRunner,
     Usage,
 )
-from services.loop.project_mcp import ProjectServers
-from services.loop.prompt import BASE_INSTRUCTIONS, build_instructions
-from services.loop.registry import ToolRegistry
-from services.loop.sessions import Session, SessionStore, storage_error
-from services.loop.skills.session import SessionSkills
-from services.loop.subagents.child import ParentView
-from services.loop.subagents.manager import SubagentLimits, SubagentManager
-from services.loop.tail import SessionTail
-from services.loop.todo_tool import TodoTool
-from services.loop.traces import SpanExport, TraceWriter
-from services.loop.turn_events import (
+from services.loop.core.sessions import Session, SessionStore, storage_error
+from services.loop.core.turn_events import (
     Degraded,
     EventBody,
     InputQueued,
     SubagentScope,
 )
-from services.loop.webfetch import WEBFETCH
+from services.loop.harvest.extract import harvest_quietly
+from services.loop.hooks.config import HookSettings
+from services.loop.hooks.engine import HookEngine
+from services.loop.hooks.observers import ObservingHooks
+from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
+from services.loop.plans.runner import PlanContext, PlanRequest, PlanRunner, refuse_topic
+from services.loop.policy.guards import compile_bash_policy
+from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
+from services.loop.policy.settings import LoopSettings
+from services.loop.skills.session import SessionSkills
+from services.loop.subagents.child import ParentView
+from services.loop.subagents.manager import SubagentLimits, SubagentManager
+from services.loop.tools.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
+from services.loop.tools.project_mcp import ProjectServers
+from services.loop.tools.registry import ToolRegistry
+from services.loop.tools.todo_tool import TodoTool
+from services.loop.tools.webfetch import WEBFETCH
+from services.loop.tracing.writer import SpanExport, TraceWriter
+from services.loop.turn.pipeline import Turn
+from services.loop.turn.prompt import BASE_INSTRUCTIONS, build_instructions
+from services.loop.turn.tail import SessionTail
 
 log = logging.getLogger("ai_coding.loop")
 
