@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from services.loop.compaction.keeper import fixed_tokens
-from services.loop.core.turn_events import EventBody
+from services.loop.compaction.keeper import ContextKeeper, fixed_tokens
+from services.loop.core.events import EventLog
+from services.loop.core.ports import ModelClient, ToolIndex
+from services.loop.core.sessions import Session
+from services.loop.core.turn_events import Degraded, EventBody
 
-if TYPE_CHECKING:
-    from services.loop.session.runtime import SessionRuntime
+
+class CompactHost(Protocol):
+    """What /compact reads of its session (the session runtime is one)."""
+
+    @property
+    def idle(self) -> bool: ...
+    @property
+    def session(self) -> Session: ...
+    @property
+    def context(self) -> ContextKeeper: ...
+    @property
+    def events(self) -> EventLog: ...
+    @property
+    def instructions(self) -> str: ...
+    @property
+    def tools(self) -> ToolIndex: ...
+    @property
+    def model(self) -> ModelClient: ...
+
+    def save(self) -> None: ...
 
 
-async def compact_command(rt: SessionRuntime) -> tuple[str, str]:
+async def compact_command(rt: CompactHost) -> tuple[str, str]:
     """``(text, JSON)`` of /compact; refused while a turn runs (its next step compacts when needed)."""
     if not rt.idle:
         return ("a turn is running: it compacts by itself before a step that would reach the ceiling; "
@@ -33,7 +54,7 @@ async def compact_command(rt: SessionRuntime) -> tuple[str, str]:
     changed = await keeper.prepare(messages, fixed, request, rt.model, emit, rt.save, force=True)
     rt.save()
     after = keeper.last_estimate
-    degraded = [getattr(b, "reason", "") for b in ended if b.kind == "degraded"]
+    degraded = [b.reason for b in ended if isinstance(b, Degraded)]
     c = keeper.state.checkpoint
     text = (f"compacted ~{before} -> ~{after} tokens" if changed else "nothing changed") + (
         f" · checkpoint covers {c.consumed} of {len(messages)} messages" if c else "")

@@ -111,6 +111,15 @@ class ContextKeeper:
     reveal: Callable[[list[str]], None] | None = None
     """Offers deferred tools to the model from the next step (the session's ``ToolRegistry.load``)."""
 
+    @property
+    def enabled(self) -> bool:
+        """Compaction may run before a step (``compaction.enabled``)."""
+        return self.settings.enabled
+
+    def fixed_tokens(self, instructions: str, tools: list[dict[str, Any]], tail_bytes: int) -> int:
+        """Tokens of a request outside its history."""
+        return fixed_tokens(instructions, tools, tail_bytes)
+
     def __post_init__(self) -> None:
         self.history = HistoryIndex(self.memory, self.transcripts, self.session_id)
         self._history_bytes = RunningBytes(envelope_floor(self.settings))

@@ -1,9 +1,10 @@
-"""``AcceptanceItem``: a statement and the shell command that proves it (plain data, no imports:
+"""``AcceptanceItem``: a statement and the shell command that proves it, and the two fixed
+acceptance sources (none; a fixed list). Plain data, no imports:
 ports and the turn policy use it too)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,3 +41,31 @@ class AcceptanceItem:
         source = str(raw.get("source") or "user")
         return cls(item_id, str(raw.get("statement") or command), command, source if source in SOURCES else "user",
                    last if isinstance(last, bool) else None)
+
+
+class NoAcceptance:
+    """An ``AcceptanceSource`` without items (a subagent child: its parent's gate checks the work)."""
+
+    def items(self) -> list[AcceptanceItem]:
+        return []
+
+    def record(self, verdicts: Mapping[str, bool]) -> None:
+        return None
+
+
+class FixedAcceptance:
+    """An ``AcceptanceSource`` over a fixed list (a plan step: its item's ``verify``)."""
+
+    def __init__(self, items: Iterable[AcceptanceItem]) -> None:
+        self._items = list(items)
+        self.verdicts: list[bool] = []
+        """Every verdict given, in order (a receipt's grade reads them)."""
+
+    def items(self) -> list[AcceptanceItem]:
+        return self._items
+
+    def record(self, verdicts: Mapping[str, bool]) -> None:
+        self.verdicts.extend(verdicts.values())
+        for item in self._items:
+            if item.id in verdicts:
+                item.last_passed = verdicts[item.id]

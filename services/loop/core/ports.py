@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
-from services.loop.compaction.settings import CompactionSettings
+from services.kernel.elicit import ElicitAsk, ElicitReply
 from services.loop.core.acceptance import AcceptanceItem
 from services.loop.core.approvals import Pending
 from services.loop.core.domain import (
@@ -30,7 +30,6 @@ from services.loop.core.errors import ModelError
 from services.loop.core.turn_events import EventBody
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.policy.settings import LoopSettings
-from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
 
 __all__ = [
     "AcceptanceSource",
@@ -313,7 +312,13 @@ class ContextWindow(Protocol):
     and the turn's end (``end_turn``)."""
 
     @property
-    def settings(self) -> CompactionSettings: ...
+    def enabled(self) -> bool:
+        """Compaction may run (a ``context_length`` refusal is retried compacting harder only then)."""
+        ...
+
+    def fixed_tokens(self, instructions: str, tools: list[dict[str, Any]], tail_bytes: int) -> int:
+        """Tokens of a request outside its history (instructions, tool schemas, tail blocks)."""
+        ...
 
     async def prepare(self, messages: list[Message], fixed_tokens: int, request: str, model: ModelClient,
                       emit: Callable[[EventBody], None], save: Callable[[], None], *, force: bool = False,

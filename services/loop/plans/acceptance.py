@@ -107,34 +107,6 @@ class AcceptanceBook:
         self._save(items)
 
 
-class NoAcceptance:
-    """An ``AcceptanceSource`` without items (a subagent child: its parent's gate checks the work)."""
-
-    def items(self) -> list[AcceptanceItem]:
-        return []
-
-    def record(self, verdicts: Mapping[str, bool]) -> None:
-        return None
-
-
-class FixedAcceptance:
-    """An ``AcceptanceSource`` over a fixed list (a plan step: its item's ``verify``)."""
-
-    def __init__(self, items: Iterable[AcceptanceItem]) -> None:
-        self._items = list(items)
-        self.verdicts: list[bool] = []
-        """Every verdict given, in order (a receipt's grade reads them)."""
-
-    def items(self) -> list[AcceptanceItem]:
-        return self._items
-
-    def record(self, verdicts: Mapping[str, bool]) -> None:
-        self.verdicts.extend(verdicts.values())
-        for item in self._items:
-            if item.id in verdicts:
-                item.last_passed = verdicts[item.id]
-
-
 def config_items(entries: Any, workspace: str) -> list[AcceptanceItem]:
     """The user config's ``plans.acceptance`` entries for ``workspace`` (``workspace`` omitted: every one)."""
     out: list[AcceptanceItem] = []

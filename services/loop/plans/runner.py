@@ -18,14 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.acceptance import AcceptanceItem, FixedAcceptance
 from services.loop.core.approvals import Pending
 from services.loop.core.domain import Usage
 from services.loop.core.ports import TurnHost
 from services.loop.core.sessions import Session
 from services.loop.core.tasks import TERMINAL, TaskItem, TaskState, todo_write
 from services.loop.core.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
-from services.loop.plans.acceptance import FixedAcceptance
 from services.loop.plans.paths import outside_workspace_paths
 from services.loop.plans.prompts import planning_prompt, step_seed
 from services.loop.plans.receipts import Receipt, grade, plan_record, report_text, unproven

@@ -16,6 +16,7 @@ from typing import Any
 
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
+from services.loop.core.acceptance import FixedAcceptance
 from services.loop.core.ports import (
     McpClient,
     MemoryClient,
@@ -30,7 +31,6 @@ from services.loop.core.ports import (
 )
 from services.loop.core.tasks import TaskState
 from services.loop.core.turn_events import EventBody
-from services.loop.plans.acceptance import FixedAcceptance
 from services.loop.policy.permissions import Verdict
 from services.loop.policy.settings import LoopSettings
 from services.loop.subagents.child import ChildHooks

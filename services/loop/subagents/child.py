@@ -20,6 +20,7 @@ from typing import Any
 
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
+from services.loop.core.acceptance import NoAcceptance
 from services.loop.core.approvals import Pending
 from services.loop.core.ports import (
     McpClient,
@@ -35,7 +36,6 @@ from services.loop.core.ports import (
 )
 from services.loop.core.sessions import Session
 from services.loop.core.turn_events import EventBody
-from services.loop.plans.acceptance import NoAcceptance
 from services.loop.policy.permissions import Verdict
 from services.loop.policy.settings import LoopSettings
 from services.loop.tools.registry import ToolRegistry

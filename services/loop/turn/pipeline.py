@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.loop.compaction.keeper import fixed_tokens
 from services.loop.core.approvals import Decision, Pending, RequestKind
 from services.loop.core.attachments import InputFile, user_content
 from services.loop.core.domain import Message, wait_limit
@@ -261,7 +260,7 @@ class Turn:
                                            on_retry=self._on_retry)
                 break
             except ModelError as err:
-                if err.reason != "context_length" or hard or not rt.context.settings.enabled:
+                if err.reason != "context_length" or hard or not rt.context.enabled:
                     raise
                 self.emit(Notice(level="warning", text="the request was too long for the model; compacting "
                                                        "harder and retrying the step"))
@@ -278,7 +277,7 @@ class Turn:
         """The request's messages: the history compacted first when it would reach the ceiling."""
         rt = self.rt
         tail = tail_blocks({**parts, **rt.context.tail_part()})
-        fixed = fixed_tokens(rt.instructions, tools, sum(len(text.encode()) for _, text in tail))
+        fixed = rt.context.fixed_tokens(rt.instructions, tools, sum(len(text.encode()) for _, text in tail))
         if await rt.context.prepare(rt.messages, fixed, self.text, rt.model, self.emit, self._save, hard=hard):
             tail = tail_blocks({**parts, **rt.context.tail_part()})  # working memory joins a compacted turn
         history, history_bytes = rt.context.request_history(rt.messages)
