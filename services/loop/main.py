@@ -23,7 +23,8 @@ from services.loop.core.ports import ModelClient
 from services.loop.hooks.config import parse_hooks
 from services.loop.policy.settings import loop_settings
 from services.loop.servicer import AgentLoopServicer
-from services.loop.session.runtime import LoopDeps, LoopRuntime
+from services.loop.session.deps import LoopDeps
+from services.loop.session.open_sessions import LoopRuntime
 
 PROTO_SERVICE = "ai_coding.v1.AgentLoop"
 

@@ -1,39 +1,17 @@
-"""``/compact``: compact a session's history now (L4 even for a small new part) and save it."""
+"""``/compact`` (compact a session's history now, L4 even for a small new part, and save it) and
+``/budget`` (the token ledger and how full the window is)."""
 
 from __future__ import annotations
 
 import json
-from typing import Protocol
+from dataclasses import asdict
 
 from services.loop.compaction.keeper import ContextKeeper, fixed_tokens
-from services.loop.core.events import EventLog
-from services.loop.core.ports import ModelClient, ToolIndex
-from services.loop.core.sessions import Session
+from services.loop.core.feature import FeatureHost
 from services.loop.core.turn_events import Degraded, EventBody
 
 
-class CompactHost(Protocol):
-    """What /compact reads of its session (the session runtime is one)."""
-
-    @property
-    def idle(self) -> bool: ...
-    @property
-    def session(self) -> Session: ...
-    @property
-    def context(self) -> ContextKeeper: ...
-    @property
-    def events(self) -> EventLog: ...
-    @property
-    def instructions(self) -> str: ...
-    @property
-    def tools(self) -> ToolIndex: ...
-    @property
-    def model(self) -> ModelClient: ...
-
-    def save(self) -> None: ...
-
-
-async def compact_command(rt: CompactHost) -> tuple[str, str]:
+async def compact_command(rt: FeatureHost, keeper: ContextKeeper) -> tuple[str, str]:
     """``(text, JSON)`` of /compact; refused while a turn runs (its next step compacts when needed)."""
     if not rt.idle:
         return ("a turn is running: it compacts by itself before a step that would reach the ceiling; "
@@ -41,7 +19,6 @@ async def compact_command(rt: CompactHost) -> tuple[str, str]:
     messages = rt.session.messages
     if not messages:
         return "nothing to compact yet", json.dumps({"changed": False})
-    keeper = rt.context
     ended: list[EventBody] = []
 
     def emit(body: EventBody) -> None:
@@ -62,3 +39,28 @@ async def compact_command(rt: CompactHost) -> tuple[str, str]:
         text += " · " + "; ".join(degraded)
     return text, json.dumps({"changed": changed, "before_tokens": before, "after_tokens": after,
                              "consumed": c.consumed if c else 0, "degraded": degraded})
+
+
+def budget_command(rt: FeatureHost, keeper: ContextKeeper) -> tuple[str, str]:
+    """The session's token ledger, saying which of four states it is in."""
+    usage, limit = rt.session.usage, rt.settings.turn_token_budget
+    total = int(usage.get("totalTokens", 0) or 0)
+    if not rt.deps.traces:
+        state, text = "tracing_off", f"tracing is off (loop.traces: false); tokens counted anyway: {total}"
+    elif rt.session.turns == 0:
+        state, text = "no_turn", "no turn has run in this session yet"
+    elif total == 0:
+        state, text = "no_usage", (f"{rt.session.turns} turn(s) ran but the model reported no token usage "
+                                   "(its endpoint sends none)")
+    else:
+        state, text = "usage", (f"session tokens: {total} (prompt {usage.get('promptTokens', 0)} · "
+                                f"completion {usage.get('completionTokens', 0)})")
+    if state in ("no_usage", "usage"):
+        text += f" · turn budget: {limit or 'unlimited'}"
+    if rt.idle:  # between turns: the next request's size from the record (a resumed session has no step yet)
+        keeper.estimates(rt.session.messages, fixed_tokens(rt.instructions, [t.spec for t in rt.tools.visible()], 0))
+    fill = keeper.fill()
+    text += (f"\ncontext: ~{fill.used} tokens used / {fill.ceiling} compaction threshold / {fill.window} window"
+             f" · {keeper.state.compactions} compactions")
+    return text, json.dumps({"state": state, "usage": usage, "turns": rt.session.turns, "turn_token_budget": limit,
+                             "context": asdict(fill), "compactions": keeper.state.compactions})

@@ -93,6 +93,9 @@ class Session:
     """Acceptance items (services/loop/plans/acceptance.py); saved only when there are any."""
     plan: dict[str, Any] = field(default_factory=dict)
     """The last /plan run: goal and receipts (services/loop/plans/receipts.py); saved only when set."""
+    slots: dict[str, Any] = field(default_factory=dict)
+    """Other features' persisted state by meta key, as raw JSON (each feature's ``StateSlot``
+    decodes its own; a key no feature reads is kept as it was)."""
 
     def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int) -> None:
         """Add one model step's tokens to the session's totals (kept in the on-disk shape)."""
@@ -129,6 +132,7 @@ class Session:
             "turnDigests": self.turn_digests,
             **({"acceptance": self.acceptance} if self.acceptance else {}),
             **({"plan": self.plan} if self.plan else {}),
+            **{key: value for key, value in self.slots.items() if key not in _OWN_KEYS},
         }
 
     def apply_meta(self, meta: dict[str, Any]) -> None:
@@ -150,6 +154,13 @@ class Session:
         raw_acceptance, raw_plan = meta.get("acceptance"), meta.get("plan")
         self.acceptance = [a for a in raw_acceptance if isinstance(a, dict)] if isinstance(raw_acceptance, list) else []
         self.plan = raw_plan if isinstance(raw_plan, dict) else {}
+        self.slots = {key: value for key, value in meta.items() if key not in _OWN_KEYS}
+
+
+# Meta keys the Session reads itself (and keys of the snapshot document around them); any other is a slot.
+_OWN_KEYS = frozenset({"id", "workspace", "model", "createdAt", "updatedAt", "taskState", "lastSeq", "turns",
+                       "allowedTools", "usage", "harvestCursor", "compaction", "turnDigests", "acceptance", "plan",
+                       "generation", "messages"})
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----
