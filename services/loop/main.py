@@ -113,6 +113,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
         compaction=compaction_settings(config),
         span_export=span_export,
         hooks=hooks,
+        **({"features": shared.features} if shared is not None else {}),
     )
 
 

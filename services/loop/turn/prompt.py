@@ -71,9 +71,9 @@ def environment_block(workspace: str, model: str) -> str:
 
 
 def tail_blocks(parts: dict[str, str]) -> list[tuple[str, str]]:
-    """Non-empty tail parts in their fixed order, each wrapped in its tag."""
+    """Non-empty tail parts in their fixed order (then any other, by name), each wrapped in its tag."""
     out: list[tuple[str, str]] = []
-    for name in TAIL_ORDER:
+    for name in (*TAIL_ORDER, *sorted(set(parts) - set(TAIL_ORDER))):  # a feature's own parts come last
         body = (parts.get(name) or "").strip()
         if body:
             out.append((name, f"<{name}>\n{body}\n</{name}>"))
