@@ -27,8 +27,8 @@ from services.loop.core.ports import (
     ToolDef,
     ToolIndex,
     ToolRunner,
+    TurnContext,
     TurnHooks,
-    TurnHost,
     Usage,
 )
 from services.loop.core.sessions import Session
@@ -121,8 +121,8 @@ class FeatureHost(Protocol):
         """Rebuild the system message with ``catalog`` (a declared cache break)."""
         ...
 
-    def turn_host(self) -> TurnHost:
-        """The session as a turn's host (a plan runs its steps on it)."""
+    def turn_context(self) -> TurnContext:
+        """What a turn of this session reads and calls (a plan runs its steps on it)."""
         ...
 
     def set_turn(self, turn: Any) -> None:

@@ -51,8 +51,8 @@ __all__ = [
     "ToolIndex",
     "ToolOutcome",
     "ToolRunner",
+    "TurnContext",
     "TurnHooks",
-    "TurnHost",
     "Usage",
 ]
 
@@ -375,74 +375,50 @@ class AcceptanceSource(Protocol):
         ...
 
 
-class TurnHost(Protocol):
-    """Everything a ``pipeline.Turn`` needs from its session (``runtime.SessionRuntime`` is the host).
+@dataclass(frozen=True)
+class TurnContext:
+    """Everything a ``pipeline.Turn`` reads and calls of its session, as one value.
 
-    The turn reads and calls only these; the host never reaches into the turn, and the pipeline
-    does not import the runtime."""
+    The session runtime builds one per turn; a plan step and a subagent child are the parent's
+    context with a few fields replaced (``dataclasses.replace``), not hosts of their own. The turn
+    never reaches past it, and the pipeline does not import the runtime. What may change while a
+    turn runs (the system message once the MCP catalog arrives, whether a client can answer) is
+    read through a function."""
 
-    @property
-    def session_id(self) -> str: ...
-    @property
-    def workspace(self) -> str: ...
-    @property
-    def settings(self) -> LoopSettings: ...
-    @property
-    def model(self) -> ModelClient: ...
-    @property
-    def messages(self) -> list[Message]:
-        """The session's record; the turn appends to it."""
-        ...
-    @property
-    def instructions(self) -> str: ...
-    @property
-    def tools(self) -> ToolIndex: ...
-    @property
-    def runner(self) -> ToolRunner: ...
-    @property
-    def memory(self) -> MemoryClient | None: ...
-    @property
-    def mcp(self) -> McpClient | None: ...
-    @property
-    def interactive(self) -> bool: ...
-    @property
-    def allowed_tools(self) -> list[str]:
-        """The session's "allow always" grants (an approval may add one)."""
-        ...
-    @property
-    def context(self) -> ContextWindow: ...
-    @property
-    def hooks(self) -> TurnHooks: ...
-    @property
-    def acceptance(self) -> AcceptanceSource:
-        """What the acceptance gate checks when the model stops (no items: no gate)."""
-        ...
+    session_id: str
+    workspace: str
+    settings: LoopSettings
+    model: ModelClient
+    messages: list[Message]
+    """The session's record; the turn appends to it."""
+    instructions: Callable[[], str]
+    tools: ToolIndex
+    runner: ToolRunner
+    memory: MemoryClient | None
+    mcp: McpClient | None
+    interactive: Callable[[], bool]
+    allowed_tools: list[str]
+    """The session's "allow always" grants (an approval may add one)."""
+    context: ContextWindow
+    hooks: TurnHooks
+    acceptance: AcceptanceSource
+    """What the acceptance gate checks when the model stops (no items: no gate)."""
+    emit: Callable[[int, EventBody], None]
+    gate: Callable[[ToolDef, dict[str, Any]], Verdict]
+    """The permission gate for one call."""
+    turn_tail: Callable[[Callable[[EventBody], None]], Awaitable[dict[str, str]]]
+    """Before the first step: get the session ready (tools attached, degraded parts reported)
+    and the tail blocks that hold for the whole turn (memory constraints)."""
+    step_tail: Callable[[Callable[[EventBody], None]], Awaitable[dict[str, str]]]
+    """Tail blocks fetched every step (the task state, the features' parts)."""
+    open_tasks: Callable[[], list[str]]
+    """Contents of the todo items still open."""
+    add_usage: Callable[[Usage], None]
+    save: Callable[[], None]
+    """Persist the record (a failing disk degrades, never raises)."""
+    end_of_turn: Callable[[], None]
+    """After the clients had turn_finished: fold the journal, close the trace."""
 
-    def emit(self, turn: int, body: EventBody) -> None: ...
 
-    def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
-        """The permission gate for one call."""
-        ...
-
-    async def turn_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        """Before the first step: get the session ready (tools attached, degraded parts reported)
-        and the tail blocks that hold for the whole turn (memory constraints)."""
-        ...
-
-    async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        """Tail blocks fetched every step (the task state); refreshes the MCP catalog."""
-        ...
-
-    def open_tasks(self) -> list[str]:
-        """Contents of the todo items still open."""
-        ...
-
-    def add_usage(self, usage: Usage) -> None: ...
-
-    def save(self) -> None:
-        """Persist the record (a failing disk degrades, never raises)."""
-        ...
-
-    def end_of_turn(self) -> None:
-        """After the clients had turn_finished: fold the journal, close the trace."""
-        ...
+def nothing() -> None:
+    """A ``save`` / ``end_of_turn`` for a turn without a session file of its own (a step, a child)."""

@@ -69,7 +69,7 @@ class PlansFeature(Feature):
             note, compaction.keeper.note = compaction.keeper.note, ""
             return note
 
-        return PlanContext(host.turn_host(), host.session, host.deps.compaction, host.set_turn, host.save, take_note)
+        return PlanContext(host.turn_context(), host.session, host.deps.compaction, host.set_turn, host.save, take_note)
 
 
 def submit_plan(host: FeatureHost, topic: str) -> None:

@@ -231,6 +231,13 @@ def decide(f: Facts) -> Decision:
     return Decision(Action.CONTINUE)
 
 
+def status_of(decision: Decision) -> Status:
+    """The status of a finishing decision (decide() sets one whenever it finishes)."""
+    if decision.status is None:
+        raise AssertionError(f"decide() finished without a status: {decision}")
+    return decision.status
+
+
 def handoff_needed(status: Status, model_text: str) -> bool:
     """A harness-written handoff is due when the turn ended early and the model left no text."""
     return not model_text.strip() and status in (

@@ -1,4 +1,4 @@
-"""The session as its turns' host (``ports.TurnHost``): the members a ``Turn`` reads of it."""
+"""The session as its turns' host: the ``ports.TurnContext`` a ``Turn`` runs on, and what it calls."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from services.loop.core.ports import (
     ContextWindow,
     McpClient,
     MemoryClient,
-    Message,
+    ModelClient,
     ToolCall,
     ToolContext,
     ToolDef,
     ToolOutcome,
     ToolRunner,
+    TurnContext,
     TurnHooks,
     Usage,
 )
@@ -25,15 +26,17 @@ from services.loop.core.sessions import Session
 from services.loop.core.turn_events import Degraded, EventBody
 from services.loop.policy.guards import CompiledBashPolicy
 from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
+from services.loop.policy.settings import LoopSettings
 from services.loop.session.deps import LoopDeps, SessionOptions
 from services.loop.tools.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
+from services.loop.tools.registry import ToolRegistry
 from services.loop.tools.todo_tool import TodoTool
 from services.loop.tools.webfetch import WEBFETCH
 from services.loop.turn.tail import SessionTail
 
 
 class SessionHost:
-    """``ports.TurnHost`` over a session's record, ports and roles (``SessionRuntime`` builds them)."""
+    """A session's ``TurnContext`` over its record, ports and roles (``SessionRuntime`` builds them)."""
 
     session: Session
     deps: LoopDeps
@@ -50,20 +53,30 @@ class SessionHost:
     _hooks: TurnHooks
     _acceptance: AcceptanceSource
 
+    settings: LoopSettings
+    model: ModelClient
+    tools: ToolRegistry
+
     async def attach_tools(self) -> None:
         raise NotImplementedError
 
-    @property
-    def session_id(self) -> str:
-        return self.session.id
+    def save(self) -> None:
+        raise NotImplementedError
 
-    @property
-    def workspace(self) -> str:
-        return self.session.workspace
+    def end_of_turn(self) -> None:
+        raise NotImplementedError
 
-    @property
-    def messages(self) -> list[Message]:
-        return self.session.messages
+    def turn_context(self) -> TurnContext:
+        """What the session's next turn reads and calls of it."""
+        session = self.session
+        return TurnContext(
+            session_id=session.id, workspace=session.workspace, settings=self.settings, model=self.model,
+            messages=session.messages, instructions=lambda: self.tail.instructions, tools=self.tools,
+            runner=self.deps.tools, memory=self.deps.memory, mcp=self.deps.mcp,
+            interactive=lambda: self.options.interactive, allowed_tools=session.allowed_tools,
+            context=self.context, hooks=self._hooks, acceptance=self._acceptance, emit=self.emit, gate=self.gate,
+            turn_tail=self.turn_tail, step_tail=self.step_tail, open_tasks=self.open_tasks,
+            add_usage=self.add_usage, save=self.save, end_of_turn=self.end_of_turn)
 
     @property
     def runner(self) -> ToolRunner:
@@ -86,10 +99,6 @@ class SessionHost:
         return self.options.skill_dirs
 
     @property
-    def allowed_tools(self) -> list[str]:
-        return self.session.allowed_tools
-
-    @property
     def context(self) -> ContextWindow:
         if self._context is None:
             raise AssertionError("no session feature gives the turn its context window")
@@ -98,10 +107,6 @@ class SessionHost:
     @property
     def hooks(self) -> TurnHooks:
         return self._hooks
-
-    @property
-    def acceptance(self) -> AcceptanceSource:
-        return self._acceptance
 
     def emit(self, turn: int, body: EventBody) -> None:
         self.events.emit(turn, body)

@@ -29,7 +29,6 @@ from services.loop.core.ports import (
     AcceptanceSource,
     ModelClient,
     TurnHooks,
-    TurnHost,
 )
 from services.loop.core.sessions import Session, SessionStore, storage_error
 from services.loop.core.turn_events import Degraded, EventBody, InputQueued, SubagentScope
@@ -124,8 +123,6 @@ class SessionRuntime(SessionHost):
         for feature in self.features:
             feature.model_changed(model)
 
-    def turn_host(self) -> TurnHost:
-        return self
 
     def set_turn(self, turn: Any) -> None:
         self.turn = turn
@@ -223,7 +220,7 @@ class SessionRuntime(SessionHost):
                     await entry.run(self.session.turns)
                     continue
                 text, images = entry
-                self.turn = Turn(self, text, self.session.turns, images)
+                self.turn = Turn(self.turn_context(), text, self.session.turns, images)
                 await self.turn.run()
                 for feature in self.features:
                     feature.after_turn()

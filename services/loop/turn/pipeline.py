@@ -1,4 +1,4 @@
-"""The turn pipeline: a short orchestrator over its host session (``ports.TurnHost``).
+"""The turn pipeline: a short orchestrator over its session's ``ports.TurnContext``.
 
 run -> steps -> (stages -> model step -> tool batch -> save -> decide)*. Every
 decision is a pure function of services/loop/policy (turn policy, guards,
@@ -30,7 +30,7 @@ from services.loop.core.approvals import Decision, Pending, RequestKind
 from services.loop.core.attachments import InputFile, user_content
 from services.loop.core.domain import Message, wait_limit
 from services.loop.core.errors import LoopError, ModelError
-from services.loop.core.ports import StepResult, ToolCall, ToolOutcome, TurnHost, Usage
+from services.loop.core.ports import StepResult, ToolCall, ToolOutcome, TurnContext, Usage
 from services.loop.core.turn_events import (
     ApprovalResolved,
     ContextAssembled,
@@ -51,7 +51,16 @@ from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGat
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.static_check import plan_static_check, should_run_static_check
-from services.loop.policy.turn import VERIFIED, Action, Facts, Status, decide, gate_due, handoff_needed
+from services.loop.policy.turn import (
+    VERIFIED,
+    Action,
+    Facts,
+    Status,
+    decide,
+    gate_due,
+    handoff_needed,
+    status_of,
+)
 from services.loop.policy.turn import Decision as TurnDecision
 from services.loop.tools.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
 from services.loop.turn import gate
@@ -75,10 +84,10 @@ class _StepState:
 
 
 class Turn:
-    """One user turn of a session (its host)."""
+    """One user turn of a session (over its turn context)."""
 
-    def __init__(self, rt: TurnHost, text: str, number: int, images: tuple[InputFile, ...] = ()) -> None:
-        self.rt = rt
+    def __init__(self, ctx: TurnContext, text: str, number: int, images: tuple[InputFile, ...] = ()) -> None:
+        self.ctx = ctx
         self.text = text
         self.images = images
         self.number = number
@@ -93,7 +102,7 @@ class Turn:
         """How the turn ended, once it did (decide()'s answer)."""
         self.reason = ""
         """decide()'s reason for that status."""
-        st = rt.settings
+        st = ctx.settings
         self.duplicates = DuplicateCallGuard(threshold=st.duplicate_call_threshold)
         self.strategy = StrategyGate(st.failed_streak_threshold, st.max_strategy_nudges, st.stall_iterations)
         self.ladder = SearchLadder(LadderLimits(
@@ -114,11 +123,11 @@ class Turn:
         self.finished = False
         self._step = _StepState()
         self._started = time.monotonic()
-        self._deadline = self._started + rt.settings.turn_timeout_seconds if rt.settings.turn_timeout_seconds > 0 else 0.0
+        self._deadline = self._started + ctx.settings.turn_timeout_seconds if ctx.settings.turn_timeout_seconds > 0 else 0.0
 
     def emit(self, body: EventBody) -> None:
         """Emit one typed event of this turn (the seam every part of the turn reports through)."""
-        self.rt.emit(self.number, body)
+        self.ctx.emit(self.number, body)
 
     def remaining(self) -> float:
         """Seconds left on the turn clock; ``math.inf`` when the turn has none."""
@@ -126,7 +135,7 @@ class Turn:
 
     async def run(self) -> None:
         """Run the turn to its TurnFinished event (never raises for turn-level failures)."""
-        self.emit(TurnStarted(turn=self.number, input=self.text, model=self.rt.model.model_name))
+        self.emit(TurnStarted(turn=self.number, input=self.text, model=self.ctx.model.model_name))
         self._append({"role": "user", "content": user_content(self.text, self.images)})
         self._save()
         decision = await self._guarded()
@@ -137,7 +146,7 @@ class Turn:
         """turn.end hooks (observe only) see the status before clients get turn_finished."""
         try:
             async with asyncio.timeout(wait_limit(max(self.remaining(), 0.0) + TURN_END_HOOKS_GRACE_S)):
-                await self.rt.hooks.turn_end(self.number, _status(decision).value, self.final_text, self.emit)
+                await self.ctx.hooks.turn_end(self.number, status_of(decision).value, self.final_text, self.emit)
         except Exception as exc:  # observing hooks fail open: the turn still ends as decided
             self.emit(Degraded(component="hooks", reason=f"turn.end: {type(exc).__name__}: {exc}"))
 
@@ -147,7 +156,7 @@ class Turn:
             return
         decision = decide(self._facts(engine_error=f"internal_error: {type(exc).__name__}"))
         self.finished = True
-        self.emit(TurnFinished(status=_status(decision), text=self.final_text, handoff="", usage=self.usage,
+        self.emit(TurnFinished(status=status_of(decision), text=self.final_text, handoff="", usage=self.usage,
                                iterations=self.iterations, duration_ms=self._elapsed_ms(), reason=decision.reason))
 
     async def _guarded(self) -> TurnDecision:
@@ -164,7 +173,7 @@ class Turn:
         except LoopError as err:
             return decide(err.apply_to(self._facts()))
         except Exception as exc:  # a bug must still end the turn with its final event
-            log.exception("turn %d of session %s failed", self.number, self.rt.session_id)
+            log.exception("turn %d of session %s failed", self.number, self.ctx.session_id)
             return decide(self._facts(engine_error=f"internal_error: {type(exc).__name__}: {str(exc)[:200]}"))
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -176,8 +185,8 @@ class Turn:
             return decide(self._facts(engine_error=self.stop_reason))
 
     async def _steps(self) -> TurnDecision:
-        self.aux_tail = await self.rt.turn_tail(self.emit)
-        await self.rt.hooks.turn_start(self.number, self.text, self.emit)
+        self.aux_tail = await self.ctx.turn_tail(self.emit)
+        await self.ctx.hooks.turn_start(self.number, self.text, self.emit)
         while True:
             step = await self._model_step()
             self._append_assistant(step)
@@ -196,7 +205,7 @@ class Turn:
             if decision.action is Action.NUDGE:
                 if decision.rule == "acceptance_nudge":
                     self.gate_nudges += 1
-                    await self.rt.hooks.stop_blocked(self.number, decision.reason, self.emit)
+                    await self.ctx.hooks.stop_blocked(self.number, decision.reason, self.emit)
                 else:
                     self.continuations += 1
                 nudges.append(decision.nudge)
@@ -208,7 +217,7 @@ class Turn:
     def _gate_applies(self, decision: TurnDecision) -> bool:
         """Check the acceptance proofs now? When the model stopped, and once per turn after a budget
         finish with clock left; only while some item is not yet proved this turn."""
-        if not gate_due(decision) or all(i.id in self.proved for i in self.rt.acceptance.items()):
+        if not gate_due(decision) or all(i.id in self.proved for i in self.ctx.acceptance.items()):
             return False
         if decision.rule == "completed":
             return True
@@ -219,13 +228,13 @@ class Turn:
 
     async def _acceptance_gate(self) -> list[GateFailure]:
         """Run the proofs not yet passed (services/loop/turn/gate.py); returns those that failed."""
-        rt = self.rt
-        items = [i for i in rt.acceptance.items() if i.id not in self.proved]
+        ctx = self.ctx
+        items = [i for i in ctx.acceptance.items() if i.id not in self.proved]
         verdicts = await gate.check(items, gate.GateDeps(
-            session_id=rt.session_id, runner=rt.runner, permission=rt.gate, emit=self.emit,
-            remaining=self.remaining, bash=rt.tools.get("bash")))
+            session_id=ctx.session_id, runner=ctx.runner, permission=ctx.gate, emit=self.emit,
+            remaining=self.remaining, bash=ctx.tools.get("bash")))
         self.proved.update(v.item.id for v in verdicts if v.passed)
-        rt.acceptance.record({v.item.id: v.passed for v in verdicts})
+        ctx.acceptance.record({v.item.id: v.passed for v in verdicts})
         failures = [v.failure() for v in verdicts if not v.passed]
         self.ledger.proofs(failures, [v.item.id for v in verdicts if v.passed])
         return failures
@@ -245,44 +254,44 @@ class Turn:
         self._append_assistant(step)
 
     async def _model_step(self, with_tools: bool = True) -> StepResult:
-        rt = self.rt
+        ctx = self.ctx
         self._step = _StepState()
-        step_parts = await rt.step_tail(self.emit)  # first: it may load a tool (a skill appeared)
-        hook_context = await rt.hooks.step_before(self.number, self.iterations + 1, self.emit)
-        tools = [t.spec for t in rt.tools.visible()] if with_tools else []
+        step_parts = await ctx.step_tail(self.emit)  # first: it may load a tool (a skill appeared)
+        hook_context = await ctx.hooks.step_before(self.number, self.iterations + 1, self.emit)
+        tools = [t.spec for t in ctx.tools.visible()] if with_tools else []
         for hard in (False, True):  # a context_length refusal compacts harder and retries the step once
             parts = {**self.aux_tail, **step_parts, "hook-context": hook_context,
-                     "environment": environment_block(rt.workspace, rt.model.model_name)}
+                     "environment": environment_block(ctx.workspace, ctx.model.model_name)}
             messages = await self._request(tools, parts, hard=hard)
             try:
-                step = await rt.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
+                step = await ctx.model.step(messages, tools, on_text=self._on_text, on_reasoning=self._on_reasoning,
                                            timeout_seconds=self.remaining(), on_reset=self._on_reset,
                                            on_retry=self._on_retry)
                 break
             except ModelError as err:
-                if err.reason != "context_length" or hard or not rt.context.enabled:
+                if err.reason != "context_length" or hard or not ctx.context.enabled:
                     raise
                 self.emit(Notice(level="warning", text="the request was too long for the model; compacting "
                                                        "harder and retrying the step"))
-        rt.context.observe(step.usage.prompt_tokens)
+        ctx.context.observe(step.usage.prompt_tokens)
         self.iterations += 1
         self.round_iterations += 1
         self.usage = self.usage.add(step.usage)
-        rt.add_usage(step.usage)
+        ctx.add_usage(step.usage)
         self.emit(ModelStepFinished(step=self.iterations, usage=step.usage, latency_ms=step.latency_ms,
                                     finish_reason=step.finish_reason))
         return step
 
     async def _request(self, tools: list[dict[str, Any]], parts: dict[str, str], hard: bool) -> list[Message]:
         """The request's messages: the history compacted first when it would reach the ceiling."""
-        rt = self.rt
-        tail = tail_blocks({**parts, **rt.context.tail_part()})
-        fixed = rt.context.fixed_tokens(rt.instructions, tools, sum(len(text.encode()) for _, text in tail))
-        if await rt.context.prepare(rt.messages, fixed, self.text, rt.model, self.emit, self._save, hard=hard):
-            tail = tail_blocks({**parts, **rt.context.tail_part()})  # working memory joins a compacted turn
-        history, history_bytes = rt.context.request_history(rt.messages)
-        messages, stats = assemble_view(rt.instructions, history, history_bytes, tail, tools)
-        fill = rt.context.fill()
+        ctx = self.ctx
+        tail = tail_blocks({**parts, **ctx.context.tail_part()})
+        fixed = ctx.context.fixed_tokens(ctx.instructions(), tools, sum(len(text.encode()) for _, text in tail))
+        if await ctx.context.prepare(ctx.messages, fixed, self.text, ctx.model, self.emit, self._save, hard=hard):
+            tail = tail_blocks({**parts, **ctx.context.tail_part()})  # working memory joins a compacted turn
+        history, history_bytes = ctx.context.request_history(ctx.messages)
+        messages, stats = assemble_view(ctx.instructions(), history, history_bytes, tail, tools)
+        fill = ctx.context.fill()
         self.emit(ContextAssembled(
             instructions_bytes=stats.instructions_bytes, tools_bytes=stats.tools_bytes,
             history_bytes=stats.history_bytes, tail_bytes=stats.tail_bytes,
@@ -323,23 +332,23 @@ class Turn:
             self._save()
 
     def _dispatch_context(self) -> DispatchContext:
-        rt = self.rt
+        ctx = self.ctx
         return DispatchContext(
-            session_id=rt.session_id, workspace=rt.workspace, runner=rt.runner, registry=rt.tools,
-            allowed_always=rt.allowed_tools, interactive=rt.interactive, emit=self.emit, pending=self.pending,
-            remaining=self.remaining, gate=rt.gate, memory=rt.memory, mcp=rt.mcp, guard=self._guard,
-            ask_timeout_seconds=rt.settings.question_timeout_seconds,
+            session_id=ctx.session_id, workspace=ctx.workspace, runner=ctx.runner, registry=ctx.tools,
+            allowed_always=ctx.allowed_tools, interactive=ctx.interactive(), emit=self.emit, pending=self.pending,
+            remaining=self.remaining, gate=ctx.gate, memory=ctx.memory, mcp=ctx.mcp, guard=self._guard,
+            ask_timeout_seconds=ctx.settings.question_timeout_seconds,
             on_degraded=lambda component, reason: self.emit(Degraded(component=component, reason=reason)),
-            before_tool=lambda call, arguments: rt.hooks.tool_before(call, arguments, self.emit),
-            after_tool=lambda call, outcome: rt.hooks.tool_after(call, outcome, self.emit),
+            before_tool=lambda call, arguments: ctx.hooks.tool_before(call, arguments, self.emit),
+            after_tool=lambda call, outcome: ctx.hooks.tool_after(call, outcome, self.emit),
         )
 
     def _guard(self, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
         """Duplicate-call and path-escape guards (a refusal becomes the call's result)."""
         refusal = self.duplicates.check(call.name, arguments, call.id)
         if refusal is None and call.name == "bash":
-            escaped, refusal = check_path_escape(str(arguments.get("command", "")), self.rt.workspace,
-                                                 self.rt.settings.strict_paths)
+            escaped, refusal = check_path_escape(str(arguments.get("command", "")), self.ctx.workspace,
+                                                 self.ctx.settings.strict_paths)
             if escaped and refusal is None:  # observe mode: recorded, not refused
                 self.emit(Notice(level="info", text=f"bash names paths outside the workspace: {', '.join(escaped)}"))
         return refusal
@@ -377,7 +386,7 @@ class Turn:
             self.emit(SearchStalled(iteration=stalled.iteration, level=stalled.level, streak=stalled.streak,
                                     stale_streak=stalled.stale_streak, novel=stalled.novel, reason=stalled.reason))
             if not stalled.unconverged:
-                commands = tuple(self.rt.settings.static_check.commands)
+                commands = tuple(self.ctx.settings.static_check.commands)
                 output = await self._static_check(stalled.level, commands)
                 nudges.append(search_gate_message(stalled, static_check=output, commands=commands))
         return nudges
@@ -385,14 +394,14 @@ class Turn:
     async def _static_check(self, level: int, commands: tuple[str, ...]) -> str:
         """The L2 search gate's static check output, when the operator opted in (else "": the
         nudge names the commands for the model to run through bash, behind the gate)."""
-        if not should_run_static_check(level, self.round_iterations, self.rt.settings.max_tool_iterations,
+        if not should_run_static_check(level, self.round_iterations, self.ctx.settings.max_tool_iterations,
                                        self._static_check_ran):
             return ""
         plan = plan_static_check(commands, os.environ)
         if not plan.argvs:
             return ""
         self._static_check_ran = True
-        return await run_static_check(plan, self.rt.workspace, os.environ)
+        return await run_static_check(plan, self.ctx.workspace, os.environ)
 
     def _record_results(self, ctx: DispatchContext, calls: list[ToolCall]) -> None:
         if self._step.dispatch is not ctx:
@@ -408,10 +417,10 @@ class Turn:
                engine_error: str = "", gate: list[GateFailure] | None = None) -> Facts:
         """The turn's facts after ``step`` (None: the steps ended without one, for the given reason);
         ``gate``: the acceptance gate checked after this step and these proofs failed."""
-        st = self.rt.settings
+        st = self.ctx.settings
         return Facts(
             made_tool_calls=bool(step and step.tool_calls), round_iterations=self.round_iterations,
-            max_tool_iterations=st.max_tool_iterations, open_items=self.rt.open_tasks(),
+            max_tool_iterations=st.max_tool_iterations, open_items=self.ctx.open_tasks(),
             continuations_used=self.continuations, max_auto_continuations=st.max_auto_continuations,
             elapsed_seconds=time.monotonic() - self._started, turn_timeout_seconds=st.turn_timeout_seconds,
             tokens_used=self.usage.total_tokens, turn_token_budget=st.turn_token_budget,
@@ -424,23 +433,23 @@ class Turn:
 
     def _append(self, message: dict[str, Any]) -> None:
         message["_ts"] = time.time()
-        self.rt.messages.append(message)
+        self.ctx.messages.append(message)
 
     def _save(self) -> None:
-        self.rt.save()
+        self.ctx.save()
 
     def _elapsed_ms(self) -> float:
         return (time.monotonic() - self._started) * 1000.0
 
     def _end(self, decision: TurnDecision) -> None:
-        status, reason = _status(decision), decision.reason
+        status, reason = status_of(decision), decision.reason
         self.status, self.reason = status, reason
         if self._step.dispatch is not None:
             self._record_results(self._step.dispatch, self._step.calls)
         if self._step.partial_text:  # kept: interrupted or timed-out streamed text
             self._append({"role": "assistant", "content": self._step.partial_text})
             self.final_text = self._step.partial_text
-        self.rt.context.end_turn(self.number, status.value, self.text, self.final_text, sorted(
+        self.ctx.context.end_turn(self.number, status.value, self.text, self.final_text, sorted(
             {str(o.data["path"]) for o in self.outcomes if o.ok and o.tool in ("write", "edit") and o.data.get("path")}))
         cleared = self.pending.clear()
         for request_id, kind in cleared.items():
@@ -451,14 +460,10 @@ class Turn:
         handoff = ""
         if handoff_needed(status, self.final_text):
             handoff = handoff_report(self._handoff_facts(status, reason))
-        self.emit(TurnFinished(status=status, text=self.final_text, handoff=handoff, usage=self.usage,
-                               iterations=self.iterations, duration_ms=self._elapsed_ms(),
-                               reason=_shown_reason(decision), cleared_requests=list(cleared)))
         self.finished = True
-        self._save()
-        # Folding the journal and rewriting the summaries waits until the clients have had the
-        # turn_finished event (the journal record just written already makes the turn durable).
-        asyncio.get_running_loop().call_soon(self.rt.end_of_turn)
+        close_turn(self.ctx, self.number, TurnFinished(
+            status=status, text=self.final_text, handoff=handoff, usage=self.usage, iterations=self.iterations,
+            duration_ms=self._elapsed_ms(), reason=_shown_reason(decision), cleared_requests=list(cleared)))
 
 
     def _handoff_facts(self, status: Status, reason: str) -> HandoffFacts:
@@ -469,17 +474,21 @@ class Turn:
         return HandoffFacts(
             status=status, reason=reason, goal=self.text,
             done=[f"{o.tool}: {o.output.splitlines()[0][:100] if o.output else 'ok'}" for o in self.outcomes if o.ok],
-            not_done=self.rt.open_tasks(),
+            not_done=self.ctx.open_tasks(),
             last_failure=f"{last.tool}: {last.error_code} {last.error_message[:200]}".strip() if last else "",
             artifacts=artifacts, iterations=self.iterations,
         )
 
 
-def _status(decision: TurnDecision) -> Status:
-    """The status of a finishing decision (decide() sets one whenever it finishes)."""
-    if decision.status is None:
-        raise AssertionError(f"decide() finished without a status: {decision}")
-    return decision.status
+
+def close_turn(ctx: TurnContext, number: int, finished: TurnFinished) -> None:
+    """End turn ``number``: its one turn_finished event, the save that makes it durable, and the
+    journal fold once the clients had the event (a user turn and a /plan run both end here)."""
+    ctx.emit(number, finished)
+    ctx.save()
+    # Folding the journal and rewriting the summaries waits until the clients have had the
+    # turn_finished event (the journal record just written already makes the turn durable).
+    asyncio.get_running_loop().call_soon(ctx.end_of_turn)
 
 
 def _shown_reason(decision: TurnDecision) -> str:

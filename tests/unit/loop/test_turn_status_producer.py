@@ -8,6 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 DECIDER = Path("services/loop/policy/turn.py")
 # Maps a status to its proto enum or its handoff wording: reads, never chooses one.
+# decide()'s unwrap (policy.turn.status_of), under its name or the pipeline's former private one.
+UNWRAPS = frozenset({"status_of", "_status"})
 TABLES = {Path("services/loop/convert.py"), Path("services/loop/policy/handoff.py")}
 
 
@@ -16,7 +18,7 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
 
 
 def _decided_names(function: ast.AST) -> set[str]:
-    """Names that ``function`` binds only from ``_status(...)`` (the pipeline's unwrap of decide())."""
+    """Names that ``function`` binds only from ``status_of(...)`` (the unwrap of decide())."""
     bound: dict[str, bool] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Assign):
@@ -24,7 +26,7 @@ def _decided_names(function: ast.AST) -> set[str]:
             values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
             for target, value in zip(targets, values, strict=False):
                 if isinstance(target, ast.Name):
-                    ok = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "_status"
+                    ok = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in UNWRAPS
                     bound[target.id] = bound.get(target.id, True) and ok
     return {name for name, ok in bound.items() if ok}
 
@@ -46,7 +48,7 @@ def violations(source: str, path: Path) -> list[str]:
             while function in parents and not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 function = parents[function]
             from_decide = isinstance(status, ast.Call) and isinstance(status.func, ast.Name) and (
-                status.func.id == "_status")
+                status.func.id in UNWRAPS)
             if isinstance(status, ast.Name) and status.id in _decided_names(function):
                 from_decide = True
             if not from_decide:
