@@ -8,9 +8,11 @@ field is a mypy error where the event is built, not a broken client stream.
 To add an event kind (compaction, subagents, plans, hooks):
 1. add the message and a ``TurnEvent.event`` oneof field in your number range
    to protos/ai_coding/v1/loop.proto and regenerate;
-2. add a frozen dataclass here, subclassing ``EventBody`` with ``kind`` set
-   to the oneof field's name and the message's fields by name;
-3. nothing else: convert copies plain fields by name and the known value
+2. add a frozen dataclass here, subclassing ``EventBase`` with ``kind`` set
+   to the oneof field's name and the message's fields by name, and add it to the
+   ``EventBody`` union at the end;
+3. mypy then names every consumer that must say what it does with the new kind
+   (each matches the union exhaustively); nothing else: convert copies plain fields by name and the known value
    types (``Usage``, ``ToolOutcome``, ``TaskItem``, ``LayerStat``, the status and
    decision enums) by type; tests/unit/loop/test_turn_events.py fails if the
    fields and the proto message disagree.
@@ -26,7 +28,7 @@ from services.loop.core.domain import ToolOutcome, Usage
 from services.loop.policy.turn import Status
 
 
-class EventBody:
+class EventBase:
     """Base of every event payload; ``kind`` names its ``TurnEvent`` oneof field."""
 
     kind: ClassVar[str] = ""
@@ -37,7 +39,7 @@ class EventBody:
 
 
 @dataclass(frozen=True)
-class TurnStarted(EventBody):
+class TurnStarted(EventBase):
     kind: ClassVar[str] = "turn_started"
     turn: int
     input: str
@@ -45,19 +47,19 @@ class TurnStarted(EventBody):
 
 
 @dataclass(frozen=True)
-class TextDelta(EventBody):
+class TextDelta(EventBase):
     kind: ClassVar[str] = "text_delta"
     text: str
 
 
 @dataclass(frozen=True)
-class ReasoningDelta(EventBody):
+class ReasoningDelta(EventBase):
     kind: ClassVar[str] = "reasoning_delta"
     text: str
 
 
 @dataclass(frozen=True)
-class ToolStarted(EventBody):
+class ToolStarted(EventBase):
     kind: ClassVar[str] = "tool_started"
     call_id: str
     tool: str
@@ -66,7 +68,7 @@ class ToolStarted(EventBody):
 
 
 @dataclass(frozen=True)
-class ToolChunk(EventBody):
+class ToolChunk(EventBase):
     kind: ClassVar[str] = "tool_chunk"
     call_id: str
     stream: str
@@ -76,13 +78,13 @@ class ToolChunk(EventBody):
 
 
 @dataclass(frozen=True)
-class ToolFinished(EventBody):
+class ToolFinished(EventBase):
     kind: ClassVar[str] = "tool_finished"
     result: ToolOutcome
 
 
 @dataclass(frozen=True)
-class ApprovalRequested(EventBody):
+class ApprovalRequested(EventBase):
     kind: ClassVar[str] = "approval_requested"
     request_id: str
     call_id: str
@@ -93,7 +95,7 @@ class ApprovalRequested(EventBody):
 
 
 @dataclass(frozen=True)
-class ApprovalResolved(EventBody):
+class ApprovalResolved(EventBase):
     kind: ClassVar[str] = "approval_resolved"
     request_id: str
     decision: Decision
@@ -101,7 +103,7 @@ class ApprovalResolved(EventBody):
 
 
 @dataclass(frozen=True)
-class QuestionAsked(EventBody):
+class QuestionAsked(EventBase):
     kind: ClassVar[str] = "question_asked"
     request_id: str
     question: str
@@ -109,7 +111,7 @@ class QuestionAsked(EventBody):
 
 
 @dataclass(frozen=True)
-class QuestionResolved(EventBody):
+class QuestionResolved(EventBase):
     kind: ClassVar[str] = "question_resolved"
     request_id: str
     answer: str
@@ -127,7 +129,7 @@ class TaskItem:
 
 
 @dataclass(frozen=True)
-class TaskListUpdated(EventBody):
+class TaskListUpdated(EventBase):
     kind: ClassVar[str] = "task_list_updated"
     goal: str
     items: list[TaskItem] = field(default_factory=list)
@@ -146,14 +148,14 @@ class LayerStat:
 
 
 @dataclass(frozen=True)
-class CompactionStarted(EventBody):
+class CompactionStarted(EventBase):
     kind: ClassVar[str] = "compaction_started"
     estimated_tokens: int
     reason: str
 
 
 @dataclass(frozen=True)
-class CompactionEnded(EventBody):
+class CompactionEnded(EventBase):
     kind: ClassVar[str] = "compaction_ended"
     layers: list[LayerStat]
     estimated_before: int
@@ -161,7 +163,7 @@ class CompactionEnded(EventBody):
 
 
 @dataclass(frozen=True)
-class MemoryRecalled(EventBody):
+class MemoryRecalled(EventBase):
     kind: ClassVar[str] = "memory_recalled"
     count: int
     note_ids: list[str]
@@ -169,14 +171,14 @@ class MemoryRecalled(EventBody):
 
 
 @dataclass(frozen=True)
-class Degraded(EventBody):
+class Degraded(EventBase):
     kind: ClassVar[str] = "degraded"
     component: str
     reason: str
 
 
 @dataclass(frozen=True)
-class SearchStalled(EventBody):
+class SearchStalled(EventBase):
     kind: ClassVar[str] = "search_stalled"
     iteration: int
     level: int
@@ -187,7 +189,7 @@ class SearchStalled(EventBody):
 
 
 @dataclass(frozen=True)
-class ContextAssembled(EventBody):
+class ContextAssembled(EventBase):
     kind: ClassVar[str] = "context_assembled"
     instructions_bytes: int
     tools_bytes: int
@@ -200,7 +202,7 @@ class ContextAssembled(EventBody):
 
 
 @dataclass(frozen=True)
-class ModelStepFinished(EventBody):
+class ModelStepFinished(EventBase):
     kind: ClassVar[str] = "model_step_finished"
     step: int
     usage: Usage
@@ -209,21 +211,21 @@ class ModelStepFinished(EventBody):
 
 
 @dataclass(frozen=True)
-class InputQueued(EventBody):
+class InputQueued(EventBase):
     kind: ClassVar[str] = "input_queued"
     input: str
     position: int
 
 
 @dataclass(frozen=True)
-class Notice(EventBody):
+class Notice(EventBase):
     kind: ClassVar[str] = "notice"
     level: str
     text: str
 
 
 @dataclass(frozen=True)
-class TurnFinished(EventBody):
+class TurnFinished(EventBase):
     """Only ``Turn._end`` builds this, with the status ``policy.turn.decide`` returned."""
 
     kind: ClassVar[str] = "turn_finished"
@@ -238,7 +240,7 @@ class TurnFinished(EventBody):
 
 
 @dataclass(frozen=True)
-class EventsSkipped(EventBody):
+class EventsSkipped(EventBase):
     kind: ClassVar[str] = "events_skipped"
     from_seq: int
     to_seq: int
@@ -246,7 +248,7 @@ class EventsSkipped(EventBody):
 
 
 @dataclass(frozen=True)
-class HookRun(EventBody):
+class HookRun(EventBase):
     """One hook ran (services/loop/hooks): where, which, how long, and what came of it."""
 
     kind: ClassVar[str] = "hook_run"
@@ -260,7 +262,7 @@ class HookRun(EventBody):
 
 
 @dataclass(frozen=True)
-class SkillCatalogChanged(EventBody):
+class SkillCatalogChanged(EventBase):
     """The skill catalog in the system message changed: one declared prompt-cache break."""
 
     kind: ClassVar[str] = "skill_catalog_changed"
@@ -274,7 +276,7 @@ class SkillCatalogChanged(EventBody):
 
 
 @dataclass(frozen=True)
-class AcceptanceChecked(EventBody):
+class AcceptanceChecked(EventBase):
     kind: ClassVar[str] = "acceptance_checked"
     item_id: str
     statement: str
@@ -287,7 +289,7 @@ class AcceptanceChecked(EventBody):
 
 
 @dataclass(frozen=True)
-class PlanStepStarted(EventBody):
+class PlanStepStarted(EventBase):
     kind: ClassVar[str] = "plan_step_started"
     index: int
     total: int
@@ -296,7 +298,7 @@ class PlanStepStarted(EventBody):
 
 
 @dataclass(frozen=True)
-class PlanStepReceipt(EventBody):
+class PlanStepReceipt(EventBase):
     kind: ClassVar[str] = "plan_step_receipt"
     index: int
     total: int
@@ -315,7 +317,7 @@ class PlanStepReceipt(EventBody):
 
 
 @dataclass(frozen=True)
-class PlanReport(EventBody):
+class PlanReport(EventBase):
     kind: ClassVar[str] = "plan_report"
     goal: str
     total: int
@@ -325,7 +327,7 @@ class PlanReport(EventBody):
 
 
 @dataclass(frozen=True)
-class LedgerUpdated(EventBody):
+class LedgerUpdated(EventBase):
     kind: ClassVar[str] = "ledger_updated"
     open: list[str] = field(default_factory=list)
 
@@ -341,7 +343,7 @@ class SubagentScope:
 
 
 @dataclass(frozen=True)
-class SubagentStarted(EventBody):
+class SubagentStarted(EventBase):
     kind: ClassVar[str] = "subagent_started"
     run_id: str
     name: str
@@ -352,7 +354,7 @@ class SubagentStarted(EventBody):
 
 
 @dataclass(frozen=True)
-class SubagentFinished(EventBody):
+class SubagentFinished(EventBase):
     kind: ClassVar[str] = "subagent_finished"
     run_id: str
     name: str
@@ -365,7 +367,7 @@ class SubagentFinished(EventBody):
 
 
 @dataclass(frozen=True)
-class SubagentTaskDone(EventBody):
+class SubagentTaskDone(EventBase):
     """A background child ended; delivered in the session that started it (never a tool message)."""
 
     kind: ClassVar[str] = "background_task_done"
@@ -379,6 +381,16 @@ class SubagentTaskDone(EventBody):
     transcript_path: str
 
 
-def body_classes() -> list[type[EventBody]]:
+EventBody = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | ToolFinished |
+    ApprovalRequested | ApprovalResolved | QuestionAsked | QuestionResolved | TaskListUpdated |
+    CompactionStarted | CompactionEnded | MemoryRecalled | Degraded | SearchStalled | ContextAssembled |
+    ModelStepFinished | InputQueued | Notice | TurnFinished | EventsSkipped | HookRun | SkillCatalogChanged |
+    AcceptanceChecked | PlanStepStarted | PlanStepReceipt | PlanReport | LedgerUpdated | SubagentStarted |
+    SubagentFinished | SubagentTaskDone)
+"""The closed union of event payloads: match it with ``typing.assert_never`` in the last case, and
+mypy reports every consumer that does not handle a new kind."""
+
+
+def body_classes() -> list[type[EventBase]]:
     """Every event payload class (convert's table and the proto-agreement test use it)."""
-    return list(EventBody.__subclasses__())
+    return list(EventBase.__subclasses__())

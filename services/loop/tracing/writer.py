@@ -18,18 +18,89 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
+from enum import Enum
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, assert_never
 
 from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.loop.core.events import Event
+from services.loop.core.turn_events import (
+    AcceptanceChecked,
+    ApprovalRequested,
+    ApprovalResolved,
+    CompactionEnded,
+    CompactionStarted,
+    ContextAssembled,
+    Degraded,
+    EventBody,
+    EventsSkipped,
+    HookRun,
+    InputQueued,
+    LedgerUpdated,
+    MemoryRecalled,
+    ModelStepFinished,
+    Notice,
+    PlanReport,
+    PlanStepReceipt,
+    PlanStepStarted,
+    QuestionAsked,
+    QuestionResolved,
+    ReasoningDelta,
+    SearchStalled,
+    SkillCatalogChanged,
+    SubagentFinished,
+    SubagentStarted,
+    SubagentTaskDone,
+    TaskListUpdated,
+    TextDelta,
+    ToolChunk,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    TurnStarted,
+)
 
 PREVIEW_CHARS = 500
 # Tool results that are refusals before the tool ran (a guard, the permission table, the user),
 # not failures of the tool itself.
 REFUSAL_CODES = frozenset({"duplicate_call", "path_outside_workspace", "guard_failed", "permission_denied",
                            "denied_by_user", "stopped_by_user"})
-_COUNTED = frozenset({"text_delta", "reasoning_delta", "tool_chunk"})
+
+
+class TraceRole(Enum):
+    """What the trace file does with an event."""
+
+    OPEN = "open"
+    """Opens the turn's file (and is its first line)."""
+    COUNT = "count"
+    """Counted, not copied (streamed deltas and chunks: the session file has the text)."""
+    LINE = "line"
+    """One line."""
+    FLUSH = "flush"
+    """One line, flushed at once (a step or a tool call ended)."""
+    CLOSE = "close"
+    """The turn's last line; closes the file and adds the turn to the summary."""
+
+
+def trace_role(body: EventBody) -> TraceRole:
+    """Each event kind's place in a trace (every kind named: a new one fails mypy here)."""
+    match body:
+        case TurnStarted():
+            return TraceRole.OPEN
+        case TextDelta() | ReasoningDelta() | ToolChunk():
+            return TraceRole.COUNT
+        case ModelStepFinished() | ToolFinished():
+            return TraceRole.FLUSH
+        case TurnFinished():
+            return TraceRole.CLOSE
+        case (ToolStarted() | ApprovalRequested() | ApprovalResolved() | QuestionAsked() | QuestionResolved()
+              | TaskListUpdated() | CompactionStarted() | CompactionEnded() | MemoryRecalled() | Degraded()
+              | SearchStalled() | ContextAssembled() | InputQueued() | Notice() | EventsSkipped() | HookRun()
+              | SkillCatalogChanged() | AcceptanceChecked() | PlanStepStarted() | PlanStepReceipt() | PlanReport()
+              | LedgerUpdated() | SubagentStarted() | SubagentFinished() | SubagentTaskDone()):
+            return TraceRole.LINE
+        case _:
+            assert_never(body)
 _SECRET = re.compile(
     r"(sk-[A-Za-z0-9_-]{12,}|Bearer\s+[A-Za-z0-9._~+/=-]{12,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|AKIA[0-9A-Z]{16}|(?i:(?:api[_-]?key|token|secret|password)\s*[=:]\s*)\S{6,})"
@@ -104,47 +175,46 @@ class TraceWriter:
 
     def record(self, event: Event) -> None:
         """Write one event of the session (an event listener)."""
-        if event.kind == "turn_started":
+        role = trace_role(event.body)
+        if role is TraceRole.OPEN:
             self.start_turn(event.turn)
             self._facts.update(started=event.ts, model=event.data.get("model", ""))
         if self._fh is None and self._on_turn is None:
             return
-        if event.kind in _COUNTED:
+        if role is TraceRole.COUNT:
             self._counts[event.kind] = self._counts.get(event.kind, 0) + 1
             return
         line = {"seq": event.seq, "ts": event.ts, "turn": event.turn, "kind": event.kind, **preview(event.data)}
         if event.scope is not None:  # a subagent child's event: readers nest it under the calling tool
             line["scope"], line["parent_call_id"] = event.scope.run_id, event.scope.call_id
-        self._note(line)
-        if event.kind == "turn_finished":
+        self._note(event.body)
+        if role is TraceRole.CLOSE:
             line["counts"] = dict(self._counts)
         if self._on_turn is not None:
             self._lines.append(line)
         if self._fh is not None:
             try:
                 self._fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-                if event.kind in ("model_step_finished", "tool_finished"):
+                if role is TraceRole.FLUSH:
                     self._fh.flush()
             except OSError:
                 pass
-        if event.kind == "turn_finished":
+        if role is TraceRole.CLOSE:
             self._finish(line)
             if self._on_turn is not None:
                 lines, self._lines = self._lines, []
                 self._on_turn(self.session_id, event.turn, lines)
 
-    def _note(self, line: dict[str, Any]) -> None:
+    def _note(self, body: EventBody) -> None:
         """Count what the turn's summary entry reports."""
-        kind = line["kind"]
-        if kind == "tool_finished":
-            result = line.get("result") or {}
+        if isinstance(body, ToolFinished):
             self._facts["tool_calls"] += 1
-            if not result.get("ok", False):
-                refused = result.get("error_code") in REFUSAL_CODES
+            if not body.result.ok:
+                refused = body.result.error_code in REFUSAL_CODES
                 self._facts["refusals" if refused else "tool_failures"] += 1
-        elif kind == "degraded":
+        elif isinstance(body, Degraded):
             self._facts["degraded"] += 1
-        elif kind == "compaction_ended":
+        elif isinstance(body, CompactionEnded):
             self._facts["compactions"] += 1
 
     def _finish(self, line: dict[str, Any]) -> None:

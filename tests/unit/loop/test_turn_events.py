@@ -99,3 +99,13 @@ def test_a_misspelled_event_field_fails_mypy(tmp_path: Path) -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     assert 'Unexpected keyword argument "txt" for "Notice"' in run.stdout
+
+
+def test_the_event_union_names_every_payload_class_once() -> None:
+    import typing
+
+    from services.loop.core.turn_events import EventBody as Union
+
+    members = typing.get_args(Union)
+    assert len(members) == len(set(members))
+    assert set(members) == set(body_classes())
