@@ -18,7 +18,7 @@ from services.loop.core.ports import ToolOutcome, Usage
 from services.loop.core.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
 from services.loop.core.tasks import TaskState
 from services.loop.core.turn_events import EventBody, LayerStat, TaskItem
-from services.loop.plans.receipts import saved_receipts
+from services.loop.plans.receipts import PLAN
 from services.loop.policy.turn import Status
 
 _STATUS: dict[Status, int] = {
@@ -143,11 +143,12 @@ def unreadable_to_proto(entry: UnreadableSession) -> loop_pb2.UnreadableSession:
 def plan_json(session: Session) -> str:
     """The last /plan run's receipts for GetSession ("" when none): only those of items still on the
     list (rewriting the list drops the others)."""
-    if not session.plan:
+    plan = PLAN.read(session)
+    if not (plan.goal or plan.receipts):
         return ""
     ids = {item.id for item in TaskState.from_json(session.task_state).items}
-    receipts = [asdict(r) for r in saved_receipts(session.plan, ids)]
-    return json.dumps({"goal": session.plan.get("goal", ""), "receipts": receipts}, ensure_ascii=False)
+    receipts = [asdict(r) for r in plan.receipts if r.item_id in ids]
+    return json.dumps({"goal": plan.goal, "receipts": receipts}, ensure_ascii=False)
 
 
 def messages_json(session: Session) -> str:

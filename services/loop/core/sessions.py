@@ -89,10 +89,6 @@ class Session:
     """What compaction decided (services/loop/compaction/state.py); the messages stay whole."""
     turn_digests: list[str] = field(default_factory=list)
     """The working-memory ring: one line per finished turn."""
-    acceptance: list[dict[str, Any]] = field(default_factory=list)
-    """Acceptance items (services/loop/plans/acceptance.py); saved only when there are any."""
-    plan: dict[str, Any] = field(default_factory=dict)
-    """The last /plan run: goal and receipts (services/loop/plans/receipts.py); saved only when set."""
     slots: dict[str, Any] = field(default_factory=dict)
     """Other features' persisted state by meta key, as raw JSON (each feature's ``StateSlot``
     decodes its own; a key no feature reads is kept as it was)."""
@@ -130,8 +126,6 @@ class Session:
             "harvestCursor": self.harvest_cursor,
             "compaction": self.compaction,
             "turnDigests": self.turn_digests,
-            **({"acceptance": self.acceptance} if self.acceptance else {}),
-            **({"plan": self.plan} if self.plan else {}),
             **{key: value for key, value in self.slots.items() if key not in _OWN_KEYS},
         }
 
@@ -150,17 +144,14 @@ class Session:
             self.compaction = meta["compaction"]
         if isinstance(meta.get("turnDigests"), list):
             self.turn_digests = [str(d) for d in meta["turnDigests"]]
-        # Saved only when set, and every meta is whole: a missing key means none (an /accept clear).
-        raw_acceptance, raw_plan = meta.get("acceptance"), meta.get("plan")
-        self.acceptance = [a for a in raw_acceptance if isinstance(a, dict)] if isinstance(raw_acceptance, list) else []
-        self.plan = raw_plan if isinstance(raw_plan, dict) else {}
+        # A slot is saved only when set, and every meta is whole: a missing key means none (an /accept clear).
         self.slots = {key: value for key, value in meta.items() if key not in _OWN_KEYS}
 
 
 # Meta keys the Session reads itself (and keys of the snapshot document around them); any other is a slot.
 _OWN_KEYS = frozenset({"id", "workspace", "model", "createdAt", "updatedAt", "taskState", "lastSeq", "turns",
-                       "allowedTools", "usage", "harvestCursor", "compaction", "turnDigests", "acceptance", "plan",
-                       "generation", "messages"})
+                       "allowedTools", "usage", "harvestCursor", "compaction", "turnDigests", "generation",
+                       "messages"})
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.feature import StateSlot
 from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.core.turn_events import Notice
 from services.loop.policy.permissions import Level
@@ -60,7 +61,7 @@ class AcceptanceBook:
     """The acceptance items of one session: the user config's for its workspace, then its own
     (``load`` / ``store`` read and write those in the session record)."""
 
-    def __init__(self, load: Callable[[], list[Any]], store: Callable[[list[dict[str, Any]]], None],
+    def __init__(self, load: Callable[[], list[AcceptanceItem]], store: Callable[[list[AcceptanceItem]], None],
                  configured: Iterable[AcceptanceItem] = ()) -> None:
         self._load = load
         self._store = store
@@ -68,14 +69,14 @@ class AcceptanceBook:
 
     def own(self) -> list[AcceptanceItem]:
         """The items saved with the session."""
-        return [item for raw in self._load() if (item := AcceptanceItem.from_json(raw)) is not None]
+        return list(self._load())
 
     def items(self) -> list[AcceptanceItem]:
         """Every item the gate checks (``ports.AcceptanceSource``)."""
         return [*self.configured, *self.own()]
 
     def _save(self, items: Iterable[AcceptanceItem]) -> None:
-        self._store([i.to_json() for i in items])
+        self._store(list(items))
 
     def add(self, statement: str, command: str, source: str) -> AcceptanceItem:
         """Add one item (an item with the same command is replaced, keeping its id)."""
@@ -105,6 +106,16 @@ class AcceptanceBook:
             if item.id in verdicts:
                 item.last_passed = verdicts[item.id]
         self._save(items)
+
+
+def _decode_items(raw: Any) -> list[AcceptanceItem]:
+    return [item for entry in raw if (item := AcceptanceItem.from_json(entry)) is not None] if isinstance(
+        raw, list) else []
+
+
+ACCEPTANCE = StateSlot[list[AcceptanceItem]](
+    "acceptance", decode=_decode_items, encode=lambda items: [i.to_json() for i in items] or None)
+"""The session's own acceptance items (saved only when there are any)."""
 
 
 def config_items(entries: Any, workspace: str) -> list[AcceptanceItem]:

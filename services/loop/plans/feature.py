@@ -7,10 +7,11 @@ from typing import Any
 
 from services.loop.compaction.feature import CompactionFeature
 from services.loop.core import limits
+from services.loop.core.acceptance import AcceptanceItem
 from services.loop.core.errors import BadRequest
 from services.loop.core.feature import Command, Feature, FeatureHost
 from services.loop.core.ports import ToolDef
-from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
+from services.loop.plans.acceptance import ACCEPTANCE, AcceptanceBook, ProposeTool, config_items
 from services.loop.plans.command import accept_command
 from services.loop.plans.runner import PlanContext, PlanRunner, refuse_topic
 
@@ -25,12 +26,12 @@ class PlansFeature(Feature):
         self.host = host
         plans = host.deps.config_data.get("plans")
         section: dict[str, Any] = plans if isinstance(plans, dict) else {}
-        self.book = AcceptanceBook(lambda: self.host.session.acceptance, self._store,
+        self.book = AcceptanceBook(lambda: ACCEPTANCE.read(self.host.session), self._store,
                                    config_items(section.get("acceptance"), host.session.workspace))
         self.acceptance = self.book
 
-    def _store(self, items: list[dict[str, Any]]) -> None:
-        self.host.session.acceptance = items
+    def _store(self, items: list[AcceptanceItem]) -> None:
+        ACCEPTANCE.write(self.host.session, items)
 
     def tools(self) -> list[ToolDef]:
         return [ProposeTool(self.book).tool_def()]

@@ -27,7 +27,7 @@ from services.loop.core.tasks import TERMINAL, TaskItem, TaskState, todo_write
 from services.loop.core.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
 from services.loop.plans.paths import outside_workspace_paths
 from services.loop.plans.prompts import planning_prompt, step_seed
-from services.loop.plans.receipts import Receipt, grade, plan_record, report_text, unproven
+from services.loop.plans.receipts import PLAN, PlanRecord, Receipt, grade, report_text, unproven
 from services.loop.plans.step import step_context
 from services.loop.policy.turn import Decision, Facts, Status, decide, status_of
 from services.loop.tools.todo_tool import task_list_event
@@ -104,7 +104,7 @@ class PlanRunner:
         host = self.host
         self.emit_body(TurnStarted(turn=self.number, input=f"/plan {self.topic}", model=host.model.model_name))
         self.ctx.session.task_state = TaskState(goal=self.topic).to_json()  # a new plan: new goal, empty list
-        self.ctx.session.plan = plan_record(self.topic, [])
+        PLAN.write(self.ctx.session, PlanRecord(self.topic))
         host.messages.append({"role": "user", "content": f"/plan {self.topic}", "_ts": time.time()})
         self.ctx.save()
         try:
@@ -238,7 +238,7 @@ class PlanRunner:
                        duration_ms=cost.duration_ms, verify=item.verify, note=note)
 
     def _save_receipts(self) -> None:
-        self.ctx.session.plan = plan_record(self._state().goal or self.topic, self.receipts)
+        PLAN.write(self.ctx.session, PlanRecord(self._state().goal or self.topic, tuple(self.receipts)))
         self.ctx.save()
 
     @staticmethod
