@@ -93,6 +93,12 @@ class ToolOutcome:
     duration_ms: float = 0.0
     limit_hit: str = ""
 
+    @classmethod
+    def error(cls, call_id: str, tool: str, code: str, message: str, *, limit_hit: str = "") -> ToolOutcome:
+        """A failed call the model sees as ``code: message``."""
+        return cls(call_id, tool, False, f"{code}: {message}", error_code=code, error_message=message,
+                   limit_hit=limit_hit)
+
 
 @dataclass
 class ToolChunkEvent:

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.loop.core.errors import LoopError
+
 STATUSES = ("pending", "in_progress", "completed", "blocked", "dropped")
 TERMINAL = frozenset({"completed", "dropped"})
 OPEN = frozenset({"pending", "in_progress", "blocked"})
@@ -97,7 +99,11 @@ class TodoResult:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-class _Refused(Exception):
+class _Refused(LoopError):
+    """A todo_write the task rules refuse (``code`` is the tool error code)."""
+
+    reason = "task_refused"
+
     def __init__(self, code: str, message: str, data: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code

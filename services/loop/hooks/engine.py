@@ -24,7 +24,6 @@ from services.loop.hooks import claude
 from services.loop.hooks.answer import Verdict, read_answer, redact_value
 from services.loop.hooks.config import Capability, HookSettings, HookSpec, LastRun, describe
 from services.loop.hooks.runner import HookFailed, run_command, run_python
-from services.loop.tools.local_tools import error_outcome
 
 Emit = Callable[[EventBody], None]
 MAX_INJECT_CHARS = 4000
@@ -93,7 +92,7 @@ class HookEngine:
         self._next_context += chain.contexts
         if chain.blocked_by is not None:
             hook, reason = chain.blocked_by
-            outcome = error_outcome(call.id, call.name, "blocked_by_hook",
+            outcome = ToolOutcome.error(call.id, call.name, "blocked_by_hook",
                                     f"the {hook!r} hook refused this call: {reason}; choose another approach")
             outcome.data = {"hook": hook, "reason": reason}
             return outcome

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.errors import LoopError
 from services.loop.core.feature import StateSlot
 from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.core.turn_events import Notice
@@ -25,8 +26,10 @@ MAX_STATEMENT_CHARS = 300
 MAX_COMMAND_CHARS = 2000
 
 
-class AcceptanceError(ValueError):
+class AcceptanceError(LoopError, ValueError):
     """An item or an /accept line that cannot be used; the text says what to send instead."""
+
+    reason = "acceptance_invalid"
 
 
 def make_item(item_id: str, statement: str, command: str, source: str) -> AcceptanceItem:

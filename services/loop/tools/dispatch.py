@@ -38,7 +38,6 @@ from services.loop.core.turn_events import (
 )
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
-from services.loop.tools.local_tools import error_outcome
 from services.loop.tools.previews import approval_preview, changed_first, checked_preview, wants_dry_run
 
 Emit = Callable[[EventBody], None]
@@ -106,7 +105,7 @@ async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
     stop = False
     for call in calls:
         if stop:
-            _finish(ctx, error_outcome(call.id, call.name, "cancelled", "the user stopped the turn"))
+            _finish(ctx, ToolOutcome.error(call.id, call.name, "cancelled", "the user stopped the turn"))
             continue
         refusal = await _precheck(ctx, call, runnable)
         if isinstance(refusal, ToolCall):
@@ -116,7 +115,7 @@ async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
         stop = refusal.error_code == "stopped_by_user"
     if stop:
         for call in runnable:
-            _finish(ctx, error_outcome(call.id, call.name, "cancelled", "the user stopped the turn"))
+            _finish(ctx, ToolOutcome.error(call.id, call.name, "cancelled", "the user stopped the turn"))
         raise ApprovalStop
     for group in _groups(ctx, runnable):
         await asyncio.gather(*(_execute(ctx, call) for call in group))
@@ -126,7 +125,7 @@ def fill_cancelled(ctx: DispatchContext, calls: list[ToolCall], code: str, messa
     """Give every call without a result an error result (interrupt, turn end)."""
     for call in calls:
         if call.id not in ctx.outcomes:
-            _finish(ctx, error_outcome(call.id, call.name, code, message, limit_hit="cancelled"))
+            _finish(ctx, ToolOutcome.error(call.id, call.name, code, message, limit_hit="cancelled"))
 
 
 def _args(call: ToolCall) -> dict[str, Any]:
@@ -142,14 +141,14 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     """The call to run (a tool.before hook may have rewritten its arguments), else its refusal. ``earlier``: calls of this batch already
     cleared to run (they run first, so an approval preview must not assume the files as they are)."""
     if call.truncated:
-        return error_outcome(call.id, call.name, "truncated_call", call.parse_error)
+        return ToolOutcome.error(call.id, call.name, "truncated_call", call.parse_error)
     if call.parse_error:
-        return error_outcome(call.id, call.name, "invalid_arguments",
+        return ToolOutcome.error(call.id, call.name, "invalid_arguments",
                              f"the arguments are not a JSON object ({call.parse_error}); send valid JSON")
     tool = ctx.registry.get(call.name)
     if tool is None:
         names = ", ".join(ctx.registry.names())
-        return error_outcome(call.id, call.name, "unknown_tool",
+        return ToolOutcome.error(call.id, call.name, "unknown_tool",
                              f"no tool named {call.name!r}; available: {names} (more via tool_search)")
     if tool.deferred:
         ctx.registry.load([call.name])  # the model knew the name; load it rather than bounce
@@ -167,7 +166,7 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
             return refused
     verdict = ctx.gate(tool, arguments)
     if verdict.level == Level.DENY:
-        return error_outcome(call.id, call.name, "permission_denied",
+        return ToolOutcome.error(call.id, call.name, "permission_denied",
                              f"{verdict.reason}; choose another approach")
     if verdict.level == Level.ALLOW:
         return call
@@ -177,8 +176,8 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if is_allowed(resolution.decision):
         return call
     if resolution.decision == Decision.STOP:
-        return error_outcome(call.id, call.name, "stopped_by_user", "the user stopped the turn")
-    return error_outcome(call.id, call.name, "denied_by_user",
+        return ToolOutcome.error(call.id, call.name, "stopped_by_user", "the user stopped the turn")
+    return ToolOutcome.error(call.id, call.name, "denied_by_user",
                          f"the user did not approve this {call.name} call ({resolution.source}); "
                          "do not retry it unchanged")
 
@@ -266,7 +265,7 @@ async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
         else:
             outcome = item
     if outcome is None:
-        return error_outcome(call.id, call.name, "tool_service_unavailable", "the call ended without a result")
+        return ToolOutcome.error(call.id, call.name, "tool_service_unavailable", "the call ended without a result")
     if outcome.error_code == "tool_service_unavailable":
         ctx.on_degraded("tools", outcome.error_message)
     outcome.call_id, outcome.tool = call.id, call.name
@@ -279,10 +278,10 @@ async def _run_local(ctx: DispatchContext, call: ToolCall, tool: ToolDef) -> Too
     try:
         return await tool.handler(ctx, call, _args(call))
     except ValueError as err:  # argument validation says what to send instead
-        return error_outcome(call.id, call.name, "invalid_arguments", str(err))
+        return ToolOutcome.error(call.id, call.name, "invalid_arguments", str(err))
     except AuxiliaryError as err:
         ctx.on_degraded(err.component, err.detail)
-        return error_outcome(call.id, call.name, err.reason, f"{err.detail}; continue without it")
+        return ToolOutcome.error(call.id, call.name, err.reason, f"{err.detail}; continue without it")
 
 
 def _finish(ctx: DispatchContext, outcome: ToolOutcome) -> None:

@@ -183,14 +183,8 @@ def tool_search_outcome(call_id: str, found: list[ToolDef]) -> ToolOutcome:
                        data={"loaded": [t.name for t in found]})
 
 
-def error_outcome(call_id: str, tool: str, code: str, message: str, *, limit_hit: str = "") -> ToolOutcome:
-    """A failed call the model sees as ``code: message``."""
-    return ToolOutcome(call_id, tool, False, f"{code}: {message}", error_code=code, error_message=message,
-                       limit_hit=limit_hit)
-
-
 def unavailable(call: ToolCall) -> ToolOutcome:
-    return error_outcome(call.id, call.name, "unavailable", f"{call.name} is not available in this session")
+    return ToolOutcome.error(call.id, call.name, "unavailable", f"{call.name} is not available in this session")
 
 
 def mcp_describe_outcome(call_id: str, described: dict[str, str], arguments: dict[str, Any]) -> ToolOutcome:
@@ -198,7 +192,7 @@ def mcp_describe_outcome(call_id: str, described: dict[str, str], arguments: dic
     qualified = f"{arguments.get('server', '')}__{arguments.get('tool', '')}"
     text = described.get(qualified)
     if text is None:
-        return error_outcome(call_id, "mcp_describe", "unknown_tool",
+        return ToolOutcome.error(call_id, "mcp_describe", "unknown_tool",
                              f"no MCP tool {qualified!r} is connected; use a server__tool name from the MCP catalog")
     return ToolOutcome(call_id, "mcp_describe", True, text)
 

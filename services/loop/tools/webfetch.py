@@ -23,6 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from services.loop.core.errors import LoopError
 from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.policy.permissions import Level
 
@@ -41,8 +42,10 @@ SCHEMA = {
 }
 
 
-class FetchError(Exception):
+class FetchError(LoopError):
     """A fetch that did not give text: ``code`` is the stable reason the model sees."""
+
+    reason = "fetch_failed"
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
