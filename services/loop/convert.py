@@ -13,6 +13,7 @@ from ai_coding.v1 import common_pb2, loop_pb2
 from services.loop import inbound
 from services.loop.core.approvals import Decision
 from services.loop.core.attachments import InputFile
+from services.loop.core.domain import InterruptScope
 from services.loop.core.events import Event
 from services.loop.core.ports import ToolOutcome, Usage
 from services.loop.core.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
@@ -118,8 +119,8 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
     if which == "answer":
         return inbound.QuestionReply(message.answer.request_id, message.answer.answer)
     if which == "interrupt":
-        scope = {loop_pb2.INTERRUPT_SCOPE_BATCH: "batch", loop_pb2.INTERRUPT_SCOPE_TURN: "turn"}.get(
-            message.interrupt.scope, "turn")
+        scope = InterruptScope.BATCH if message.interrupt.scope == loop_pb2.INTERRUPT_SCOPE_BATCH else (
+            InterruptScope.TURN)  # unspecified: the turn
         return inbound.InterruptRequest(scope)
     if which == "queue":
         return inbound.Queue(message.queue.input, _files(message.queue.attachments))

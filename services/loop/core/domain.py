@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 CALL_CAP_WITHOUT_CLOCK_S = 3600.0
@@ -18,6 +19,16 @@ CALL_CAP_WITHOUT_CLOCK_S = 3600.0
 
 Message = dict[str, Any]
 """A Chat Completions message dict (``role``, ``content``, ``tool_calls``, ``tool_call_id``)."""
+
+
+
+class InterruptScope(Enum):
+    """What a client's interrupt cancels."""
+
+    BATCH = "batch"
+    """The running tool batch (the turn goes on)."""
+    TURN = "turn"
+    """The whole turn."""
 
 
 @dataclass

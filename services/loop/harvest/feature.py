@@ -7,6 +7,7 @@ import asyncio
 
 from services.loop.core.feature import Feature, FeatureHost
 from services.loop.harvest.extract import harvest_quietly
+from services.loop.hooks.config import HookPoint
 from services.loop.hooks.feature import HooksFeature
 
 
@@ -34,7 +35,7 @@ class HarvestFeature(Feature):
         async def run() -> None:
             try:
                 if hooks is not None:
-                    await hooks.engine.observe("memory.harvest", {"from_message": start, "messages": len(messages)},
+                    await hooks.engine.observe(HookPoint.MEMORY_HARVEST, {"from_message": start, "messages": len(messages)},
                                                host.emit_now)
                 ok = await harvest_quietly(host.model, memory, session.workspace, session.id, messages, start,
                                            deps.harvest_timeout_seconds)

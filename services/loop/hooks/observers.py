@@ -49,19 +49,20 @@ from services.loop.core.turn_events import (
     TurnFinished,
     TurnStarted,
 )
+from services.loop.hooks.config import HookPoint
 from services.loop.hooks.engine import HookEngine
 from services.loop.subagents.manager import RunRecord
 from services.loop.subagents.packet import SubagentPacket
 
 
-def event_point(body: EventBody) -> tuple[str, dict[str, Any]] | None:
+def event_point(body: EventBody) -> tuple[HookPoint, dict[str, Any]] | None:
     """The observe-only point an event feeds and the payload its hooks get (every kind named: a new
     one fails mypy here until it says whether it feeds one)."""
     match body:
         case CompactionStarted():
-            return "compact.before", {"estimated_tokens": body.estimated_tokens, "reason": body.reason}
+            return HookPoint.COMPACT_BEFORE, {"estimated_tokens": body.estimated_tokens, "reason": body.reason}
         case CompactionEnded():
-            return "compact.after", {"estimated_before": body.estimated_before,
+            return HookPoint.COMPACT_AFTER, {"estimated_before": body.estimated_before,
                                      "estimated_after": body.estimated_after}
         case (TurnStarted() | TextDelta() | ReasoningDelta() | ToolStarted() | ToolChunk() | ToolFinished()
               | ApprovalRequested() | ApprovalResolved() | QuestionAsked() | QuestionResolved() | TaskListUpdated()
@@ -85,12 +86,12 @@ class ObservingHooks:
     # -- subagents.manager.SubagentHook --
 
     def before_start(self, run: RunRecord) -> str | None:
-        self._spawn("subagent.start", {"run_id": run.run_id, "name": run.name, "task": run.task,
+        self._spawn(HookPoint.SUBAGENT_START, {"run_id": run.run_id, "name": run.name, "task": run.task,
                                        "background": run.background})
         return None
 
     def after_end(self, run: RunRecord, packet: SubagentPacket) -> None:
-        self._spawn("subagent.end", {"run_id": run.run_id, "name": run.name, "status": packet.status,
+        self._spawn(HookPoint.SUBAGENT_END, {"run_id": run.run_id, "name": run.name, "status": packet.status,
                                      "exit_reason": packet.exit_reason, "files_changed": packet.files_changed,
                                      "iterations": packet.iterations, "elapsed_ms": packet.elapsed_ms})
 
@@ -102,7 +103,7 @@ class ObservingHooks:
             return
         self._spawn(*found)
 
-    def _spawn(self, point: str, payload: dict[str, Any]) -> None:
+    def _spawn(self, point: HookPoint, payload: dict[str, Any]) -> None:
         if not self.engine.settings.at(point):
             return
         task = asyncio.get_running_loop().create_task(self.engine.observe(point, payload, self.emit))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.kernel.errors import AiCodingError
-from services.loop.policy.permissions import MODES
+from services.loop.policy.permissions import MODES, PermissionMode
 
 if TYPE_CHECKING:
     from services.loop.session.runtime import SessionRuntime
@@ -66,7 +66,7 @@ def _permissions(rt: SessionRuntime, args: str) -> tuple[str, str]:
     if wanted:
         if wanted not in MODES:
             return f"unknown mode {wanted!r}; use one of: {', '.join(MODES)}", json.dumps({"error": "bad_mode"})
-        rt.permission_mode = wanted
+        rt.permission_mode = PermissionMode(wanted)
     allowed = rt.session.allowed_tools
     text = f"permissions: {rt.permission_mode} · always allowed: " + (", ".join(allowed) or "none")
     return text, json.dumps({"mode": rt.permission_mode, "allowed_always": allowed})

@@ -25,7 +25,7 @@ from services.loop.core.ports import (
 from services.loop.core.sessions import Session
 from services.loop.core.turn_events import Degraded, EventBody
 from services.loop.policy.guards import CompiledBashPolicy
-from services.loop.policy.permissions import Verdict, decide_permission, mcp_gate
+from services.loop.policy.permissions import PermissionMode, Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
 from services.loop.session.deps import LoopDeps, SessionOptions
 from services.loop.tools.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
@@ -44,7 +44,7 @@ class SessionHost:
     events: EventLog
     tail: SessionTail
     todo: TodoTool
-    permission_mode: str
+    permission_mode: PermissionMode
     bash_policy: CompiledBashPolicy | None
     tools_attached: bool
     tool_warnings: list[tuple[str, str]]

@@ -21,6 +21,7 @@ from services.loop.core import limits
 from services.loop.core.acceptance import NoAcceptance
 from services.loop.core.approvals import Decision, Resolution
 from services.loop.core.attachments import InputFile
+from services.loop.core.domain import InterruptScope
 from services.loop.core.errors import BadRequest
 from services.loop.core.events import EventLog, resume_point
 from services.loop.core.feature import SessionFeature
@@ -33,6 +34,7 @@ from services.loop.core.ports import (
 from services.loop.core.sessions import Session, SessionStore, storage_error
 from services.loop.core.turn_events import Degraded, EventBody, InputQueued, SubagentScope
 from services.loop.policy.guards import compile_bash_policy
+from services.loop.policy.permissions import PermissionMode
 from services.loop.session.deps import LoopDeps, SessionOptions
 from services.loop.session.host import SessionHost
 from services.loop.tools.registry import ToolRegistry
@@ -80,7 +82,7 @@ class SessionRuntime(SessionHost):
         self.task: asyncio.Task[None] | None = None
         self.tools_attached = False
         self.attached = 0  # streams currently following this session
-        self.permission_mode = "auto" if options.auto_approve else "confirm"  # /permissions changes it
+        self.permission_mode = PermissionMode.AUTO if options.auto_approve else PermissionMode.CONFIRM  # /permissions changes it
         self.tool_warnings: list[tuple[str, str]] = []
         notes = load_notes(Path(session.workspace), Path(options.cwd) if options.cwd else None,
                            user_config_path().parent)
@@ -134,7 +136,7 @@ class SessionRuntime(SessionHost):
         if options.interactive != self.options.interactive:
             self.tools.set_local(self.tool_defs(options.interactive))
         if options.auto_approve != self.options.auto_approve:
-            self.permission_mode = "auto" if options.auto_approve else "confirm"
+            self.permission_mode = PermissionMode.AUTO if options.auto_approve else PermissionMode.CONFIRM
         self.options = options
 
     def reconfigure(self, deps: LoopDeps) -> None:
@@ -235,12 +237,12 @@ class SessionRuntime(SessionHost):
 
     # -- client messages --
 
-    def interrupt(self, scope: str) -> bool:
+    def interrupt(self, scope: InterruptScope) -> bool:
         """Cancel the running batch (``batch``) or the whole turn (``turn``)."""
         turn = self.turn
         if turn is None or self.task is None:
             return False
-        if scope == "batch":
+        if scope is InterruptScope.BATCH:
             if turn.batch_task is None:
                 return False
             turn.batch_task.cancel()
