@@ -269,6 +269,8 @@ class ToolDef:
     """Not sent to the model until ``tool_search`` loads it (or the model names it anyway)."""
     handler: ToolHandler | None = field(default=None, compare=False)
     """None: a tools-service tool (``ToolRunner.call`` runs it)."""
+    args: type[Any] | None = field(default=None, compare=False)
+    """The arguments dataclass ``parameters`` and the handler's parse come from (tools/args.py), if any."""
 
     @property
     def local(self) -> bool:

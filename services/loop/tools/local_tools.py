@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from services.loop.core.approvals import Decision, RequestKind, Resolution
@@ -21,6 +22,7 @@ from services.loop.core.domain import call_deadline
 from services.loop.core.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
 from services.loop.core.turn_events import QuestionAsked, QuestionResolved, ToolChunk
 from services.loop.policy.permissions import Level
+from services.loop.tools.args import define
 from services.mcp_gateway.elicitation import (
     ElicitAsk,
     ElicitReply,
@@ -36,23 +38,29 @@ from services.memory.tools_schema import MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHE
 LOCAL_CALL_TIMEOUT_S = 30.0
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required}
-
-
 def _timeout(ctx: ToolContext) -> float:
     return call_deadline(min(ctx.remaining(), LOCAL_CALL_TIMEOUT_S))
 
 
-async def _tool_search(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
-    found = ctx.registry.search(str(args.get("query", "")))
+@dataclass(frozen=True)
+class ToolSearchArgs:
+    query: str
+
+
+@dataclass(frozen=True)
+class AskUserArgs:
+    question: str
+    options: list[str] | None = None
+
+
+async def _tool_search(ctx: ToolContext, call: ToolCall, args: ToolSearchArgs) -> ToolOutcome:
+    found = ctx.registry.search(args.query)
     ctx.registry.load(t.name for t in found)
     return tool_search_outcome(call.id, found)
 
 
-async def _ask_user(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
-    question = str(args.get("question", ""))
-    options = [str(o) for o in args.get("options") or []]
+async def _ask_user(ctx: ToolContext, call: ToolCall, args: AskUserArgs) -> ToolOutcome:
+    question, options = args.question, list(args.options or [])
     if not ctx.interactive:
         return ToolOutcome(call.id, call.name, True, "no_user: nobody can answer; state your assumption and decide",
                            data={"status": "no_user"})
@@ -145,16 +153,12 @@ async def _mcp_call(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
                               elicit_asker(ctx))
 
 
-TOOL_SEARCH = ToolDef(
+TOOL_SEARCH = define(
     "tool_search", "Find and load tools not listed yet (background jobs, memory_write, MCP, acceptance_propose). Query: keywords.",
-    _object({"query": {"type": "string"}}, ["query"]), permission=Level.ALLOW, handler=_tool_search,
+    ToolSearchArgs, _tool_search, permission=Level.ALLOW,
 )
-ASK_USER = ToolDef(
-    "ask_user", "Ask the user one question when a decision needs them; returns their answer.",
-    _object({"question": {"type": "string"}, "options": {"type": "array", "items": {"type": "string"}}},
-            ["question"]),
-    permission=Level.ALLOW, handler=_ask_user,
-)
+ASK_USER = define("ask_user", "Ask the user one question when a decision needs them; returns their answer.",
+                  AskUserArgs, _ask_user, permission=Level.ALLOW)
 # The memory service and the MCP gateway own these schemas (every parameter the spec gives them).
 MEMORY_SEARCH = ToolDef.from_spec(MEMORY_SEARCH_SCHEMA, permission=Level.ALLOW, handler=_memory_search)
 MEMORY_WRITE = ToolDef.from_spec(MEMORY_WRITE_SCHEMA, permission=Level.ALLOW, deferred=True, handler=_memory_write)

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.loop.core.errors import LoopError
-from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.ports import ToolCall, ToolContext, ToolOutcome
 from services.loop.policy.permissions import Level
+from services.loop.tools.args import define, doc
 
 MAX_BYTES = 200_000
 """Bytes read from the response body; the rest is not downloaded."""
@@ -35,11 +36,9 @@ TIMEOUT_S = 20.0
 MAX_REDIRECTS = 5
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml", "application/javascript")
 
-SCHEMA = {
-    "type": "object",
-    "properties": {"url": {"type": "string", "description": "http:// or https:// URL"}},
-    "required": ["url"],
-}
+@dataclass(frozen=True)
+class WebfetchArgs:
+    url: str = doc("http:// or https:// URL")
 
 
 class FetchError(LoopError):
@@ -150,8 +149,8 @@ def fetch(url: str, *, max_bytes: int = MAX_BYTES, timeout: float = TIMEOUT_S) -
     return Page(final, status, content_type, text, truncated)
 
 
-async def _webfetch(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
-    url = check_url(str(args.get("url", "")))
+async def _webfetch(ctx: ToolContext, call: ToolCall, args: WebfetchArgs) -> ToolOutcome:
+    url = check_url(args.url)
     timeout = max(min(ctx.remaining(), TIMEOUT_S), 0.5)
     try:
         page = await asyncio.to_thread(fetch, url, timeout=timeout)
@@ -165,5 +164,5 @@ async def _webfetch(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> T
                        limit_hit="max_bytes" if page.truncated else "")
 
 
-WEBFETCH = ToolDef("webfetch", "Fetch an http(s) URL and return its text (HTML reduced to text; bounded size).",
-                   SCHEMA, permission=Level.WARN, deferred=True, handler=_webfetch)
+WEBFETCH = define("webfetch", "Fetch an http(s) URL and return its text (HTML reduced to text; bounded size).",
+                  WebfetchArgs, _webfetch, permission=Level.WARN, deferred=True)
