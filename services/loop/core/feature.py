@@ -139,7 +139,7 @@ class SessionFeature(Protocol):
     """One feature of a session, as the runtime composes it."""
 
     name: str
-    state: StateSlot[Any] | None
+    slots: tuple[StateSlot[Any], ...]
     context: ContextWindow | None
     hooks: TurnHooks | None
     acceptance: AcceptanceSource | None
@@ -170,7 +170,8 @@ class Feature:
     """A ``SessionFeature`` that contributes nothing: subclass it and override what you add."""
 
     name = ""
-    state: StateSlot[Any] | None = None
+    slots: tuple[StateSlot[Any], ...] = ()
+    """The state this feature keeps in the session record (read when built, written in ``before_save``)."""
     context: ContextWindow | None = None
     hooks: TurnHooks | None = None
     acceptance: AcceptanceSource | None = None

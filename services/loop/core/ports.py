@@ -205,8 +205,8 @@ class ToolContext(Protocol):
     """What a loop-answered tool's handler may use during one call (dispatch.DispatchContext is one).
 
     A handler needing more of the session (its task state, plans, checkpoints) is best a bound
-    method of the component that owns that state, registered per session (see
-    ``SessionRuntime.tool_defs``); add a member here only for what every handler may use."""
+    method of the session feature that owns that state (its ``tools()``, services/loop/core/feature.py);
+    add a member here only for what every handler may use."""
 
     @property
     def session_id(self) -> str: ...
@@ -252,9 +252,9 @@ dispatcher fills the outcome's call id and tool name."""
 class ToolDef:
     """One tool the model can call: its schema, how the gate treats it, and who runs it.
 
-    To add a tool the loop answers itself (subAgent, skill, checkpoint_write, history_search,
-    plan tools), build a ``ToolDef`` with a ``handler`` and register it into the session's
-    ``ToolRegistry`` (``SessionRuntime.tool_defs`` lists the loop's own); no other table needs it.
+    To add a tool the loop answers itself, build it with ``tools.args.define`` (its arguments
+    dataclass gives the schema and the parse) and return it from a session feature's ``tools()``;
+    no other table needs it.
     """
 
     name: str

@@ -9,10 +9,11 @@ from services.loop.compaction.feature import CompactionFeature
 from services.loop.core import limits
 from services.loop.core.acceptance import AcceptanceItem
 from services.loop.core.errors import BadRequest
-from services.loop.core.feature import Command, Feature, FeatureHost
+from services.loop.core.feature import Command, Feature, FeatureHost, StateSlot
 from services.loop.core.ports import ToolDef
 from services.loop.plans.acceptance import ACCEPTANCE, AcceptanceBook, ProposeTool, config_items
 from services.loop.plans.command import accept_command
+from services.loop.plans.receipts import PLAN
 from services.loop.plans.runner import PlanContext, PlanRunner, refuse_topic
 
 
@@ -20,6 +21,7 @@ class PlansFeature(Feature):
     """The session's acceptance book (saved as ``acceptance``) and its /plan runs."""
 
     name = "plans"
+    slots: tuple[StateSlot[Any], ...] = (ACCEPTANCE, PLAN)
 
     def __init__(self, host: FeatureHost) -> None:
         super().__init__()

@@ -99,6 +99,9 @@ class SessionRuntime(SessionHost):
             self.events.add_listener(feature.on_event)
         for feature in self.features:
             feature.installed()
+        keys = [slot.key for feature in self.features for slot in feature.slots]
+        if len(keys) != len(set(keys)):
+            raise AssertionError(f"two session features keep state under one key: {sorted(keys)}")
         self._context = _role(self.features, "context", None)
         self._hooks: TurnHooks = _role(self.features, "hooks", PassHooks())
         self._acceptance: AcceptanceSource = _role(self.features, "acceptance", NoAcceptance())

@@ -27,7 +27,7 @@ class NoteFeature(Feature):
     """Notes the model takes with ``note_add``, shown to it every step and listed by /notes."""
 
     name = "notes"
-    state = NOTES
+    slots: tuple[StateSlot[Any], ...] = (NOTES,)
 
     def __init__(self, host: FeatureHost) -> None:
         super().__init__()
