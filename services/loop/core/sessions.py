@@ -36,8 +36,17 @@ from services.kernel.ids import new_id
 from services.kernel.statedir import ensure_state_dir
 from services.loop.core.errors import SessionNotFound, SessionStorageError, SessionUnreadable
 from services.loop.core.pairing import repair_pairing
+from services.loop.core.record import (
+    Message,
+    Session,
+    SessionSummary,
+    UnreadableSession,
+    message_from_disk,
+    message_to_disk,
+)
 
-Message = dict[str, Any]
+__all__ = ["Message", "Session", "SessionStore", "SessionSummary", "UnreadableSession", "message_from_disk",
+           "message_to_disk", "salvage_messages", "storage_error"]
 
 SESSIONS_DIR = Path(".ai-coding") / "sessions"
 # Fold the journal into the snapshot at turn end past this size: replaying a
@@ -45,163 +54,6 @@ SESSIONS_DIR = Path(".ai-coding") / "sessions"
 COMPACT_JOURNAL_BYTES = 2 * 1024 * 1024
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 BOTH_CORRUPT = "its snapshot and its journal are both corrupt and no message could be recovered"
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """What a session list shows, without the messages."""
-
-    id: str
-    created: float
-    updated: float
-    preview: str
-    message_count: int
-
-
-@dataclass(frozen=True)
-class UnreadableSession:
-    """A saved session whose files cannot be read: the file, why, and what to do."""
-
-    id: str
-    path: str
-    reason: str
-    hint: str
-
-
-@dataclass
-class Session:
-    """One conversation: its messages (Chat Completions dicts) and loop state."""
-
-    id: str
-    workspace: str
-    model: str = ""
-    created: float = field(default_factory=time.time)
-    updated: float = field(default_factory=time.time)
-    messages: list[Message] = field(default_factory=list)
-    task_state: dict[str, Any] = field(default_factory=dict)
-    last_seq: int = 0
-    turns: int = 0
-    allowed_tools: list[str] = field(default_factory=list)
-    usage: dict[str, Any] = field(default_factory=dict)
-    harvest_cursor: int = 0
-    """Messages before this index were already offered to the memory harvest."""
-    compaction: dict[str, Any] = field(default_factory=dict)
-    """What compaction decided (services/loop/compaction/state.py); the messages stay whole."""
-    turn_digests: list[str] = field(default_factory=list)
-    """The working-memory ring: one line per finished turn."""
-    slots: dict[str, Any] = field(default_factory=dict)
-    """Other features' persisted state by meta key, as raw JSON (each feature's ``StateSlot``
-    decodes its own; a key no feature reads is kept as it was)."""
-
-    def add_usage(self, prompt_tokens: int, completion_tokens: int, total_tokens: int) -> None:
-        """Add one model step's tokens to the session's totals (kept in the on-disk shape)."""
-        for key, value in (("promptTokens", prompt_tokens), ("completionTokens", completion_tokens),
-                           ("totalTokens", total_tokens)):
-            self.usage[key] = int(self.usage.get(key, 0)) + value
-
-    def preview(self) -> str:
-        """The first user message, at most 80 characters."""
-        for message in self.messages:
-            if message.get("role") == "user":
-                return str(message.get("content") or "")[:80]
-        return ""
-
-    def summary(self) -> SessionSummary:
-        """The list view of this session."""
-        return SessionSummary(self.id, self.created, self.updated, self.preview(), len(self.messages))
-
-    def meta(self) -> dict[str, Any]:
-        """Everything but the messages, in the on-disk (camelCase) shape."""
-        return {
-            "id": self.id,
-            "workspace": self.workspace,
-            "model": self.model,
-            "createdAt": self.created,
-            "updatedAt": self.updated,
-            "taskState": self.task_state,
-            "lastSeq": self.last_seq,
-            "turns": self.turns,
-            "allowedTools": self.allowed_tools,
-            "usage": self.usage,
-            "harvestCursor": self.harvest_cursor,
-            "compaction": self.compaction,
-            "turnDigests": self.turn_digests,
-            **{key: value for key, value in self.slots.items() if key not in _OWN_KEYS},
-        }
-
-    def apply_meta(self, meta: dict[str, Any]) -> None:
-        """Take loop state from an on-disk meta object (missing keys keep their value)."""
-        self.model = str(meta.get("model", self.model))
-        self.created = float(meta.get("createdAt", self.created))
-        self.updated = float(meta.get("updatedAt", self.updated))
-        self.task_state = dict(meta.get("taskState") or self.task_state)
-        self.last_seq = int(meta.get("lastSeq", self.last_seq))
-        self.turns = int(meta.get("turns", self.turns))
-        self.allowed_tools = list(meta.get("allowedTools") or self.allowed_tools)
-        self.usage = dict(meta.get("usage") or self.usage)
-        self.harvest_cursor = int(meta.get("harvestCursor", self.harvest_cursor))
-        if isinstance(meta.get("compaction"), dict):
-            self.compaction = meta["compaction"]
-        if isinstance(meta.get("turnDigests"), list):
-            self.turn_digests = [str(d) for d in meta["turnDigests"]]
-        # A slot is saved only when set, and every meta is whole: a missing key means none (an /accept clear).
-        self.slots = {key: value for key, value in meta.items() if key not in _OWN_KEYS}
-
-
-# Meta keys the Session reads itself (and keys of the snapshot document around them); any other is a slot.
-_OWN_KEYS = frozenset({"id", "workspace", "model", "createdAt", "updatedAt", "taskState", "lastSeq", "turns",
-                       "allowedTools", "usage", "harvestCursor", "compaction", "turnDigests", "generation",
-                       "messages"})
-
-
-# ---- message shape: Chat Completions in memory, camelCase on disk ----
-
-
-def message_to_disk(message: Message) -> Message:
-    """A Chat Completions message in the session file's camelCase shape."""
-    out: Message = {"role": message.get("role", "")}
-    content = message.get("content")
-    out["content"] = content if content is not None else ""
-    if message.get("reasoning"):
-        out["reasoning"] = message["reasoning"]
-    if message.get("tool_calls"):
-        out["toolCalls"] = [
-            {
-                "id": call.get("id", ""),
-                "name": call.get("function", {}).get("name", ""),
-                "arguments": call.get("function", {}).get("arguments", ""),
-            }
-            for call in message["tool_calls"]
-        ]
-    if message.get("tool_call_id"):
-        out["toolCallId"] = message["tool_call_id"]
-    if message.get("name"):
-        out["name"] = message["name"]
-    out["timestamp"] = message.get("_ts") or time.time()
-    return out
-
-
-def message_from_disk(raw: Message) -> Message:
-    """The inverse of :func:`message_to_disk`."""
-    message: Message = {"role": str(raw.get("role", "")), "content": raw.get("content", "")}
-    if raw.get("reasoning"):
-        message["reasoning"] = raw["reasoning"]
-    if raw.get("toolCalls"):
-        message["tool_calls"] = [
-            {
-                "id": call.get("id", ""),
-                "type": "function",
-                "function": {"name": call.get("name", ""), "arguments": call.get("arguments", "")},
-            }
-            for call in raw["toolCalls"]
-        ]
-    if raw.get("toolCallId"):
-        message["tool_call_id"] = raw["toolCallId"]
-    if raw.get("name"):
-        message["name"] = raw["name"]
-    if raw.get("timestamp"):
-        message["_ts"] = raw["timestamp"]
-    return message
 
 
 # ---- the store ----

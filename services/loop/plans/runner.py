@@ -32,6 +32,7 @@ from services.loop.plans.step import step_context
 from services.loop.policy.turn import Decision, Facts, Status, decide, status_of
 from services.loop.tools.todo_tool import task_list_event
 from services.loop.turn import pipeline
+from services.loop.turn.closing import close_turn
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -269,7 +270,7 @@ class PlanRunner:
                                   unproven=unproven(self.receipts), text=text))
         self.host.messages.append({"role": "assistant", "content": text, "_ts": time.time()})
         self.host.context.end_turn(self.number, status.value, f"/plan {self.topic}", text.splitlines()[0], [])
-        pipeline.close_turn(self.host, self.number, TurnFinished(
+        close_turn(self.host, self.number, TurnFinished(
             status=status, text=text, handoff="", usage=self.usage, iterations=self.iterations,
             duration_ms=(time.monotonic() - self._started) * 1000,
             reason="" if status is Status.COMPLETED else decision.reason))

@@ -24,6 +24,32 @@ MAX_SCHEMA_CHARS = 4000
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n(.*?)```", re.S)
 
 
+# The subAgent and subagent_apply tools as the model is sent them.
+SUBAGENT_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "Self-contained: the child sees only this and context."},
+        "name": {"type": "string", "description": "Short label."},
+        "context": {"type": "string"},
+        "background": {"type": "boolean", "description": "Return a run id now; the result comes later."},
+        "output_schema": {"type": "object", "description": "JSON Schema ('required' checked) for the "
+                                                           "child's final JSON: the packet gets 'facts'."},
+        "tools": {"type": "array", "items": {"type": "string"}},
+        "model": {"type": "string"},
+        "isolation": {"type": "string", "enum": ["worktree", "shared"]},
+    },
+    "required": ["task"],
+}
+APPLY_PARAMETERS: dict[str, Any] = {
+    "type": "object", "properties": {"run_id": {"type": "string", "description": "Run id (or the child's name)."}},
+    "required": ["run_id"]}
+APPLY_DESCRIPTION = ("Apply the changes a subagent left in its git worktree (the packet's 'worktree') to your "
+                     "tree, all or nothing; a conflict applies nothing.")
+SUBAGENT_DESCRIPTION = ("Delegate a task to a child agent (fresh history, own limits, no subAgent). Returns a "
+                        "packet: status, final_text, files_changed, usage. A writing child in a git repository "
+                        "works in a worktree (apply with subagent_apply).")
+
+
 class SchemaRefused(LoopError, ValueError):
     """An ``output_schema`` the run refuses before starting; ``code`` is the tool error code."""
 

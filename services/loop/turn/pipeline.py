@@ -52,7 +52,6 @@ from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
 from services.loop.policy.static_check import plan_static_check, should_run_static_check
 from services.loop.policy.turn import (
-    VERIFIED,
     Action,
     Facts,
     Status,
@@ -64,6 +63,7 @@ from services.loop.policy.turn import (
 from services.loop.policy.turn import Decision as TurnDecision
 from services.loop.tools.dispatch import DispatchContext, fill_cancelled, run_batch, tool_message
 from services.loop.turn import gate
+from services.loop.turn.closing import close_turn, shown_reason
 from services.loop.turn.ledger import Ledger
 from services.loop.turn.prompt import assemble_view, environment_block, tail_blocks
 from services.loop.turn.static_check import run_static_check
@@ -463,7 +463,7 @@ class Turn:
         self.finished = True
         close_turn(self.ctx, self.number, TurnFinished(
             status=status, text=self.final_text, handoff=handoff, usage=self.usage, iterations=self.iterations,
-            duration_ms=self._elapsed_ms(), reason=_shown_reason(decision), cleared_requests=list(cleared)))
+            duration_ms=self._elapsed_ms(), reason=shown_reason(decision), cleared_requests=list(cleared)))
 
 
     def _handoff_facts(self, status: Status, reason: str) -> HandoffFacts:
@@ -479,23 +479,6 @@ class Turn:
             artifacts=artifacts, iterations=self.iterations,
         )
 
-
-
-def close_turn(ctx: TurnContext, number: int, finished: TurnFinished) -> None:
-    """End turn ``number``: its one turn_finished event, the save that makes it durable, and the
-    journal fold once the clients had the event (a user turn and a /plan run both end here)."""
-    ctx.emit(number, finished)
-    ctx.save()
-    # Folding the journal and rewriting the summaries waits until the clients have had the
-    # turn_finished event (the journal record just written already makes the turn durable).
-    asyncio.get_running_loop().call_soon(ctx.end_of_turn)
-
-
-def _shown_reason(decision: TurnDecision) -> str:
-    """The reason a client sees: none for a plain completion; "acceptance verified" is one it shows."""
-    if decision.status is Status.COMPLETED and not decision.reason.startswith(VERIFIED):
-        return ""
-    return decision.reason
 
 
 def _stored_arguments(call: ToolCall) -> str:
