@@ -43,10 +43,6 @@ class ToolRegistry:
         self._extra[tool.name] = tool
         self._rebuild()
 
-    def unregister(self, name: str) -> None:
-        self._extra.pop(name, None)
-        self._rebuild()
-
     def _rebuild(self) -> None:
         tools = dict(self._remote)
         for layer in (self._local, self._extra):

@@ -20,6 +20,7 @@ class TracingFeature(Feature):
         export = deps.span_export if deps.traces else None
         self.trace = TraceWriter(session.workspace, session.id, on_turn=export.turn_done if export else None
                                  ) if deps.traces else None
+        self.export = export
         if export is not None:
             export.watch(session.id, self._export_failed)
 
@@ -38,3 +39,7 @@ class TracingFeature(Feature):
     def turn_ended(self) -> None:
         if self.trace is not None:
             self.trace.end_turn()
+
+    async def shutdown(self) -> None:
+        if self.export is not None:
+            self.export.unwatch(self.host.session.id)

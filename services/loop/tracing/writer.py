@@ -137,6 +137,10 @@ class SpanExport(Protocol):
         """Call ``report(reason)`` (on the caller's event loop) when this session's spans fail to go out."""
         ...
 
+    def unwatch(self, session_id: str) -> None:
+        """Stop telling ``session_id`` of failed exports (it closed)."""
+        ...
+
     def shutdown(self) -> None: ...
 
 
