@@ -12,7 +12,7 @@ from services.loop.turn import pipeline
 
 REACHED: set[str] = set()
 """``Decision.rule`` of every decide() answer given to a turn during this run (the loop runs in
-process in the LoopStack tests; test_zz_decide_branches.py reads this)."""
+process in the LoopStack tests; test_decide_branches.py reads this)."""
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -27,3 +27,8 @@ def _record_decide_rules() -> Iterator[None]:
     patch.setattr(runner, "decide", recording)  # a /plan run's end
     yield
     patch.undo()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``runs_last`` run after every other collected test, whatever their file's name."""
+    items.sort(key=lambda item: item.get_closest_marker("runs_last") is not None)

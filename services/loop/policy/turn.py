@@ -34,7 +34,7 @@ first:
 10. otherwise continue.
 
 Each answer names its branch (``Decision.rule``, one of ``RULES``); the e2e suite
-checks that every branch is reached (tests/e2e/test_zz_decide_branches.py).
+checks that every branch is reached (tests/e2e/test_decide_branches.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every branch of the turn policy is reached by at least one end-to-end test (runs after the others)."""
+"""Every branch of the turn policy is reached by at least one end-to-end test (marked to run after the others)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tests.e2e.conftest import REACHED
 NEEDED = ("test_loop_turns.py", "test_loop_control.py")
 
 
+@pytest.mark.runs_last
 def test_every_branch_of_decide_is_reached_by_an_e2e_test(request: pytest.FixtureRequest) -> None:
     ran = {item.path.name for item in request.session.items}
     if not all(name in ran for name in NEEDED):
