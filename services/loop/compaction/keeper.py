@@ -29,6 +29,7 @@ from services.loop.core.domain import ToolOutcome
 from services.loop.core.ports import MemoryClient, ModelClient, ToolCall, ToolContext, ToolDef
 from services.loop.core.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
 from services.loop.model.settings import ModelSettings
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level
 from services.loop.turn.prompt import HistoryView, tools_bytes
 
@@ -281,7 +282,7 @@ class ContextKeeper:
         note = str(arguments.get("note") or "").strip()
         if not note:
             return ToolOutcome(call_id, "checkpoint_write", False, "invalid_arguments: send {\"note\": \"...\"}",
-                               error_code="invalid_arguments", error_message="note is empty")
+                               error_code=ErrorCode.INVALID_ARGUMENTS, error_message="note is empty")
         self.note = _one_line(note, self.settings.working_memory_note_chars)
         return ToolOutcome(call_id, "checkpoint_write", True, f"noted: {self.note}")
 

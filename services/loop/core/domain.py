@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from services.loop.policy.codes import ErrorCode
+
 CALL_CAP_WITHOUT_CLOCK_S = 3600.0
 """A call that crosses to another service gets a finite deadline even when the turn has no clock
 (``ai.turn_timeout_seconds: 0``): the longest the loop waits for one tool or MCP call then."""
@@ -105,7 +107,7 @@ class ToolOutcome:
     limit_hit: str = ""
 
     @classmethod
-    def error(cls, call_id: str, tool: str, code: str, message: str, *, limit_hit: str = "") -> ToolOutcome:
+    def error(cls, call_id: str, tool: str, code: ErrorCode, message: str, *, limit_hit: str = "") -> ToolOutcome:
         """A failed call the model sees as ``code: message``."""
         return cls(call_id, tool, False, f"{code}: {message}", error_code=code, error_message=message,
                    limit_hit=limit_hit)

@@ -32,6 +32,7 @@ from services.loop.hooks.config import (
     describe,
 )
 from services.loop.hooks.runner import HookFailed, run_command, run_python
+from services.loop.policy.codes import ErrorCode
 
 Emit = Callable[[EventBody], None]
 MAX_INJECT_CHARS = 4000
@@ -100,7 +101,7 @@ class HookEngine:
         self._next_context += chain.contexts
         if chain.blocked_by is not None:
             hook, reason = chain.blocked_by
-            outcome = ToolOutcome.error(call.id, call.name, "blocked_by_hook",
+            outcome = ToolOutcome.error(call.id, call.name, ErrorCode.BLOCKED_BY_HOOK,
                                     f"the {hook!r} hook refused this call: {reason}; choose another approach")
             outcome.data = {"hook": hook, "reason": reason}
             return outcome

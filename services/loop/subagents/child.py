@@ -46,6 +46,7 @@ from services.loop.core.turn_events import (
     TurnFinished,
     TurnStarted,
 )
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Verdict
 from services.loop.policy.settings import LoopSettings
 from services.loop.tools.registry import ToolRegistry
@@ -215,7 +216,7 @@ def changed_files(turn: Turn) -> list[str]:
 
 def denied_calls(turn: Turn) -> list[str]:
     return [f"{o.tool}: {o.error_code}" for o in turn.outcomes
-            if o.error_code in ("permission_denied", "denied_by_user", "stopped_by_user")]
+            if o.error_code in (ErrorCode.PERMISSION_DENIED, ErrorCode.DENIED_BY_USER, ErrorCode.STOPPED_BY_USER)]
 
 
 def elapsed_ms(started: float) -> float:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.loop.core.errors import LoopError
+from services.loop.policy.codes import ErrorCode
 
 MAX_SCHEMA_CHARS = 4000
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n(.*?)```", re.S)
@@ -55,7 +56,7 @@ class SchemaRefused(LoopError, ValueError):
 
     reason = "schema_refused"
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -63,14 +64,14 @@ class SchemaRefused(LoopError, ValueError):
 def check_schema(schema: Any) -> dict[str, Any]:
     """The schema as given, or ``SchemaRefused`` (``schema_invalid`` / ``schema_too_large``)."""
     if not isinstance(schema, dict):
-        raise SchemaRefused("schema_invalid", f"output_schema must be a JSON object (a schema with 'properties' and "
+        raise SchemaRefused(ErrorCode.SCHEMA_INVALID, f"output_schema must be a JSON object (a schema with 'properties' and "
                                               f"'required'), not {type(schema).__name__}")
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(k, str) for k in required):
-        raise SchemaRefused("schema_invalid", "output_schema.required must be a list of key names")
+        raise SchemaRefused(ErrorCode.SCHEMA_INVALID, "output_schema.required must be a list of key names")
     size = len(json.dumps(schema, ensure_ascii=False))
     if size > MAX_SCHEMA_CHARS:
-        raise SchemaRefused("schema_too_large", f"output_schema is {size} characters serialized; the limit is "
+        raise SchemaRefused(ErrorCode.SCHEMA_TOO_LARGE, f"output_schema is {size} characters serialized; the limit is "
                                                 f"{MAX_SCHEMA_CHARS} (it is sent to the child): send a smaller one")
     return schema
 

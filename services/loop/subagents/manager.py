@@ -43,6 +43,7 @@ from services.loop.core.turn_events import (
     SubagentTaskDone,
     TurnFinished,
 )
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level
 from services.loop.subagents import worktree
 from services.loop.subagents.child import (
@@ -177,11 +178,11 @@ class SubagentManager:
             try:
                 view.model = self._model_for(model_name)
             except AiCodingError as err:
-                return ToolOutcome.error(call.id, call.name, "unknown_model", f"{err}; omit 'model' to use this one")
+                return ToolOutcome.error(call.id, call.name, ErrorCode.UNKNOWN_MODEL, f"{err}; omit 'model' to use this one")
         limits = self._limits()
         running = sum(1 for r in self.runs.values() if not r.finished)
         if running >= limits.max_parallel:
-            return ToolOutcome.error(call.id, call.name, "subagent_capacity",
+            return ToolOutcome.error(call.id, call.name, ErrorCode.SUBAGENT_CAPACITY,
                                  f"{running} subagent(s) already run (max_parallel_subagents={limits.max_parallel}); "
                                  "wait for one to finish (/tasks) or do this step yourself")
         name = str(args.get("name") or "").strip()[:60] or task_label(task)
@@ -189,7 +190,7 @@ class SubagentManager:
         for hook in self.hooks:
             reason = hook.before_start(run)
             if reason:
-                return ToolOutcome.error(call.id, call.name, "subagent_refused", reason)
+                return ToolOutcome.error(call.id, call.name, ErrorCode.SUBAGENT_REFUSED, reason)
         text = task.strip()
         if isinstance(args.get("context"), str) and args["context"].strip():
             text += f"\n\nContext from the agent that delegated this:\n{args['context'].strip()}"
@@ -342,16 +343,16 @@ class SubagentManager:
         if run is None or run.tree is None or not run.finished:
             why = ("it is still running" if run is not None and not run.finished else
                    "it has no worktree changes to apply (none made, already applied, or from before a restart)")
-            return ToolOutcome.error(call.id, call.name, "nothing_to_apply", f"run {run_id}: {why}")
+            return ToolOutcome.error(call.id, call.name, ErrorCode.NOTHING_TO_APPLY, f"run {run_id}: {why}")
         try:
             files = await worktree.apply(run.tree)
         except worktree.ApplyRefused as err:
             paths = f" (clashing: {', '.join(err.paths)})" if err.paths else ""
-            return ToolOutcome.error(call.id, call.name, "apply_conflict",
+            return ToolOutcome.error(call.id, call.name, ErrorCode.APPLY_CONFLICT,
                                  f"{err}{paths}; nothing was applied. Your tree changed where the child worked: "
                                  "read the files and make the change yourself")
         except RuntimeError as err:
-            return ToolOutcome.error(call.id, call.name, "apply_failed", f"{err}; nothing was applied")
+            return ToolOutcome.error(call.id, call.name, ErrorCode.APPLY_FAILED, f"{err}; nothing was applied")
         await worktree.remove(run.tree)
         run.tree = None
         return ToolOutcome(call.id, call.name, True, f"applied the changes of {run.run_id} to {len(files)} file(s): "

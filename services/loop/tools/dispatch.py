@@ -36,6 +36,7 @@ from services.loop.core.turn_events import (
     ToolFinished,
     ToolStarted,
 )
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
 from services.loop.tools.previews import approval_preview, changed_first, checked_preview, wants_dry_run
@@ -105,23 +106,23 @@ async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
     stop = False
     for call in calls:
         if stop:
-            _finish(ctx, ToolOutcome.error(call.id, call.name, "cancelled", "the user stopped the turn"))
+            _finish(ctx, ToolOutcome.error(call.id, call.name, ErrorCode.CANCELLED, "the user stopped the turn"))
             continue
         refusal = await _precheck(ctx, call, runnable)
         if isinstance(refusal, ToolCall):
             runnable.append(refusal)
             continue
         _finish(ctx, refusal)
-        stop = refusal.error_code == "stopped_by_user"
+        stop = refusal.error_code == ErrorCode.STOPPED_BY_USER
     if stop:
         for call in runnable:
-            _finish(ctx, ToolOutcome.error(call.id, call.name, "cancelled", "the user stopped the turn"))
+            _finish(ctx, ToolOutcome.error(call.id, call.name, ErrorCode.CANCELLED, "the user stopped the turn"))
         raise ApprovalStop
     for group in _groups(ctx, runnable):
         await asyncio.gather(*(_execute(ctx, call) for call in group))
 
 
-def fill_cancelled(ctx: DispatchContext, calls: list[ToolCall], code: str, message: str) -> None:
+def fill_cancelled(ctx: DispatchContext, calls: list[ToolCall], code: ErrorCode, message: str) -> None:
     """Give every call without a result an error result (interrupt, turn end)."""
     for call in calls:
         if call.id not in ctx.outcomes:
@@ -141,14 +142,14 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     """The call to run (a tool.before hook may have rewritten its arguments), else its refusal. ``earlier``: calls of this batch already
     cleared to run (they run first, so an approval preview must not assume the files as they are)."""
     if call.truncated:
-        return ToolOutcome.error(call.id, call.name, "truncated_call", call.parse_error)
+        return ToolOutcome.error(call.id, call.name, ErrorCode.TRUNCATED_CALL, call.parse_error)
     if call.parse_error:
-        return ToolOutcome.error(call.id, call.name, "invalid_arguments",
+        return ToolOutcome.error(call.id, call.name, ErrorCode.INVALID_ARGUMENTS,
                              f"the arguments are not a JSON object ({call.parse_error}); send valid JSON")
     tool = ctx.registry.get(call.name)
     if tool is None:
         names = ", ".join(ctx.registry.names())
-        return ToolOutcome.error(call.id, call.name, "unknown_tool",
+        return ToolOutcome.error(call.id, call.name, ErrorCode.UNKNOWN_TOOL,
                              f"no tool named {call.name!r}; available: {names} (more via tool_search)")
     if tool.deferred:
         ctx.registry.load([call.name])  # the model knew the name; load it rather than bounce
@@ -166,7 +167,7 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
             return refused
     verdict = ctx.gate(tool, arguments)
     if verdict.level == Level.DENY:
-        return ToolOutcome.error(call.id, call.name, "permission_denied",
+        return ToolOutcome.error(call.id, call.name, ErrorCode.PERMISSION_DENIED,
                              f"{verdict.reason}; choose another approach")
     if verdict.level == Level.ALLOW:
         return call
@@ -176,8 +177,8 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if is_allowed(resolution.decision):
         return call
     if resolution.decision == Decision.STOP:
-        return ToolOutcome.error(call.id, call.name, "stopped_by_user", "the user stopped the turn")
-    return ToolOutcome.error(call.id, call.name, "denied_by_user",
+        return ToolOutcome.error(call.id, call.name, ErrorCode.STOPPED_BY_USER, "the user stopped the turn")
+    return ToolOutcome.error(call.id, call.name, ErrorCode.DENIED_BY_USER,
                          f"the user did not approve this {call.name} call ({resolution.source}); "
                          "do not retry it unchanged")
 
@@ -187,7 +188,7 @@ def _guarded(ctx: DispatchContext, call: ToolCall, arguments: dict[str, Any]) ->
     try:
         refusal = ctx.guard(call, arguments)
     except Exception as exc:  # a broken guard refuses (fail closed); the call still gets its result
-        refusal = Refusal("guard_failed", f"a safety check failed ({type(exc).__name__}); the call was refused")
+        refusal = Refusal(ErrorCode.GUARD_FAILED, f"a safety check failed ({type(exc).__name__}); the call was refused")
     if refusal is None:
         return None
     return ToolOutcome(call.id, call.name, False, f"{refusal.code}: {refusal.message}", data=refusal.data,
@@ -265,8 +266,8 @@ async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
         else:
             outcome = item
     if outcome is None:
-        return ToolOutcome.error(call.id, call.name, "tool_service_unavailable", "the call ended without a result")
-    if outcome.error_code == "tool_service_unavailable":
+        return ToolOutcome.error(call.id, call.name, ErrorCode.TOOL_SERVICE_UNAVAILABLE, "the call ended without a result")
+    if outcome.error_code == ErrorCode.TOOL_SERVICE_UNAVAILABLE:
         ctx.on_degraded("tools", outcome.error_message)
     outcome.call_id, outcome.tool = call.id, call.name
     return outcome
@@ -278,10 +279,12 @@ async def _run_local(ctx: DispatchContext, call: ToolCall, tool: ToolDef) -> Too
     try:
         return await tool.handler(ctx, call, _args(call))
     except ValueError as err:  # argument validation says what to send instead
-        return ToolOutcome.error(call.id, call.name, "invalid_arguments", str(err))
+        return ToolOutcome.error(call.id, call.name, ErrorCode.INVALID_ARGUMENTS, str(err))
     except AuxiliaryError as err:
         ctx.on_degraded(err.component, err.detail)
-        return ToolOutcome.error(call.id, call.name, err.reason, f"{err.detail}; continue without it")
+        message = f"{err.detail}; continue without it"  # the code names the component: memory_unavailable...
+        return ToolOutcome(call.id, call.name, False, f"{err.reason}: {message}", error_code=err.reason,
+                           error_message=message)
 
 
 def _finish(ctx: DispatchContext, outcome: ToolOutcome) -> None:

@@ -21,6 +21,7 @@ from services.loop.core.approvals import Decision, RequestKind, Resolution
 from services.loop.core.domain import call_deadline
 from services.loop.core.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
 from services.loop.core.turn_events import QuestionAsked, QuestionResolved, ToolChunk
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level
 from services.loop.tools.args import define
 from services.mcp_gateway.elicitation import (
@@ -188,7 +189,7 @@ def tool_search_outcome(call_id: str, found: list[ToolDef]) -> ToolOutcome:
 
 
 def unavailable(call: ToolCall) -> ToolOutcome:
-    return ToolOutcome.error(call.id, call.name, "unavailable", f"{call.name} is not available in this session")
+    return ToolOutcome.error(call.id, call.name, ErrorCode.UNAVAILABLE, f"{call.name} is not available in this session")
 
 
 def mcp_describe_outcome(call_id: str, described: dict[str, str], arguments: dict[str, Any]) -> ToolOutcome:
@@ -196,7 +197,7 @@ def mcp_describe_outcome(call_id: str, described: dict[str, str], arguments: dic
     qualified = f"{arguments.get('server', '')}__{arguments.get('tool', '')}"
     text = described.get(qualified)
     if text is None:
-        return ToolOutcome.error(call_id, "mcp_describe", "unknown_tool",
+        return ToolOutcome.error(call_id, "mcp_describe", ErrorCode.UNKNOWN_TOOL,
                              f"no MCP tool {qualified!r} is connected; use a server__tool name from the MCP catalog")
     return ToolOutcome(call_id, "mcp_describe", True, text)
 

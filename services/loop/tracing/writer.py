@@ -59,12 +59,9 @@ from services.loop.core.turn_events import (
     TurnFinished,
     TurnStarted,
 )
+from services.loop.policy.codes import REFUSAL_CODES
 
 PREVIEW_CHARS = 500
-# Tool results that are refusals before the tool ran (a guard, the permission table, the user),
-# not failures of the tool itself.
-REFUSAL_CODES = frozenset({"duplicate_call", "path_outside_workspace", "guard_failed", "permission_denied",
-                           "denied_by_user", "stopped_by_user"})
 
 
 class TraceRole(Enum):

@@ -20,6 +20,7 @@ from services.loop.core.domain import ToolChunkEvent, ToolOutcome
 from services.loop.core.ports import ToolDef, ToolRunner
 from services.loop.core.turn_events import AcceptanceChecked, EventBody
 from services.loop.policy.acceptance import GateFailure
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level, Verdict
 
 PROOF_TIMEOUT_S = 120.0
@@ -91,10 +92,10 @@ async def _prove(item: AcceptanceItem, deps: GateDeps, seconds: float) -> ProofV
         if not isinstance(event, ToolChunkEvent):
             outcome = event
     elapsed = (time.monotonic() - began) * 1000.0
-    if outcome is None or outcome.error_code == "tool_service_unavailable":
+    if outcome is None or outcome.error_code == ErrorCode.TOOL_SERVICE_UNAVAILABLE:
         return ProofVerdict(item, -1, False, outcome.error_message if outcome else "", "tools_unavailable", elapsed)
     tail = outcome.output[-OUTPUT_TAIL_CHARS:]
-    if outcome.error_code == "tool_timeout":
+    if outcome.error_code == ErrorCode.TOOL_TIMEOUT:
         return ProofVerdict(item, -1, False, tail, "timeout", elapsed)
     code = outcome.data.get("exit_code")
     exit_code = code if isinstance(code, int) else (0 if outcome.ok else 1)

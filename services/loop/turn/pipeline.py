@@ -47,6 +47,7 @@ from services.loop.core.turn_events import (
     TurnStarted,
 )
 from services.loop.policy.acceptance import MAX_GATE_NUDGES, GateFailure
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.guards import DuplicateCallGuard, Refusal, StrategyGate, check_path_escape
 from services.loop.policy.handoff import HandoffFacts, handoff_report
 from services.loop.policy.search import LadderLimits, SearchLadder, search_gate_message
@@ -364,7 +365,7 @@ class Turn:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # the turn itself is being cancelled
-            fill_cancelled(ctx, calls, "cancelled_by_user", "the user cancelled this batch; try another way")
+            fill_cancelled(ctx, calls, ErrorCode.CANCELLED_BY_USER, "the user cancelled this batch; try another way")
         finally:
             self.batch_task = None
             self._record_results(ctx, calls)
@@ -406,7 +407,7 @@ class Turn:
     def _record_results(self, ctx: DispatchContext, calls: list[ToolCall]) -> None:
         if self._step.dispatch is not ctx:
             return
-        fill_cancelled(ctx, calls, "cancelled", "the turn ended before this call finished")
+        fill_cancelled(ctx, calls, ErrorCode.CANCELLED, "the turn ended before this call finished")
         for call in calls:
             outcome = ctx.outcomes[call.id]
             self.outcomes.append(outcome)
