@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from services.loop.core.acceptance import AcceptanceItem
@@ -20,6 +21,7 @@ from services.loop.core.feature import StateSlot
 from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.core.turn_events import Notice
 from services.loop.policy.permissions import Level
+from services.loop.tools.args import define, doc
 
 MAX_ITEMS = 20
 MAX_STATEMENT_CHARS = 300
@@ -148,24 +150,15 @@ def render_items(items: list[AcceptanceItem]) -> str:
     return "\n".join(f"{marks[i.last_passed]} {i.id} [{i.source}] {i.statement} -- {i.command}" for i in items)
 
 
-PROPOSE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "acceptance_propose",
-        "description": (
-            "Propose an acceptance item: a statement that must hold when you finish and a shell command proving "
-            "it (exit 0), e.g. the tests. It runs in the sandbox whenever you stop; a failure comes back to you."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "statement": {"type": "string", "description": "What must hold, in one sentence."},
-                "command": {"type": "string", "description": "Shell command run in the workspace; exit 0 proves it."},
-            },
-            "required": ["statement", "command"],
-        },
-    },
-}
+PROPOSE_DESCRIPTION = (
+    "Propose an acceptance item: a statement that must hold when you finish and a shell command proving "
+    "it (exit 0), e.g. the tests. It runs in the sandbox whenever you stop; a failure comes back to you.")
+
+
+@dataclass(frozen=True)
+class ProposeArgs:
+    statement: str = doc("What must hold, in one sentence.")
+    command: str = doc("Shell command run in the workspace; exit 0 proves it.")
 
 
 class ProposeTool:
@@ -178,12 +171,12 @@ class ProposeTool:
         # WARN: the gate asks under confirm mode, with the command in the approval's preview.
         # Deferred: most turns never propose an item, and its schema would ride in every request
         # (tool_search finds it; calling it by name loads it).
-        return ToolDef.from_spec(PROPOSE_TOOL, permission=Level.WARN, deferred=True, handler=self._handle)
+        return define("acceptance_propose", PROPOSE_DESCRIPTION, ProposeArgs, self._handle,
+                      permission=Level.WARN, deferred=True)
 
-    async def _handle(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+    async def _handle(self, ctx: ToolContext, call: ToolCall, args: ProposeArgs) -> ToolOutcome:
         try:
-            item = self.book.add(str(arguments.get("statement") or ""), str(arguments.get("command") or ""),
-                                 "model")
+            item = self.book.add(args.statement, args.command, "model")
         except AcceptanceError as err:
             raise ValueError(str(err)) from None
         ctx.emit(Notice(level="info", text=f"acceptance item {item.id} proposed by the model: {item.statement} "

@@ -25,7 +25,7 @@ def test_every_defined_tool_of_a_session_sends_the_schema_its_parse_checks(
     stack = make_stack([], memory="down")
     sid = stack.open(interactive=True).session_id
     tools = [t for t in stack.runtime.sessions[sid].tools.all() if t.args is not None]
-    assert {"tool_search", "ask_user", "webfetch"} <= {t.name for t in tools}
+    assert {"tool_search", "ask_user", "webfetch", "acceptance_propose"} <= {t.name for t in tools}
     for tool in tools:
         schema = schema_of(tool.args)
         assert tool.parameters == schema, tool.name
