@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.source_tree import parsed
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("services", "clients")
 
@@ -31,7 +33,7 @@ def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
     as importing ``a.b`` when that is a module, else ``a``)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom):

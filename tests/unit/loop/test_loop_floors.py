@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.source_tree import parsed
+
 ROOT = Path(__file__).resolve().parents[3]
 LOOP = ROOT / "services" / "loop"
 # Below every feature: what core/ may import besides itself.
@@ -23,7 +25,7 @@ def room(module: str) -> str | None:
 def imported_modules(path: Path) -> list[str]:
     """Every ``services.*`` module ``path`` imports, at any depth (TYPE_CHECKING and function-level too)."""
     found: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("services."):
             found.append(node.module)
         elif isinstance(node, ast.Import):

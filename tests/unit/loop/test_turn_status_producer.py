@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.source_tree import parsed
+
 ROOT = Path(__file__).resolve().parents[3]
 DECIDER = Path("services/loop/policy/turn.py")
 # Maps a status to its proto enum or its handoff wording: reads, never chooses one.
@@ -33,7 +35,11 @@ def _decided_names(function: ast.AST) -> set[str]:
 
 def violations(source: str, path: Path) -> list[str]:
     """Places in ``source`` that choose a turn status instead of taking decide()'s."""
-    tree = ast.parse(source)
+    return violations_in(ast.parse(source), path)
+
+
+def violations_in(tree: ast.Module, path: Path) -> list[str]:
+    """Places in ``tree`` (the module at ``path``) that choose a turn status instead of taking decide()'s."""
     parents = _parents(tree)
     # The turn's Status under the name this module gives it (another library's Status is not ours).
     names = {alias.asname or alias.name for node in ast.walk(tree)
@@ -82,7 +88,7 @@ def test_no_module_but_the_turn_policy_chooses_a_turn_status() -> None:
             if path.name.endswith(("_pb2.py", "_pb2_grpc.py")):
                 continue
             relative = path.relative_to(ROOT)
-            found += violations(path.read_text(), relative)
+            found += violations_in(parsed(path), relative)
             checked += 1
     assert checked > 100
     assert not found, "\n".join(found)
