@@ -11,6 +11,7 @@ import grpc
 import pytest
 from ai_coding.v1 import loop_pb2
 
+from services.loop.compaction.feature import DIGESTS
 from tests.service.loop.harness import (
     Conversation,
     LoopStack,
@@ -161,7 +162,7 @@ def test_a_checkpoint_note_left_in_a_step_is_its_receipt_line_and_the_run_leaves
     assert stack.fake.errors == []
     receipt = of(events, "plan_step_receipt")[0]
     assert (receipt.grade, receipt.note) == ("on-claim", "said hello to the user")
-    digests = stack.runtime.sessions[sid].session.turn_digests
+    digests = DIGESTS.read(stack.runtime.sessions[sid].session)
     assert len(digests) == 1 and digests[0].startswith("turn 1 [completed]: /plan greet ->")
 
 

@@ -6,8 +6,16 @@ from typing import Any
 
 from services.loop.compaction.command import budget_command, compact_command
 from services.loop.compaction.keeper import ContextKeeper
-from services.loop.core.feature import Command, Feature, FeatureHost
+from services.loop.compaction.state import CompactionState
+from services.loop.core.feature import Command, Feature, FeatureHost, StateSlot
 from services.loop.core.ports import ModelClient, ToolDef
+
+COMPACTION = StateSlot[CompactionState]("compaction", decode=CompactionState.from_json,
+                                        encode=lambda state: state.to_json())
+"""What compaction decided (the messages stay whole)."""
+DIGESTS = StateSlot[list[str]]("turnDigests", decode=lambda raw: [str(d) for d in raw] if isinstance(raw, list)
+                               else [], encode=list)
+"""The working-memory ring: one line per finished turn."""
 
 
 class CompactionFeature(Feature):
@@ -15,6 +23,7 @@ class CompactionFeature(Feature):
     its decisions in the session record (``compaction``, ``turnDigests``)."""
 
     name = "compaction"
+    slots: tuple[StateSlot[Any], ...] = (COMPACTION, DIGESTS)
 
     def __init__(self, host: FeatureHost) -> None:
         super().__init__()
@@ -45,8 +54,8 @@ class CompactionFeature(Feature):
         return {"compact": compact, "budget": budget}
 
     def before_save(self) -> None:
-        session = self.host.session
-        session.compaction, session.turn_digests = self.keeper.state.to_json(), list(self.keeper.digests)
+        COMPACTION.write(self.host.session, self.keeper.state)
+        DIGESTS.write(self.host.session, list(self.keeper.digests))
 
     def reconfigure(self, deps: Any) -> None:
         self.keeper.reconfigure(deps.compaction, self.host.model)

@@ -48,10 +48,6 @@ class Session:
     usage: dict[str, Any] = field(default_factory=dict)
     harvest_cursor: int = 0
     """Messages before this index were already offered to the memory harvest."""
-    compaction: dict[str, Any] = field(default_factory=dict)
-    """What compaction decided (services/loop/compaction/state.py); the messages stay whole."""
-    turn_digests: list[str] = field(default_factory=list)
-    """The working-memory ring: one line per finished turn."""
     slots: dict[str, Any] = field(default_factory=dict)
     """Other features' persisted state by meta key, as raw JSON (each feature's ``StateSlot``
     decodes its own; a key no feature reads is kept as it was)."""
@@ -87,8 +83,6 @@ class Session:
             "allowedTools": self.allowed_tools,
             "usage": self.usage,
             "harvestCursor": self.harvest_cursor,
-            "compaction": self.compaction,
-            "turnDigests": self.turn_digests,
             **{key: value for key, value in self.slots.items() if key not in _OWN_KEYS},
         }
 
@@ -103,18 +97,16 @@ class Session:
         self.allowed_tools = list(meta.get("allowedTools") or self.allowed_tools)
         self.usage = dict(meta.get("usage") or self.usage)
         self.harvest_cursor = int(meta.get("harvestCursor", self.harvest_cursor))
-        if isinstance(meta.get("compaction"), dict):
-            self.compaction = meta["compaction"]
-        if isinstance(meta.get("turnDigests"), list):
-            self.turn_digests = [str(d) for d in meta["turnDigests"]]
         # A slot is saved only when set, and every meta is whole: a missing key means none (an /accept clear).
-        self.slots = {key: value for key, value in meta.items() if key not in _OWN_KEYS}
+        kept = {key: self.slots[key] for key in JOURNALED_WHEN_CHANGED if key in self.slots and key not in meta}
+        self.slots = {**kept, **{key: value for key, value in meta.items() if key not in _OWN_KEYS}}
 
 
 # Meta keys the Session reads itself (and keys of the snapshot document around them); any other is a slot.
 _OWN_KEYS = frozenset({"id", "workspace", "model", "createdAt", "updatedAt", "taskState", "lastSeq", "turns",
-                       "allowedTools", "usage", "harvestCursor", "compaction", "turnDigests", "generation",
-                       "messages"})
+                       "allowedTools", "usage", "harvestCursor", "generation", "messages"})
+JOURNALED_WHEN_CHANGED = ("compaction", "turnDigests")
+"""Bulky slots a journal record carries only when their value changed: a record without one keeps it."""
 
 
 # ---- message shape: Chat Completions in memory, camelCase on disk ----

@@ -37,6 +37,7 @@ from services.kernel.statedir import ensure_state_dir
 from services.loop.core.errors import SessionNotFound, SessionStorageError, SessionUnreadable
 from services.loop.core.pairing import repair_pairing
 from services.loop.core.record import (
+    JOURNALED_WHEN_CHANGED,
     Message,
     Session,
     SessionSummary,
@@ -72,8 +73,6 @@ class _JournalState:
     written: dict[str, Any] = field(default_factory=dict)
 
 
-# Meta keys a journal record carries only when their value changed since the last record.
-_ONLY_WHEN_CHANGED = ("compaction", "turnDigests")
 
 
 class SessionStore:
@@ -203,8 +202,8 @@ class SessionStore:
         session.updated = time.time()
         new = session.messages[state.saved_count :]
         meta = session.meta()
-        for key in _ONLY_WHEN_CHANGED:
-            if key in state.written and state.written[key] == meta[key]:
+        for key in JOURNALED_WHEN_CHANGED:
+            if key in meta and key in state.written and state.written[key] == meta[key]:
                 del meta[key]
         record = {"at": state.saved_count, "messages": [message_to_disk(m) for m in new], "meta": meta}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
@@ -219,7 +218,7 @@ class SessionStore:
             raise OSError(err.errno, err.strerror, str(self.journal_path(session.id))) from err
         state.saved_count = len(session.messages)
         state.journal_bytes += len(line)
-        state.written.update({key: meta[key] for key in _ONLY_WHEN_CHANGED if key in meta})
+        state.written.update({key: meta[key] for key in JOURNALED_WHEN_CHANGED if key in meta})
 
     def rewrite(self, session: Session) -> None:
         """Persist after history was rewritten in place (compaction, repair)."""
@@ -254,7 +253,7 @@ class SessionStore:
         _atomic_write(self.journal_path(session.id), header, self.fsync)
         state.saved_count = len(session.messages)
         state.journal_bytes = len(header)
-        state.written = {key: doc[key] for key in _ONLY_WHEN_CHANGED}
+        state.written = {key: doc[key] for key in JOURNALED_WHEN_CHANGED if key in doc}
         self.write_summary(session)
 
     # -- loading --
