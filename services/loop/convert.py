@@ -17,7 +17,6 @@ from services.loop.core.domain import InterruptScope
 from services.loop.core.events import Event
 from services.loop.core.ports import ToolOutcome, Usage
 from services.loop.core.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
-from services.loop.core.tasks import TaskState
 from services.loop.core.turn_events import EventBody, LayerStat, TaskItem
 from services.loop.plans.receipts import PLAN
 from services.loop.policy.turn import Status
@@ -147,7 +146,7 @@ def plan_json(session: Session) -> str:
     plan = PLAN.read(session)
     if not (plan.goal or plan.receipts):
         return ""
-    ids = {item.id for item in TaskState.from_json(session.task_state).items}
+    ids = {item.id for item in session.task_state.items}
     receipts = [asdict(r) for r in plan.receipts if r.item_id in ids]
     return json.dumps({"goal": plan.goal, "receipts": receipts}, ensure_ascii=False)
 

@@ -58,7 +58,7 @@ def test_a_three_item_plan_repairs_item_two_stalls_item_three_and_grades_every_i
     assert (workspace / "b.txt").read_text() == "ok\n"
     # The task list says what happened; the parent's history holds the request and the report only.
     rt = stack.runtime.sessions[sid]
-    assert [i["status"] for i in rt.session.task_state["items"]] == ["completed", "completed", "in_progress"]
+    assert [i.status for i in rt.session.task_state.items] == ["completed", "completed", "in_progress"]
     shown = of(events, "task_list_updated")[-1]  # the runner's own marks reach the clients too
     assert [i.status for i in shown.items] == ["completed", "completed", "in_progress"]
     assert [m["role"] for m in rt.session.messages] == ["user", "assistant"]

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.loop.core.tasks import TaskState
+
 Message = dict[str, Any]
 
 
@@ -41,7 +43,8 @@ class Session:
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
     messages: list[Message] = field(default_factory=list)
-    task_state: dict[str, Any] = field(default_factory=dict)
+    task_state: TaskState = field(default_factory=TaskState)
+    """The todo list (todo_write's and a plan's); readers that change it take a copy and assign it back."""
     last_seq: int = 0
     turns: int = 0
     allowed_tools: list[str] = field(default_factory=list)
@@ -77,7 +80,7 @@ class Session:
             "model": self.model,
             "createdAt": self.created,
             "updatedAt": self.updated,
-            "taskState": self.task_state,
+            "taskState": self.task_state.to_json() if self.task_state.goal or self.task_state.items else {},
             "lastSeq": self.last_seq,
             "turns": self.turns,
             "allowedTools": self.allowed_tools,
@@ -91,7 +94,8 @@ class Session:
         self.model = str(meta.get("model", self.model))
         self.created = float(meta.get("createdAt", self.created))
         self.updated = float(meta.get("updatedAt", self.updated))
-        self.task_state = dict(meta.get("taskState") or self.task_state)
+        if meta.get("taskState"):
+            self.task_state = TaskState.from_json(meta["taskState"])
         self.last_seq = int(meta.get("lastSeq", self.last_seq))
         self.turns = int(meta.get("turns", self.turns))
         self.allowed_tools = list(meta.get("allowedTools") or self.allowed_tools)

@@ -11,6 +11,7 @@ receipt (``receipts.py``); the run ends through ``policy.turn.decide`` with
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import logging
 import time
@@ -104,7 +105,7 @@ class PlanRunner:
         """Plan, run the items, report, and end with one turn_finished (never raises for the run's failures)."""
         host = self.host
         self.emit_body(TurnStarted(turn=self.number, input=f"/plan {self.topic}", model=host.model.model_name))
-        self.ctx.session.task_state = TaskState(goal=self.topic).to_json()  # a new plan: new goal, empty list
+        self.ctx.session.task_state = TaskState(goal=self.topic)  # a new plan: new goal, empty list
         PLAN.write(self.ctx.session, PlanRecord(self.topic))
         host.messages.append({"role": "user", "content": f"/plan {self.topic}", "_ts": time.time()})
         self.ctx.save()
@@ -216,7 +217,7 @@ class PlanRunner:
         self._save_receipts()
 
     def _state(self) -> TaskState:
-        return TaskState.from_json(self.ctx.session.task_state)
+        return copy.deepcopy(self.ctx.session.task_state)
 
     def _mark(self, item_id: str, status: str) -> None:
         state = self._state()
@@ -227,7 +228,7 @@ class PlanRunner:
 
     def _set_state(self, state: TaskState) -> None:
         """The runner moved an item (in progress, completed, blocked): saved, and the clients told."""
-        self.ctx.session.task_state = state.to_json()
+        self.ctx.session.task_state = state
         self.emit_body(task_list_event(state))
 
     def _receipt(self, item: TaskItem, index: int, outcome: str, *, attested: bool = True,

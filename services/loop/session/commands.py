@@ -54,7 +54,7 @@ def _model(rt: SessionRuntime, args: str) -> tuple[str, str]:
 
 
 def _todo(rt: SessionRuntime, args: str) -> tuple[str, str]:
-    items = rt.session.task_state.get("items") or []
+    items = rt.session.task_state.to_json()["items"]
     if not items:
         return "no tasks", json.dumps({"items": []})
     lines = [f"[{i.get('status')}] {i.get('id')}. {i.get('content')}" for i in items]

@@ -7,6 +7,7 @@ is registered per session (``tool_def``) rather than listed in local_tools.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,7 @@ class TodoTool:
         """Read at each call: a re-opened idle session may take new settings."""
 
     def state(self) -> TaskState:
-        return TaskState.from_json(self.session.task_state)
+        return copy.deepcopy(self.session.task_state)
 
     def open_items(self) -> list[str]:
         """Contents of the items still pending, in progress or blocked."""
@@ -44,7 +45,7 @@ class TodoTool:
     async def _handle(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
         result = todo_write(self.state(), arguments, enforce_dependencies=self._enforce())
         if result.ok:
-            self.session.task_state = result.state.to_json()
+            self.session.task_state = result.state
             ctx.emit(task_list_event(result.state))
         return ToolOutcome(call.id, call.name, result.ok, result.output, data=result.data,
                            error_code=result.error_code, error_message=result.output if not result.ok else "")
