@@ -24,7 +24,7 @@ from services.loop.core.attachments import InputFile
 from services.loop.core.domain import InterruptScope
 from services.loop.core.errors import BadRequest
 from services.loop.core.events import EventLog, resume_point
-from services.loop.core.feature import SessionFeature
+from services.loop.core.feature import Feature, SessionFeature
 from services.loop.core.instructions import load_notes, render_notes
 from services.loop.core.ports import (
     AcceptanceSource,
@@ -96,7 +96,8 @@ class SessionRuntime(SessionHost):
             self.warnings += feature.warnings
             for tool in feature.tools():
                 self.tools.register(tool)
-            self.events.add_listener(feature.on_event)
+            if type(feature).on_event is not Feature.on_event:  # a listener per event costs: only real ones
+                self.events.add_listener(feature.on_event)
         for feature in self.features:
             feature.installed()
         keys = [slot.key for feature in self.features for slot in feature.slots]
