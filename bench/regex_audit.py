@@ -51,12 +51,14 @@ def _cases() -> list[Case]:
     from clients.cli import attachments, render
     from clients.cli.repl import resume
     from services.kernel import command_limits, command_policy
-    from services.loop import instructions, registry, traces
     from services.loop.compaction import transcripts
+    from services.loop.core import instructions
     from services.loop.model import retry, stream
     from services.loop.plans import paths
     from services.loop.policy import search as search_policy
     from services.loop.subagents import contract
+    from services.loop.tools import registry
+    from services.loop.tracing import writer as traces
     from services.memory import gates, harvest, similarity, tokenizer
     from services.tools import output, runtime, sandbox
     from services.tools import search as tool_search
@@ -90,13 +92,13 @@ def _cases() -> list[Case]:
              lambda s: cp._DISK_DEVICE.match(s), "a long device path"),
         Case("kernel/command_policy.py re.sub('/+')", "rm targets (model)", _rep("/"),
              lambda s: re.sub("/+", "/", s), "slashes"),
-        Case("loop/traces.py redact", "every event field, hook payloads", _rep("sk-"), traces.redact,
+        Case("loop/tracing/writer.py redact", "every event field, hook payloads", _rep("sk-"), traces.redact,
              "sk-sk-sk-..."),
-        Case("loop/traces.py redact", "every event field, hook payloads", _rep("token="), traces.redact,
+        Case("loop/tracing/writer.py redact", "every event field, hook payloads", _rep("token="), traces.redact,
              "token=token=..."),
-        Case("loop/traces.py redact", "every event field, hook payloads", _rep("Bearer  "), traces.redact,
+        Case("loop/tracing/writer.py redact", "every event field, hook payloads", _rep("Bearer  "), traces.redact,
              "Bearer Bearer ..."),
-        Case("loop/traces.py redact", "every event field, hook payloads", lambda n: "Bearer" + " " * (n - 7) + "a",
+        Case("loop/tracing/writer.py redact", "every event field, hook payloads", lambda n: "Bearer" + " " * (n - 7) + "a",
              traces.redact, "Bearer, a space run, a short token"),
         Case("loop/model/stream.py _SURROGATE", "model text and arguments", _rep("\u00e9"),
              lambda s: stream._SURROGATE.search(s), "non-ASCII, no surrogate"),
@@ -108,11 +110,11 @@ def _cases() -> list[Case]:
              finditer(contract._FENCE), "fences without a newline"),
         Case("loop/policy/search.py _GREP_HIT", "grep output (tools)", _rep("a:a:"),
              finditer(search_policy._GREP_HIT), "colons, no line number"),
-        Case("loop/instructions.py _FENCE", "AGENTS.md (the model can write it)", _rep("```\n~~~\n```x\n"),
+        Case("loop/core/instructions.py _FENCE", "AGENTS.md (the model can write it)", _rep("```\n~~~\n```x\n"),
              sub(instructions._FENCE), "fence lines of both kinds"),
-        Case("loop/instructions.py _INLINE_CODE", "AGENTS.md", _rep("`a"), sub(instructions._INLINE_CODE),
+        Case("loop/core/instructions.py _INLINE_CODE", "AGENTS.md", _rep("`a"), sub(instructions._INLINE_CODE),
              "backticks never closed on the line"),
-        Case("loop/instructions.py _IMPORT", "AGENTS.md", _rep("@a"), finditer(instructions._IMPORT), "@a@a@a"),
+        Case("loop/core/instructions.py _IMPORT", "AGENTS.md", _rep("@a"), finditer(instructions._IMPORT), "@a@a@a"),
         Case("loop/compaction/transcripts.py _WORD", "history (model, tools)", _rep("a "),
              finditer(transcripts._WORD), "words"),
         Case("loop/registry.py search split", "tool_search query (model)", _rep("a "),

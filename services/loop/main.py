@@ -22,12 +22,13 @@ from services.loop.adapters.mcp import GrpcMcpClient
 from services.loop.adapters.memory import GrpcMemoryClient
 from services.loop.adapters.tools import GrpcToolRunner
 from services.loop.compaction.settings import compaction_settings
-from services.loop.events import DEFAULT_WINDOW
+from services.loop.core.events import DEFAULT_WINDOW
+from services.loop.core.ports import ModelClient
 from services.loop.hooks.config import parse_hooks
 from services.loop.policy.settings import loop_settings
-from services.loop.ports import ModelClient
-from services.loop.runtime import LoopDeps, LoopRuntime
 from services.loop.servicer import AgentLoopServicer
+from services.loop.session.deps import LoopDeps
+from services.loop.session.open_sessions import LoopRuntime
 
 PROTO_SERVICE = "ai_coding.v1.AgentLoop"
 
@@ -121,6 +122,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str,
         compaction=compaction_settings(config),
         span_export=span_export,
         hooks=hooks,
+        **({"features": shared.features} if shared is not None else {}),
     )
 
 
@@ -241,7 +243,7 @@ def build(config: Config) -> ServiceDef:
 
 def runtime_busy(runtime: LoopRuntime) -> bool:
     """A turn runs or is queued, a client follows a session, or a background child works."""
-    return any(s.busy or s.subagents.running() for s in runtime.sessions.values())
+    return any(s.busy or not s.quiet for s in runtime.sessions.values())  # quiet: no feature works (a child)
 
 
 async def hold_while_busy(runtime: LoopRuntime, rdir: Path, every: float = 2.0) -> None:

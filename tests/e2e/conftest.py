@@ -8,13 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from services.fake_model.server import FakeModelServer, RecordedRequest
-from services.loop import pipeline
 from services.loop.plans import runner
 from services.loop.policy.turn import Decision, Facts, decide
+from services.loop.turn import pipeline
 
 REACHED: set[str] = set()
 """``Decision.rule`` of every decide() answer given to a turn during this run (the loop runs in
-process in the LoopStack tests; test_zz_decide_branches.py reads this)."""
+process in the LoopStack tests; test_decide_branches.py reads this)."""
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -64,3 +64,6 @@ def _named_tools_are_offered() -> Iterator[None]:
                          for where, names in gaps.items()]
     if problems:
         pytest.fail("tools named but not offered:\n" + "\n".join(sorted(set(problems))), pytrace=False)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``runs_last`` run after every other collected test, whatever their file's name."""
+    items.sort(key=lambda item: item.get_closest_marker("runs_last") is not None)

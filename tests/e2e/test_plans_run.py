@@ -11,6 +11,7 @@ import grpc
 import pytest
 from ai_coding.v1 import loop_pb2
 
+from services.loop.compaction.feature import DIGESTS
 from tests.service.loop.harness import (
     Conversation,
     LoopStack,
@@ -57,7 +58,7 @@ def test_a_three_item_plan_repairs_item_two_stalls_item_three_and_grades_every_i
     assert (workspace / "b.txt").read_text() == "ok\n"
     # The task list says what happened; the parent's history holds the request and the report only.
     rt = stack.runtime.sessions[sid]
-    assert [i["status"] for i in rt.session.task_state["items"]] == ["completed", "completed", "in_progress"]
+    assert [i.status for i in rt.session.task_state.items] == ["completed", "completed", "in_progress"]
     shown = of(events, "task_list_updated")[-1]  # the runner's own marks reach the clients too
     assert [i.status for i in shown.items] == ["completed", "completed", "in_progress"]
     assert [m["role"] for m in rt.session.messages] == ["user", "assistant"]
@@ -161,7 +162,7 @@ def test_a_checkpoint_note_left_in_a_step_is_its_receipt_line_and_the_run_leaves
     assert stack.fake.errors == []
     receipt = of(events, "plan_step_receipt")[0]
     assert (receipt.grade, receipt.note) == ("on-claim", "said hello to the user")
-    digests = stack.runtime.sessions[sid].session.turn_digests
+    digests = DIGESTS.read(stack.runtime.sessions[sid].session)
     assert len(digests) == 1 and digests[0].startswith("turn 1 [completed]: /plan greet ->")
 
 

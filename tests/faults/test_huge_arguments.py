@@ -17,7 +17,7 @@ import pytest
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
 from services.fake_model import FakeModelServer
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 from tests.service.loop.harness import Conversation, finished, status_name
 from tests.support.processes import HealthProbe, ServiceProcess, write_user_config
 

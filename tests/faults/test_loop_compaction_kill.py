@@ -14,10 +14,11 @@ from ai_coding.v1 import loop_pb2
 
 from services.fake_model import FakeModelServer
 from services.kernel.config import Config
-from services.loop.compaction.state import CompactionState, build_view, validate
+from services.loop.compaction.feature import COMPACTION
+from services.loop.compaction.state import build_view, validate
 from services.loop.compaction.summary import SUMMARY_MARKER
-from services.loop.pairing import is_paired
-from services.loop.sessions import SessionStore
+from services.loop.core.pairing import is_paired
+from services.loop.core.sessions import SessionStore
 from tests.faults.test_loop_crash import LoopProcess, _open
 from tests.service.loop.harness import Conversation, ServiceThread, finished, kinds, status_name
 
@@ -86,7 +87,7 @@ def test_a_loop_killed_mid_compaction_reloads_every_step_and_the_previous_checkp
     assert not [w for w in warnings if "corrupt" in w], warnings
     tools = [m for m in session.messages if m["role"] == "tool"]
     assert len(tools) >= done and all(len(m["content"]) > 19_000 for m in tools)  # every completed step
-    state = CompactionState.from_json(session.compaction)
+    state = COMPACTION.read(session)
     assert state.checkpoint is not None and state.checkpoint.summary == FIRST_SUMMARY
     assert validate(session.messages, state) == (state, "")  # its anchor matches the reloaded record
     assert is_paired(build_view(session.messages, state))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from services.fake_model import FakeModelServer
 from services.loop.compaction.summary import SUMMARY_MARKER
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 from tests.e2e.test_loop_compaction import BIG_OUTPUT, INSTRUCTION, bash_step, long_stack
 from tests.service.loop.harness import LoopStack, fake, finished, status_name, workspace
 

@@ -21,9 +21,10 @@ from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import reason_of
-from services.loop.errors import ToolServiceError
+from services.loop.core.errors import ToolServiceError
+from services.loop.core.ports import ToolChunkEvent, ToolDef, ToolOutcome
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolChunkEvent, ToolDef, ToolOutcome
 
 # Control calls (open, list, close) are local and quick; a longer wait means the
 # service is wedged, and the loop would rather degrade than hang.
@@ -78,7 +79,7 @@ def unavailable(call_id: str, tool: str, detail: str, started: float) -> ToolOut
         tool=tool,
         ok=False,
         output=f"tool_service_unavailable: {detail}. {UNAVAILABLE_HINT}",
-        error_code="tool_service_unavailable",
+        error_code=ErrorCode.TOOL_SERVICE_UNAVAILABLE,
         error_message=f"{detail}. {UNAVAILABLE_HINT}",
         duration_ms=(time.monotonic() - started) * 1000.0,
     )
@@ -242,7 +243,7 @@ def _rpc_failure(err: grpc.RpcError, call_id: str, tool: str, started: float) ->
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return ToolOutcome(
             call_id=call_id, tool=tool, ok=False, output="tool_timeout: the call ran out of time",
-            error_code="tool_timeout", error_message="the call ran out of the turn's remaining time",
+            error_code=ErrorCode.TOOL_TIMEOUT, error_message="the call ran out of the turn's remaining time",
             duration_ms=(time.monotonic() - started) * 1000.0, limit_hit="timeout",
         )
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN, None):

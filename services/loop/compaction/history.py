@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.loop.compaction.transcripts import Transcripts
-from services.loop.domain import ToolOutcome
-from services.loop.errors import AuxiliaryError
-from services.loop.ports import ArchivedRecord, MemoryClient
+from services.loop.core.domain import ToolOutcome
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import ArchivedRecord, MemoryClient
+from services.loop.policy.codes import ErrorCode
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -54,7 +55,7 @@ def hits_outcome(call_id: str, hits: list[ArchivedRecord], note: str = "") -> To
 
 def empty_query(call_id: str) -> ToolOutcome:
     return ToolOutcome(call_id, "history_search", False, "invalid_arguments: send {\"query\": \"words\"}",
-                       error_code="invalid_arguments", error_message="query is empty")
+                       error_code=ErrorCode.INVALID_ARGUMENTS, error_message="query is empty")
 
 
 def local_search(transcripts: Transcripts, session_id: str, call_id: str, arguments: dict[str, Any],

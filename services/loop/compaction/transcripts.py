@@ -22,7 +22,7 @@ from typing import Any
 
 from services.kernel.diskfull import disk_full_sentence, is_disk_full
 from services.kernel.statedir import ensure_state_dir
-from services.loop.ports import ArchivedRecord
+from services.loop.core.ports import ArchivedRecord
 
 Message = dict[str, Any]
 TRANSCRIPTS = "transcripts"

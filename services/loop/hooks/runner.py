@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.host_process import safe_env
+from services.loop.core.errors import LoopError
 from services.loop.hooks.config import HookSpec
 
 ENV_ALLOW = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
@@ -32,8 +33,10 @@ MAX_OUTPUT_BYTES = 1_000_000
 KILL_GRACE_S = 2.0
 
 
-class HookFailed(Exception):
+class HookFailed(LoopError):
     """The hook did not give a usable answer; ``outcome`` is "timeout" or "failed"."""
+
+    reason = "hook_failed"
 
     def __init__(self, outcome: str, detail: str) -> None:
         super().__init__(detail)

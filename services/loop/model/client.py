@@ -1,6 +1,6 @@
 """``OpenAIModelClient``: one streamed Chat Completions step with our own retries.
 
-Implements ``services.loop.ports.ModelClient``. The openai package's retries
+Implements ``services.loop.core.ports.ModelClient``. The openai package's retries
 are off (``max_retries=0``) so that every retry is visible here: 429 (with
 Retry-After), 408, 5xx, dropped connections and dropped streams are retried
 with jittered exponential backoff, bounded by ``max_retries`` and
@@ -35,7 +35,8 @@ from typing import Any
 import httpx2
 import openai
 
-from services.loop.domain import ModelCall
+from services.loop.core.domain import ModelCall
+from services.loop.core.ports import Message, ModelError, StepResult
 from services.loop.model.error_body import read_error
 from services.loop.model.failures import ERROR_REASON, AttemptFailed, classify, give_up, stream_error
 from services.loop.model.providers import (
@@ -57,7 +58,6 @@ from services.loop.model.stream import (
     foreign_shape,
 )
 from services.loop.model.usage import normalize_usage, prefix_ratio, step_cost
-from services.loop.ports import Message, ModelError, StepResult
 
 # The fields of a request the loop can do without when a server refuses one (the core of a
 # Chat Completions request, model/messages/stream/tools, is never dropped).

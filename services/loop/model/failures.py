@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 import openai
 
-from services.loop.domain import ModelCall
-from services.loop.errors import ModelError
+from services.loop.core.domain import ModelCall
+from services.loop.core.errors import ModelError
 from services.loop.model.error_body import ErrorReply, read_error, rejected_param, stated_window
 from services.loop.model.providers import get_provider
 from services.loop.model.retry import (

@@ -12,20 +12,26 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from services.loop.plans.items import AcceptanceItem
+from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.errors import LoopError
+from services.loop.core.feature import StateSlot
+from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.turn_events import Notice
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
-from services.loop.turn_events import Notice
+from services.loop.tools.args import define, doc
 
 MAX_ITEMS = 20
 MAX_STATEMENT_CHARS = 300
 MAX_COMMAND_CHARS = 2000
 
 
-class AcceptanceError(ValueError):
+class AcceptanceError(LoopError, ValueError):
     """An item or an /accept line that cannot be used; the text says what to send instead."""
+
+    reason = "acceptance_invalid"
 
 
 def make_item(item_id: str, statement: str, command: str, source: str) -> AcceptanceItem:
@@ -60,7 +66,7 @@ class AcceptanceBook:
     """The acceptance items of one session: the user config's for its workspace, then its own
     (``load`` / ``store`` read and write those in the session record)."""
 
-    def __init__(self, load: Callable[[], list[Any]], store: Callable[[list[dict[str, Any]]], None],
+    def __init__(self, load: Callable[[], list[AcceptanceItem]], store: Callable[[list[AcceptanceItem]], None],
                  configured: Iterable[AcceptanceItem] = ()) -> None:
         self._load = load
         self._store = store
@@ -68,14 +74,14 @@ class AcceptanceBook:
 
     def own(self) -> list[AcceptanceItem]:
         """The items saved with the session."""
-        return [item for raw in self._load() if (item := AcceptanceItem.from_json(raw)) is not None]
+        return list(self._load())
 
     def items(self) -> list[AcceptanceItem]:
         """Every item the gate checks (``ports.AcceptanceSource``)."""
         return [*self.configured, *self.own()]
 
     def _save(self, items: Iterable[AcceptanceItem]) -> None:
-        self._store([i.to_json() for i in items])
+        self._store(list(items))
 
     def add(self, statement: str, command: str, source: str) -> AcceptanceItem:
         """Add one item (an item with the same command is replaced, keeping its id)."""
@@ -107,32 +113,14 @@ class AcceptanceBook:
         self._save(items)
 
 
-class NoAcceptance:
-    """An ``AcceptanceSource`` without items (a subagent child: its parent's gate checks the work)."""
-
-    def items(self) -> list[AcceptanceItem]:
-        return []
-
-    def record(self, verdicts: Mapping[str, bool]) -> None:
-        return None
+def _decode_items(raw: Any) -> list[AcceptanceItem]:
+    return [item for entry in raw if (item := AcceptanceItem.from_json(entry)) is not None] if isinstance(
+        raw, list) else []
 
 
-class FixedAcceptance:
-    """An ``AcceptanceSource`` over a fixed list (a plan step: its item's ``verify``)."""
-
-    def __init__(self, items: Iterable[AcceptanceItem]) -> None:
-        self._items = list(items)
-        self.verdicts: list[bool] = []
-        """Every verdict given, in order (a receipt's grade reads them)."""
-
-    def items(self) -> list[AcceptanceItem]:
-        return self._items
-
-    def record(self, verdicts: Mapping[str, bool]) -> None:
-        self.verdicts.extend(verdicts.values())
-        for item in self._items:
-            if item.id in verdicts:
-                item.last_passed = verdicts[item.id]
+ACCEPTANCE = StateSlot[list[AcceptanceItem]](
+    "acceptance", decode=_decode_items, encode=lambda items: [i.to_json() for i in items] or None)
+"""The session's own acceptance items (saved only when there are any)."""
 
 
 def config_items(entries: Any, workspace: str) -> list[AcceptanceItem]:
@@ -162,24 +150,15 @@ def render_items(items: list[AcceptanceItem]) -> str:
     return "\n".join(f"{marks[i.last_passed]} {i.id} [{i.source}] {i.statement} -- {i.command}" for i in items)
 
 
-PROPOSE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "acceptance_propose",
-        "description": (
-            "Propose an acceptance item: a statement that must hold when you finish and a shell command proving "
-            "it (exit 0), e.g. the tests. It runs in the sandbox whenever you stop; a failure comes back to you."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "statement": {"type": "string", "description": "What must hold, in one sentence."},
-                "command": {"type": "string", "description": "Shell command run in the workspace; exit 0 proves it."},
-            },
-            "required": ["statement", "command"],
-        },
-    },
-}
+PROPOSE_DESCRIPTION = (
+    "Propose an acceptance item: a statement that must hold when you finish and a shell command proving "
+    "it (exit 0), e.g. the tests. It runs in the sandbox whenever you stop; a failure comes back to you.")
+
+
+@dataclass(frozen=True)
+class ProposeArgs:
+    statement: str = doc("What must hold, in one sentence.")
+    command: str = doc("Shell command run in the workspace; exit 0 proves it.")
 
 
 class ProposeTool:
@@ -192,12 +171,12 @@ class ProposeTool:
         # WARN: the gate asks under confirm mode, with the command in the approval's preview.
         # Deferred: most turns never propose an item, and its schema would ride in every request
         # (tool_search finds it; calling it by name loads it).
-        return ToolDef.from_spec(PROPOSE_TOOL, permission=Level.WARN, deferred=True, handler=self._handle)
+        return define("acceptance_propose", PROPOSE_DESCRIPTION, ProposeArgs, self._handle,
+                      permission=Level.WARN, deferred=True)
 
-    async def _handle(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
+    async def _handle(self, ctx: ToolContext, call: ToolCall, args: ProposeArgs) -> ToolOutcome:
         try:
-            item = self.book.add(str(arguments.get("statement") or ""), str(arguments.get("command") or ""),
-                                 "model")
+            item = self.book.add(args.statement, args.command, "model")
         except AcceptanceError as err:
             raise ValueError(str(err)) from None
         ctx.emit(Notice(level="info", text=f"acceptance item {item.id} proposed by the model: {item.statement} "

@@ -27,6 +27,7 @@ from typing import Any
 
 from services.kernel.command_policy import TooComplex, command_parts
 from services.kernel.errors import ConfigError
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.settings import BashPolicy
 
 # Calls that change the world: after one succeeds, earlier identical reads may
@@ -44,7 +45,7 @@ def canonical_call(tool: str, arguments: Mapping[str, Any]) -> str:
 class Refusal:
     """A guard's refusal: a stable code and a sentence the model can act on."""
 
-    code: str
+    code: ErrorCode
     message: str
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -65,7 +66,7 @@ class DuplicateCallGuard:
         if len(earlier) >= self.threshold:
             last = earlier[-1]
             return Refusal(
-                "duplicate_call",
+                ErrorCode.DUPLICATE_CALL,
                 f"This exact {tool} call already ran {len(earlier)} times (last as {last}); its result is in "
                 f"that tool message. Use it, or change the arguments or the approach.",
                 {"earlier_call_id": last, "count": len(earlier) + 1},
@@ -212,7 +213,7 @@ def check_path_escape(command: str, workspace: str, strict: bool) -> tuple[list[
     if not escaped or not strict:
         return escaped, None
     return escaped, Refusal(
-        "path_outside_workspace",
+        ErrorCode.PATH_OUTSIDE_WORKSPACE,
         f"This command names paths outside the workspace ({', '.join(escaped[:3])}) and strict_paths is on. "
         "Work inside the workspace or use relative paths.",
         {"paths": escaped},

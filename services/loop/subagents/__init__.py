@@ -2,6 +2,6 @@
 
 - ``contract``: the ``output_schema`` checks and the tolerant parse (pure);
 - ``packet``: what a run returns and how it maps to the parent's tool result;
-- ``child``: the child's ``ports.TurnHost`` over the parent session;
+- ``child``: a child run's state and its ``ports.TurnContext`` over the parent session;
 - ``manager``: one session's runs (foreground, background, capacity, table, transcripts).
 """

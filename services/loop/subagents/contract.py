@@ -18,14 +18,45 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.loop.core.errors import LoopError
+from services.loop.policy.codes import ErrorCode
+
 MAX_SCHEMA_CHARS = 4000
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n(.*?)```", re.S)
 
 
-class SchemaRefused(ValueError):
+# The subAgent and subagent_apply tools as the model is sent them.
+SUBAGENT_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "Self-contained: the child sees only this and context."},
+        "name": {"type": "string", "description": "Short label."},
+        "context": {"type": "string"},
+        "background": {"type": "boolean", "description": "Return a run id now; the result comes later."},
+        "output_schema": {"type": "object", "description": "JSON Schema ('required' checked) for the "
+                                                           "child's final JSON: the packet gets 'facts'."},
+        "tools": {"type": "array", "items": {"type": "string"}},
+        "model": {"type": "string"},
+        "isolation": {"type": "string", "enum": ["worktree", "shared"]},
+    },
+    "required": ["task"],
+}
+APPLY_PARAMETERS: dict[str, Any] = {
+    "type": "object", "properties": {"run_id": {"type": "string", "description": "Run id (or the child's name)."}},
+    "required": ["run_id"]}
+APPLY_DESCRIPTION = ("Apply the changes a subagent left in its git worktree (the packet's 'worktree') to your "
+                     "tree, all or nothing; a conflict applies nothing.")
+SUBAGENT_DESCRIPTION = ("Delegate a task to a child agent (fresh history, own limits, no subAgent). Returns a "
+                        "packet: status, final_text, files_changed, usage. A writing child in a git repository "
+                        "works in a worktree (apply with subagent_apply).")
+
+
+class SchemaRefused(LoopError, ValueError):
     """An ``output_schema`` the run refuses before starting; ``code`` is the tool error code."""
 
-    def __init__(self, code: str, message: str) -> None:
+    reason = "schema_refused"
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -33,14 +64,14 @@ class SchemaRefused(ValueError):
 def check_schema(schema: Any) -> dict[str, Any]:
     """The schema as given, or ``SchemaRefused`` (``schema_invalid`` / ``schema_too_large``)."""
     if not isinstance(schema, dict):
-        raise SchemaRefused("schema_invalid", f"output_schema must be a JSON object (a schema with 'properties' and "
+        raise SchemaRefused(ErrorCode.SCHEMA_INVALID, f"output_schema must be a JSON object (a schema with 'properties' and "
                                               f"'required'), not {type(schema).__name__}")
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(k, str) for k in required):
-        raise SchemaRefused("schema_invalid", "output_schema.required must be a list of key names")
+        raise SchemaRefused(ErrorCode.SCHEMA_INVALID, "output_schema.required must be a list of key names")
     size = len(json.dumps(schema, ensure_ascii=False))
     if size > MAX_SCHEMA_CHARS:
-        raise SchemaRefused("schema_too_large", f"output_schema is {size} characters serialized; the limit is "
+        raise SchemaRefused(ErrorCode.SCHEMA_TOO_LARGE, f"output_schema is {size} characters serialized; the limit is "
                                                 f"{MAX_SCHEMA_CHARS} (it is sent to the child): send a smaller one")
     return schema
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from services.loop.domain import Usage
+from services.loop.core.domain import Usage
+from services.loop.core.turn_events import SubagentFinished
 from services.loop.subagents.packet import SubagentPacket
-from services.loop.turn_events import SubagentFinished
 
 
 def broken_end(run_id: str, name: str, status: str, reason: str, elapsed: float, isolation_note: str = ""

@@ -32,11 +32,19 @@ from typing import Any, Protocol
 
 from services.kernel.errors import AiCodingError
 from services.kernel.statedir import ensure_state_dir
-from services.loop.domain import ToolCall, ToolOutcome
-from services.loop.local_tools import error_outcome
-from services.loop.pipeline import Turn
+from services.loop.core.domain import ToolCall, ToolOutcome
+from services.loop.core.ports import ModelClient, ToolContext, ToolDef
+from services.loop.core.turn_events import (
+    Degraded,
+    EventBody,
+    SubagentFinished,
+    SubagentScope,
+    SubagentStarted,
+    SubagentTaskDone,
+    TurnFinished,
+)
+from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level
-from services.loop.ports import ModelClient, ToolContext, ToolDef
 from services.loop.subagents import worktree
 from services.loop.subagents.child import (
     ChildHost,
@@ -47,19 +55,28 @@ from services.loop.subagents.child import (
     elapsed_ms,
     new_turn,
 )
-from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
+from services.loop.subagents.contract import (
+    APPLY_DESCRIPTION,
+    APPLY_PARAMETERS,
+    SUBAGENT_DESCRIPTION,
+    SUBAGENT_PARAMETERS,
+    SchemaRefused,
+    check_schema,
+    parse_facts,
+    schema_instructions,
+)
 from services.loop.subagents.ending import broken_end
 from services.loop.subagents.held import apply_holding_back, held_note
-from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
-from services.loop.turn_events import (
-    Degraded,
-    EventBody,
-    SubagentFinished,
-    SubagentScope,
-    SubagentStarted,
-    SubagentTaskDone,
-    TurnFinished,
+from services.loop.subagents.packet import (
+    FINAL_TEXT_CHARS,
+    STATUS_OF_TURN,
+    SubagentPacket,
+    packet_summary,
+    read_json_object,
+    task_label,
+    usage_dict,
 )
+from services.loop.turn.pipeline import Turn
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -68,31 +85,6 @@ TRANSCRIPTS_DIR = Path(".ai-coding") / "transcripts" / "subagents"
 RUNNING_DIR = TRANSCRIPTS_DIR / "running"
 # A foreground child ends this long before its parent's clock, so its packet still reaches the parent.
 PARENT_MARGIN_S = 2.0
-
-SUBAGENT_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "task": {"type": "string", "description": "Self-contained: the child sees only this and context."},
-        "name": {"type": "string", "description": "Short label."},
-        "context": {"type": "string"},
-        "background": {"type": "boolean", "description": "Return a run id now; the result comes later."},
-        "output_schema": {"type": "object", "description": "JSON Schema ('required' checked) for the "
-                                                           "child's final JSON: the packet gets 'facts'."},
-        "tools": {"type": "array", "items": {"type": "string"}},
-        "model": {"type": "string"},
-        "isolation": {"type": "string", "enum": ["worktree", "shared"]},
-    },
-    "required": ["task"],
-}
-APPLY_PARAMETERS: dict[str, Any] = {
-    "type": "object", "properties": {"run_id": {"type": "string", "description": "Run id (or the child's name)."}},
-    "required": ["run_id"]}
-APPLY_DESCRIPTION = ("Apply the changes a subagent left in its git worktree (the packet's 'worktree') to your "
-                     "tree, all or nothing; a conflict applies nothing.")
-SUBAGENT_DESCRIPTION = ("Delegate a task to a child agent (fresh history, own limits, no subAgent). Returns a "
-                        "packet: status, final_text, files_changed, usage. A writing child in a git repository "
-                        "works in a worktree (apply with subagent_apply).")
-
 
 class SubagentHook(Protocol):
     """Called around every run (hooks' ``subagent.start`` / ``subagent.end``)."""
@@ -178,7 +170,7 @@ class SubagentManager:
             try:
                 schema = check_schema(args["output_schema"])
             except SchemaRefused as err:
-                return error_outcome(call.id, call.name, err.code, str(err))
+                return ToolOutcome.error(call.id, call.name, err.code, str(err))
         only = args.get("tools")
         if only is not None and (not isinstance(only, list) or not all(isinstance(t, str) for t in only)):
             raise ValueError("'tools' must be a list of tool names")
@@ -188,19 +180,19 @@ class SubagentManager:
             try:
                 view.model = self._model_for(model_name)
             except AiCodingError as err:
-                return error_outcome(call.id, call.name, "unknown_model", f"{err}; omit 'model' to use this one")
+                return ToolOutcome.error(call.id, call.name, ErrorCode.UNKNOWN_MODEL, f"{err}; omit 'model' to use this one")
         limits = self._limits()
         running = sum(1 for r in self.runs.values() if not r.finished)
         if running >= limits.max_parallel:
-            return error_outcome(call.id, call.name, "subagent_capacity",
+            return ToolOutcome.error(call.id, call.name, ErrorCode.SUBAGENT_CAPACITY,
                                  f"{running} subagent(s) already run (max_parallel_subagents={limits.max_parallel}); "
                                  "wait for one to finish (/tasks) or do this step yourself")
-        name = str(args.get("name") or "").strip()[:60] or _label(task)
+        name = str(args.get("name") or "").strip()[:60] or task_label(task)
         run = RunRecord(_new_run_id(), name, task.strip(), bool(args.get("background")), call.id)
         for hook in self.hooks:
             reason = hook.before_start(run)
             if reason:
-                return error_outcome(call.id, call.name, "subagent_refused", reason)
+                return ToolOutcome.error(call.id, call.name, ErrorCode.SUBAGENT_REFUSED, reason)
         text = task.strip()
         if isinstance(args.get("context"), str) and args["context"].strip():
             text += f"\n\nContext from the agent that delegated this:\n{args['context'].strip()}"
@@ -308,7 +300,7 @@ class SubagentManager:
         if run.background:
             self._clear_marker(run.run_id)
             self._emit(SubagentTaskDone(run_id=run.run_id, name=run.name, status=packet.status,
-                                        summary=_summary(packet), elapsed_ms=packet.elapsed_ms, usage=host.usage,
+                                        summary=packet_summary(packet), elapsed_ms=packet.elapsed_ms, usage=host.usage,
                                         origin_session_id=self.session_id,
                                         transcript_path=packet.transcript_path), None)
         return packet
@@ -376,16 +368,16 @@ class SubagentManager:
         if run is None or run.tree is None or not run.finished:
             why = ("it is still running" if run is not None and not run.finished else
                    "it has no worktree changes to apply (none made, already applied, or from before a restart)")
-            return error_outcome(call.id, call.name, "nothing_to_apply", f"run {run_id}: {why}")
+            return ToolOutcome.error(call.id, call.name, ErrorCode.NOTHING_TO_APPLY, f"run {run_id}: {why}")
         try:
             files, held = await apply_holding_back(run.tree)
         except worktree.ApplyRefused as err:
             paths = f" (clashing: {', '.join(err.paths)})" if err.paths else ""
-            return error_outcome(call.id, call.name, "apply_conflict",
+            return ToolOutcome.error(call.id, call.name, ErrorCode.APPLY_CONFLICT,
                                  f"{err}{paths}; nothing was applied. Your tree changed where the child worked: "
                                  "read the files and make the change yourself")
         except RuntimeError as err:
-            return error_outcome(call.id, call.name, "apply_failed", f"{err}; nothing was applied")
+            return ToolOutcome.error(call.id, call.name, ErrorCode.APPLY_FAILED, f"{err}; nothing was applied")
         tree, run.tree = run.tree, None
         await worktree.remove(tree, keep_branch=bool(held))  # what was held back stays on the branch
         return ToolOutcome(call.id, call.name, True, f"applied the changes of {run.run_id} to {len(files)} file(s): "
@@ -511,7 +503,7 @@ class SubagentManager:
         if not folder.is_dir():
             return []
         for marker in sorted(folder.glob("*.json")):
-            doc = _read_json(marker)
+            doc = read_json_object(marker)
             if doc is None or doc.get("session_id") != self.session_id or doc.get("pid") == os.getpid():
                 continue  # another session's, or ours: still running in this loop
             with contextlib.suppress(OSError):
@@ -519,7 +511,7 @@ class SubagentManager:
                 os.replace(marker, lost_dir / marker.name)
         lost: list[dict[str, Any]] = []
         for marker in sorted(lost_dir.glob("*.json")) if lost_dir.is_dir() else []:
-            doc = _read_json(marker)
+            doc = read_json_object(marker)
             if doc is not None and doc.get("session_id") == self.session_id:
                 lost.append({"run_id": str(doc.get("run_id", marker.stem)), "name": str(doc.get("name", "")),
                              "status": "lost", "started": doc.get("started", 0)})
@@ -527,24 +519,6 @@ class SubagentManager:
         return lost[-MAX_ROWS:]
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
 def _new_run_id() -> str:
     """Short and random (not time-ordered), so a few characters of it name a run in /tasks stop."""
     return f"sa-{secrets.token_hex(4)}"
-
-
-def _label(task: str) -> str:
-    head = " ".join(task.split())
-    return head[:40] + ("…" if len(head) > 40 else "")
-
-
-def _summary(packet: SubagentPacket) -> str:
-    text = " ".join(packet.final_text.split()) or packet.exit_reason or packet.status
-    return text[:160]
-

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from services.loop.domain import ToolOutcome, Usage
+from services.loop.core.domain import ToolOutcome, Usage
 
 # The child's turn status -> the packet's status (completed / max_iterations / timeout / failed / cancelled).
 STATUS_OF_TURN = {"completed": "completed", "max_iterations": "max_iterations", "budget": "max_iterations",
@@ -70,3 +71,24 @@ class SubagentPacket:
 def usage_dict(usage: Usage) -> dict[str, int]:
     return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "total_tokens": usage.total_tokens}
+
+
+def task_label(task: str) -> str:
+    """A run's label from its task: the first 40 characters of it on one line."""
+    head = " ".join(task.split())
+    return head[:40] + ("…" if len(head) > 40 else "")
+
+
+def packet_summary(packet: SubagentPacket) -> str:
+    """One line of what a run gave (its answer, else why it ended)."""
+    text = " ".join(packet.final_text.split()) or packet.exit_reason or packet.status
+    return text[:160]
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """A run's JSON file (marker or transcript) as an object; None when it is not one or unreadable."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None

@@ -35,6 +35,7 @@ from services.kernel.diskfull import disk_full_sentence, is_disk_full
 from services.kernel.host_process import GIT_SAFE_FLAGS, git_env
 from services.kernel.pids import pid_alive
 from services.kernel.statedir import ensure_state_dir
+from services.loop.core.errors import LoopError
 
 WORKTREES_DIR = Path(".ai-coding") / "worktrees"
 BRANCH_PREFIX = "ai-coding/sub/"
@@ -46,12 +47,16 @@ _GIT_FLAGS = (*GIT_SAFE_FLAGS, "-c", "user.name=ai-coding subagent", "-c", "user
 _DIFF = ("--ignore-submodules=all", "--no-ext-diff", "--no-textconv")
 
 
-class IsolationUnavailable(Exception):
+class IsolationUnavailable(LoopError):
     """The child cannot have a worktree (no git, not a repository): it shares the workspace."""
 
+    reason = "isolation_unavailable"
 
-class ApplyRefused(Exception):
+
+class ApplyRefused(LoopError):
     """The child's diff cannot be applied cleanly; ``paths`` are the clashing files."""
+
+    reason = "apply_refused"
 
     def __init__(self, message: str, paths: list[str]) -> None:
         super().__init__(message)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.loop.traces import REFUSAL_CODES
+from services.loop.policy.codes import REFUSAL_CODES
 from services.loop.tracing.store import SessionRef, read_lines
 
 LAYERS = ("L1", "L2", "L3", "L4")

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.source_tree import parsed
+
 ROOT = Path(__file__).resolve().parents[3]
 CLIENT = ROOT / "clients"
 # The gRPC edge and the converter: the only client modules that may name generated protobuf code.
@@ -18,8 +20,7 @@ HEAVY = ("openai", "mcp", "opentelemetry")
 
 
 def _modules(*roots: Path) -> dict[str, ast.Module]:
-    return {str(path.relative_to(ROOT)): ast.parse(path.read_text(encoding="utf-8"))
-            for root in roots for path in sorted(root.rglob("*.py"))}
+    return {str(path.relative_to(ROOT)): parsed(path) for root in roots for path in sorted(root.rglob("*.py"))}
 
 
 def test_only_the_connection_and_convert_modules_mention_generated_protobuf_code() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clients.cli.attachments import AttachmentError, collect
-from services.loop.instructions import load_notes
+from services.loop.core.instructions import load_notes
 
 
 def layout(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from services.loop.errors import SessionNotFound
-from services.loop.sessions import SessionStore, message_from_disk, message_to_disk, salvage_messages
+from services.loop.core.errors import SessionNotFound
+from services.loop.core.sessions import SessionStore, message_from_disk, message_to_disk, salvage_messages
 
 
 def _call(cid: str) -> dict[str, Any]:
@@ -37,18 +37,19 @@ def test_the_compaction_state_is_journaled_when_it_changes_and_a_reload_sees_the
     store = SessionStore(tmp_path)
     session = store.create("fake")
     bulky = {"compactions": 1, "overlays": {"3": {"layer": "L2", "digest": "d", "content": "x" * 20_000}}}
-    session.compaction = bulky
+    session.slots["compaction"] = bulky
     for n in range(5):  # five steps under one unchanged state: written once, not five times
         session.messages.append({"role": "user", "content": f"step {n}"})
-        session.compaction = json.loads(json.dumps(bulky))  # as the runtime does: a fresh dict each save
+        session.slots["compaction"] = json.loads(json.dumps(bulky))  # as the runtime does: a fresh dict each save
         store.save(session)
     records = [json.loads(line) for line in store.journal_path(session.id).read_text().splitlines()[1:]]
     assert sum("compaction" in r["meta"] for r in records) == 1
-    session.compaction = {"compactions": 2}
-    session.turn_digests = ["turn 1 [completed]: hi -> hello"]
+    session.slots["compaction"] = {"compactions": 2}
+    session.slots["turnDigests"] = ["turn 1 [completed]: hi -> hello"]
     store.save(session)
     loaded, _ = SessionStore(tmp_path).load(session.id)
-    assert loaded.compaction == {"compactions": 2} and loaded.turn_digests == ["turn 1 [completed]: hi -> hello"]
+    assert loaded.slots["compaction"] == {"compactions": 2}
+    assert loaded.slots["turnDigests"] == ["turn 1 [completed]: hi -> hello"]
     assert len(loaded.messages) == 5
 
 

@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.loop.events import Event
-from services.loop.ports import Usage
-from services.loop.traces import PREVIEW_CHARS, TraceWriter, preview
-from services.loop.turn_events import TurnStarted
+from services.loop.core.events import Event
+from services.loop.core.ports import Usage
+from services.loop.core.turn_events import TurnStarted
+from services.loop.tracing.writer import PREVIEW_CHARS, TraceWriter, preview
 
 
 @dataclass

@@ -4,12 +4,18 @@ e2e checker that enforces it reads names exactly."""
 
 from __future__ import annotations
 
+from services.loop.core.ports import ToolDef
 from services.loop.policy.permissions import Level, decide_permission
-from services.loop.ports import ToolDef
-from services.loop.prompt import ASK_LINE, NO_ASK_LINE, base_instructions, for_offered_tools, with_mcp_catalog
-from services.loop.registry import ToolRegistry
 from services.loop.subagents.apply_offer import OfferApply
 from services.loop.subagents.packet import SubagentPacket
+from services.loop.tools.registry import ToolRegistry
+from services.loop.turn.prompt import (
+    ASK_LINE,
+    NO_ASK_LINE,
+    base_instructions,
+    for_offered_tools,
+    with_mcp_catalog,
+)
 from tests.support.tool_mentions import missing_tools, named_tools
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.loop.sessions import Session, preview_text
+from services.loop.core.sessions import Session, preview_text
 
 
 def test_an_image_prompt_previews_as_its_words_and_an_image_mark() -> None:
