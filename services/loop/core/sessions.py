@@ -44,10 +44,11 @@ from services.loop.core.record import (
     UnreadableSession,
     message_from_disk,
     message_to_disk,
+    preview_text,
 )
 
 __all__ = ["Message", "Session", "SessionStore", "SessionSummary", "UnreadableSession", "message_from_disk",
-           "message_to_disk", "salvage_messages", "storage_error"]
+           "message_to_disk", "preview_text", "salvage_messages", "storage_error"]
 
 SESSIONS_DIR = Path(".ai-coding") / "sessions"
 # Fold the journal into the snapshot at turn end past this size: replaying a

@@ -25,7 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-MAX_DETAIL_CHARS = 300
+# A server's own words, on one line: long enough for a whole sentence of any provider's error (a
+# 300-character quota message is shown whole, tests/e2e/test_cli_screen.py), short enough that an
+# HTML error page reduced to text stays one readable line.
+MAX_DETAIL_CHARS = 1000
 _TAG = re.compile(r"<[^>]+>")
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _HEADING = re.compile(r"<h1[^>]*>(.*?)</h1>", re.IGNORECASE | re.DOTALL)
