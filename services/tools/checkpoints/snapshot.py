@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.tools.checkpoints.objects import DIR, FILE, LINK, ObjectStore
+from services.tools.checkpoints.watcher import Watcher
 
 Row = tuple[str, str, int, str, int, int]
 StatKey = tuple[int, int, int, int, int]
@@ -27,6 +28,7 @@ class StatCache:
 
     files: dict[str, tuple[StatKey, str]] = field(default_factory=dict)
     dirs: dict[str, tuple[tuple[Row, ...], str]] = field(default_factory=dict)
+    skipped: dict[str, list[Skipped]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -45,69 +47,100 @@ class Scan:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def _key(st: os.stat_result) -> StatKey:
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-
-
-def scan(root: Path, objects: ObjectStore, cache: StatCache, rules: Rules) -> Scan:
-    """The workspace's tree object (written, with every new blob), refreshing ``cache``."""
+def scan(root: Path, objects: ObjectStore, cache: StatCache, rules: Rules, watcher: Watcher | None = None) -> Scan:
+    """The workspace's tree object (written, with every new blob), refreshing ``cache``. With a
+    live ``watcher`` only the directories with changes are walked again."""
     result = Scan("")
-    seen_files: dict[str, tuple[StatKey, str]] = {}
-    seen_dirs: dict[str, tuple[tuple[Row, ...], str]] = {}
-    result.tree = _scan_dir(str(root), "", objects, cache, rules, result, seen_files, seen_dirs)
-    cache.files, cache.dirs = seen_files, seen_dirs
+    if watcher is not None:
+        watcher.collect()
+    result.tree = _Walk(objects, cache, rules, result, watcher if watcher is not None and watcher.live else None
+                        ).dir(str(root), "")
     return result
 
 
-def _scan_dir(path: str, rel: str, objects: ObjectStore, cache: StatCache, rules: Rules, result: Scan,
-              seen_files: dict[str, tuple[StatKey, str]], seen_dirs: dict[str, tuple[tuple[Row, ...], str]]) -> str:
-    rows: list[Row] = []
-    old_files = cache.files
-    try:
-        listing = list(os.scandir(path))
-    except OSError as exc:
-        result.skipped.append(Skipped(rel or ".", f"cannot list it ({exc.strerror})"))
-        listing = []
-    for entry in listing:
-        name = entry.name
-        if name in rules.exclude:
-            continue
-        sub = f"{rel}{name}"
+class _Walk:
+    def __init__(self, objects: ObjectStore, cache: StatCache, rules: Rules, result: Scan,
+                 watcher: Watcher | None) -> None:
+        self.objects, self.cache, self.rules, self.result, self.watcher = objects, cache, rules, result, watcher
+
+    def dir(self, path: str, rel: str) -> str:
+        cache, watcher = self.cache, self.watcher
+        old_dir = cache.dirs.get(rel)
+        if watcher is not None and old_dir is not None and watcher.clean(rel):
+            self._count(rel, old_dir[0])
+            return old_dir[1]
+        if watcher is not None:
+            watcher.watch(path, rel)
+        rows: list[Row] = []
+        skipped: list[Skipped] = []
+        result = self.result
+        files = cache.files
+        max_bytes = self.rules.max_file_bytes
+        exclude = self.rules.exclude
         try:
-            st = entry.stat(follow_symlinks=False)
+            listing = list(os.scandir(path))
         except OSError as exc:
-            result.skipped.append(Skipped(sub, f"cannot stat it ({exc.strerror})"))
-            continue
-        mode = st.st_mode
-        if stat.S_ISREG(mode):
-            result.files += 1
-            key = _key(st)
-            old = old_files.get(sub)
-            if old is not None and old[0] == key:
-                ref = old[1]
-            elif st.st_size > rules.max_file_bytes:
-                result.skipped.append(Skipped(sub, f"larger than the checkpoint cap ({rules.max_file_bytes:,} bytes)"))
+            skipped.append(Skipped(rel or ".", f"cannot list it ({exc.strerror})"))
+            listing = []
+        for entry in listing:
+            name = entry.name
+            if name in exclude:
                 continue
-            else:
-                try:
-                    with open(entry.path, "rb") as handle:
-                        ref = objects.put(handle.read())
-                except OSError as exc:
-                    result.skipped.append(Skipped(sub, f"cannot read it ({exc.strerror})"))
+            sub = rel + name
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                skipped.append(Skipped(sub, f"cannot stat it ({exc.strerror})"))
+                continue
+            mode = st.st_mode
+            if stat.S_ISREG(mode):
+                result.files += 1
+                key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, mode)
+                old = files.get(sub)
+                if old is not None and old[0] == key:
+                    ref = old[1]
+                elif st.st_size > max_bytes:
+                    skipped.append(Skipped(sub, f"larger than the checkpoint cap ({max_bytes:,} bytes)"))
                     continue
-                result.read += 1
-            seen_files[sub] = (key, ref)
-            rows.append((name, FILE, stat.S_IMODE(mode), ref, st.st_size, st.st_mtime_ns))
-        elif stat.S_ISDIR(mode):
-            tree = _scan_dir(entry.path, f"{sub}/", objects, cache, rules, result, seen_files, seen_dirs)
-            rows.append((name, DIR, stat.S_IMODE(mode), tree, 0, 0))
-        elif stat.S_ISLNK(mode):
-            rows.append((name, LINK, 0, os.readlink(entry.path), 0, 0))
+                else:
+                    try:
+                        with open(entry.path, "rb") as handle:
+                            ref = self.objects.put(handle.read())
+                    except OSError as exc:
+                        skipped.append(Skipped(sub, f"cannot read it ({exc.strerror})"))
+                        continue
+                    result.read += 1
+                    files[sub] = (key, ref)
+                rows.append((name, FILE, mode & 0o7777, ref, st.st_size, st.st_mtime_ns))
+            elif stat.S_ISDIR(mode):
+                rows.append((name, DIR, mode & 0o7777, self.dir(entry.path, sub + "/"), 0, 0))
+            elif stat.S_ISLNK(mode):
+                rows.append((name, LINK, 0, os.readlink(entry.path), 0, 0))
+            else:
+                skipped.append(Skipped(sub, "not a regular file, directory or symlink"))
+        rows.sort()
+        frozen = tuple(rows)
+        if old_dir is not None and old_dir[0] == frozen:
+            tree = old_dir[1]
         else:
-            result.skipped.append(Skipped(sub, "not a regular file, directory or symlink"))
-    rows.sort()
-    frozen = tuple(rows)
-    old_dir = cache.dirs.get(rel)
-    tree = old_dir[1] if old_dir is not None and old_dir[0] == frozen else objects.put_tree(rows)
-    seen_dirs[rel] = (frozen, tree)
-    return tree
+            tree = self.objects.put_tree(rows)
+            if old_dir is not None:  # files gone from this directory leave the stat cache
+                present = {row[0] for row in rows}
+                for row in old_dir[0]:
+                    if row[1] == FILE and row[0] not in present:
+                        files.pop(rel + row[0], None)
+        cache.dirs[rel] = (frozen, tree)
+        cache.skipped[rel] = skipped
+        result.skipped.extend(skipped)
+        return tree
+
+    def _count(self, rel: str, rows: tuple[Row, ...]) -> None:
+        """A clean directory's files still count (and its skipped ones are still skipped)."""
+        self.result.skipped.extend(self.cache.skipped.get(rel, ()))
+        for row in rows:
+            if row[1] == FILE:
+                self.result.files += 1
+            elif row[1] == DIR:
+                sub = self.cache.dirs.get(f"{rel}{row[0]}/")
+                if sub is not None:
+                    self._count(f"{rel}{row[0]}/", sub[0])

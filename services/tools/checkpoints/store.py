@@ -15,6 +15,7 @@ from services.tools.checkpoints.errors import UnknownCheckpoint
 from services.tools.checkpoints.objects import Entry, ObjectStore
 from services.tools.checkpoints.restore import Change, apply, changes, plan
 from services.tools.checkpoints.snapshot import Rules, Skipped, StatCache, scan
+from services.tools.checkpoints.watcher import Watcher
 
 log = logging.getLogger("ai_coding.tools.checkpoints")
 
@@ -72,6 +73,7 @@ class CheckpointStore:
         self.refs.mkdir(exist_ok=True)
         self.journal = home / "journal.json"
         self.cache = StatCache()
+        self.watcher = Watcher()
         self.lock = threading.Lock()
         self._size: int | None = None
         meta = home / "meta.json"
@@ -110,7 +112,7 @@ class CheckpointStore:
 
     def _create(self, session_id: str, label: str, call_id: str) -> Checkpoint:
         before = self.objects.written
-        result = scan(self.root, self.objects, self.cache, self.rules)
+        result = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
         checkpoint = Checkpoint(self._next_id(), session_id, label, call_id, time.time(), result.tree,
                                 result.files, result.read, result.skipped)
         _dump(self.refs / f"{checkpoint.checkpoint_id}.json", asdict(checkpoint))
@@ -126,7 +128,7 @@ class CheckpointStore:
         with self.lock:
             before = self.flat(from_id)
             after = self.flat(to_id) if to_id else self.objects.flatten(
-                scan(self.root, self.objects, self.cache, self.rules).tree)
+                scan(self.root, self.objects, self.cache, self.rules, self.watcher).tree)
         return changes(before, after), before, after
 
     def restore(self, session_id: str, checkpoint_id: str, baseline_id: str = "", overwrite_changed: bool = False,
@@ -140,7 +142,7 @@ class CheckpointStore:
             baseline = self.get(baseline_id) if baseline_id else None
             target_flat = self.objects.flatten(target.tree)
             if dry_run:
-                now = scan(self.root, self.objects, self.cache, self.rules)
+                now = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
                 redo_id, current_tree, skipped_now = "", now.tree, now.skipped
             else:
                 redo = self._create(session_id, f"before restore to {checkpoint_id}", "")
@@ -175,7 +177,7 @@ class CheckpointStore:
                     raise FileNotFoundError(missing[0])
             except (OSError, ValueError):
                 wanted, verb = self.objects.flatten(entry["before"]), "rolled back"
-            current = self.objects.flatten(scan(self.root, self.objects, self.cache, self.rules).tree)
+            current = self.objects.flatten(scan(self.root, self.objects, self.cache, self.rules, self.watcher).tree)
             problems = apply(self.root, self.objects, plan(current, wanted, keep))
             self.journal.unlink()
         tail = f" ({len(problems)} paths could not be restored: {problems[0]})" if problems else ""
@@ -204,6 +206,7 @@ class CheckpointStore:
         freed = self.objects.sweep(keep)
         self.cache.files = {p: v for p, v in self.cache.files.items() if v[1] in keep}
         self.cache.dirs = {p: v for p, v in self.cache.dirs.items() if v[1] in keep}
+        self.cache.skipped = {p: v for p, v in self.cache.skipped.items() if p in self.cache.dirs}
         self._size = None
         return freed
 
