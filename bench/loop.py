@@ -37,8 +37,8 @@ import yaml  # noqa: E402
 from ai_coding.v1 import loop_pb2  # noqa: E402
 
 from services.fake_model import FakeModelServer  # noqa: E402
-from services.loop.sessions import SessionStore  # noqa: E402
-from services.loop.turn_events import TextDelta  # noqa: E402
+from services.loop.core.sessions import SessionStore  # noqa: E402
+from services.loop.core.turn_events import TextDelta  # noqa: E402
 from tests.service.loop.harness import LoopStack, model_config  # noqa: E402
 
 LONG_SESSION_MESSAGES = 4000  # ~4 MB of history
@@ -198,7 +198,7 @@ def save_times(base: Path, megabytes: int, runs: int = 40) -> tuple[float, float
 
 def preview_times(base: Path, runs: int = 60) -> tuple[float, float, float]:
     """(p50, p95) ms of the loop's dry-run preview of an edit, and the arguments-only preview's p50."""
-    from services.loop.previews import approval_preview
+    from services.loop.tools.previews import approval_preview
 
     work = Path(tempfile.mkdtemp(dir=base))
     (work / "ws").mkdir()

@@ -9,7 +9,7 @@ one turn over ConverseBatched up to turn_finished. Prints:
 - per wave of N concurrent sessions (one client thread each): how many completed, wall
   time, p50/p95 turn time and their ratio to the baseline p50;
 - the loop service's RSS before the first wave and after the last, and how many sessions
-  it holds in memory (capped at 100 idle: see services/loop/runtime.py).
+  it holds in memory (capped at 100 idle: see services/loop/session/runtime.py).
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ as the characters they are.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from rich.console import Console
 from rich.text import Text
@@ -313,9 +313,75 @@ class EventRenderer:
         if event.scope is not None:
             self._on_scoped(event.scope, event.body)
             return
-        handler = getattr(self, "_on_" + _snake(type(event.body).__name__), None)
-        if handler is not None:
-            handler(event.body)
+        self._dispatch(event.body)
+
+    def _dispatch(self, body: views.Body) -> None:
+        """Each event kind to its handler (every kind named: a new one fails mypy here)."""
+        match body:
+            case views.TurnStarted():
+                self._on_turn_started(body)
+            case views.TextDelta():
+                self._on_text_delta(body)
+            case views.ReasoningDelta():
+                self._on_reasoning_delta(body)
+            case views.ToolStarted():
+                self._on_tool_started(body)
+            case views.ToolChunk():
+                self._on_tool_chunk(body)
+            case views.ToolFinished():
+                self._on_tool_finished(body)
+            case views.ApprovalRequested():
+                self._on_approval_requested(body)
+            case views.BackgroundTaskDone():
+                self._on_background_task_done(body)
+            case views.ApprovalResolved():
+                self._on_approval_resolved(body)
+            case views.QuestionAsked():
+                self._on_question_asked(body)
+            case views.QuestionResolved():
+                self._on_question_resolved(body)
+            case views.TaskListUpdated():
+                self._on_task_list_updated(body)
+            case views.CompactionStarted():
+                self._on_compaction_started(body)
+            case views.CompactionEnded():
+                self._on_compaction_ended(body)
+            case views.MemoryRecalled():
+                self._on_memory_recalled(body)
+            case views.Degraded():
+                self._on_degraded(body)
+            case views.SearchStalled():
+                self._on_search_stalled(body)
+            case views.ContextAssembled():
+                self._on_context_assembled(body)
+            case views.ModelStepFinished():
+                self._on_model_step_finished(body)
+            case views.InputQueued():
+                self._on_input_queued(body)
+            case views.Notice():
+                self._on_notice(body)
+            case views.HookRun():
+                self._on_hook_run(body)
+            case views.SkillCatalogChanged():
+                self._on_skill_catalog_changed(body)
+            case views.AcceptanceChecked():
+                self._on_acceptance_checked(body)
+            case views.PlanStepStarted():
+                self._on_plan_step_started(body)
+            case views.PlanStepReceipt():
+                self._on_plan_step_receipt(body)
+            case views.PlanReport():
+                self._on_plan_report(body)
+            case views.LedgerUpdated():
+                self._on_ledger_updated(body)
+            case views.EventsSkipped():
+                self._on_events_skipped(body)
+            case views.TurnFinished():
+                self._on_turn_finished(body)
+            case views.SubagentStarted() | views.SubagentFinished():
+                pass  # shown only as a child's, under its run's scope (_on_scoped)
+            case _:
+                assert_never(body)
 
     def close(self) -> None:
         """Finish any half-written line (call when the stream ends)."""
@@ -612,15 +678,6 @@ def preview_text(preview: str) -> Text:
             text.stylize(style, offset, offset + len(line))
         offset += len(line) + 1
     return text
-
-
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-@functools.cache
-def _snake(name: str) -> str:
-    """``ToolStarted`` -> ``tool_started``: a view's class name is its TurnEvent field in CamelCase."""
-    return _CAMEL.sub("_", name).lower()
 
 
 _INLINE = re.compile(r"(`[^`\n]+`)|(\*\*[^*\n]+\*\*)")

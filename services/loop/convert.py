@@ -11,15 +11,16 @@ from typing import Any
 from ai_coding.v1 import common_pb2, loop_pb2
 
 from services.loop import inbound
-from services.loop.approvals import Decision
-from services.loop.attachments import InputFile
-from services.loop.events import Event
-from services.loop.plans.receipts import saved_receipts
+from services.loop.core.approvals import Decision
+from services.loop.core.attachments import InputFile
+from services.loop.core.domain import InterruptScope
+from services.loop.core.events import Event
+from services.loop.core.ports import ToolOutcome, Usage
+from services.loop.core.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
+from services.loop.core.tasks import TaskState
+from services.loop.core.turn_events import EventBody, LayerStat, TaskItem
+from services.loop.plans.receipts import PLAN
 from services.loop.policy.turn import Status
-from services.loop.ports import ToolOutcome, Usage
-from services.loop.sessions import Session, SessionSummary, UnreadableSession, message_to_disk
-from services.loop.tasks import TaskState
-from services.loop.turn_events import EventBody, LayerStat, TaskItem
 
 _STATUS: dict[Status, int] = {
     Status.COMPLETED: loop_pb2.TURN_STATUS_COMPLETED,
@@ -118,8 +119,8 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
     if which == "answer":
         return inbound.QuestionReply(message.answer.request_id, message.answer.answer)
     if which == "interrupt":
-        scope = {loop_pb2.INTERRUPT_SCOPE_BATCH: "batch", loop_pb2.INTERRUPT_SCOPE_TURN: "turn"}.get(
-            message.interrupt.scope, "turn")
+        scope = InterruptScope.BATCH if message.interrupt.scope == loop_pb2.INTERRUPT_SCOPE_BATCH else (
+            InterruptScope.TURN)  # unspecified: the turn
         return inbound.InterruptRequest(scope)
     if which == "queue":
         return inbound.Queue(message.queue.input, _files(message.queue.attachments))
@@ -143,11 +144,12 @@ def unreadable_to_proto(entry: UnreadableSession) -> loop_pb2.UnreadableSession:
 def plan_json(session: Session) -> str:
     """The last /plan run's receipts for GetSession ("" when none): only those of items still on the
     list (rewriting the list drops the others)."""
-    if not session.plan:
+    plan = PLAN.read(session)
+    if not (plan.goal or plan.receipts):
         return ""
     ids = {item.id for item in TaskState.from_json(session.task_state).items}
-    receipts = [asdict(r) for r in saved_receipts(session.plan, ids)]
-    return json.dumps({"goal": session.plan.get("goal", ""), "receipts": receipts}, ensure_ascii=False)
+    receipts = [asdict(r) for r in plan.receipts if r.item_id in ids]
+    return json.dumps({"goal": plan.goal, "receipts": receipts}, ensure_ascii=False)
 
 
 def messages_json(session: Session) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.loop.approvals import Decision
-from services.loop.attachments import InputFile
+from services.loop.core.approvals import Decision
+from services.loop.core.attachments import InputFile
+from services.loop.core.domain import InterruptScope
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,7 @@ class QuestionReply:
 
 @dataclass(frozen=True)
 class InterruptRequest:
-    # "batch" or "turn"; "" when unspecified (treated as turn).
-    scope: str
+    scope: InterruptScope
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ from services.loop.adapters.mcp import GrpcMcpClient
 from services.loop.adapters.memory import GrpcMemoryClient
 from services.loop.adapters.tools import GrpcToolRunner
 from services.loop.compaction.settings import compaction_settings
-from services.loop.events import DEFAULT_WINDOW
+from services.loop.core.events import DEFAULT_WINDOW
+from services.loop.core.ports import ModelClient
 from services.loop.hooks.config import parse_hooks
 from services.loop.policy.settings import loop_settings
-from services.loop.ports import ModelClient
-from services.loop.runtime import LoopDeps, LoopRuntime
 from services.loop.servicer import AgentLoopServicer
+from services.loop.session.deps import LoopDeps
+from services.loop.session.open_sessions import LoopRuntime
 
 PROTO_SERVICE = "ai_coding.v1.AgentLoop"
 
@@ -112,6 +113,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None) -> LoopDeps:
         compaction=compaction_settings(config),
         span_export=span_export,
         hooks=hooks,
+        **({"features": shared.features} if shared is not None else {}),
     )
 
 

@@ -14,14 +14,16 @@ from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 from services.kernel.errors import AiCodingError, abort
 from services.kernel.workspace import WorkspaceRefused, private_dirs, workspace_root
 from services.loop import convert, inbound
-from services.loop.attachments import accepts_images, with_attachments
-from services.loop.commands import run_command
-from services.loop.compaction.command import compact_command
-from services.loop.errors import BadRequest, SessionNotFound
-from services.loop.events import Event
-from services.loop.runtime import LoopRuntime, SessionOptions, SessionRuntime
-from services.loop.sessions import UnreadableSession
-from services.loop.turn_events import Notice
+from services.loop.core.attachments import accepts_images, with_attachments
+from services.loop.core.errors import BadRequest, SessionNotFound
+from services.loop.core.events import Event
+from services.loop.core.sessions import UnreadableSession
+from services.loop.core.turn_events import Notice
+from services.loop.plans.feature import submit_plan
+from services.loop.session.commands import run_command
+from services.loop.session.deps import SessionOptions
+from services.loop.session.open_sessions import LoopRuntime
+from services.loop.session.runtime import SessionRuntime
 
 log = logging.getLogger("ai_coding.loop")
 # GetSession pages: the default size, and the most a client may ask for (under gRPC's 4 MB default).
@@ -121,10 +123,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             await _fail(context, err)
             raise
         try:
-            if request.command.strip().lstrip("/").lower() == "compact":
-                text, data_json = await compact_command(rt)
-            else:
-                text, data_json = run_command(rt, request.command, request.args)
+            text, data_json = await run_command(rt, request.command, request.args)
         except Exception as exc:  # a broken command answers one line, never a traceback
             log.exception("/%s failed", request.command)
             text, data_json = f"/{request.command} failed: {type(exc).__name__}", "{}"
@@ -157,7 +156,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         reader = asyncio.create_task(self._read(messages, rt))
         rt.attached += 1
         try:
-            async for batch in rt.events.follow_batches(after, lambda: rt.idle and not rt.subagents.running(),
+            async for batch in rt.events.follow_batches(after, lambda: rt.quiet,
                                                         max_batch):
                 yield batch
         finally:
@@ -175,7 +174,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         if isinstance(first, inbound.StartPlan):
             rt = await self.runtime.get(first.session_id)
             after = rt.events.last_seq
-            rt.submit_plan(first.topic)
+            submit_plan(rt, first.topic)
             return rt, after
         if isinstance(first, inbound.Attach):
             rt = await self.runtime.get(first.session_id)
@@ -201,7 +200,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         elif isinstance(message, inbound.InterruptRequest):
             rt.interrupt(message.scope)
         elif isinstance(message, inbound.StartPlan):
-            rt.submit_plan(message.topic)
+            submit_plan(rt, message.topic)
         elif isinstance(message, inbound.Queue | inbound.Start):
             rt.submit(*with_attachments(message.input, message.attachments, rt.model.model_name,
                                         accepts_images(rt.model)))

@@ -17,7 +17,7 @@ from services.kernel.errors import ConfigError
 from services.kernel.netpolicy import NetConfig
 from services.kernel.netrules import Decision, decide, expand
 from services.loop.policy.permissions import Level, Verdict
-from services.loop.webfetch import check_url, host_port
+from services.loop.tools.webfetch import check_url, host_port
 
 ALLOW_KEY = "net.webfetch_allow_domains"
 

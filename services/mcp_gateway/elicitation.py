@@ -17,40 +17,17 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
+
+from services.kernel.elicit import ACTIONS, Action, ElicitAsk, ElicitReply, Value
 
 log = logging.getLogger("ai_coding.mcp_gateway.elicitation")
 
+__all__ = ["ACTIONS", "Action", "ElicitAsk", "ElicitReply", "Value"]
+
 ANSWER_WAIT_S = 600.0
 """How long an elicitation waits for the user before it is cancelled."""
-Action = Literal["accept", "decline", "cancel"]
-ACTIONS: dict[str, Action] = {"accept": "accept", "decline": "decline", "cancel": "cancel"}
-
-Value = str | int | float | bool | list[str] | None
-
-
-@dataclass(frozen=True)
-class ElicitAsk:
-    """One elicitation request as the server sent it."""
-
-    request_id: str
-    server: str
-    message: str
-    mode: str = "form"
-    """"form": fill ``schema``; "url": open ``url`` out of band, then say whether you did."""
-    schema: Mapping[str, Any] = field(default_factory=dict)
-    url: str = ""
-
-
-@dataclass(frozen=True)
-class ElicitReply:
-    """The user's answer: accept (with content in form mode), decline or cancel."""
-
-    action: Action
-    content: Mapping[str, Value] = field(default_factory=dict)
-
-
 ElicitSink = Callable[[ElicitAsk], None]
 """Where the broker puts a request for the call it belongs to (the CallTool stream)."""
 

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.loop import pipeline
 from services.loop.plans import runner
 from services.loop.policy.turn import Decision, Facts, decide
+from services.loop.turn import pipeline
 
 REACHED: set[str] = set()
 """``Decision.rule`` of every decide() answer given to a turn during this run (the loop runs in

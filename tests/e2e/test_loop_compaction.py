@@ -14,7 +14,7 @@ from ai_coding.v1 import loop_pb2, memory_pb2, memory_pb2_grpc
 
 from services.fake_model import FakeModelServer
 from services.loop.compaction.summary import SUMMARY_MARKER
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 from tests.service.loop.harness import LoopStack, fake, finished, kinds, model_config, status_name, workspace
 
 __all__ = ["fake", "workspace"]

@@ -16,8 +16,8 @@ from services.fake_model import FakeModelServer
 from services.kernel.config import Config
 from services.loop.compaction.state import CompactionState, build_view, validate
 from services.loop.compaction.summary import SUMMARY_MARKER
-from services.loop.pairing import is_paired
-from services.loop.sessions import SessionStore
+from services.loop.core.pairing import is_paired
+from services.loop.core.sessions import SessionStore
 from tests.faults.test_loop_crash import LoopProcess, _open
 from tests.service.loop.harness import Conversation, ServiceThread, finished, kinds, status_name
 

@@ -11,12 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 
 WRITER = r'''
 import sys
 sys.path[:0] = [sys.argv[2], sys.argv[2] + "/protos"]
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 store = SessionStore(sys.argv[1])
 session = store.create("fake")
 print(session.id, flush=True)

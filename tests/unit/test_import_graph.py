@@ -114,10 +114,10 @@ def test_relative_and_type_checking_imports_count_as_edges(tmp_path: Path) -> No
 
 def test_no_import_cycles_among_product_modules() -> None:
     modules = product_modules()
-    assert "services.loop.pipeline" in modules and "services.tools.main" in modules
+    assert "services.loop.turn.pipeline" in modules and "services.tools.main" in modules
     names = set(modules)
     graph = {name: imports_of(name, path, names) for name, path in modules.items()}
-    assert "services.loop.ports" in graph["services.loop.pipeline"]
+    assert "services.loop.core.ports" in graph["services.loop.turn.pipeline"]
     found = cycles(graph)
     assert not found, "import cycles (break them with a Protocol in the lower module's ports):\n" + "\n".join(
         " <-> ".join(c) for c in found)

@@ -1,1 +1,1 @@
-"""gRPC clients of the other services behind the loop's ports (services/loop/ports.py)."""
+"""gRPC clients of the other services behind the loop's ports (services/loop/core/ports.py)."""

@@ -1,4 +1,4 @@
-"""The MCP gateway behind the loop's ``McpClient`` port (services/loop/ports.py)."""
+"""The MCP gateway behind the loop's ``McpClient`` port (services/loop/core/ports.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
-from services.loop.errors import AuxiliaryError
-from services.loop.ports import ElicitAsker, McpCatalog, ToolChunkEvent, ToolOutcome
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import ElicitAsker, McpCatalog, ToolChunkEvent, ToolOutcome
 from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
 from services.mcp_gateway.tool_schema import describe_text
 

@@ -1,4 +1,4 @@
-"""The memory service behind the loop's ``MemoryClient`` port (services/loop/ports.py)."""
+"""The memory service behind the loop's ``MemoryClient`` port (services/loop/core/ports.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
-from services.loop.errors import AuxiliaryError
-from services.loop.ports import ArchivedRecord, MemorySearchResult
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import ArchivedRecord, MemorySearchResult
 from services.memory.tools_schema import parse_search_args, parse_write_args
 
 

@@ -21,9 +21,9 @@ from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import reason_of
-from services.loop.errors import ToolServiceError
+from services.loop.core.errors import ToolServiceError
+from services.loop.core.ports import ToolChunkEvent, ToolDef, ToolOutcome
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolChunkEvent, ToolDef, ToolOutcome
 
 # Control calls (open, list, close) are local and quick; a longer wait means the
 # service is wedged, and the loop would rather degrade than hang.

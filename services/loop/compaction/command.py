@@ -1,18 +1,17 @@
-"""``/compact``: compact a session's history now (L4 even for a small new part) and save it."""
+"""``/compact`` (compact a session's history now, L4 even for a small new part, and save it) and
+``/budget`` (the token ledger and how full the window is)."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from dataclasses import asdict
 
-from services.loop.compaction.keeper import fixed_tokens
-from services.loop.turn_events import EventBody
-
-if TYPE_CHECKING:
-    from services.loop.runtime import SessionRuntime
+from services.loop.compaction.keeper import ContextKeeper, fixed_tokens
+from services.loop.core.feature import FeatureHost
+from services.loop.core.turn_events import Degraded, EventBody
 
 
-async def compact_command(rt: SessionRuntime) -> tuple[str, str]:
+async def compact_command(rt: FeatureHost, keeper: ContextKeeper) -> tuple[str, str]:
     """``(text, JSON)`` of /compact; refused while a turn runs (its next step compacts when needed)."""
     if not rt.idle:
         return ("a turn is running: it compacts by itself before a step that would reach the ceiling; "
@@ -20,7 +19,6 @@ async def compact_command(rt: SessionRuntime) -> tuple[str, str]:
     messages = rt.session.messages
     if not messages:
         return "nothing to compact yet", json.dumps({"changed": False})
-    keeper = rt.context
     ended: list[EventBody] = []
 
     def emit(body: EventBody) -> None:
@@ -33,7 +31,7 @@ async def compact_command(rt: SessionRuntime) -> tuple[str, str]:
     changed = await keeper.prepare(messages, fixed, request, rt.model, emit, rt.save, force=True)
     rt.save()
     after = keeper.last_estimate
-    degraded = [getattr(b, "reason", "") for b in ended if b.kind == "degraded"]
+    degraded = [b.reason for b in ended if isinstance(b, Degraded)]
     c = keeper.state.checkpoint
     text = (f"compacted ~{before} -> ~{after} tokens" if changed else "nothing changed") + (
         f" · checkpoint covers {c.consumed} of {len(messages)} messages" if c else "")
@@ -41,3 +39,28 @@ async def compact_command(rt: SessionRuntime) -> tuple[str, str]:
         text += " · " + "; ".join(degraded)
     return text, json.dumps({"changed": changed, "before_tokens": before, "after_tokens": after,
                              "consumed": c.consumed if c else 0, "degraded": degraded})
+
+
+def budget_command(rt: FeatureHost, keeper: ContextKeeper) -> tuple[str, str]:
+    """The session's token ledger, saying which of four states it is in."""
+    usage, limit = rt.session.usage, rt.settings.turn_token_budget
+    total = int(usage.get("totalTokens", 0) or 0)
+    if not rt.deps.traces:
+        state, text = "tracing_off", f"tracing is off (loop.traces: false); tokens counted anyway: {total}"
+    elif rt.session.turns == 0:
+        state, text = "no_turn", "no turn has run in this session yet"
+    elif total == 0:
+        state, text = "no_usage", (f"{rt.session.turns} turn(s) ran but the model reported no token usage "
+                                   "(its endpoint sends none)")
+    else:
+        state, text = "usage", (f"session tokens: {total} (prompt {usage.get('promptTokens', 0)} · "
+                                f"completion {usage.get('completionTokens', 0)})")
+    if state in ("no_usage", "usage"):
+        text += f" · turn budget: {limit or 'unlimited'}"
+    if rt.idle:  # between turns: the next request's size from the record (a resumed session has no step yet)
+        keeper.estimates(rt.session.messages, fixed_tokens(rt.instructions, [t.spec for t in rt.tools.visible()], 0))
+    fill = keeper.fill()
+    text += (f"\ncontext: ~{fill.used} tokens used / {fill.ceiling} compaction threshold / {fill.window} window"
+             f" · {keeper.state.compactions} compactions")
+    return text, json.dumps({"state": state, "usage": usage, "turns": rt.session.turns, "turn_token_budget": limit,
+                             "context": asdict(fill), "compactions": keeper.state.compactions})

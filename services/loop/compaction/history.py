@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.loop.compaction.transcripts import Transcripts
-from services.loop.domain import ToolOutcome
-from services.loop.errors import AuxiliaryError
-from services.loop.ports import ArchivedRecord, MemoryClient
+from services.loop.core.domain import ToolOutcome
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import ArchivedRecord, MemoryClient
 
 log = logging.getLogger("ai_coding.loop")
 

@@ -25,12 +25,12 @@ from services.loop.compaction.settings import Budget, CompactionSettings, budget
 from services.loop.compaction.state import CompactionState, Digests, build_view, validate
 from services.loop.compaction.tokens import RunningBytes, should_compact, tokens_of_bytes
 from services.loop.compaction.transcripts import Transcripts
-from services.loop.domain import ToolOutcome
+from services.loop.core.domain import ToolOutcome
+from services.loop.core.ports import MemoryClient, ModelClient, ToolCall, ToolContext, ToolDef
+from services.loop.core.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
 from services.loop.model.settings import ModelSettings
 from services.loop.policy.permissions import Level
-from services.loop.ports import MemoryClient, ModelClient, ToolCall, ToolContext, ToolDef
-from services.loop.prompt import HistoryView, tools_bytes
-from services.loop.turn_events import CompactionEnded, CompactionStarted, Degraded, EventBody
+from services.loop.turn.prompt import HistoryView, tools_bytes
 
 Message = dict[str, Any]
 Emit = Callable[[EventBody], None]
@@ -110,6 +110,15 @@ class ContextKeeper:
     history: HistoryIndex = field(init=False)
     reveal: Callable[[list[str]], None] | None = None
     """Offers deferred tools to the model from the next step (the session's ``ToolRegistry.load``)."""
+
+    @property
+    def enabled(self) -> bool:
+        """Compaction may run before a step (``compaction.enabled``)."""
+        return self.settings.enabled
+
+    def fixed_tokens(self, instructions: str, tools: list[dict[str, Any]], tail_bytes: int) -> int:
+        """Tokens of a request outside its history."""
+        return fixed_tokens(instructions, tools, tail_bytes)
 
     def __post_init__(self) -> None:
         self.history = HistoryIndex(self.memory, self.transcripts, self.session_id)

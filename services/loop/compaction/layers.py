@@ -22,7 +22,7 @@ from services.loop.compaction.state import (
 )
 from services.loop.compaction.tokens import history_tokens, message_tokens
 from services.loop.compaction.transcripts import Transcripts
-from services.loop.turn_events import LayerStat
+from services.loop.core.turn_events import LayerStat
 
 Message = dict[str, Any]
 

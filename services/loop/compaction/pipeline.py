@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from services.loop.compaction.layers import Inputs, hard_trim, l1_snip, l2_envelopes, l3_persist
 from services.loop.compaction.state import CompactionState, build_view
 from services.loop.compaction.summary import l4_summarize
-from services.loop.pairing import is_paired
-from services.loop.ports import ModelClient
-from services.loop.turn_events import LayerStat
+from services.loop.core.pairing import is_paired
+from services.loop.core.ports import ModelClient
+from services.loop.core.turn_events import LayerStat
 
 LAYER_ORDER = ("L3", "L1", "L2", "L4", "fallback")
 

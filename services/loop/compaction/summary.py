@@ -25,8 +25,9 @@ from services.loop.compaction.state import (
 )
 from services.loop.compaction.tokens import message_tokens, text_bytes, tokens_of_bytes
 from services.loop.compaction.transcripts import message_text
-from services.loop.ports import ModelClient, ModelError
-from services.loop.turn_events import LayerStat
+from services.loop.core.errors import LoopError
+from services.loop.core.ports import ModelClient, ModelError
+from services.loop.core.turn_events import LayerStat
 
 Message = dict[str, Any]
 
@@ -45,8 +46,10 @@ updated checkpoint; never lose an item of the previous checkpoint that is still 
 SUMMARY_OVERHEAD_TOKENS = 1500
 
 
-class SummaryFailed(Exception):
+class SummaryFailed(LoopError):
     """The summary could not be written (model error, empty answer, time budget)."""
+
+    reason = "summary_failed"
 
 
 def render(message: Message) -> str:

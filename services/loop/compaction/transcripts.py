@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.statedir import ensure_state_dir
-from services.loop.ports import ArchivedRecord
+from services.loop.core.ports import ArchivedRecord
 
 Message = dict[str, Any]
 TRANSCRIPTS = "transcripts"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.loop.hooks.runner import HookFailed, RawAnswer
-from services.loop.traces import redact
+from services.loop.tracing.writer import redact
 
 
 @dataclass

@@ -39,38 +39,61 @@ class Capability(StrEnum):
     REWRITE = "rewrite"
 
 
+class HookPoint(StrEnum):
+    """Where in a turn (or beside it) a hook runs."""
+
+    TURN_START = "turn.start"
+    STEP_BEFORE = "step.before"
+    TOOL_BEFORE = "tool.before"
+    TOOL_AFTER = "tool.after"
+    COMPACT_BEFORE = "compact.before"
+    COMPACT_AFTER = "compact.after"
+    MEMORY_HARVEST = "memory.harvest"
+    SUBAGENT_START = "subagent.start"
+    SUBAGENT_END = "subagent.end"
+    TURN_END = "turn.end"
+    STOP_BLOCKED = "stop.blocked"
+
+
+class HookKind(StrEnum):
+    """How a hook runs: a command line, or a function of a module in ``plugin_dir``."""
+
+    COMMAND = "command"
+    PYTHON = "python"
+
+
 FAIL_CLOSED = frozenset({Capability.BLOCK, Capability.REWRITE})
 """A hook with one of these refuses the call when it fails (times out, crashes, answers garbage)."""
 
 _O, _I, _B, _R = Capability.OBSERVE, Capability.INJECT, Capability.BLOCK, Capability.REWRITE
-MATRIX: dict[str, frozenset[Capability]] = {
-    "turn.start": frozenset({_O, _I}),
-    "step.before": frozenset({_O, _I}),
-    "tool.before": frozenset({_O, _I, _B, _R}),
-    "tool.after": frozenset({_O, _I}),
-    "compact.before": frozenset({_O}),
-    "compact.after": frozenset({_O}),
-    "memory.harvest": frozenset({_O}),
-    "subagent.start": frozenset({_O}),
-    "subagent.end": frozenset({_O}),
-    "turn.end": frozenset({_O}),
-    "stop.blocked": frozenset({_O}),
+MATRIX: dict[HookPoint, frozenset[Capability]] = {
+    HookPoint.TURN_START: frozenset({_O, _I}),
+    HookPoint.STEP_BEFORE: frozenset({_O, _I}),
+    HookPoint.TOOL_BEFORE: frozenset({_O, _I, _B, _R}),
+    HookPoint.TOOL_AFTER: frozenset({_O, _I}),
+    HookPoint.COMPACT_BEFORE: frozenset({_O}),
+    HookPoint.COMPACT_AFTER: frozenset({_O}),
+    HookPoint.MEMORY_HARVEST: frozenset({_O}),
+    HookPoint.SUBAGENT_START: frozenset({_O}),
+    HookPoint.SUBAGENT_END: frozenset({_O}),
+    HookPoint.TURN_END: frozenset({_O}),
+    HookPoint.STOP_BLOCKED: frozenset({_O}),
 }
 """Each point and what a hook there may do: ``tool.before`` is the only one that may block or rewrite."""
 POINTS = tuple(MATRIX)
-TOOL_POINTS = frozenset({"tool.before", "tool.after"})
+TOOL_POINTS = frozenset({HookPoint.TOOL_BEFORE, HookPoint.TOOL_AFTER})
 
 DEFAULT_TIMEOUT_S = 30.0
 CLAUDE_DEFAULT_TIMEOUT_S = 60.0  # Claude Code's own default
 
 # Claude Code event -> (our point, capabilities). SessionStart runs at the first turn.start of a
 # session opened in this loop process.
-CLAUDE_EVENTS: dict[str, tuple[str, frozenset[Capability]]] = {
-    "PreToolUse": ("tool.before", frozenset({_O, _I, _B, _R})),
-    "PostToolUse": ("tool.after", frozenset({_O, _I})),
-    "UserPromptSubmit": ("turn.start", frozenset({_O, _I})),
-    "SessionStart": ("turn.start", frozenset({_O, _I})),
-    "Stop": ("turn.end", frozenset({_O})),
+CLAUDE_EVENTS: dict[str, tuple[HookPoint, frozenset[Capability]]] = {
+    "PreToolUse": (HookPoint.TOOL_BEFORE, frozenset({_O, _I, _B, _R})),
+    "PostToolUse": (HookPoint.TOOL_AFTER, frozenset({_O, _I})),
+    "UserPromptSubmit": (HookPoint.TURN_START, frozenset({_O, _I})),
+    "SessionStart": (HookPoint.TURN_START, frozenset({_O, _I})),
+    "Stop": (HookPoint.TURN_END, frozenset({_O})),
 }
 # The config loader normalizes keys to snake_case; accept both spellings.
 _CLAUDE_BY_KEY = {re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower(): name for name in CLAUDE_EVENTS}
@@ -83,9 +106,8 @@ class HookSpec:
     """One configured hook."""
 
     name: str
-    point: str
-    kind: str
-    """"command" or "python"."""
+    point: HookPoint
+    kind: HookKind
     capabilities: frozenset[Capability]
     argv: tuple[str, ...] = ()
     """The command (a string entry runs through ``/bin/sh -c``)."""
@@ -122,7 +144,7 @@ class HookSettings:
     plugin_dir: str = ""
     """Where python hooks' modules are; empty: ``<workspace>/.ai-coding/hooks``."""
 
-    def at(self, point: str) -> list[HookSpec]:
+    def at(self, point: HookPoint) -> list[HookSpec]:
         return [h for h in self.hooks if h.point == point]
 
 
@@ -157,7 +179,7 @@ def parse_hooks(raw: Any, source_of: Any = None) -> tuple[HookSettings, list[str
     names: set[str] = {s.name for s in specs}
     for index, entry in enumerate(events):
         spec = _entry(entry, index)
-        if spec.kind == "python" and source_of is not None:
+        if spec.kind is HookKind.PYTHON and source_of is not None:
             where = str(source_of("hooks.events") or "")
             if where.startswith("project:"):
                 warnings.append(f"hooks.events[{index}] ({spec.name}): python hooks run inside the loop service "
@@ -182,9 +204,10 @@ def _entry(entry: Any, index: int) -> HookSpec:
         raise ConfigError(f"{where} must be a mapping (point, kind, command...)", hint="See docs/hooks.md.")
     name = str(entry.get("name") or f"{entry.get('point', 'hook')}#{index}")
     label = f"{where} ({name})"
-    point = str(entry.get("point") or "")
-    if point not in MATRIX:
-        raise ConfigError(f"{label}: unknown point {point!r}", hint=f"Use one of: {', '.join(POINTS)}.")
+    raw_point = str(entry.get("point") or "")
+    if raw_point not in MATRIX:
+        raise ConfigError(f"{label}: unknown point {raw_point!r}", hint=f"Use one of: {', '.join(POINTS)}.")
+    point = HookPoint(raw_point)
     caps = _capabilities(entry, label)
     lacking = caps - MATRIX[point]
     if lacking:
@@ -205,12 +228,12 @@ def _entry(entry: Any, index: int) -> HookSpec:
                               "timeout_seconds": timeout, "raw": bool(entry.get("raw", False)),
                               "env": tuple((str(k), str(v)) for k, v in env.items())}
     if kind == "command":
-        return HookSpec(kind="command", argv=_argv(entry.get("command"), label), **common)
+        return HookSpec(kind=HookKind.COMMAND, argv=_argv(entry.get("command"), label), **common)
     if kind == "python":
         module = str(entry.get("module") or "")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", module):
             raise ConfigError(f"{label}: a python hook needs `module:` (a module name in plugin_dir)")
-        return HookSpec(kind="python", module=module, function=str(entry.get("function") or "hook"), **common)
+        return HookSpec(kind=HookKind.PYTHON, module=module, function=str(entry.get("function") or "hook"), **common)
     raise ConfigError(f"{label}: unknown kind {kind!r}", hint="Use kind: command or kind: python.")
 
 
@@ -277,7 +300,7 @@ def _claude_entries(event: str, groups: Any) -> list[HookSpec]:
             if not isinstance(command, str) or not command.strip():
                 raise ConfigError(f"{hlabel}: `command:` must be a shell line")
             specs.append(HookSpec(
-                name=f"{event}[{g}.{h}]", point=point, kind="command", capabilities=caps,
+                name=f"{event}[{g}.{h}]", point=point, kind=HookKind.COMMAND, capabilities=caps,
                 argv=("/bin/sh", "-c", command), matcher=matcher,
                 timeout_seconds=_timeout(hook.get("timeout", CLAUDE_DEFAULT_TIMEOUT_S), hlabel),
                 claude_event=event))
@@ -286,7 +309,7 @@ def _claude_entries(event: str, groups: Any) -> list[HookSpec]:
 
 def describe(spec: HookSpec) -> str:
     """One line for /hooks."""
-    what = shlex.join(spec.argv[2:] if spec.argv[:2] == ("/bin/sh", "-c") else spec.argv) if spec.kind == "command" \
+    what = shlex.join(spec.argv[2:] if spec.argv[:2] == ("/bin/sh", "-c") else spec.argv) if spec.kind is HookKind.COMMAND \
         else f"{spec.module}.{spec.function}"
     caps = ",".join(sorted(spec.capabilities))
     match = f" [{spec.matcher}]" if spec.matcher else ""

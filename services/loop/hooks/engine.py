@@ -18,13 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.statedir import STATE_DIR
+from services.loop.core.ports import ToolCall, ToolOutcome
+from services.loop.core.turn_events import Degraded, EventBody, HookRun
 from services.loop.hooks import claude
 from services.loop.hooks.answer import Verdict, read_answer, redact_value
-from services.loop.hooks.config import Capability, HookSettings, HookSpec, LastRun, describe
+from services.loop.hooks.config import (
+    Capability,
+    HookKind,
+    HookPoint,
+    HookSettings,
+    HookSpec,
+    LastRun,
+    describe,
+)
 from services.loop.hooks.runner import HookFailed, run_command, run_python
-from services.loop.local_tools import error_outcome
-from services.loop.ports import ToolCall, ToolOutcome
-from services.loop.turn_events import Degraded, EventBody, HookRun
 
 Emit = Callable[[EventBody], None]
 MAX_INJECT_CHARS = 4000
@@ -73,27 +80,27 @@ class HookEngine:
         self._turn, self._turn_context, self._next_context = turn, [], []
         first = not self._session_started
         self._session_started = True
-        chain = await self._run("turn.start", {"input": text}, emit,
+        chain = await self._run(HookPoint.TURN_START, {"input": text}, emit,
                                 skip=lambda h: h.claude_event == "SessionStart" and not first)
         self._turn_context = chain.contexts
 
     async def step_before(self, turn: int, step: int, emit: Emit) -> str:
         """Run step.before; returns the ``hook-context`` block body for this step's request."""
-        chain = await self._run("step.before", {"step": step}, emit)
+        chain = await self._run(HookPoint.STEP_BEFORE, {"step": step}, emit)
         parts = [*self._turn_context, *self._next_context, *chain.contexts]
         self._next_context = []
         return "\n\n".join(p for p in parts if p)
 
     async def tool_before(self, call: ToolCall, arguments: dict[str, Any], emit: Emit) -> ToolCall | ToolOutcome:
         """The call to run (rewritten or not), or the refusal a blocking hook (or its failure) earned."""
-        if not self.settings.at("tool.before"):
+        if not self.settings.at(HookPoint.TOOL_BEFORE):
             return call
-        chain = await self._run("tool.before", {"tool": call.name, "call_id": call.id, "arguments": arguments},
+        chain = await self._run(HookPoint.TOOL_BEFORE, {"tool": call.name, "call_id": call.id, "arguments": arguments},
                                 emit, tool=call.name, call_id=call.id)
         self._next_context += chain.contexts
         if chain.blocked_by is not None:
             hook, reason = chain.blocked_by
-            outcome = error_outcome(call.id, call.name, "blocked_by_hook",
+            outcome = ToolOutcome.error(call.id, call.name, "blocked_by_hook",
                                     f"the {hook!r} hook refused this call: {reason}; choose another approach")
             outcome.data = {"hook": hook, "reason": reason}
             return outcome
@@ -102,22 +109,22 @@ class HookEngine:
         return call
 
     async def tool_after(self, call: ToolCall, outcome: ToolOutcome, emit: Emit) -> None:
-        if not self.settings.at("tool.after"):
+        if not self.settings.at(HookPoint.TOOL_AFTER):
             return
         result = {"ok": outcome.ok, "output": outcome.output[:20_000], "error_code": outcome.error_code}
-        chain = await self._run("tool.after", {"tool": call.name, "call_id": call.id,
+        chain = await self._run(HookPoint.TOOL_AFTER, {"tool": call.name, "call_id": call.id,
                                                "arguments": _args(call), "result": result},
                                 emit, tool=call.name, call_id=call.id)
         self._next_context += chain.contexts
 
     async def turn_end(self, turn: int, status: str, text: str, emit: Emit) -> None:
-        await self._run("turn.end", {"status": status, "text": text}, emit)
+        await self._run(HookPoint.TURN_END, {"status": status, "text": text}, emit)
         self._turn_context, self._next_context = [], []
 
     async def stop_blocked(self, turn: int, reason: str, emit: Emit) -> None:
-        await self._run("stop.blocked", {"reason": reason}, emit)
+        await self._run(HookPoint.STOP_BLOCKED, {"reason": reason}, emit)
 
-    async def observe(self, point: str, payload: dict[str, Any], emit: Emit) -> None:
+    async def observe(self, point: HookPoint, payload: dict[str, Any], emit: Emit) -> None:
         """Run an observing point (memory.harvest, compact.*, subagent.*, stop.blocked)."""
         await self._run(point, payload, emit)
 
@@ -128,7 +135,7 @@ class HookEngine:
         lines: list[str] = []
         for spec in self.settings.hooks:
             last = self.last.get(spec.name)
-            rows.append({"name": spec.name, "point": spec.point, "kind": spec.kind,
+            rows.append({"name": spec.name, "point": spec.point.value, "kind": spec.kind.value,
                          "capabilities": sorted(spec.capabilities), "matcher": spec.matcher,
                          "claude_event": spec.claude_event,
                          "last": None if last is None else {"outcome": last.outcome, "detail": last.detail,
@@ -145,7 +152,7 @@ class HookEngine:
 
     # -- running --
 
-    async def _run(self, point: str, payload: dict[str, Any], emit: Emit, *, tool: str = "", call_id: str = "",
+    async def _run(self, point: HookPoint, payload: dict[str, Any], emit: Emit, *, tool: str = "", call_id: str = "",
                    skip: Callable[[HookSpec], bool] = lambda h: False) -> _Chain:
         chain = _Chain()
         for spec in self.settings.at(point):
@@ -159,7 +166,7 @@ class HookEngine:
                 verdict = await self._ask(spec, point, current)
             except HookFailed as failure:
                 self._record(spec, point, failure.outcome, failure.detail, started, emit, call_id)
-                if spec.fails_closed and point == "tool.before":
+                if spec.fails_closed and point == HookPoint.TOOL_BEFORE:
                     chain.blocked_by = (spec.name, f"the hook {failure.detail} (a blocking hook that fails "
                                                    "refuses the call)")
                     return chain
@@ -167,7 +174,7 @@ class HookEngine:
                 continue
             outcome, detail = self._apply(spec, verdict, chain)
             self._record(spec, point, outcome, detail, started, emit, call_id)
-            if outcome == "failed" and spec.fails_closed and point == "tool.before":
+            if outcome == "failed" and spec.fails_closed and point == HookPoint.TOOL_BEFORE:
                 chain.blocked_by = (spec.name, f"the hook answered wrongly: {detail}")
             elif outcome == "failed":
                 emit(Degraded(component=f"hook:{spec.name}", reason=f"{point}: {detail}"))
@@ -196,14 +203,14 @@ class HookEngine:
             outcome = "injected" if outcome == "ok" else outcome
         return outcome, ""
 
-    async def _ask(self, spec: HookSpec, point: str, payload: dict[str, Any]) -> Verdict:
+    async def _ask(self, spec: HookSpec, point: HookPoint, payload: dict[str, Any]) -> Verdict:
         event = {"point": point, "hook": spec.name, "session_id": self.session_id, "turn": self._turn,
                  "workspace": self.workspace, **payload}
         if spec.claude_event:
             event = claude.stdin_event(spec.claude_event, event)
         if not spec.raw:
             event = redact_value(event)
-        if spec.kind == "python":
+        if spec.kind is HookKind.PYTHON:
             answer = await run_python(spec, event, self.plugin_dir, spec.timeout_seconds)
         else:
             answer = await run_command(spec, json.dumps(event, ensure_ascii=False), self.workspace,
@@ -212,7 +219,7 @@ class HookEngine:
             return claude.read_answer(spec.claude_event, answer)
         return read_answer(answer)
 
-    def _record(self, spec: HookSpec, point: str, outcome: str, detail: str, started: float, emit: Emit,
+    def _record(self, spec: HookSpec, point: HookPoint, outcome: str, detail: str, started: float, emit: Emit,
                 call_id: str) -> None:
         duration = (time.monotonic() - started) * 1000.0
         last = self.last.get(spec.name) or LastRun(outcome)
@@ -220,7 +227,7 @@ class HookEngine:
         last.runs += 1
         last.failures += outcome in ("failed", "timeout")
         self.last[spec.name] = last
-        emit(HookRun(point=point, hook=spec.name, hook_kind=spec.kind, duration_ms=duration, outcome=outcome,
+        emit(HookRun(point=point.value, hook=spec.name, hook_kind=spec.kind.value, duration_ms=duration, outcome=outcome,
                      detail=detail[:500], call_id=call_id))
 
 

@@ -11,19 +11,68 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
-from services.loop.events import Event
+from services.loop.core.events import Event
+from services.loop.core.turn_events import (
+    AcceptanceChecked,
+    ApprovalRequested,
+    ApprovalResolved,
+    CompactionEnded,
+    CompactionStarted,
+    ContextAssembled,
+    Degraded,
+    EventBody,
+    EventsSkipped,
+    HookRun,
+    InputQueued,
+    LedgerUpdated,
+    MemoryRecalled,
+    ModelStepFinished,
+    Notice,
+    PlanReport,
+    PlanStepReceipt,
+    PlanStepStarted,
+    QuestionAsked,
+    QuestionResolved,
+    ReasoningDelta,
+    SearchStalled,
+    SkillCatalogChanged,
+    SubagentFinished,
+    SubagentStarted,
+    SubagentTaskDone,
+    TaskListUpdated,
+    TextDelta,
+    ToolChunk,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    TurnStarted,
+)
+from services.loop.hooks.config import HookPoint
 from services.loop.hooks.engine import HookEngine
 from services.loop.subagents.manager import RunRecord
 from services.loop.subagents.packet import SubagentPacket
-from services.loop.turn_events import EventBody
 
-# Event kind -> (point, the event fields its hooks get).
-EVENT_POINTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "compaction_started": ("compact.before", ("estimated_tokens", "reason")),
-    "compaction_ended": ("compact.after", ("estimated_before", "estimated_after")),
-}
+
+def event_point(body: EventBody) -> tuple[HookPoint, dict[str, Any]] | None:
+    """The observe-only point an event feeds and the payload its hooks get (every kind named: a new
+    one fails mypy here until it says whether it feeds one)."""
+    match body:
+        case CompactionStarted():
+            return HookPoint.COMPACT_BEFORE, {"estimated_tokens": body.estimated_tokens, "reason": body.reason}
+        case CompactionEnded():
+            return HookPoint.COMPACT_AFTER, {"estimated_before": body.estimated_before,
+                                     "estimated_after": body.estimated_after}
+        case (TurnStarted() | TextDelta() | ReasoningDelta() | ToolStarted() | ToolChunk() | ToolFinished()
+              | ApprovalRequested() | ApprovalResolved() | QuestionAsked() | QuestionResolved() | TaskListUpdated()
+              | MemoryRecalled() | Degraded() | SearchStalled() | ContextAssembled() | ModelStepFinished()
+              | InputQueued() | Notice() | TurnFinished() | EventsSkipped() | HookRun() | SkillCatalogChanged()
+              | AcceptanceChecked() | PlanStepStarted() | PlanStepReceipt() | PlanReport() | LedgerUpdated()
+              | SubagentStarted() | SubagentFinished() | SubagentTaskDone()):
+            return None  # turn.*, tool.* and step.* are the turn's own points (hooks/engine.py)
+        case _:
+            assert_never(body)
 
 
 class ObservingHooks:
@@ -37,25 +86,24 @@ class ObservingHooks:
     # -- subagents.manager.SubagentHook --
 
     def before_start(self, run: RunRecord) -> str | None:
-        self._spawn("subagent.start", {"run_id": run.run_id, "name": run.name, "task": run.task,
+        self._spawn(HookPoint.SUBAGENT_START, {"run_id": run.run_id, "name": run.name, "task": run.task,
                                        "background": run.background})
         return None
 
     def after_end(self, run: RunRecord, packet: SubagentPacket) -> None:
-        self._spawn("subagent.end", {"run_id": run.run_id, "name": run.name, "status": packet.status,
+        self._spawn(HookPoint.SUBAGENT_END, {"run_id": run.run_id, "name": run.name, "status": packet.status,
                                      "exit_reason": packet.exit_reason, "files_changed": packet.files_changed,
                                      "iterations": packet.iterations, "elapsed_ms": packet.elapsed_ms})
 
     # -- an EventLog listener --
 
     def on_event(self, event: Event) -> None:
-        found = EVENT_POINTS.get(event.body.kind)
+        found = event_point(event.body)
         if found is None or event.scope is not None:  # a child's compaction is the child's
             return
-        point, names = found
-        self._spawn(point, {name: getattr(event.body, name) for name in names})
+        self._spawn(*found)
 
-    def _spawn(self, point: str, payload: dict[str, Any]) -> None:
+    def _spawn(self, point: HookPoint, payload: dict[str, Any]) -> None:
         if not self.engine.settings.at(point):
             return
         task = asyncio.get_running_loop().create_task(self.engine.observe(point, payload, self.emit))

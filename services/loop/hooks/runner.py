@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.loop.core.errors import LoopError
 from services.loop.hooks.config import HookSpec
 
 ENV_ALLOW = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
@@ -30,8 +31,10 @@ MAX_OUTPUT_BYTES = 1_000_000
 KILL_GRACE_S = 2.0
 
 
-class HookFailed(Exception):
+class HookFailed(LoopError):
     """The hook did not give a usable answer; ``outcome`` is "timeout" or "failed"."""
+
+    reason = "hook_failed"
 
     def __init__(self, outcome: str, detail: str) -> None:
         super().__init__(detail)

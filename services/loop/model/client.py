@@ -1,6 +1,6 @@
 """``OpenAIModelClient``: one streamed Chat Completions step with our own retries.
 
-Implements ``services.loop.ports.ModelClient``. The openai package's retries
+Implements ``services.loop.core.ports.ModelClient``. The openai package's retries
 are off (``max_retries=0``) so that every retry is visible here: 429 (with
 Retry-After), 408, 5xx, dropped connections and dropped streams are retried
 with jittered exponential backoff, bounded by ``max_retries`` and
@@ -34,6 +34,7 @@ from typing import Any
 import httpx2
 import openai
 
+from services.loop.core.ports import Message, ModelError, StepResult
 from services.loop.model.providers import echoes_reasoning, get_provider, thinking_options, with_reasoning
 from services.loop.model.retry import (
     Failure,
@@ -45,7 +46,6 @@ from services.loop.model.retry import (
 from services.loop.model.settings import ModelSettings
 from services.loop.model.stream import LineSplitter, SseDecoder, StreamAssembler, completion_as_chunk
 from services.loop.model.usage import normalize_usage, prefix_ratio, step_cost
-from services.loop.ports import Message, ModelError, StepResult
 
 MAX_REMEMBERED_CONVERSATIONS = 32
 JSON_HEADERS = {"Content-Type": "application/json"}

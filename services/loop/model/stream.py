@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.loop.pairing import unique_call_ids
-from services.loop.ports import ToolCall
+from services.loop.core.pairing import unique_call_ids
+from services.loop.core.ports import ToolCall
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from services.loop.ports import Usage
+from services.loop.core.ports import Usage
 
 
 def _int(value: Any) -> int | None:

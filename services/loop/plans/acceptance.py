@@ -14,18 +14,22 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from services.loop.plans.items import AcceptanceItem
+from services.loop.core.acceptance import AcceptanceItem
+from services.loop.core.errors import LoopError
+from services.loop.core.feature import StateSlot
+from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.turn_events import Notice
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
-from services.loop.turn_events import Notice
 
 MAX_ITEMS = 20
 MAX_STATEMENT_CHARS = 300
 MAX_COMMAND_CHARS = 2000
 
 
-class AcceptanceError(ValueError):
+class AcceptanceError(LoopError, ValueError):
     """An item or an /accept line that cannot be used; the text says what to send instead."""
+
+    reason = "acceptance_invalid"
 
 
 def make_item(item_id: str, statement: str, command: str, source: str) -> AcceptanceItem:
@@ -60,7 +64,7 @@ class AcceptanceBook:
     """The acceptance items of one session: the user config's for its workspace, then its own
     (``load`` / ``store`` read and write those in the session record)."""
 
-    def __init__(self, load: Callable[[], list[Any]], store: Callable[[list[dict[str, Any]]], None],
+    def __init__(self, load: Callable[[], list[AcceptanceItem]], store: Callable[[list[AcceptanceItem]], None],
                  configured: Iterable[AcceptanceItem] = ()) -> None:
         self._load = load
         self._store = store
@@ -68,14 +72,14 @@ class AcceptanceBook:
 
     def own(self) -> list[AcceptanceItem]:
         """The items saved with the session."""
-        return [item for raw in self._load() if (item := AcceptanceItem.from_json(raw)) is not None]
+        return list(self._load())
 
     def items(self) -> list[AcceptanceItem]:
         """Every item the gate checks (``ports.AcceptanceSource``)."""
         return [*self.configured, *self.own()]
 
     def _save(self, items: Iterable[AcceptanceItem]) -> None:
-        self._store([i.to_json() for i in items])
+        self._store(list(items))
 
     def add(self, statement: str, command: str, source: str) -> AcceptanceItem:
         """Add one item (an item with the same command is replaced, keeping its id)."""
@@ -107,32 +111,14 @@ class AcceptanceBook:
         self._save(items)
 
 
-class NoAcceptance:
-    """An ``AcceptanceSource`` without items (a subagent child: its parent's gate checks the work)."""
-
-    def items(self) -> list[AcceptanceItem]:
-        return []
-
-    def record(self, verdicts: Mapping[str, bool]) -> None:
-        return None
+def _decode_items(raw: Any) -> list[AcceptanceItem]:
+    return [item for entry in raw if (item := AcceptanceItem.from_json(entry)) is not None] if isinstance(
+        raw, list) else []
 
 
-class FixedAcceptance:
-    """An ``AcceptanceSource`` over a fixed list (a plan step: its item's ``verify``)."""
-
-    def __init__(self, items: Iterable[AcceptanceItem]) -> None:
-        self._items = list(items)
-        self.verdicts: list[bool] = []
-        """Every verdict given, in order (a receipt's grade reads them)."""
-
-    def items(self) -> list[AcceptanceItem]:
-        return self._items
-
-    def record(self, verdicts: Mapping[str, bool]) -> None:
-        self.verdicts.extend(verdicts.values())
-        for item in self._items:
-            if item.id in verdicts:
-                item.last_passed = verdicts[item.id]
+ACCEPTANCE = StateSlot[list[AcceptanceItem]](
+    "acceptance", decode=_decode_items, encode=lambda items: [i.to_json() for i in items] or None)
+"""The session's own acceptance items (saved only when there are any)."""
 
 
 def config_items(entries: Any, workspace: str) -> list[AcceptanceItem]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.loop.tasks import TaskItem, TaskState, render_items
+from services.loop.core.tasks import TaskItem, TaskState, render_items
 
 
 def planning_prompt(topic: str) -> str:

@@ -9,10 +9,11 @@ Receipts are saved with the session (``Session.plan``) and replayed by /resume.
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from services.loop.turn_events import PlanStepReceipt
+from services.loop.core.feature import StateSlot
+from services.loop.core.turn_events import PlanStepReceipt
 
 OUTCOMES = ("done", "blocked", "stalled", "open")
 GRADES = ("verified", "on-claim", "fiat", "n/a")
@@ -47,6 +48,21 @@ def receipt_from_json(raw: Any) -> Receipt | None:
 def plan_record(goal: str, receipts: list[Receipt]) -> dict[str, Any]:
     """The session's ``plan`` object."""
     return {"goal": goal, "receipts": [asdict(r) for r in receipts]}
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """The session's last /plan run: its goal and receipts."""
+
+    goal: str = ""
+    receipts: tuple[Receipt, ...] = ()
+
+
+PLAN = StateSlot[PlanRecord](
+    "plan", decode=lambda raw: PlanRecord(str(raw.get("goal", "")), tuple(saved_receipts(raw))) if isinstance(
+        raw, dict) else PlanRecord(),
+    encode=lambda plan: plan_record(plan.goal, list(plan.receipts)) if plan.goal or plan.receipts else None)
+"""The session's ``plan`` (saved only when a plan ran)."""
 
 
 def saved_receipts(plan: dict[str, Any], item_ids: set[str] | None = None) -> list[Receipt]:

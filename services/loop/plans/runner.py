@@ -2,7 +2,7 @@
 
 The run is one turn of the parent session to its clients (one ``turn_started``, one
 ``turn_finished``); inside it every planning or step turn is an ordinary ``pipeline.Turn``
-on a ``step.StepHost``. Per item: with ``verify``, the acceptance gate with one repair,
+on a ``step.step_context``. Per item: with ``verify``, the acceptance gate with one repair,
 then ``blocked``; without, ``stalled`` unless the model marked it done. Every item gets a
 receipt (``receipts.py``); the run ends through ``policy.turn.decide`` with
 ``plan_run`` facts.
@@ -17,22 +17,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from services.loop import pipeline
-from services.loop.approvals import Pending
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.domain import Usage
-from services.loop.plans.acceptance import FixedAcceptance
-from services.loop.plans.items import AcceptanceItem
+from services.loop.core.acceptance import AcceptanceItem, FixedAcceptance
+from services.loop.core.approvals import Pending
+from services.loop.core.domain import Usage
+from services.loop.core.ports import TurnContext
+from services.loop.core.sessions import Session
+from services.loop.core.tasks import TERMINAL, TaskItem, TaskState, todo_write
+from services.loop.core.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
 from services.loop.plans.paths import outside_workspace_paths
 from services.loop.plans.prompts import planning_prompt, step_seed
-from services.loop.plans.receipts import Receipt, grade, plan_record, report_text, unproven
-from services.loop.plans.step import StepHost
-from services.loop.policy.turn import Decision, Facts, Status, decide
-from services.loop.ports import TurnHost
-from services.loop.sessions import Session
-from services.loop.tasks import TERMINAL, TaskItem, TaskState, todo_write
-from services.loop.todo_tool import task_list_event
-from services.loop.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
+from services.loop.plans.receipts import PLAN, PlanRecord, Receipt, grade, report_text, unproven
+from services.loop.plans.step import step_context
+from services.loop.policy.turn import Decision, Facts, Status, decide, status_of
+from services.loop.tools.todo_tool import task_list_event
+from services.loop.turn import pipeline
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -43,12 +42,6 @@ def _ends_run(status: Status | None) -> bool:
     return status is None or status is Status.INTERRUPTED or status is Status.APPROVAL_STOP or (
         status is Status.FAILED)
 
-
-def _status(decision: Decision) -> Status:
-    """The status of the run's finishing decision (decide() sets one whenever it finishes)."""
-    if decision.status is None:
-        raise AssertionError(f"decide() finished without a status: {decision}")
-    return decision.status
 
 
 @dataclass(frozen=True)
@@ -73,7 +66,7 @@ class StepCost:
 class PlanContext:
     """What a run needs from its session (runtime.SessionRuntime builds it)."""
 
-    host: TurnHost
+    host: TurnContext
     session: Session
     compaction: CompactionSettings
     set_turn: Callable[[pipeline.Turn], None]
@@ -111,7 +104,7 @@ class PlanRunner:
         host = self.host
         self.emit_body(TurnStarted(turn=self.number, input=f"/plan {self.topic}", model=host.model.model_name))
         self.ctx.session.task_state = TaskState(goal=self.topic).to_json()  # a new plan: new goal, empty list
-        self.ctx.session.plan = plan_record(self.topic, [])
+        PLAN.write(self.ctx.session, PlanRecord(self.topic))
         host.messages.append({"role": "user", "content": f"/plan {self.topic}", "_ts": time.time()})
         self.ctx.save()
         try:
@@ -180,7 +173,7 @@ class PlanRunner:
         if _ends_run(status):
             return self._receipt(item, index, "open", note=f"step ended {self._why(turn)}", cost=cost), turn
         if item.verify:
-            verdicts = turn.rt.acceptance.verdicts if isinstance(turn.rt, StepHost) else []
+            verdicts = turn.ctx.acceptance.verdicts if isinstance(turn.ctx.acceptance, FixedAcceptance) else []
             if status is Status.COMPLETED and verdicts and verdicts[-1]:
                 self._mark(item.id, "completed")
                 return self._receipt(item, index, "done", verdicts=verdicts, note=note, cost=cost), None
@@ -192,14 +185,14 @@ class PlanRunner:
         return self._receipt(item, index, "stalled", note=note, cost=cost), None
 
     async def _turn(self, seed: str, *, item_id: str, verify: str, label: str, prefix: str) -> pipeline.Turn:
-        """One planning or step turn on a fresh StepHost."""
+        """One planning or step turn on a fresh step context."""
         st = self.host.settings
         wall = st.plan_item_wall_seconds if item_id else st.turn_timeout_seconds
         settings = dataclasses.replace(st, turn_timeout_seconds=wall or st.turn_timeout_seconds,
                                        max_auto_continuations=1 if item_id else 0)
         proof = [AcceptanceItem(f"v{item_id}", f"item {item_id} is done", verify, "plan")] if verify else []
-        step = StepHost(self.host, settings, self.ctx.compaction, item_id=item_id, acceptance=FixedAcceptance(proof),
-                        task_state=self._state, turn=self.number, label=label)
+        step = step_context(self.host, settings, self.ctx.compaction, item_id=item_id,
+                            acceptance=FixedAcceptance(proof), task_state=self._state, turn=self.number, label=label)
         turn = pipeline.Turn(step, seed, self.number)
         turn.pending = Pending(self.number, prefix=f"t{self.number}{prefix}")
         turn.max_gate_nudges = 1  # one repair, then the item is blocked
@@ -245,7 +238,7 @@ class PlanRunner:
                        duration_ms=cost.duration_ms, verify=item.verify, note=note)
 
     def _save_receipts(self) -> None:
-        self.ctx.session.plan = plan_record(self._state().goal or self.topic, self.receipts)
+        PLAN.write(self.ctx.session, PlanRecord(self._state().goal or self.topic, tuple(self.receipts)))
         self.ctx.save()
 
     @staticmethod
@@ -267,7 +260,7 @@ class PlanRunner:
         return facts
 
     def _end(self, decision: Decision) -> None:
-        status = _status(decision)
+        status = status_of(decision)
         goal = self._state().goal or self.topic
         text = report_text(goal, self.receipts, decision.reason if decision.rule == "plan_incomplete"
                            and "not run" in decision.reason else "")
@@ -275,9 +268,8 @@ class PlanRunner:
                                   done=sum(1 for r in self.receipts if r.outcome == "done"),
                                   unproven=unproven(self.receipts), text=text))
         self.host.messages.append({"role": "assistant", "content": text, "_ts": time.time()})
-        self.emit_body(TurnFinished(status=status, text=text, handoff="", usage=self.usage,
-                                    iterations=self.iterations, duration_ms=(time.monotonic() - self._started) * 1000,
-                                    reason="" if status is Status.COMPLETED else decision.reason))
         self.host.context.end_turn(self.number, status.value, f"/plan {self.topic}", text.splitlines()[0], [])
-        self.ctx.save()
-        asyncio.get_running_loop().call_soon(self.host.end_of_turn)
+        pipeline.close_turn(self.host, self.number, TurnFinished(
+            status=status, text=text, handoff="", usage=self.usage, iterations=self.iterations,
+            duration_ms=(time.monotonic() - self._started) * 1000,
+            reason="" if status is Status.COMPLETED else decision.reason))

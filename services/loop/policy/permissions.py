@@ -41,7 +41,20 @@ class Level(StrEnum):
 ALLOW_TOOLS = frozenset({"read", "glob", "grep", "job_output", "job_list"})
 WARN_TOOLS = frozenset({"write", "edit", "bash", "mcp_call", "job_start", "job_stop", "webfetch", "websearch"})
 WRITE_TOOLS = frozenset({"write", "edit"})
-MODES = ("confirm", "auto", "readonly")
+
+
+class PermissionMode(StrEnum):
+    """How the gate treats a call that asks (``/permissions`` switches it)."""
+
+    CONFIRM = "confirm"
+    """Ask the user."""
+    AUTO = "auto"
+    """Allow what asks; what is denied stays denied."""
+    READONLY = "readonly"
+    """Refuse every write."""
+
+
+MODES = tuple(m.value for m in PermissionMode)
 
 
 @dataclass(frozen=True)
@@ -65,7 +78,7 @@ def _programs(command: str) -> list[str]:
     return [posixpath.basename(p.argv[0]) if p.argv else "" for p in parts]
 
 
-def _bash_verdict(command: str, grants: Collection[str], mode: str, policy: CompiledBashPolicy) -> Verdict:
+def _bash_verdict(command: str, grants: Collection[str], mode: PermissionMode, policy: CompiledBashPolicy) -> Verdict:
     from services.kernel.command_policy import denied_reason, writes_files
 
     reason = denied_reason(command)
@@ -75,7 +88,7 @@ def _bash_verdict(command: str, grants: Collection[str], mode: str, policy: Comp
     if kind == "deny":
         return Verdict(Level.DENY, f"refused by bash_policy.deny ({pattern})")
     writes = writes_files(command)
-    if mode == "readonly" and writes:
+    if mode == PermissionMode.READONLY and writes:
         return Verdict(Level.DENY, "read-only mode: this command writes files")
     if kind == "confirm":
         return Verdict(Level.WARN, f"bash_policy.confirm ({pattern}) always asks")
@@ -83,7 +96,7 @@ def _bash_verdict(command: str, grants: Collection[str], mode: str, policy: Comp
     keys = [f"bash:{p}" for p in programs if p]
     if "bash" in grants or (keys and len(keys) == len(programs) and all(k in grants for k in keys)):
         return Verdict(Level.ALLOW, "allowed always this session")
-    if mode == "auto":
+    if mode == PermissionMode.AUTO:
         return Verdict(Level.ALLOW, "auto mode")
     # "Always" is offered per program for a simple command; a compound one is
     # allowed only once its every program has been granted on its own.
@@ -95,7 +108,7 @@ def decide_permission(
     tool: str,
     args: Mapping[str, Any],
     session_grants: Collection[str] = (),
-    mode: str = "confirm",
+    mode: PermissionMode = PermissionMode.CONFIRM,
     *,
     bash_policy: CompiledBashPolicy | None = None,
     declared: str = "",
@@ -112,7 +125,7 @@ def decide_permission(
 
 
 def _decide(
-    tool: str, args: Mapping[str, Any], grants: Collection[str], mode: str, policy: CompiledBashPolicy, declared: str,
+    tool: str, args: Mapping[str, Any], grants: Collection[str], mode: PermissionMode, policy: CompiledBashPolicy, declared: str,
     trusted: bool = False,
 ) -> Verdict:
     if declared == "deny":
@@ -125,18 +138,18 @@ def _decide(
         return Verdict(Level.ALLOW, "read-only or session tool")
     if tool == "mcp_call" and declared == "allow":
         return Verdict(Level.ALLOW, "the MCP server is auto_approve")
-    if mode == "readonly" and tool in WRITE_TOOLS:
+    if mode == PermissionMode.READONLY and tool in WRITE_TOOLS:
         return Verdict(Level.DENY, "read-only mode: writes are refused")
     if tool in grants:
         return Verdict(Level.ALLOW, "allowed always this session", tool)
-    if mode == "auto":
+    if mode == PermissionMode.AUTO:
         return Verdict(Level.ALLOW, "auto mode")
     if tool in WARN_TOOLS:
         return Verdict(Level.WARN, "changes files or runs something", tool)
     return Verdict(Level.WARN, "unknown tool: asking to be safe", tool)
 
 
-def mcp_gate(server: str, tool: str, server_levels: Mapping[str, str], mode: str,
+def mcp_gate(server: str, tool: str, server_levels: Mapping[str, str], mode: PermissionMode,
              grants: Collection[str]) -> Verdict:
     """The gate for ``mcp_call`` of ``tool`` on ``server`` (pure).
 
@@ -150,11 +163,11 @@ def mcp_gate(server: str, tool: str, server_levels: Mapping[str, str], mode: str
         return Verdict(Level.DENY, f"{qualified} is denied by the MCP server's permissions")
     if level == "allow":
         return Verdict(Level.ALLOW, "allowed by the MCP server's permissions")
-    if mode == "readonly":
+    if mode == PermissionMode.READONLY:
         return Verdict(Level.DENY, "read-only mode: remote tools may change things")
     grant = f"mcp:{qualified}"
     if grant in grants:
         return Verdict(Level.ALLOW, "allowed always this session", grant)
-    if mode == "auto":
+    if mode == PermissionMode.AUTO:
         return Verdict(Level.ALLOW, "auto mode", grant)
     return Verdict(Level.WARN, "calls a tool on an MCP server", grant)

@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from services.loop.plans.policy import MAX_GATE_NUDGES, GateFailure, failure_reason, gate_nudge
+from services.loop.policy.acceptance import MAX_GATE_NUDGES, GateFailure, failure_reason, gate_nudge
 
 
 class Action(StrEnum):
@@ -229,6 +229,13 @@ def decide(f: Facts) -> Decision:
             return _finish("budget_verified", Status.COMPLETED, f"{VERIFIED} (iteration budget used up)")
         return _finish("max_iterations", Status.MAX_ITERATIONS, f"{f.max_tool_iterations} iterations used")
     return Decision(Action.CONTINUE)
+
+
+def status_of(decision: Decision) -> Status:
+    """The status of a finishing decision (decide() sets one whenever it finishes)."""
+    if decision.status is None:
+        raise AssertionError(f"decide() finished without a status: {decision}")
+    return decision.status
 
 
 def handoff_needed(status: Status, model_text: str) -> bool:

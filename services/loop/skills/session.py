@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from services.kernel.errors import AiCodingError
-from services.loop.local_tools import error_outcome
+from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.turn_events import EventBody, SkillCatalogChanged
 from services.loop.policy.permissions import Level
-from services.loop.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.skills import library
 from services.loop.skills.registry import (
     SkillDir,
@@ -27,7 +27,6 @@ from services.loop.skills.registry import (
     override_dirs,
 )
 from services.loop.skills.skill import SKILL_FILE, Skill
-from services.loop.turn_events import EventBody, SkillCatalogChanged
 
 Emit = Callable[[EventBody], None]
 MAX_FILE_CHARS = 60_000
@@ -100,21 +99,21 @@ class SessionSkills:
         skill = self.current.skills.get(name)
         if skill is None:
             known = ", ".join(sorted(self.current.skills)) or "none"
-            return error_outcome(call.id, call.name, "unknown_skill", f"no skill named {name!r}; skills: {known}")
+            return ToolOutcome.error(call.id, call.name, "unknown_skill", f"no skill named {name!r}; skills: {known}")
         data = {"name": skill.name, "version": skill.version, "status": skill.status, "source": skill.source,
                 "files": list(skill.files)}
         wanted = str(arguments.get("file") or "").strip()
         if wanted:
             return self._file(call, skill, wanted, data)
         if skill.broken:
-            return error_outcome(call.id, call.name, "broken_skill", f"skill {name!r} cannot be read: {skill.problem}")
+            return ToolOutcome.error(call.id, call.name, "broken_skill", f"skill {name!r} cannot be read: {skill.problem}")
         files = "\n".join(f"  {f}" for f in skill.files) or "  (none)"
         text = (f"skill {skill.name}{skill.badges()} · {skill.source}\nfiles:\n{files}\n\n{skill.body}")
         return ToolOutcome(call.id, call.name, True, text, data=data)
 
     def _file(self, call: ToolCall, skill: Skill, wanted: str, data: dict[str, Any]) -> ToolOutcome:
         if wanted != SKILL_FILE and wanted not in skill.files:
-            return error_outcome(call.id, call.name, "unknown_file",
+            return ToolOutcome.error(call.id, call.name, "unknown_file",
                                  f"skill {skill.name!r} has no file {wanted!r}; files: {', '.join(skill.files) or 'none'}")
         path = skill.path / wanted
         try:
@@ -122,7 +121,7 @@ class SessionSkills:
                 raise OSError("not a plain file of the skill")
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as err:
-            return error_outcome(call.id, call.name, "unreadable_file", f"cannot read {wanted}: {err}")
+            return ToolOutcome.error(call.id, call.name, "unreadable_file", f"cannot read {wanted}: {err}")
         if len(text) > MAX_FILE_CHARS:
             text = text[:MAX_FILE_CHARS] + f"\n[... cut at {MAX_FILE_CHARS} characters ...]"
         return ToolOutcome(call.id, call.name, True, f"skill {skill.name}{skill.badges()} · {wanted}\n\n{text}",

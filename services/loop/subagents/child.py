@@ -1,6 +1,6 @@
 """One child run: an ephemeral session in the loop service, driven by the ordinary ``pipeline.Turn``.
 
-``ChildHost`` is the child's ``ports.TurnHost``: the parent's workspace, model,
+``ChildHost`` holds a child's state and gives its ``ports.TurnContext``: the parent's workspace, model,
 configuration and permission gate; a fresh history seeded with the task; its
 own limits (``subagent_*`` settings); its own tools-service session; a tool
 stack without subAgent (no nesting), memory tools or ask_user. It is never
@@ -18,14 +18,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from services.loop.approvals import Pending
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.pipeline import Turn
-from services.loop.plans.acceptance import NoAcceptance
-from services.loop.policy.permissions import Verdict
-from services.loop.policy.settings import LoopSettings
-from services.loop.ports import (
+from services.loop.core.acceptance import NoAcceptance
+from services.loop.core.approvals import Pending
+from services.loop.core.ports import (
     McpClient,
     MemoryClient,
     Message,
@@ -34,19 +31,31 @@ from services.loop.ports import (
     ToolDef,
     ToolOutcome,
     ToolRunner,
+    TurnContext,
     TurnHooks,
     Usage,
+    nothing,
 )
-from services.loop.registry import ToolRegistry
-from services.loop.sessions import Session
-from services.loop.todo_tool import TodoTool
-from services.loop.turn_events import EventBody
+from services.loop.core.sessions import Session
+from services.loop.core.turn_events import (
+    ContextAssembled,
+    EventBody,
+    InputQueued,
+    ReasoningDelta,
+    TextDelta,
+    TurnFinished,
+    TurnStarted,
+)
+from services.loop.policy.permissions import Verdict
+from services.loop.policy.settings import LoopSettings
+from services.loop.tools.registry import ToolRegistry
+from services.loop.tools.todo_tool import TodoTool
+from services.loop.turn.pipeline import Turn
 
 # Tools a child never has: no nesting, no durable memory, nobody to ask.
 CHILD_EXCLUDED = frozenset({"subAgent", "memory_search", "memory_write", "ask_user"})
 # Child events not relayed to the parent's stream (the packet and subagent_* events carry their facts).
-NOT_RELAYED = frozenset({"turn_started", "turn_finished", "text_delta", "reasoning_delta", "context_assembled",
-                         "input_queued"})
+NOT_RELAYED = (TurnStarted, TurnFinished, TextDelta, ReasoningDelta, ContextAssembled, InputQueued)
 
 NO_ACCEPTANCE = NoAcceptance()  # the parent's gate checks the work when the parent stops
 
@@ -115,7 +124,7 @@ def child_settings(parent: LoopSettings, timeout_seconds: float, max_iterations:
 
 
 class ChildHost:
-    """The child's ``ports.TurnHost``."""
+    """One child run's own state (record, tools, usage, events) and its ``turn_context``."""
 
     def __init__(self, run_id: str, parent: ParentView, settings: LoopSettings, relay: Callable[[EventBody], None],
                  only_tools: list[str] | None = None, workspace: str = "") -> None:
@@ -123,108 +132,44 @@ class ChildHost:
         self.parent = parent
         self._settings = settings
         self._relay = relay
-        self._workspace = workspace or parent.workspace
-        self._messages: list[Message] = []
-        self.session = Session(id=run_id, workspace=self._workspace, model=parent.model.model_name)
+        self.workspace = workspace or parent.workspace
+        self.messages: list[Message] = []
+        self.session = Session(id=run_id, workspace=self.workspace, model=parent.model.model_name)
         self.todo = TodoTool(self.session, lambda: settings.enforce_dependencies)
         self.only_tools = only_tools
         self.registry = ToolRegistry([self.todo.tool_def()])
-        self._context = ContextKeeper.create(parent.compaction, parent.model, run_id, self._workspace, {})
+        self._context = ContextKeeper.create(parent.compaction, parent.model, run_id, self.workspace, {})
         self._hooks = ChildHooks(parent.hooks)
         self.usage = Usage()
         self.tools_attached = False
         self.events: list[EventBody] = []
 
-    # -- ports.TurnHost --
-
-    @property
-    def session_id(self) -> str:
-        return self.run_id
-
-    @property
-    def workspace(self) -> str:
-        return self._workspace
-
-    @property
-    def settings(self) -> LoopSettings:
-        return self._settings
-
-    @property
-    def model(self) -> ModelClient:
-        return self.parent.model
-
-    @property
-    def messages(self) -> list[Message]:
-        return self._messages
-
-    @property
-    def instructions(self) -> str:
-        return f"{self.parent.instructions}\n\n{CHILD_PREAMBLE}"
-
-    @property
-    def tools(self) -> ToolRegistry:
-        return self.registry
-
-    @property
-    def runner(self) -> ToolRunner:
-        return self.parent.runner
-
-    @property
-    def memory(self) -> MemoryClient | None:
-        return None
-
-    @property
-    def mcp(self) -> McpClient | None:
-        return None
-
-    @property
-    def interactive(self) -> bool:
-        return self.parent.interactive
-
-    @property
-    def allowed_tools(self) -> list[str]:
-        return self.parent.allowed_tools
-
-    @property
-    def context(self) -> ContextKeeper:
-        return self._context
-
-    @property
-    def hooks(self) -> ChildHooks:
-        return self._hooks
-
-    @property
-    def acceptance(self) -> NoAcceptance:
-        return NO_ACCEPTANCE
+    def turn_context(self) -> TurnContext:
+        """The child's turn context: the parent's workspace, model, runner and gate; its own record,
+        tools, limits, context keeper and hooks; no memory, no MCP, no acceptance items."""
+        parent = self.parent
+        instructions = f"{parent.instructions}\n\n{CHILD_PREAMBLE}"
+        return TurnContext(
+            session_id=self.run_id, workspace=self.workspace, settings=self._settings, model=parent.model,
+            messages=self.messages, instructions=lambda: instructions, tools=self.registry, runner=parent.runner,
+            memory=None, mcp=None, interactive=lambda: parent.interactive, allowed_tools=parent.allowed_tools,
+            context=self._context, hooks=self._hooks, acceptance=NO_ACCEPTANCE, emit=self.emit, gate=parent.gate,
+            turn_tail=self.turn_tail, step_tail=_no_parts, open_tasks=self.todo.open_items,
+            add_usage=self.add_usage, save=nothing, end_of_turn=nothing)  # the manager writes the transcript
 
     def emit(self, turn: int, body: EventBody) -> None:
         self.events.append(body)
-        if body.kind not in NOT_RELAYED:
+        if not isinstance(body, NOT_RELAYED):
             self._relay(body)
-
-    def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
-        return self.parent.gate(tool, arguments)
 
     async def turn_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
         if not self.tools_attached:
             await self.attach_tools()
         return {}
 
-    async def step_tail(self, emit: Callable[[EventBody], None]) -> dict[str, str]:
-        return {}
-
-    def open_tasks(self) -> list[str]:
-        return self.todo.open_items()
-
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage.add(usage)
         self.parent.add_usage(usage)  # counts toward the parent session's budget
-
-    def save(self) -> None:
-        """Ephemeral: the manager writes the transcript when the run ends."""
-
-    def end_of_turn(self) -> None:
-        """Nothing to fold: the child has no session file."""
 
     # -- the child's tools --
 
@@ -232,7 +177,7 @@ class ChildHost:
         """Open the child's own tools-service session (its own read snapshots) and take its catalog."""
         remote: list[ToolDef] = []
         try:
-            await self.parent.runner.open_session(self.run_id, self._workspace, self.parent.secret_env_names)
+            await self.parent.runner.open_session(self.run_id, self.workspace, self.parent.secret_env_names)
             remote = await self.parent.runner.list_tools(self.run_id)
         except Exception:  # the child then runs with the loop's own tools only
             remote = []
@@ -251,9 +196,13 @@ class ChildHost:
             await self.parent.runner.close_session(self.run_id)
 
 
+async def _no_parts(emit: Callable[[EventBody], None]) -> dict[str, str]:
+    return {}
+
+
 def new_turn(host: ChildHost, task: str) -> Turn:
     """The child's one turn, with approvals whose ids name the run."""
-    turn = Turn(host, task, 1)
+    turn = Turn(host.turn_context(), task, 1)
     turn.pending = Pending(1, prefix=host.run_id)
     return turn
 

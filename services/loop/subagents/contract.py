@@ -18,12 +18,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.loop.core.errors import LoopError
+
 MAX_SCHEMA_CHARS = 4000
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n(.*?)```", re.S)
 
 
-class SchemaRefused(ValueError):
+class SchemaRefused(LoopError, ValueError):
     """An ``output_schema`` the run refuses before starting; ``code`` is the tool error code."""
+
+    reason = "schema_refused"
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

@@ -32,11 +32,18 @@ from typing import Any, Protocol
 
 from services.kernel.errors import AiCodingError
 from services.kernel.statedir import ensure_state_dir
-from services.loop.domain import ToolCall, ToolOutcome
-from services.loop.local_tools import error_outcome
-from services.loop.pipeline import Turn
+from services.loop.core.domain import ToolCall, ToolOutcome
+from services.loop.core.ports import ModelClient, ToolContext, ToolDef
+from services.loop.core.turn_events import (
+    Degraded,
+    EventBody,
+    SubagentFinished,
+    SubagentScope,
+    SubagentStarted,
+    SubagentTaskDone,
+    TurnFinished,
+)
 from services.loop.policy.permissions import Level
-from services.loop.ports import ModelClient, ToolContext, ToolDef
 from services.loop.subagents import worktree
 from services.loop.subagents.child import (
     ChildHost,
@@ -49,15 +56,7 @@ from services.loop.subagents.child import (
 )
 from services.loop.subagents.contract import SchemaRefused, check_schema, parse_facts, schema_instructions
 from services.loop.subagents.packet import FINAL_TEXT_CHARS, STATUS_OF_TURN, SubagentPacket, usage_dict
-from services.loop.turn_events import (
-    Degraded,
-    EventBody,
-    SubagentFinished,
-    SubagentScope,
-    SubagentStarted,
-    SubagentTaskDone,
-    TurnFinished,
-)
+from services.loop.turn.pipeline import Turn
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -176,7 +175,7 @@ class SubagentManager:
             try:
                 schema = check_schema(args["output_schema"])
             except SchemaRefused as err:
-                return error_outcome(call.id, call.name, err.code, str(err))
+                return ToolOutcome.error(call.id, call.name, err.code, str(err))
         only = args.get("tools")
         if only is not None and (not isinstance(only, list) or not all(isinstance(t, str) for t in only)):
             raise ValueError("'tools' must be a list of tool names")
@@ -186,11 +185,11 @@ class SubagentManager:
             try:
                 view.model = self._model_for(model_name)
             except AiCodingError as err:
-                return error_outcome(call.id, call.name, "unknown_model", f"{err}; omit 'model' to use this one")
+                return ToolOutcome.error(call.id, call.name, "unknown_model", f"{err}; omit 'model' to use this one")
         limits = self._limits()
         running = sum(1 for r in self.runs.values() if not r.finished)
         if running >= limits.max_parallel:
-            return error_outcome(call.id, call.name, "subagent_capacity",
+            return ToolOutcome.error(call.id, call.name, "subagent_capacity",
                                  f"{running} subagent(s) already run (max_parallel_subagents={limits.max_parallel}); "
                                  "wait for one to finish (/tasks) or do this step yourself")
         name = str(args.get("name") or "").strip()[:60] or _label(task)
@@ -198,7 +197,7 @@ class SubagentManager:
         for hook in self.hooks:
             reason = hook.before_start(run)
             if reason:
-                return error_outcome(call.id, call.name, "subagent_refused", reason)
+                return ToolOutcome.error(call.id, call.name, "subagent_refused", reason)
         text = task.strip()
         if isinstance(args.get("context"), str) and args["context"].strip():
             text += f"\n\nContext from the agent that delegated this:\n{args['context'].strip()}"
@@ -351,16 +350,16 @@ class SubagentManager:
         if run is None or run.tree is None or not run.finished:
             why = ("it is still running" if run is not None and not run.finished else
                    "it has no worktree changes to apply (none made, already applied, or from before a restart)")
-            return error_outcome(call.id, call.name, "nothing_to_apply", f"run {run_id}: {why}")
+            return ToolOutcome.error(call.id, call.name, "nothing_to_apply", f"run {run_id}: {why}")
         try:
             files = await worktree.apply(run.tree)
         except worktree.ApplyRefused as err:
             paths = f" (clashing: {', '.join(err.paths)})" if err.paths else ""
-            return error_outcome(call.id, call.name, "apply_conflict",
+            return ToolOutcome.error(call.id, call.name, "apply_conflict",
                                  f"{err}{paths}; nothing was applied. Your tree changed where the child worked: "
                                  "read the files and make the change yourself")
         except RuntimeError as err:
-            return error_outcome(call.id, call.name, "apply_failed", f"{err}; nothing was applied")
+            return ToolOutcome.error(call.id, call.name, "apply_failed", f"{err}; nothing was applied")
         await worktree.remove(run.tree)
         run.tree = None
         return ToolOutcome(call.id, call.name, True, f"applied the changes of {run.run_id} to {len(files)} file(s): "

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.loop.domain import ToolOutcome, Usage
+from services.loop.core.domain import ToolOutcome, Usage
 
 # The child's turn status -> the packet's status (completed / max_iterations / timeout / failed / cancelled).
 STATUS_OF_TURN = {"completed": "completed", "max_iterations": "max_iterations", "budget": "max_iterations",

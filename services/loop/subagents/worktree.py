@@ -33,6 +33,7 @@ from pathlib import Path
 
 from services.kernel.pids import pid_alive
 from services.kernel.statedir import ensure_state_dir
+from services.loop.core.errors import LoopError
 
 WORKTREES_DIR = Path(".ai-coding") / "worktrees"
 BRANCH_PREFIX = "ai-coding/sub/"
@@ -42,12 +43,16 @@ _GIT_FLAGS = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", "-
               "-c", "user.email=subagent@ai-coding.invalid")
 
 
-class IsolationUnavailable(Exception):
+class IsolationUnavailable(LoopError):
     """The child cannot have a worktree (no git, not a repository): it shares the workspace."""
 
+    reason = "isolation_unavailable"
 
-class ApplyRefused(Exception):
+
+class ApplyRefused(LoopError):
     """The child's diff cannot be applied cleanly; ``paths`` are the clashing files."""
+
+    reason = "apply_refused"
 
     def __init__(self, message: str, paths: list[str]) -> None:
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""Reading the turn traces services/loop/traces.py writes, and what is built from them.
+"""Reading the turn traces services/loop/tracing/writer.py writes, and what is built from them.
 
 ``store`` finds sessions and their files (age = the trace's own last timestamp),
 ``report`` turns a turn's lines into typed facts (steps, tool calls, compaction

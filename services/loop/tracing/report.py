@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.loop.traces import REFUSAL_CODES
 from services.loop.tracing.store import SessionRef, read_lines
+from services.loop.tracing.writer import REFUSAL_CODES
 
 LAYERS = ("L1", "L2", "L3", "L4")
 

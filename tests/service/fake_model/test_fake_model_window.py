@@ -11,9 +11,9 @@ import httpx2
 import pytest
 
 from services.fake_model import FakeModelServer, ScriptError, parse_script
+from services.loop.core.ports import ModelError
 from services.loop.model.client import OpenAIModelClient
 from services.loop.model.settings import ModelSettings
-from services.loop.ports import ModelError
 
 Start = Callable[..., FakeModelServer]
 

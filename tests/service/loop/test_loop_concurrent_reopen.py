@@ -17,7 +17,7 @@ from tests.service.loop.harness import LoopStack, finished, status_name
 
 def test_concurrent_reopens_of_an_evicted_session_share_one_runtime(
         make_stack: Callable[..., LoopStack], monkeypatch: pytest.MonkeyPatch) -> None:
-    from services.loop import runtime as runtime_module
+    from services.loop.session import open_sessions as runtime_module
 
     built: list[str] = []
     original = runtime_module.SessionRuntime

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 from tests.service.loop.harness import LoopStack, finished, status_name
 
 

@@ -12,7 +12,7 @@ from clients.cli.connection import run
 from clients.cli.connection.loop import LoopClient
 from clients.cli.views import SessionDetail
 from services.kernel.endpoints import parse_endpoint
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 from tests.service.loop.harness import LoopStack
 
 GRPC_DEFAULT_LIMIT = 4 * 1024 * 1024

@@ -11,7 +11,7 @@ from tests.service.loop.harness import LoopStack, finished, status_name
 
 
 def test_concurrent_opens_past_the_idle_cap_all_succeed(make_stack: Callable[..., LoopStack]) -> None:
-    from services.loop import runtime as runtime_module
+    from services.loop.session import open_sessions as runtime_module
 
     stack = make_stack([], with_tools=True)
     limit = runtime_module.MAX_IDLE_SESSIONS

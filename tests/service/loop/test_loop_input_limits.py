@@ -8,7 +8,7 @@ from collections.abc import Callable
 import grpc
 import pytest
 
-from services.loop.limits import PROMPT_MAX_BYTES, SESSION_MAX_BYTES
+from services.loop.core.limits import PROMPT_MAX_BYTES, SESSION_MAX_BYTES
 from tests.service.loop.harness import LoopStack, finished, status_name
 
 

@@ -179,7 +179,7 @@ def test_a_missing_variable_in_the_user_config_says_the_services_keep_their_star
 
 def test_a_session_whose_model_left_the_config_continues_with_the_default_and_says_so(
         make_stack: Callable[..., LoopStack], workspace: Path) -> None:
-    from services.loop.sessions import SessionStore
+    from services.loop.core.sessions import SessionStore
 
     old = SessionStore(workspace).create("retired-model")  # saved when that model was configured
     old.messages.append({"role": "user", "content": "earlier work"})

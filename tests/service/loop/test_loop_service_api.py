@@ -10,7 +10,7 @@ import grpc
 import pytest
 from ai_coding.v1 import loop_pb2
 
-from services.loop.ports import ToolDef
+from services.loop.core.ports import ToolDef
 from tests.service.loop.harness import LoopStack, finished, status_name
 
 
@@ -162,7 +162,7 @@ def test_a_tools_service_that_comes_up_after_the_session_opened_is_attached_at_t
 
 def test_an_idle_session_dropped_from_memory_is_loaded_again_by_the_next_turn(
         make_stack: Callable[..., LoopStack]) -> None:
-    from services.loop import runtime as runtime_module
+    from services.loop.session import open_sessions as runtime_module
 
     stack = make_stack([{"text": "ok", "repeat": "forever"}])
     first, _ = stack.turn("the first session")

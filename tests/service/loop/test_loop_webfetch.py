@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import pytest
 from ai_coding.v1 import loop_pb2
 
-from services.loop.webfetch import MAX_TEXT_CHARS, check_url, html_to_text
+from services.loop.tools.webfetch import MAX_TEXT_CHARS, check_url, html_to_text
 from tests.service.loop.harness import (
     Conversation,
     LoopStack,
@@ -200,7 +200,7 @@ def test_an_allowed_name_that_resolves_to_a_private_address_is_refused_before_co
 
 def test_a_trickling_server_is_ended_by_the_fetch_deadline_which_it_names(
         make_stack: Callable[..., LoopStack], site: str, site_server: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import services.loop.webfetch as webfetch
+    import services.loop.tools.webfetch as webfetch
 
     monkeypatch.setattr(webfetch, "TIMEOUT_S", 2.0)
     stack = make_stack(fetch_turn(f"{site}/trickle", "timeout"), sections=net(site_server))

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from services.fake_model import FakeModelServer
+from services.loop.core.ports import ModelError, StepResult
 from services.loop.model.client import OpenAIModelClient
 from services.loop.model.settings import ModelSettings
-from services.loop.ports import ModelError, StepResult
 
 USER = [{"role": "user", "content": "fix the bug"}]
 TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from services.kernel.statedir import ensure_state_dir
-from services.loop.sessions import SessionStore
+from services.loop.core.sessions import SessionStore
 
 
 def test_a_new_state_dir_is_private_and_git_ignores_everything_in_it(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from services.loop.events import Event, EventLog, skipped_range
-from services.loop.turn_events import Notice
+from services.loop.core.events import Event, EventLog, skipped_range
+from services.loop.core.turn_events import Notice
 
 
 def test_no_gap_when_the_follower_is_inside_the_window_or_ahead() -> None:

@@ -6,12 +6,12 @@ import asyncio
 import json
 from typing import Any
 
-from services.loop.approvals import Decision, Pending, RequestKind, Resolution
-from services.loop.events import EventLog
-from services.loop.pairing import MISSING_RESULT, repair_pairing
-from services.loop.previews import approval_preview
-from services.loop.prompt import assemble, build_instructions, tail_blocks
-from services.loop.turn_events import Notice
+from services.loop.core.approvals import Decision, Pending, RequestKind, Resolution
+from services.loop.core.events import EventLog
+from services.loop.core.pairing import MISSING_RESULT, repair_pairing
+from services.loop.core.turn_events import Notice
+from services.loop.tools.previews import approval_preview
+from services.loop.turn.prompt import assemble, build_instructions, tail_blocks
 
 
 def _call(*ids: str) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def test_an_answer_to_an_unknown_or_settled_request_changes_nothing() -> None:
 
 
 def test_the_history_view_appends_only_new_messages_and_rebuilds_after_a_rewrite() -> None:
-    from services.loop.prompt import HistoryView
+    from services.loop.turn.prompt import HistoryView
 
     view = HistoryView()
     history: list[dict[str, Any]] = [{"role": "user", "content": "a", "_ts": 1.0}]

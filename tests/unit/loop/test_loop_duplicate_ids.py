@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.loop.core.pairing import MISSING_RESULT, is_paired, repair_pairing, unique_call_ids
 from services.loop.model.stream import StreamAssembler, completion_as_chunk
-from services.loop.pairing import MISSING_RESULT, is_paired, repair_pairing, unique_call_ids
 
 
 def _calls_chunk(*calls: tuple[str, str, str]) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from services.loop.events import SEQ_BLOCK, EventLog, resume_point, skipped_range
-from services.loop.turn_events import TextDelta
+from services.loop.core.events import SEQ_BLOCK, EventLog, resume_point, skipped_range
+from services.loop.core.turn_events import TextDelta
 
 
 def test_a_block_of_numbers_is_reserved_before_the_first_of_them_is_issued() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.loop.harvest import TOOL_PREVIEW_CHARS, evidence_of, render_excerpt
+from services.loop.harvest.extract import TOOL_PREVIEW_CHARS, evidence_of, render_excerpt
 
 
 def test_the_excerpt_cuts_tool_output_and_names_the_calls() -> None:

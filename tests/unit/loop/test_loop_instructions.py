@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.loop.instructions import MAX_IMPORT_DEPTH, imports_in, load_notes, render_notes
+from services.loop.core.instructions import MAX_IMPORT_DEPTH, imports_in, load_notes, render_notes
 
 
 def tree(tmp_path: Path) -> tuple[Path, Path]:

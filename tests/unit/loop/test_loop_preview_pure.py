@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.loop.ports import ToolOutcome
-from services.loop.previews import (
+from services.loop.core.ports import ToolOutcome
+from services.loop.tools.previews import (
     MAX_WARNING_LINES,
     approval_preview,
     changed_first,

@@ -8,7 +8,7 @@ from typing import Any
 from services.kernel.config import Config, expand_vars
 from services.kernel.errors import ConfigError
 from services.loop.model.settings import resolve_model
-from services.loop.runtime import with_environment_hint
+from services.loop.session.open_sessions import with_environment_hint
 
 
 def raised(call: Callable[[], Any]) -> ConfigError:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.loop.errors import SessionUnreadable
-from services.loop.sessions import Session, SessionStore
+from services.loop.core.errors import SessionUnreadable
+from services.loop.core.sessions import Session, SessionStore
 
 
 def _user(text: str) -> dict[str, str]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from services.loop.errors import SessionNotFound
-from services.loop.sessions import SessionStore, message_from_disk, message_to_disk, salvage_messages
+from services.loop.core.errors import SessionNotFound
+from services.loop.core.sessions import SessionStore, message_from_disk, message_to_disk, salvage_messages
 
 
 def _call(cid: str) -> dict[str, Any]:

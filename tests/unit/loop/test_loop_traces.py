@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from services.loop.ports import Usage
-from services.loop.traces import PREVIEW_CHARS, preview
+from services.loop.core.ports import Usage
+from services.loop.tracing.writer import PREVIEW_CHARS, preview
 
 
 @dataclass

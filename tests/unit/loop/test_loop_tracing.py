@@ -12,12 +12,12 @@ from typing import Any
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from services.loop.core.turn_events import LayerStat, TurnStarted
 from services.loop.tracing import overview as ov
 from services.loop.tracing import store
 from services.loop.tracing.export import render_export
 from services.loop.tracing.report import session_reports, turn_report
 from services.loop.tracing.spans import session_tree
-from services.loop.turn_events import LayerStat, TurnStarted
 from tests.unit.loop.tracefixtures import Recorder
 
 SID = "5e55c0de-0000-4000-8000-000000000001"

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from services.loop.core.ports import Usage
 from services.loop.model.usage import common_prefix_len, normalize_usage, prefix_ratio, step_cost
-from services.loop.ports import Usage
 
 
 def test_openai_cached_and_reasoning_tokens_are_read() -> None:

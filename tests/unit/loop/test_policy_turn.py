@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from services.loop.plans.policy import GateFailure
+from services.loop.policy.acceptance import GateFailure
 from services.loop.policy.turn import RULES, Action, Decision, Facts, Status, decide, handoff_needed
 
 

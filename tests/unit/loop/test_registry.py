@@ -6,13 +6,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from services.loop.approvals import Pending
-from services.loop.dispatch import DispatchContext, run_batch
-from services.loop.errors import AuxiliaryError
+from services.loop.core.approvals import Pending
+from services.loop.core.errors import AuxiliaryError
+from services.loop.core.ports import ToolCall, ToolChunkEvent, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.turn_events import EventBody, ToolFinished
 from services.loop.policy.permissions import Level, Verdict, decide_permission
-from services.loop.ports import ToolCall, ToolChunkEvent, ToolContext, ToolDef, ToolOutcome
-from services.loop.registry import ToolRegistry
-from services.loop.turn_events import EventBody, ToolFinished
+from services.loop.tools.dispatch import DispatchContext, run_batch
+from services.loop.tools.registry import ToolRegistry
 
 
 async def _echo(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:

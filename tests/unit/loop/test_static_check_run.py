@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.loop import static_check
 from services.loop.policy.static_check import StaticCheckPlan
+from services.loop.turn import static_check
 
 
 def _linter(workspace: Path, body: str) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from services.loop.tasks import (
+from services.loop.core.tasks import (
     TODO_WRITE_TOOL,
     TaskItem,
     TaskState,

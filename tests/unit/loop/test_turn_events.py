@@ -12,13 +12,13 @@ from typing import Any, get_type_hints
 import pytest
 from ai_coding.v1 import loop_pb2
 
-from services.loop import turn_events
-from services.loop.approvals import Decision
 from services.loop.convert import event_to_proto
-from services.loop.events import EventLog
+from services.loop.core import turn_events
+from services.loop.core.approvals import Decision
+from services.loop.core.events import EventLog
+from services.loop.core.ports import ToolOutcome, Usage
+from services.loop.core.turn_events import EventBody, body_classes
 from services.loop.policy.turn import Status
-from services.loop.ports import ToolOutcome, Usage
-from services.loop.turn_events import EventBody, body_classes
 
 ROOT = Path(__file__).resolve().parents[3]
 ONEOF = loop_pb2.TurnEvent.DESCRIPTOR.oneofs_by_name["event"]
@@ -92,10 +92,20 @@ def test_a_misspelled_event_field_fails_mypy(tmp_path: Path) -> None:
     """The point of typed events: the mistake is caught before anything runs."""
     probe = tmp_path / "probe_event.py"
     probe.write_text(textwrap.dedent("""\
-        from services.loop.turn_events import Notice
+        from services.loop.core.turn_events import Notice
         Notice(level="info", txt="typo")
     """))
     run = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(probe)],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     assert 'Unexpected keyword argument "txt" for "Notice"' in run.stdout
+
+
+def test_the_event_union_names_every_payload_class_once() -> None:
+    import typing
+
+    from services.loop.core.turn_events import EventBody as Union
+
+    members = typing.get_args(Union)
+    assert len(members) == len(set(members))
+    assert set(members) == set(body_classes())

@@ -8,6 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 DECIDER = Path("services/loop/policy/turn.py")
 # Maps a status to its proto enum or its handoff wording: reads, never chooses one.
+# decide()'s unwrap (policy.turn.status_of), under its name or the pipeline's former private one.
+UNWRAPS = frozenset({"status_of", "_status"})
 TABLES = {Path("services/loop/convert.py"), Path("services/loop/policy/handoff.py")}
 
 
@@ -16,7 +18,7 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
 
 
 def _decided_names(function: ast.AST) -> set[str]:
-    """Names that ``function`` binds only from ``_status(...)`` (the pipeline's unwrap of decide())."""
+    """Names that ``function`` binds only from ``status_of(...)`` (the unwrap of decide())."""
     bound: dict[str, bool] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Assign):
@@ -24,7 +26,7 @@ def _decided_names(function: ast.AST) -> set[str]:
             values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
             for target, value in zip(targets, values, strict=False):
                 if isinstance(target, ast.Name):
-                    ok = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "_status"
+                    ok = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in UNWRAPS
                     bound[target.id] = bound.get(target.id, True) and ok
     return {name for name, ok in bound.items() if ok}
 
@@ -46,7 +48,7 @@ def violations(source: str, path: Path) -> list[str]:
             while function in parents and not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 function = parents[function]
             from_decide = isinstance(status, ast.Call) and isinstance(status.func, ast.Name) and (
-                status.func.id == "_status")
+                status.func.id in UNWRAPS)
             if isinstance(status, ast.Name) and status.id in _decided_names(function):
                 from_decide = True
             if not from_decide:
@@ -89,13 +91,13 @@ def test_no_module_but_the_turn_policy_chooses_a_turn_status() -> None:
 def test_the_check_catches_a_status_chosen_by_hand() -> None:
     ours = "from services.loop.policy.turn import Status\n"
     crash = ours + 'def crashed():\n    emit(TurnFinished(status=Status.FAILED, text="", reason="boom"))\n'
-    assert len(violations(crash, Path("services/loop/runtime.py"))) == 2
+    assert len(violations(crash, Path("services/loop/session/runtime.py"))) == 2
     spelled = 'def end():\n    emit(TurnFinished(status="failed"))\n'
-    assert len(violations(spelled, Path("services/loop/pipeline.py"))) == 2
+    assert len(violations(spelled, Path("services/loop/turn/pipeline.py"))) == 2
     rebound = ours + 'def end(d):\n    status = _status(d)\n    status = Status.COMPLETED\n    emit(TurnFinished(status=status))\n'
-    assert len(violations(rebound, Path("services/loop/pipeline.py"))) == 2
+    assert len(violations(rebound, Path("services/loop/turn/pipeline.py"))) == 2
     table = ours + 'NAMES = {Status.FAILED: "engine error"}\nok = s is Status.COMPLETED\n'
     assert violations(table, Path("services/loop/policy/handoff.py")) == []
-    assert len(violations(table, Path("services/loop/traces.py"))) == 1
+    assert len(violations(table, Path("services/loop/tracing/writer.py"))) == 1
     otel = "from opentelemetry.trace import Status\nstatus = Status(code)\n"
     assert violations(otel, Path("services/loop/tracing/live.py")) == []

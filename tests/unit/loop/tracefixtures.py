@@ -6,12 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.loop.approvals import Decision
-from services.loop.events import Event
-from services.loop.policy.turn import Status
-from services.loop.ports import ToolOutcome, Usage
-from services.loop.traces import TraceWriter
-from services.loop.turn_events import (
+from services.loop.core.approvals import Decision
+from services.loop.core.events import Event
+from services.loop.core.ports import ToolOutcome, Usage
+from services.loop.core.turn_events import (
     ApprovalRequested,
     ApprovalResolved,
     CompactionEnded,
@@ -27,6 +25,8 @@ from services.loop.turn_events import (
     TurnFinished,
     TurnStarted,
 )
+from services.loop.policy.turn import Status
+from services.loop.tracing.writer import TraceWriter
 
 
 @dataclass

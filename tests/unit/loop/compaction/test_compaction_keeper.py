@@ -12,8 +12,8 @@ from services.loop.compaction.keeper import ContextKeeper, pinned_index
 from services.loop.compaction.settings import CompactionSettings, budget_for
 from services.loop.compaction.summary import SUMMARY_MARKER
 from services.loop.compaction.transcripts import Transcripts
+from services.loop.core.turn_events import CompactionEnded, CompactionStarted, EventBody
 from services.loop.model.client import OpenAIModelClient
-from services.loop.turn_events import CompactionEnded, CompactionStarted, EventBody
 
 from .helpers import exchange, history
 

@@ -9,7 +9,7 @@ from services.loop.compaction.layers import hard_trim, l1_snip, l2_envelopes, l3
 from services.loop.compaction.settings import CompactionSettings
 from services.loop.compaction.state import Checkpoint, CompactionState, build_view
 from services.loop.compaction.transcripts import Transcripts
-from services.loop.pairing import is_paired
+from services.loop.core.pairing import is_paired
 
 from .helpers import exchange, history, inputs
 

@@ -18,8 +18,8 @@ from services.loop.compaction.settings import CompactionSettings
 from services.loop.compaction.state import CompactionState, anchor_of, build_view, validate
 from services.loop.compaction.summary import SUMMARY_MARKER
 from services.loop.compaction.transcripts import Transcripts
+from services.loop.core.pairing import is_paired
 from services.loop.model.client import OpenAIModelClient
-from services.loop.pairing import is_paired
 
 from .helpers import exchange, history, inputs
 

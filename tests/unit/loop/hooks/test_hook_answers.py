@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from services.loop.core.ports import ToolCall, ToolOutcome
+from services.loop.core.turn_events import EventBody, HookRun
 from services.loop.hooks import claude
 from services.loop.hooks.answer import read_answer, redact_value
 from services.loop.hooks.config import HookSettings, parse_hooks
 from services.loop.hooks.engine import HookEngine
 from services.loop.hooks.runner import HookFailed, RawAnswer
-from services.loop.ports import ToolCall, ToolOutcome
-from services.loop.turn_events import EventBody, HookRun
 
 
 def test_our_format_blocks_rewrites_and_injects() -> None:

@@ -7,11 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from services.loop.events import Event
+from services.loop.core.events import Event
+from services.loop.core.turn_events import CompactionEnded, CompactionStarted, EventBody, HookRun
 from services.loop.hooks.config import parse_hooks
 from services.loop.hooks.engine import HookEngine
 from services.loop.hooks.observers import ObservingHooks
-from services.loop.turn_events import CompactionEnded, CompactionStarted, EventBody, HookRun
 
 
 def test_compaction_events_run_the_compact_hooks_with_their_figures(tmp_path: Path) -> None:

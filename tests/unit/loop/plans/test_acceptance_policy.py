@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from services.kernel.config import load_config
+from services.loop.core.acceptance import AcceptanceItem
 from services.loop.plans.acceptance import AcceptanceBook, AcceptanceError, config_items, parse_accept
 from services.loop.plans.command import accept_command
-from services.loop.plans.policy import GateFailure, gate_nudge
+from services.loop.policy.acceptance import GateFailure, gate_nudge
 from services.loop.policy.turn import Action, Facts, Status, decide
 
 FAIL = GateFailure("a1", "tests pass", "pytest -q", 1, "E   assert 2 == 3\n1 failed")
@@ -70,9 +71,9 @@ def test_an_accept_line_without_a_command_says_how_to_write_one() -> None:
 
 
 def test_the_book_adds_replaces_by_command_drops_and_clears() -> None:
-    saved: list[dict[str, Any]] = []
+    saved: list[AcceptanceItem] = []
 
-    def store(items: list[dict[str, Any]]) -> None:
+    def store(items: list[AcceptanceItem]) -> None:
         saved[:] = items
 
     book = AcceptanceBook(lambda: list(saved), store, config_items([{"statement": "lint", "command": "ruff ."}], "/w"))
@@ -81,7 +82,7 @@ def test_the_book_adds_replaces_by_command_drops_and_clears() -> None:
     assert [(i.id, i.statement, i.source) for i in book.items()] == [("c1", "lint", "config"),
                                                                       ("a1", "the tests pass", "user")]
     book.record({"a1": False, "c1": True})
-    assert saved[0]["lastPassed"] is False and book.configured[0].last_passed is True
+    assert saved[0].last_passed is False and book.configured[0].last_passed is True
     assert "no acceptance item 'a9'" in accept_command(book, "drop a9")[0]
     accept_command(book, "clear")
     assert [i.id for i in book.items()] == ["c1"] and saved == []

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from services.loop.domain import ToolOutcome
-from services.loop.plans.ledger import Ledger
-from services.loop.plans.policy import GateFailure
+from services.loop.core.domain import ToolOutcome
+from services.loop.policy.acceptance import GateFailure
+from services.loop.turn.ledger import Ledger
 
 
 def outcome(ok: bool, tool: str = "bash", code: str = "") -> ToolOutcome:

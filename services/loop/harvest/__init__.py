@@ -1,0 +1,1 @@
+"""The memory harvest after a turn."""

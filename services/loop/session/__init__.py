@@ -1,0 +1,1 @@
+"""Live sessions: the composition root and its slash commands."""

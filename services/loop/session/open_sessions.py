@@ -1,0 +1,129 @@
+"""All sessions open in one loop service: opening (new or stored), eviction of idle ones, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from services.kernel.errors import ConfigError
+from services.loop.core.errors import SessionNotFound
+from services.loop.core.sessions import Session, SessionStore
+from services.loop.session.deps import LoopDeps, SessionOptions
+from services.loop.session.runtime import SessionRuntime
+from services.loop.tools.project_mcp import ProjectServers
+
+# Idle sessions kept in memory beyond this are dropped (least recently used first);
+# they stay on disk and are loaded again by the next OpenSession.
+MAX_IDLE_SESSIONS = 100
+
+
+ENVIRONMENT_HINT = ("The services keep the environment they were started with: after exporting a variable, "
+                    "run `ai-coding down` and retry.")
+
+
+def with_environment_hint(err: ConfigError) -> ConfigError:
+    """A model that cannot be resolved may need a variable the services were not started with:
+    say so, since exporting it in the client's shell changes nothing for a running service."""
+    if not (err.message.startswith("no model configured") or "is not set" in err.message):
+        return err
+    return ConfigError(err.message, hint=f"{err.hint} {ENVIRONMENT_HINT}".strip())
+
+
+class LoopRuntime:
+    """All sessions open in this loop service."""
+
+    def __init__(self, deps: LoopDeps,
+                 deps_for: Callable[[str], tuple[LoopDeps, list[str]]] | None = None) -> None:
+        self.deps = deps
+        # A workspace's deps (its layered config) and that config's warnings.
+        self.deps_for = deps_for or (lambda workspace: (deps, []))
+        self.sessions: dict[str, SessionRuntime] = {}
+        self._stores: dict[str, SessionStore] = {}
+        self._evicted: dict[str, tuple[str, SessionOptions]] = {}
+        # Opens of one stored session in flight: [lock, openers]. Loading a session and attaching its
+        # tools awaits, so without the lock two opens (a REPL's follower and its driver after a loop
+        # restart) each built a runtime of their own over the same journal.
+        self._opening: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self.project_mcp = ProjectServers()
+
+    def store(self, workspace: str) -> SessionStore:
+        if workspace not in self._stores:
+            self._stores[workspace] = SessionStore(workspace, fsync=self.deps.fsync)
+        return self._stores[workspace]
+
+    async def open(self, workspace: str, session_id: str, model: str, options: SessionOptions
+                   ) -> tuple[SessionRuntime, list[str]]:
+        """Create or resume a session; returns its runtime and warnings."""
+        store = self.store(workspace)
+        deps, config_warnings = self.deps_for(workspace)
+        if not session_id:
+            return await self._start(store, deps, workspace, store.create(model), model, options, config_warnings)
+        sid = store.resolve(session_id)
+        lock, openers = self._opening.setdefault(sid, (asyncio.Lock(), [0]))
+        openers[0] += 1
+        try:
+            async with lock:
+                live = self.sessions.get(sid)
+                if live is not None:
+                    live.set_options(options)
+                    live.reconfigure(deps)
+                    return live, config_warnings
+                session, warnings = store.load(sid)
+                return await self._start(store, deps, workspace, session, model, options,
+                                         [*config_warnings, *warnings])
+        finally:
+            openers[0] -= 1
+            if not openers[0]:
+                del self._opening[sid]
+
+    async def _start(self, store: SessionStore, deps: LoopDeps, workspace: str, session: Session, model: str,
+                     options: SessionOptions, warnings: list[str]) -> tuple[SessionRuntime, list[str]]:
+        """A runtime for ``session`` (new or just loaded), registered; its warnings after ``warnings``."""
+        try:
+            client = deps.model_for(model or session.model)
+        except ConfigError as err:
+            if model or not session.model:
+                raise with_environment_hint(err) from None
+            # The session's model left the config: continue it with the default rather than refuse it.
+            try:
+                client = deps.model_for("")
+            except ConfigError:
+                raise with_environment_hint(err) from None
+            warnings = [*warnings, f"this session used model `{session.model}`, which is no longer configured "
+                                   f"({err}); continuing with `{client.model_name}`"]
+        session.model = client.model_name
+        rt = SessionRuntime(session, store, deps, client, options)
+        await rt.attach_tools()
+        await rt.opened()
+        self.sessions[session.id] = rt
+        await self._evict_idle(keep=session.id)
+        project = await self.project_mcp.open(deps.mcp, workspace)
+        return rt, [*warnings, *rt.warnings, *project]
+
+    async def _evict_idle(self, keep: str) -> None:
+        idle = [rt for sid, rt in self.sessions.items() if rt.quiet and sid != keep]
+        victims = sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]
+        # Take every victim out before the first await: an open that overlaps this one must not
+        # pick the same sessions again (it did, and its `del` raised KeyError).
+        for rt in victims:
+            del self.sessions[rt.session.id]
+            self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
+            rt.store.compact(rt.session)
+            rt.store.close(rt.session.id)
+        for rt in victims:
+            await self.deps.tools.close_session(rt.session.id)
+
+    async def get(self, session_id: str) -> SessionRuntime:
+        """An open session; one evicted from memory for being idle is loaded again."""
+        rt = self.sessions.get(session_id)
+        if rt is None and session_id in self._evicted:
+            workspace, options = self._evicted.pop(session_id)
+            rt, _ = await self.open(workspace, session_id, "", options)
+        if rt is None:
+            raise SessionNotFound(f"session {session_id!r} is not open in this loop service",
+                                  hint="Call OpenSession with its workspace first.")
+        return rt
+
+    async def shutdown(self) -> None:
+        """Give running turns their final event and save every session."""
+        await asyncio.gather(*(rt.stop("service_stopping") for rt in self.sessions.values()))

@@ -1,0 +1,1 @@
+"""The session's tool table and how one batch of calls runs."""

@@ -1,0 +1,1 @@
+"""One turn: the pipeline, its request and its acceptance gate."""
