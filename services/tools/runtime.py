@@ -264,7 +264,7 @@ class ToolRuntime:
                                 f"Dry runs exist for: {', '.join(self.previews)}.")
             taken = None if dry_run else await self.checkpoints.before(tool, session_id, call_id, session.roots[0])
             out = await handlers[tool](session, args, bound, emit)
-            self.checkpoints.note(out, taken)
+            await self.checkpoints.after(out, taken, tool, session_id, call_id, session.roots[0])
         except ToolError as exc:
             out = ToolOutput("", ok=False, error_code=exc.code, error_message=exc.message, error_hint=exc.hint)
         except OSError as exc:

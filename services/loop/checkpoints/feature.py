@@ -3,7 +3,6 @@ checkpoint after every turn, and /rewind, /undo, /redo, /checkpoints."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -41,8 +40,6 @@ class CheckpointsFeature(Feature):
         runner = host.runner
         self.port: CheckpointPort | None = port or (GrpcCheckpoints(runner) if isinstance(runner, GrpcToolRunner)
                                                     else None)
-        self.pending: set[asyncio.Task[None]] = set()
-        self.compacted_turn = 0
 
     # -- what the session tells it --
 
@@ -54,43 +51,22 @@ class CheckpointsFeature(Feature):
             self.state.turns = [t for t in self.state.turns if t.turn != body.turn]
             self.state.turns.append(TurnMark(body.turn, body.input, event.ts, len(self.host.session.messages)))
         elif isinstance(body, ToolFinished) and isinstance(body.result.data.get("checkpoint"), str):
+            after = body.result.data.get("checkpoint_after")
             self.state.steps.append(Step(event.turn, len(self.state.steps_of(event.turn)) + 1, body.result.call_id,
-                                         body.result.tool, body.result.data["checkpoint"], event.ts))
+                                         body.result.tool, body.result.data["checkpoint"], event.ts,
+                                         after if isinstance(after, str) else ""))
+            if isinstance(after, str):
+                self.state.last_seen = after
         elif isinstance(body, CompactionEnded):
-            self.compacted_turn = event.turn
+            self.state.compacted_turn = event.turn
 
     def turn_ended(self) -> None:
         mark = max(self.state.turns, key=lambda t: t.turn, default=None)
-        if self.port is None or mark is None or mark.end_checkpoint:
-            return
-        mark.task_state = json.loads(json.dumps(self.host.session.task_state))
-        task = asyncio.get_running_loop().create_task(self._end_of_turn(mark))
-        self.pending.add(task)
-        task.add_done_callback(self.pending.discard)
-
-    async def _end_of_turn(self, mark: TurnMark) -> None:
-        assert self.port is not None
-        try:
-            mark.end_checkpoint = await self.port.create(self.host.session.id, f"end of turn {mark.turn}")
-        except grpc.RpcError as err:
-            log.warning("session %s: no end-of-turn checkpoint for turn %d: %s", self.host.session.id, mark.turn,
-                        err.details() if hasattr(err, "details") else err)
-            return
-        self.state.last_seen = mark.end_checkpoint
-        self.host.save()
-
-    def busy(self) -> bool:
-        return bool(self.pending)
+        if mark is not None:
+            mark.task_state = json.loads(json.dumps(self.host.session.task_state))
 
     def before_save(self) -> None:
         SLOT.write(self.host.session, self.state)
-
-    async def shutdown(self) -> None:
-        await self._settled()
-
-    async def _settled(self) -> None:
-        if self.pending:
-            await asyncio.gather(*self.pending, return_exceptions=True)
 
     # -- the user's commands --
 
@@ -122,7 +98,6 @@ class CheckpointsFeature(Feature):
         refused = self._refusal()
         if refused is not None:
             return refused
-        await self._settled()
         found = rewind.undo_target(self.state)
         if found is None:
             return _data("Nothing to undo: no turn of this session changed the workspace.", error="nothing_to_undo")
@@ -159,7 +134,6 @@ class CheckpointsFeature(Feature):
         refused = self._refusal()
         if refused is not None:
             return refused
-        await self._settled()
         parts: list[str] = []
         data: dict[str, Any] = {}
         try:
@@ -186,8 +160,8 @@ class CheckpointsFeature(Feature):
             raise RewindRefused(f"the conversation is at turn {turn} already")
         if self.state.turn(turn) is None and turn != 0:
             raise RewindRefused(f"there is no turn {turn} in this session; see /rewind")
-        if self.compacted_turn > turn:
-            raise RewindRefused(f"the conversation was compacted in turn {self.compacted_turn}, after turn {turn}: "
+        if self.state.compacted_turn > turn:
+            raise RewindRefused(f"the conversation was compacted in turn {self.state.compacted_turn}, after turn {turn}: "
                                 "its messages cannot be cut there; rewind the code only (--code)")
 
     def _rewind_conversation(self, turn: int) -> str:
@@ -208,7 +182,6 @@ class CheckpointsFeature(Feature):
         """The session's turns and steps with time, prompt and files +/-, newest last."""
         if self.port is None:
             return _data("checkpoints need the tools service; this session has none", error="no_checkpoints")
-        await self._settled()
         lines: list[str] = []
         rows: list[dict[str, Any]] = []
         sid = self.host.session.id
@@ -216,10 +189,9 @@ class CheckpointsFeature(Feature):
             steps = self.state.steps_of(mark.turn)
             undone = " (undone)" if mark.turn in self.state.undone else ""
             lines.append(f"turn {mark.turn}{undone} · {rewind.clock(mark.at)} · {mark.prompt[:60]!r}")
-            bounds = [s.checkpoint for s in steps] + [mark.end_checkpoint]
-            for step, following in zip(steps, bounds[1:], strict=True):
+            for step in steps:
                 try:
-                    deltas = await self.port.diff(sid, step.checkpoint, following) if following else []
+                    deltas = await self.port.diff(sid, step.checkpoint, step.after) if step.after else []
                 except grpc.RpcError:
                     deltas = []
                 lines.append(f"  {mark.turn}.{step.step} · {rewind.clock(step.at)} · {step.tool} · "

@@ -56,15 +56,13 @@ def code_target(state: CheckpointState, turn: int, step: int | None) -> str:
         if not 1 <= step <= len(steps):
             raise RewindRefused(f"turn {turn} has {len(steps)} changing steps, not {step}; see /rewind")
         return steps[step - 1].checkpoint
-    if turn == 0:
-        first = next(iter(state.steps), None)
-        if first is None:
-            raise RewindRefused("no step of this session changed the workspace; nothing to rewind")
-        return first.checkpoint
-    mark = state.turn(turn)
-    if mark is None or not mark.end_checkpoint:
-        raise RewindRefused(f"there is no checkpoint at the end of turn {turn}; see /rewind for the turns")
-    return mark.end_checkpoint
+    done = [s for s in state.steps if s.turn <= turn and s.after]
+    if done:
+        return done[-1].after
+    first = next(iter(state.steps), None)
+    if first is None:
+        raise RewindRefused("no step of this session changed the workspace; nothing to rewind")
+    return first.checkpoint  # before the agent's first change
 
 
 def undo_target(state: CheckpointState) -> tuple[int, str] | None:

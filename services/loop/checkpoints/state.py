@@ -18,18 +18,19 @@ class Step:
     tool: str
     checkpoint: str
     at: float
+    after: str = ""
+    """The checkpoint taken just after it (the tools service takes both)."""
 
 
 @dataclass
 class TurnMark:
-    """A turn as a rewind sees it: its prompt and time, where its messages start, and the
-    checkpoint and todo list at its end."""
+    """A turn as a rewind sees it: its prompt and time, where its messages start, and its todo
+    list at its end."""
 
     turn: int
     prompt: str
     at: float
     message_index: int
-    end_checkpoint: str = ""
     task_state: dict[str, Any] = field(default_factory=dict)
 
 
@@ -43,6 +44,8 @@ class CheckpointState:
     """The checkpoint taken just before the last rewind (restoring it is /redo)."""
     undone: list[int] = field(default_factory=list)
     """Turns /undo took back, last first out."""
+    compacted_turn: int = 0
+    """The last turn in which the history was compacted (its messages before are rewritten)."""
 
     def turn(self, number: int) -> TurnMark | None:
         return next((t for t in self.turns if t.turn == number), None)
@@ -63,15 +66,16 @@ def decode(raw: Any) -> CheckpointState:
     for s in raw.get("steps") or []:
         if isinstance(s, dict):
             state.steps.append(Step(_int(s.get("turn")), _int(s.get("step")), str(s.get("callId", "")),
-                                    str(s.get("tool", "")), str(s.get("checkpoint", "")), float(s.get("at") or 0)))
+                                    str(s.get("tool", "")), str(s.get("checkpoint", "")), float(s.get("at") or 0),
+                                    str(s.get("after", ""))))
     for t in raw.get("turns") or []:
         if isinstance(t, dict):
             tasks = t.get("taskState")
             state.turns.append(TurnMark(_int(t.get("turn")), str(t.get("prompt", "")), float(t.get("at") or 0),
-                                        _int(t.get("messageIndex")), str(t.get("endCheckpoint", "")),
-                                        tasks if isinstance(tasks, dict) else {}))
+                                        _int(t.get("messageIndex")), tasks if isinstance(tasks, dict) else {}))
     state.last_seen, state.redo = str(raw.get("lastSeen", "")), str(raw.get("redo", ""))
     state.undone = [u for u in raw.get("undone") or [] if isinstance(u, int)]
+    state.compacted_turn = _int(raw.get("compactedTurn"))
     return state
 
 
@@ -80,10 +84,11 @@ def encode(state: CheckpointState) -> Any:
         return None
     return {
         "steps": [{"turn": s.turn, "step": s.step, "callId": s.call_id, "tool": s.tool, "checkpoint": s.checkpoint,
-                   "at": s.at} for s in state.steps],
+                   "at": s.at, "after": s.after} for s in state.steps],
         "turns": [{"turn": t.turn, "prompt": t.prompt, "at": t.at, "messageIndex": t.message_index,
-                   "endCheckpoint": t.end_checkpoint, "taskState": t.task_state} for t in state.turns],
+                   "taskState": t.task_state} for t in state.turns],
         "lastSeen": state.last_seen, "redo": state.redo, "undone": state.undone,
+        "compactedTurn": state.compacted_turn,
     }
 
 

@@ -28,23 +28,31 @@ class CheckpointHook:
         """The interrupted-restore lines of ``root`` (said once, to the first session opened there)."""
         return self.recovered.pop(str(root), [])
 
-    async def before(self, tool: str, session_id: str, call_id: str, root: Path) -> str | Exception | None:
-        """The checkpoint id taken before ``tool`` (None when the tool changes nothing or they are off;
-        the error when taking it failed: the call still runs and its result says so)."""
+    async def before(self, tool: str, session_id: str, call_id: str, root: Path, when: str = "before"
+                     ) -> str | Exception | None:
+        """The checkpoint id taken before (or ``when="after"``) ``tool`` (None when the tool changes
+        nothing or they are off; the error when taking it failed: the call still runs and its
+        result says so)."""
         if tool not in CHANGING_TOOLS or not self.manager.config.enabled:
             return None
         try:
             store = self.manager.store(root)
-            checkpoint = await asyncio.to_thread(store.create, session_id, f"before {tool}", call_id)
+            checkpoint = await asyncio.to_thread(store.create, session_id, f"{when} {tool}", call_id)
         except (OSError, CheckpointError) as exc:
             log.warning("checkpoints: could not take one before %s in %s: %s", call_id, root, exc)
             return exc
         return checkpoint.checkpoint_id
 
-    @staticmethod
-    def note(out: ToolOutput, taken: str | Exception | None) -> None:
-        """Put the checkpoint (or why there is none) into the result's data."""
+    async def after(self, out: ToolOutput, taken: str | Exception | None, tool: str, session_id: str, call_id: str,
+                    root: Path) -> None:
+        """Put the checkpoint taken before the call (or why there is none) into the result's data,
+        and the one taken now, after it (what changes later is not the agent's)."""
         if isinstance(taken, str):
             out.data["checkpoint"] = taken
         elif taken is not None:
             out.data["checkpoint_error"] = f"no checkpoint before this call ({taken}); /undo cannot undo it"
+        if taken is None:
+            return
+        later = await self.before(tool, session_id, call_id, root, "after")
+        if isinstance(later, str):
+            out.data["checkpoint_after"] = later

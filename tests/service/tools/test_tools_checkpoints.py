@@ -130,8 +130,9 @@ def test_every_changing_tool_takes_one_and_reading_tools_none(service: ThreadedT
     assert "checkpoint" not in json.loads(read.data_json)
     _, written = service.call("s1", "write", json.dumps({"path": "g.txt", "content": "g\n"}), call_id="w1")
     listed = service.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1"))
-    assert [(c.call_id, c.label) for c in listed.checkpoints] == [("w1", "before write")]
-    assert json.loads(written.data_json)["checkpoint"] == listed.checkpoints[0].checkpoint_id
+    assert [(c.call_id, c.label) for c in listed.checkpoints] == [("w1", "before write"), ("w1", "after write")]
+    data = json.loads(written.data_json)
+    assert [data["checkpoint"], data["checkpoint_after"]] == [c.checkpoint_id for c in listed.checkpoints]
     changes = service.stub.DiffCheckpoint(tools_pb2.DiffCheckpointRequest(
         session_id="s1", from_checkpoint_id=listed.checkpoints[0].checkpoint_id)).changes
     assert [(c.path, c.kind, c.lines_added, c.lines_removed) for c in changes] == [("g.txt", "added", 1, 0)]
@@ -157,10 +158,10 @@ def test_pruning_a_session_drops_its_checkpoints_and_their_objects(service: Thre
     bash(service, "head -c 200000 /dev/urandom > noise.bin", call_id="c1")
     bash(service, "rm noise.bin", call_id="c2")
     listed = service.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1"))
-    assert len(listed.checkpoints) == 2 and listed.store_bytes > 200000
+    assert len(listed.checkpoints) == 4 and listed.store_bytes > 200000  # one before and one after each
     pruned = service.stub.PruneCheckpoints(tools_pb2.PruneCheckpointsRequest(session_id="s1", keep_last=1))
-    assert pruned.dropped == 1
+    assert pruned.dropped == 3 and pruned.bytes_freed > 200000  # only the dropped ones held noise.bin
     pruned = service.stub.PruneCheckpoints(tools_pb2.PruneCheckpointsRequest(session_id="s1"))
-    assert pruned.dropped == 1 and pruned.bytes_freed > 200000
+    assert pruned.dropped == 1 and pruned.bytes_freed > 0
     after = service.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1"))
     assert not after.checkpoints and after.store_bytes == 0

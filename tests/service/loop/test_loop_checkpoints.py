@@ -1,0 +1,66 @@
+"""The checkpoints feature on a real loop and tools service: /undo takes back the last turn (the
+one before it next), /redo re-applies it, a file the user changed since stays and is named, and
+/checkpoints lists the steps with their files; the model has no restore tool."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from ai_coding.v1 import loop_pb2
+
+from tests.service.loop.harness import LoopStack, fake, make_stack, workspace
+from tests.support.trees import tree_hash
+
+__all__ = ["fake", "make_stack", "workspace"]
+
+
+def bash(command: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
+
+
+def command(stack: LoopStack, session: str, name: str, args: str = "") -> tuple[str, dict[str, object]]:
+    reply = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=session, command=name, args=args),
+                                  timeout=120)
+    return reply.text, json.loads(reply.data_json or "{}")
+
+
+def test_undo_takes_back_turn_by_turn_redo_reapplies_and_the_users_edit_is_kept(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    (workspace / "keep.txt").write_text("k\n")
+    stack = make_stack([bash("rm a.txt && mkdir -p out && echo 1 > out/one"), {"text": "turn 1 done"},
+                        bash("echo 2 > out/two && chmod 700 out"), {"text": "turn 2 done"}], with_tools=True)
+    start = tree_hash(workspace)
+    session, _ = stack.turn("first")
+    after_one = tree_hash(workspace)
+    stack.turn("second", session)
+    after_two = tree_hash(workspace)
+    (workspace / "keep.txt").write_text("the user's\n")
+
+    text, data = command(stack, session, "undo")
+    assert data.get("kept") == ["keep.txt"] and "keep.txt" in text, text
+    (workspace / "keep.txt").write_text("k\n")
+    assert tree_hash(workspace) == after_one
+    command(stack, session, "undo", "--force")
+    assert tree_hash(workspace) == start and (workspace / "a.txt").read_text() == "a\n"
+
+    text, _ = command(stack, session, "redo")
+    assert tree_hash(workspace) == after_one, text
+    assert (command(stack, session, "redo")[1]).get("error") == "nothing_to_redo"
+    listed, data = command(stack, session, "checkpoints")
+    assert "1.1" in listed and "2.1" in listed and "out/two" in listed, listed
+    assert after_two != after_one
+
+
+def test_the_model_cannot_call_a_restore(make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack([{"tool_calls": [{"name": "checkpoint_restore", "arguments": {"to": "cp-000001"}}]},
+                        {"text": "ok"}], with_tools=True)
+    (workspace / "f.txt").write_text("f\n")
+    _, events = stack.turn("restore it")
+    request = stack.fake.chat_requests[0].body
+    names = [t["function"]["name"] for t in request.get("tools", [])]
+    assert names and not [n for n in names if "restore" in n or "rewind" in n or "undo" in n]
+    finished = next(e.tool_finished for e in events if e.WhichOneof("event") == "tool_finished")
+    assert not finished.result.ok and "unknown" in finished.result.error.code
