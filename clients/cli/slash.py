@@ -31,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rewind": ("[TURN[.STEP] --code|--conversation]", "list the turns and steps, or rewind files and/or conversation"),
     "undo": ("", "take back the last turn's changes to the files (shell commands' too)"),
     "redo": ("", "re-apply what the last rewind or undo took away"),
-    "checkpoints": ("", "the checkpoints of this session's steps, with the files each changed"),
+    "checkpoints": ("[prune]", "the checkpoints of this session's steps with the files each changed; prune drops them"),
     "memory": ("[search|show|pin|unpin|forget]", "long-term memory notes by kind; search, show, pin, forget one"),
     "trace": ("", "trace summary of the last turn"),
     "budget": ("", "token ledger of this session"),

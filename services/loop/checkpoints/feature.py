@@ -178,10 +178,26 @@ class CheckpointsFeature(Feature):
         self.host.save()
         return f"Rewound the conversation to the end of turn {turn} ({dropped} later messages dropped)."
 
+    async def _prune(self) -> tuple[str, str]:
+        """Drop this session's checkpoints in the tools service's store (nothing can be rewound after)."""
+        assert self.port is not None
+        if not self.host.idle:
+            return _data("a turn is running; prune when it has ended", error="busy")
+        try:
+            dropped = await self.port.prune(self.host.session.id)
+        except grpc.RpcError as err:
+            return _data(f"pruning failed: {err.details()}", error=reason_of(err) or "rpc_error")
+        self.state.steps, self.state.redo, self.state.last_seen, self.state.undone = [], "", "", []
+        self.host.save()
+        return _data(f"Dropped this session's {dropped} checkpoints; its turns can no longer be rewound.",
+                     dropped=dropped)
+
     async def listing(self, args: str) -> tuple[str, str]:
         """The session's turns and steps with time, prompt and files +/-, newest last."""
         if self.port is None:
             return _data("checkpoints need the tools service; this session has none", error="no_checkpoints")
+        if args.strip() == "prune":
+            return await self._prune()
         lines: list[str] = []
         rows: list[dict[str, Any]] = []
         sid = self.host.session.id

@@ -52,6 +52,9 @@ def test_undo_takes_back_turn_by_turn_redo_reapplies_and_the_users_edit_is_kept(
     listed, data = command(stack, session, "checkpoints")
     assert "1.1" in listed and "2.1" in listed and "out/two" in listed, listed
     assert after_two != after_one
+    _, pruned = command(stack, session, "checkpoints", "prune")
+    assert isinstance(pruned.get("dropped"), int) and int(pruned["dropped"]) >= 4
+    assert command(stack, session, "undo")[1].get("error") == "nothing_to_undo"
 
 
 def test_the_model_cannot_call_a_restore(make_stack: Callable[..., LoopStack], workspace: Path) -> None:
