@@ -12,7 +12,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-from tests.e2e.test_repl_session import Term, plain  # noqa: E402
+from tests.e2e.test_repl_session import Term  # noqa: E402
 from tests.support.cli_stack import Stack, cli_stack  # noqa: E402
 from tests.support.trees import tree_hash  # noqa: E402
 
