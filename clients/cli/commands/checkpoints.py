@@ -23,11 +23,19 @@ def _command(noun: str, workspace: str, session: str, command: str, args: str) -
         raise fail(noun, f"workspace {workspace} is not a directory; pass an existing one with -w")
 
     async def call(client: object) -> tuple[str, str]:
-        from clients.cli.connection.loop import LoopClient
+        from clients.cli.connection.loop import ClientError, LoopClient
 
         assert isinstance(client, LoopClient)
         found = await client.get_session(str(root), session)
-        reply = await client.run_command(found.summary.session_id, command, args)
+        sid = found.summary.session_id
+        try:
+            reply = await client.run_command(sid, command, args)
+        except ClientError as err:
+            if err.status != "not_found":
+                raise
+            # Saved but not open in this loop (it restarted): open it, without a terminal of its own.
+            await client.open_session(str(root), sid, interactive=False)
+            reply = await client.run_command(sid, command, args)
         return reply.text, reply.data_json
 
     with cli_errors(noun):

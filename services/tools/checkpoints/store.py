@@ -50,6 +50,9 @@ class RestoreReport:
     dry_run: bool
 
 
+AFTER_RESTORE = "after restore to"
+
+
 def workspace_key(root: Path) -> str:
     return hashlib.sha256(str(root).encode()).hexdigest()[:16]
 
@@ -139,7 +142,7 @@ class CheckpointStore:
         workspace is taken first (restoring it is the redo); a journal makes it all-or-nothing."""
         with self.lock:
             target = self.get(checkpoint_id)
-            baseline = self.get(baseline_id) if baseline_id else None
+            baseline = self._baseline(session_id, baseline_id)
             target_flat = self.objects.flatten(target.tree)
             if dry_run:
                 now = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
@@ -155,12 +158,23 @@ class CheckpointStore:
             problems: list[str] = []
             if not dry_run:
                 _dump(self.journal, {"target": target.tree, "before": current_tree, "keep": sorted(keep),
-                                     "checkpoint_id": checkpoint_id})
+                                     "checkpoint_id": checkpoint_id, "session_id": session_id})
                 problems = apply(self.root, self.objects, steps)
+                self._create(session_id, f"{AFTER_RESTORE} {checkpoint_id}", "")
                 self.journal.unlink()
             not_restorable = [f"{s.path}: {s.why}" for s in target.skipped] + problems
             return RestoreReport(checkpoint_id, redo_id, changed, steps.kept, not_restorable, len(steps.write),
                                  len(steps.remove), dry_run)
+
+    def _baseline(self, session_id: str, baseline_id: str) -> Checkpoint | None:
+        """The caller's baseline, or the session's last restore when that came later (a restore's
+        own changes are not the user's, even when the caller never heard of it: it was killed)."""
+        if not baseline_id:
+            return None
+        baseline = self.get(baseline_id)
+        restores = [c for c in self.checkpoints(session_id)
+                    if c.label.startswith(AFTER_RESTORE) and c.checkpoint_id > baseline_id]
+        return restores[-1] if restores else baseline
 
     def recover(self) -> str:
         """Finish (or, when the target's objects are gone, roll back) a restore a kill interrupted;
@@ -179,6 +193,7 @@ class CheckpointStore:
                 wanted, verb = self.objects.flatten(entry["before"]), "rolled back"
             current = self.objects.flatten(scan(self.root, self.objects, self.cache, self.rules, self.watcher).tree)
             problems = apply(self.root, self.objects, plan(current, wanted, keep))
+            self._create(str(entry.get("session_id", "")), f"{AFTER_RESTORE} {entry['checkpoint_id']} ({verb})", "")
             self.journal.unlink()
         tail = f" ({len(problems)} paths could not be restored: {problems[0]})" if problems else ""
         return (f"checkpoints: the restore of {self.root} to {entry['checkpoint_id']} was interrupted; "
