@@ -5,15 +5,32 @@ one before it next), /redo re-applies it, a file the user changed since stays an
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ai_coding.v1 import loop_pb2
+import grpc
+from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
-from tests.service.loop.harness import LoopStack, fake, make_stack, workspace
+from services.fake_model import FakeModelServer
+from services.kernel.config import Config
+from services.kernel.endpoints import AuthSettings, Endpoint
+from services.kernel.server import create_server
+from services.loop.main import build as build_loop
+from services.tools.main import build as build_tools
+from tests.service.loop.harness import (
+    Conversation,
+    LoopStack,
+    ServiceThread,
+    fake,
+    make_stack,
+    model_config,
+    workspace,
+)
 from tests.support.trees import tree_hash
 
 __all__ = ["fake", "make_stack", "workspace"]
+TOKEN = "remote-tools-token"
 
 
 def bash(command: str) -> dict[str, object]:
@@ -53,7 +70,8 @@ def test_undo_takes_back_turn_by_turn_redo_reapplies_and_the_users_edit_is_kept(
     assert "1.1" in listed and "2.1" in listed and "out/two" in listed, listed
     assert after_two != after_one
     _, pruned = command(stack, session, "checkpoints", "prune")
-    assert isinstance(pruned.get("dropped"), int) and int(pruned["dropped"]) >= 4
+    dropped = pruned.get("dropped")
+    assert isinstance(dropped, int) and dropped >= 4
     assert command(stack, session, "undo")[1].get("error") == "nothing_to_undo"
 
 
@@ -67,3 +85,38 @@ def test_the_model_cannot_call_a_restore(make_stack: Callable[..., LoopStack], w
     assert names and not [n for n in names if "restore" in n or "rewind" in n or "undo" in n]
     finished = next(e.tool_finished for e in events if e.WhichOneof("event") == "tool_finished")
     assert not finished.result.ok and "unknown" in finished.result.error.code
+
+
+def test_the_same_undo_works_with_the_tools_service_on_a_remote_host_over_tls(
+        short_dir: Path, workspace: Path, fake: FakeModelServer, isolated_home: Path, tmp_path: Path) -> None:
+    """The store lives with the tools service: reached over TCP with TLS and a token, /undo restores."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "k.pem"),
+                    "-out", str(tmp_path / "c.pem"), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    services = ServiceThread()
+    try:
+        tools = services.run(create_server(
+            Endpoint("tools", "tcp", host="127.0.0.1", port=0, auth=AuthSettings(
+                token=TOKEN, tls_cert=str(tmp_path / "c.pem"), tls_key=str(tmp_path / "k.pem"))),
+            build_tools(Config(data={"tools": {"sandbox": {"mode": "bwrap"}}}))))
+        services.running.append(tools)
+        port = int(tools.address.rsplit(":", 1)[1])
+        fake.load_script([bash("rm -r src && echo new > added.txt"), {"text": "done"}])
+        data = model_config(fake.url)
+        data["endpoints"] = {"tools": f"tcp://127.0.0.1:{port}", "auth": {
+            "token": TOKEN, "tls_ca": str(tmp_path / "c.pem"), "server_name": "localhost"}}
+        services.serve(f"unix:{short_dir}/loop.sock", build_loop(Config(data=data)))
+        channel = grpc.insecure_channel(f"unix:{short_dir}/loop.sock")
+        stub = loop_pb2_grpc.AgentLoopStub(channel)
+        (workspace / "src").mkdir()
+        (workspace / "src" / "m.py").write_text("x = 1\n")
+        before = tree_hash(workspace)
+        session = stub.OpenSession(loop_pb2.OpenSessionLoopRequest(workspace=str(workspace), auto_approve=True),
+                                   timeout=30).session_id
+        Conversation(stub, loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session, input="go"))).drain()
+        assert not (workspace / "src").exists()
+        reply = stub.RunCommand(loop_pb2.RunCommandRequest(session_id=session, command="undo"), timeout=120)
+        assert tree_hash(workspace) == before, reply.text
+        channel.close()
+    finally:
+        services.close()
