@@ -18,7 +18,14 @@ from services.loop.checkpoints.rewind import RewindRefused
 from services.loop.checkpoints.state import SLOT, Step, TurnMark
 from services.loop.core.events import Event
 from services.loop.core.feature import Command, Feature, FeatureHost, StateSlot
-from services.loop.core.turn_events import CompactionEnded, ToolFinished, TurnStarted
+from services.loop.core.turn_events import (
+    CompactionEnded,
+    Notice,
+    PlanStepReceipt,
+    PlanStepStarted,
+    ToolFinished,
+    TurnStarted,
+)
 
 log = logging.getLogger("ai_coding.loop")
 
@@ -37,6 +44,8 @@ class CheckpointsFeature(Feature):
         super().__init__()
         self.host = host
         self.state = SLOT.read(host.session)
+        self.plan_step: tuple[int, int] | None = None
+        """(turn, first step number) of the running /plan step."""
         runner = host.runner
         self.port: CheckpointPort | None = port or (GrpcCheckpoints(runner) if isinstance(runner, GrpcToolRunner)
                                                     else None)
@@ -59,6 +68,14 @@ class CheckpointsFeature(Feature):
                 self.state.last_seen = after
         elif isinstance(body, CompactionEnded):
             self.state.compacted_turn = event.turn
+        elif isinstance(body, PlanStepStarted):
+            self.plan_step = (event.turn, len(self.state.steps_of(event.turn)) + 1)
+        elif isinstance(body, PlanStepReceipt) and body.outcome != "done" and self.plan_step is not None:
+            turn, first = self.plan_step
+            ran = [s for s in self.state.steps_of(turn) if s.step >= first]
+            if ran and turn == event.turn:
+                self.host.emit_now(Notice(level="info", text=rewind.plan_rollback(body.index, body.total,
+                                                                                 body.outcome, turn, first, len(ran))))
 
     def turn_ended(self) -> None:
         mark = max(self.state.turns, key=lambda t: t.turn, default=None)

@@ -94,5 +94,11 @@ def report(what: str, restored: Restored, redo_hint: bool = True) -> str:
     return "\n".join(lines)
 
 
+def plan_rollback(index: int, total: int, outcome: str, turn: int, first: int, count: int) -> str:
+    """The offer after a /plan step that did not pass: how to take back the changes it made."""
+    return (f"plan step {index}/{total} ended {outcome}: /rewind {turn}.{first} --code takes back the "
+            f"{count} changing step{'s' if count != 1 else ''} it ran (files only; the plan's record stays)")
+
+
 def clock(at: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at))

@@ -27,6 +27,7 @@ from tests.service.loop.harness import (
     model_config,
     workspace,
 )
+from tests.support.plan_scripts import todo
 from tests.support.trees import tree_hash
 
 __all__ = ["fake", "make_stack", "workspace"]
@@ -120,3 +121,22 @@ def test_the_same_undo_works_with_the_tools_service_on_a_remote_host_over_tls(
         channel.close()
     finally:
         services.close()
+
+
+def test_a_plan_step_that_does_not_pass_offers_its_rollback_and_the_rewind_takes_it_back(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    stack = make_stack([
+        {"match": "[plan] Topic: make it", "tool_calls": [todo(goal="make it", add=[{"content": "make made.txt"}])]},
+        {"match": "[ ] 1. make made.txt", "text": "Planned."},
+        {"match": "[plan step 1/1]", "tool_calls": [{"name": "bash", "arguments": {"command": "echo x > made.txt"}}]},
+        {"match": "(no output)", "text": "Made it, not marking it."},
+    ], with_tools=True)
+    session = stack.open().session_id
+    events = Conversation(stack.stub, loop_pb2.ClientMessage(plan=loop_pb2.StartPlan(
+        session_id=session, topic="make it")), timeout=120).drain()
+    offers = [e.notice.text for e in events if e.WhichOneof("event") == "notice" and "/rewind" in e.notice.text]
+    assert len(offers) == 1 and "plan step 1/1 ended stalled" in offers[0], offers
+    target = offers[0].split("/rewind ", 1)[1].split()[0]
+    assert (workspace / "made.txt").exists()
+    command(stack, session, "rewind", f"{target} --code")
+    assert not (workspace / "made.txt").exists()
