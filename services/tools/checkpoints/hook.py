@@ -10,6 +10,7 @@ from pathlib import Path
 from services.tools.checkpoints.config import CheckpointsConfig
 from services.tools.checkpoints.errors import CheckpointError
 from services.tools.checkpoints.manager import CHANGING_TOOLS, CheckpointManager
+from services.tools.checkpoints.snapshot import TooManyFiles
 from services.tools.domain import ToolOutput
 
 log = logging.getLogger("ai_coding.tools.checkpoints")
@@ -38,6 +39,10 @@ class CheckpointHook:
         try:
             store = self.manager.store(root)
             checkpoint = await asyncio.to_thread(store.create, session_id, f"{when} {tool}", call_id)
+        except TooManyFiles as exc:
+            self.manager.refuse(root, exc)
+            log.warning("checkpoints: %s (%s)", exc, root)
+            return exc
         except (OSError, CheckpointError) as exc:
             log.warning("checkpoints: could not take one before %s in %s: %s", call_id, root, exc)
             return exc
@@ -51,7 +56,7 @@ class CheckpointHook:
             out.data["checkpoint"] = taken
         elif taken is not None:
             out.data["checkpoint_error"] = f"no checkpoint before this call ({taken}); /undo cannot undo it"
-        if taken is None:
+        if not isinstance(taken, str):
             return
         later = await self.before(tool, session_id, call_id, root, "after")
         if isinstance(later, str):

@@ -24,16 +24,24 @@ class CheckpointManager:
     def __init__(self, config: CheckpointsConfig, base: Path) -> None:
         self.config, self.base = config, base
         self.stores: dict[Path, CheckpointStore] = {}
+        self.refused: dict[Path, CheckpointsOff] = {}
         self.lock = threading.Lock()
 
     def rules(self) -> Rules:
-        return Rules(frozenset(self.config.exclude), self.config.max_file_mb * 1024 * 1024)
+        return Rules(frozenset(self.config.exclude), self.config.max_file_mb * 1024 * 1024, self.config.max_files)
 
     def store(self, root: Path) -> CheckpointStore:
         if not self.config.enabled:
             raise CheckpointsOff("checkpoints are off (tools.checkpoints.enabled: false)",
                                  hint="Turn them on in the tools service's user config and restart it.")
+        refused = self.refused.get(root)
+        if refused is not None:
+            raise refused
         return self._open(root)
+
+    def refuse(self, root: Path, why: CheckpointsOff) -> None:
+        """No more checkpoints of ``root`` in this process (it is too big): each call says why, at once."""
+        self.refused[root] = why
 
     def _open(self, root: Path) -> CheckpointStore:
         with self.lock:

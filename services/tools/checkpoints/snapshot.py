@@ -7,6 +7,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.tools.checkpoints.errors import CheckpointsOff
 from services.tools.checkpoints.objects import DIR, FILE, LINK, ObjectStore
 from services.tools.checkpoints.watcher import Watcher
 
@@ -37,6 +38,14 @@ class Rules:
 
     exclude: frozenset[str]
     max_file_bytes: int
+    max_files: int = 0
+    """More files than this (0: no limit) and the scan stops: the workspace is too big to checkpoint."""
+
+
+class TooManyFiles(CheckpointsOff):
+    """A workspace with more files than ``tools.checkpoints.max_files``."""
+
+    reason = "checkpoints_too_many_files"
 
 
 @dataclass
@@ -95,6 +104,10 @@ class _Walk:
             mode = st.st_mode
             if stat.S_ISREG(mode):
                 result.files += 1
+                if result.files == self.rules.max_files:
+                    raise TooManyFiles(f"the workspace has more than {self.rules.max_files:,} files; checkpoints "
+                                       "are off for it", hint="Raise tools.checkpoints.max_files or exclude big "
+                                       "folders with tools.checkpoints.exclude, then restart the tools service.")
                 key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, mode)
                 old = files.get(sub)
                 if old is not None and old[0] == key:

@@ -165,3 +165,18 @@ def test_pruning_a_session_drops_its_checkpoints_and_their_objects(service: Thre
     assert pruned.dropped == 1 and pruned.bytes_freed > 0
     after = service.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1"))
     assert not after.checkpoints and after.store_bytes == 0
+
+
+def test_a_workspace_over_max_files_is_not_checkpointed_and_every_changing_call_says_so(
+        make_service: Callable[..., ThreadedToolService], workspace: Path) -> None:
+    svc = make_service({"checkpoints": {"max_files": 5}})
+    svc.open("s1", str(workspace))
+    for i in range(6):
+        (workspace / f"f{i}").write_text(str(i))
+    for call_id in ("c1", "c2"):
+        data = bash(svc, "echo more > g.txt", call_id=call_id)
+        assert "checkpoint" not in data and "more than 5 files" in str(data["checkpoint_error"])
+    with pytest.raises(grpc.RpcError) as caught:
+        svc.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1"))
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "tools.checkpoints.max_files" in str(caught.value.details())
