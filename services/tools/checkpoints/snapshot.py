@@ -30,6 +30,8 @@ class StatCache:
     files: dict[str, tuple[StatKey, str]] = field(default_factory=dict)
     dirs: dict[str, tuple[tuple[Row, ...], str]] = field(default_factory=dict)
     skipped: dict[str, list[Skipped]] = field(default_factory=dict)
+    """What each directory's subtree skipped, and (``files``) how many files it holds."""
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,14 +77,16 @@ class _Walk:
     def dir(self, path: str, rel: str) -> str:
         cache, watcher = self.cache, self.watcher
         old_dir = cache.dirs.get(rel)
-        if watcher is not None and old_dir is not None and watcher.clean(rel):
-            self._count(rel, old_dir[0])
+        if watcher is not None and old_dir is not None and watcher.clean(rel) and rel in cache.counts:
+            self.result.files += cache.counts[rel]
+            self.result.skipped.extend(cache.skipped.get(rel, ()))
             return old_dir[1]
         if watcher is not None:
             watcher.watch(path, rel)
         rows: list[Row] = []
         skipped: list[Skipped] = []
         result = self.result
+        files_before, skipped_before = result.files, len(result.skipped)
         files = cache.files
         max_bytes = self.rules.max_file_bytes
         exclude = self.rules.exclude
@@ -143,17 +147,7 @@ class _Walk:
                     if row[1] == FILE and row[0] not in present:
                         files.pop(rel + row[0], None)
         cache.dirs[rel] = (frozen, tree)
-        cache.skipped[rel] = skipped
         result.skipped.extend(skipped)
+        cache.skipped[rel] = result.skipped[skipped_before:]  # this subtree's, its folders' included
+        cache.counts[rel] = result.files - files_before
         return tree
-
-    def _count(self, rel: str, rows: tuple[Row, ...]) -> None:
-        """A clean directory's files still count (and its skipped ones are still skipped)."""
-        self.result.skipped.extend(self.cache.skipped.get(rel, ()))
-        for row in rows:
-            if row[1] == FILE:
-                self.result.files += 1
-            elif row[1] == DIR:
-                sub = self.cache.dirs.get(f"{rel}{row[0]}/")
-                if sub is not None:
-                    self._count(f"{rel}{row[0]}/", sub[0])

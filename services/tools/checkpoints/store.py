@@ -57,12 +57,16 @@ def workspace_key(root: Path) -> str:
     return hashlib.sha256(str(root).encode()).hexdigest()[:16]
 
 
-def _dump(path: Path, data: object) -> None:
+def _dump(path: Path, data: object, durable: bool = False) -> None:
+    """Write ``path`` whole (temp file + rename: a kill leaves the old or the new). ``durable``
+    also syncs it to disk first (the journal: it must be there before the workspace changes);
+    a ref is not synced, so a power cut can lose the newest checkpoints, never the workspace."""
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as handle:
         json.dump(data, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
     os.replace(tmp, path)
 
 
@@ -158,7 +162,7 @@ class CheckpointStore:
             problems: list[str] = []
             if not dry_run:
                 _dump(self.journal, {"target": target.tree, "before": current_tree, "keep": sorted(keep),
-                                     "checkpoint_id": checkpoint_id, "session_id": session_id})
+                                     "checkpoint_id": checkpoint_id, "session_id": session_id}, durable=True)
                 problems = apply(self.root, self.objects, steps)
                 self._create(session_id, f"{AFTER_RESTORE} {checkpoint_id}", "")
                 self.journal.unlink()
@@ -222,6 +226,7 @@ class CheckpointStore:
         self.cache.files = {p: v for p, v in self.cache.files.items() if v[1] in keep}
         self.cache.dirs = {p: v for p, v in self.cache.dirs.items() if v[1] in keep}
         self.cache.skipped = {p: v for p, v in self.cache.skipped.items() if p in self.cache.dirs}
+        self.cache.counts = {p: v for p, v in self.cache.counts.items() if p in self.cache.dirs}
         self._size = None
         return freed
 

@@ -15,14 +15,15 @@ from services.tools.checkpoints.watcher import Watcher
 RULES = Rules(frozenset({".git"}), 1 << 20)
 
 
-def full_tree(root: Path, objects: ObjectStore) -> str:
-    return scan(root, objects, StatCache(), RULES).tree
+def full_scan(root: Path, objects: ObjectStore) -> tuple[str, int, list[str]]:
+    done = scan(root, objects, StatCache(), RULES)
+    return done.tree, done.files, sorted(s.path for s in done.skipped)
 
 
 def step(root: Path, rng: random.Random, n: int) -> None:
     dirs = [p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()] + [root]
     files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
-    op = rng.choice(["mkdir", "write", "write", "append", "chmod", "rm", "rmtree", "mv", "mv_back", "link"])
+    op = rng.choice(["mkdir", "write", "write", "append", "chmod", "rm", "rmtree", "mv", "mv_back", "link", "big"])
     where = rng.choice(dirs)
     if op == "mkdir":
         (where / f"d{n}" / "inner").mkdir(parents=True)
@@ -46,6 +47,8 @@ def step(root: Path, rng: random.Random, n: int) -> None:
         (where / "sub" / "y.txt").write_text("new")
     elif op == "link":
         (where / f"l{n}").symlink_to(f"target{n}")
+    elif op == "big":  # over the size cap: skipped, and named as skipped
+        (where / f"big{n}.bin").write_bytes(b"x" * ((1 << 20) + 1))
 
 
 def test_the_watched_scan_equals_a_full_scan_after_every_random_step(tmp_path: Path) -> None:
@@ -60,7 +63,8 @@ def test_the_watched_scan_equals_a_full_scan_after_every_random_step(tmp_path: P
     for n in range(300):
         step(root, rng, n)
         watched = scan(root, objects, cache, RULES, watcher)
-        assert watched.tree == full_tree(root, objects), f"step {n}"
+        assert (watched.tree, watched.files, sorted(s.path for s in watched.skipped)) == full_scan(root, objects), \
+            f"step {n}"
     watcher.close()
 
 
