@@ -155,7 +155,11 @@ def _register_commands() -> None:
     # Each is imported only when named on the command line (or for --help), keeping --version fast.
     args = sys.argv[1:]
     wanted = not args or "--help" in args or "-h" in args
-    for noun in ("batch", "config", "memory", "mcp", "sessions", "skill", "trace"):
+    if wanted or "rewind" in args:
+        from clients.cli.commands import checkpoints
+
+        checkpoints.register(app)
+    for noun in ("batch", "checkpoints", "config", "memory", "mcp", "sessions", "skill", "trace"):
         if not (wanted or noun in args):
             continue
         if importlib.util.find_spec(f"clients.cli.commands.{noun}") is None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.tools.checkpoints.config import CheckpointsConfig
+
 SANDBOX_MODES = ("bwrap", "none")
 NETWORK_MODES = ("off", "proxy", "host")
 
@@ -72,6 +74,8 @@ class ToolsConfig:
     extra_workspace_roots: list[str] = field(default_factory=list)
     """Directories besides the workspace that file tools and commands may use (read-write).
     Only honoured from the user's own config."""
+    checkpoints: CheckpointsConfig = field(default_factory=CheckpointsConfig)
+    """Snapshots of the workspace before every step that can change it (docs/checkpoints.md)."""
     idle_session_seconds: float = 6 * 3600.0
     """A session with no call and no running job for this long is forgotten (its file state too),
     so a loop that never calls CloseSession does not grow the service forever. Default 6 hours."""

@@ -26,6 +26,7 @@ from services.kernel.datadir import data_dir
 from services.kernel.netpolicy import NetConfig
 from services.kernel.offloop import CheckTimeout, off_loop
 from services.tools import limits, placeholders
+from services.tools.checkpoints.hook import CheckpointHook
 from services.tools.config import SANDBOX_MODES, ToolsConfig, network_mode
 from services.tools.domain import (
     Emit,
@@ -166,6 +167,7 @@ class ToolRuntime:
         self.ripgrep = ripgrep
         self.sessions: dict[str, Session] = {}
         self.probe = BwrapProbe(config.sandbox.bwrap)
+        self.checkpoints = CheckpointHook(config.checkpoints, data_dir(self.host_env) / "checkpoints")
         self.handlers: dict[str, Handler] = {
             "read": self._threaded(lambda s, a: read_file(a, s.roots, s.tracker)),
             "write": self._threaded(lambda s, a: write_file(a, s.roots, s.tracker)),
@@ -192,7 +194,7 @@ class ToolRuntime:
         policy, warnings = decide_sandbox(self.config, request.sandbox_mode, request.network)
         extra, root_warnings = decide_extra_roots(self.config.extra_workspace_roots, request.extra_roots,
                                                   self.home, self.private)
-        warnings += root_warnings + self.shown_warnings
+        warnings += root_warnings + self.shown_warnings + self.checkpoints.recovered_lines(root)
         if policy.egress and self.egress is None:
             warnings.append(f"the sandbox's egress proxy cannot run, commands will be refused: {self.egress_error}")
         if policy.mode == "bwrap":
@@ -230,6 +232,14 @@ class ToolRuntime:
         for session_id in list(self.sessions):
             await self.close_session(session_id)
 
+    def session_root(self, session_id: str) -> Path:
+        """The workspace root of an open session (UnknownSession when it is not open)."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise UnknownSession(f"session {session_id!r} is not open in the tool service",
+                                 hint="Call OpenSession first (the tool service may have restarted).")
+        return session.roots[0]
+
     def list_tools(self) -> list[ToolSpecData]:
         return list(TOOL_SPECS)
 
@@ -258,7 +268,9 @@ class ToolRuntime:
             if tool not in handlers:
                 raise ToolError("invalid_arguments", f"`{tool}` has no dry run",
                                 f"Dry runs exist for: {', '.join(self.previews)}.")
+            taken = None if dry_run else await self.checkpoints.before(tool, session_id, call_id, session.roots[0])
             out = await handlers[tool](session, args, bound, emit)
+            await self.checkpoints.after(out, taken, tool, session_id, call_id, session.roots[0])
         except ToolError as exc:
             out = ToolOutput("", ok=False, error_code=exc.code, error_message=exc.message, error_hint=exc.hint)
         except CheckTimeout as exc:

@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import grpc
 from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
 from services.kernel.errors import abort
 from services.tools import convert
+from services.tools.checkpoints.rpc import CheckpointRpcs
 from services.tools.domain import Chunk, ToolCallResult
 from services.tools.errors import UnknownSession, WorkspaceError
 from services.tools.runtime import ToolRuntime
@@ -19,11 +21,15 @@ from services.tools.runtime import ToolRuntime
 log = logging.getLogger("ai_coding.tools")
 
 
-class ToolRuntimeServicer(tools_pb2_grpc.ToolRuntimeServicer):
-    """OpenSession / CloseSession / ListTools / CallTool over :class:`ToolRuntime`."""
+class ToolRuntimeServicer(CheckpointRpcs, tools_pb2_grpc.ToolRuntimeServicer):
+    """OpenSession / CloseSession / ListTools / CallTool (and the checkpoint RPCs) over :class:`ToolRuntime`."""
 
     def __init__(self, runtime: ToolRuntime) -> None:
         self.runtime = runtime
+        self.runtime_checkpoints = runtime.checkpoints
+
+    def _root_of(self, session_id: str) -> Path:
+        return self.runtime.session_root(session_id)
 
     async def OpenSession(self, request: tools_pb2.OpenSessionRequest,
                           context: grpc.aio.ServicerContext) -> tools_pb2.OpenSessionResponse:

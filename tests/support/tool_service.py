@@ -23,8 +23,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_service(short_dir: Path) -> Iterator[Callable[..., ThreadedToolService]]:
-    """Start tool services with a given ``tools`` config section; all stopped at teardown."""
+def make_service(isolated_home: Path, short_dir: Path) -> Iterator[Callable[..., ThreadedToolService]]:
+    """Start tool services with a given ``tools`` config section; all stopped at teardown (in a
+    throwaway home: the checkpoint store lives in the data dir)."""
     started: list[ThreadedToolService] = []
 
     def make(tools: dict[str, Any] | None = None) -> ThreadedToolService:

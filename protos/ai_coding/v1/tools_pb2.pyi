@@ -282,3 +282,345 @@ class CallToolResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
 
 Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
+
+@_typing.final
+class CreateCheckpointRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    label: _builtins.str
+    """What the checkpoint comes before (e.g. "end of turn 3")."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        label: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateCheckpointRequest: _TypeAlias = CreateCheckpointRequest  # noqa: Y015
+
+@_typing.final
+class SkippedPath(_message.Message):
+    """A path a checkpoint does not hold and why (too large, excluded kind, unreadable)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    WHY_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    why: _builtins.str
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        why: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["path", b"path", "why", b"why"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SkippedPath: _TypeAlias = SkippedPath  # noqa: Y015
+
+@_typing.final
+class CheckpointInfo(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    CREATED_FIELD_NUMBER: _builtins.int
+    FILES_FIELD_NUMBER: _builtins.int
+    FILES_READ_FIELD_NUMBER: _builtins.int
+    SKIPPED_FIELD_NUMBER: _builtins.int
+    TREE_FIELD_NUMBER: _builtins.int
+    checkpoint_id: _builtins.str
+    session_id: _builtins.str
+    label: _builtins.str
+    call_id: _builtins.str
+    """The tool call it was taken before ("" for others)."""
+    created: _builtins.float
+    """Unix time, seconds."""
+    files: _builtins.int
+    files_read: _builtins.int
+    """Files read again (their stat changed since the previous checkpoint)."""
+    tree: _builtins.str
+    """The workspace's tree id (equal trees = equal workspaces)."""
+    @_builtins.property
+    def skipped(self) -> _containers.RepeatedCompositeFieldContainer[Global___SkippedPath]: ...
+    def __init__(
+        self,
+        *,
+        checkpoint_id: _builtins.str = ...,
+        session_id: _builtins.str = ...,
+        label: _builtins.str = ...,
+        call_id: _builtins.str = ...,
+        created: _builtins.float = ...,
+        files: _builtins.int = ...,
+        files_read: _builtins.int = ...,
+        skipped: _abc.Iterable[Global___SkippedPath] | None = ...,
+        tree: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "checkpoint_id", b"checkpoint_id", "created", b"created", "files", b"files", "files_read", b"files_read", "label", b"label", "session_id", b"session_id", "skipped", b"skipped", "tree", b"tree"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckpointInfo: _TypeAlias = CheckpointInfo  # noqa: Y015
+
+@_typing.final
+class ListCheckpointsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCheckpointsRequest: _TypeAlias = ListCheckpointsRequest  # noqa: Y015
+
+@_typing.final
+class ListCheckpointsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHECKPOINTS_FIELD_NUMBER: _builtins.int
+    STORE_BYTES_FIELD_NUMBER: _builtins.int
+    store_bytes: _builtins.int
+    """The store's size in bytes (for the whole workspace)."""
+    @_builtins.property
+    def checkpoints(self) -> _containers.RepeatedCompositeFieldContainer[Global___CheckpointInfo]: ...
+    def __init__(
+        self,
+        *,
+        checkpoints: _abc.Iterable[Global___CheckpointInfo] | None = ...,
+        store_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoints", b"checkpoints", "store_bytes", b"store_bytes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCheckpointsResponse: _TypeAlias = ListCheckpointsResponse  # noqa: Y015
+
+@_typing.final
+class DiffCheckpointRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    FROM_CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    TO_CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    from_checkpoint_id: _builtins.str
+    to_checkpoint_id: _builtins.str
+    """Empty: the workspace now."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        from_checkpoint_id: _builtins.str = ...,
+        to_checkpoint_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_checkpoint_id", b"from_checkpoint_id", "session_id", b"session_id", "to_checkpoint_id", b"to_checkpoint_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffCheckpointRequest: _TypeAlias = DiffCheckpointRequest  # noqa: Y015
+
+@_typing.final
+class FileChange(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    LINES_ADDED_FIELD_NUMBER: _builtins.int
+    LINES_REMOVED_FIELD_NUMBER: _builtins.int
+    BINARY_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    kind: _builtins.str
+    """"added", "modified" or "deleted"."""
+    lines_added: _builtins.int
+    """Line counts for text files (0 for binary ones and symlinks)."""
+    lines_removed: _builtins.int
+    binary: _builtins.bool
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        lines_added: _builtins.int = ...,
+        lines_removed: _builtins.int = ...,
+        binary: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "kind", b"kind", "lines_added", b"lines_added", "lines_removed", b"lines_removed", "path", b"path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FileChange: _TypeAlias = FileChange  # noqa: Y015
+
+@_typing.final
+class DiffCheckpointResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHANGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___FileChange]: ...
+    def __init__(
+        self,
+        *,
+        changes: _abc.Iterable[Global___FileChange] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffCheckpointResponse: _TypeAlias = DiffCheckpointResponse  # noqa: Y015
+
+@_typing.final
+class RestoreCheckpointRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    BASELINE_CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    OVERWRITE_CHANGED_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    checkpoint_id: _builtins.str
+    baseline_checkpoint_id: _builtins.str
+    """Paths changed since this checkpoint are the user's: kept unless
+    overwrite_changed (the loop passes its end-of-turn checkpoint). Empty: no
+    comparison, every tracked path is restored.
+    """
+    overwrite_changed: _builtins.bool
+    dry_run: _builtins.bool
+    """Report what would happen; change nothing."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        checkpoint_id: _builtins.str = ...,
+        baseline_checkpoint_id: _builtins.str = ...,
+        overwrite_changed: _builtins.bool = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline_checkpoint_id", b"baseline_checkpoint_id", "checkpoint_id", b"checkpoint_id", "dry_run", b"dry_run", "overwrite_changed", b"overwrite_changed", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RestoreCheckpointRequest: _TypeAlias = RestoreCheckpointRequest  # noqa: Y015
+
+@_typing.final
+class RestoreCheckpointResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REDO_CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    CHANGED_SINCE_FIELD_NUMBER: _builtins.int
+    KEPT_FIELD_NUMBER: _builtins.int
+    NOT_RESTORABLE_FIELD_NUMBER: _builtins.int
+    WRITTEN_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELD_NUMBER: _builtins.int
+    redo_checkpoint_id: _builtins.str
+    """The checkpoint taken just before (restore to it to redo); empty on dry runs."""
+    written: _builtins.int
+    removed: _builtins.int
+    @_builtins.property
+    def changed_since(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Paths changed since the baseline (by the user or anything else)."""
+
+    @_builtins.property
+    def kept(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Paths left as they are (changed since the baseline, or not tracked)."""
+
+    @_builtins.property
+    def not_restorable(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """"path: why" for what the checkpoint could not bring back."""
+
+    def __init__(
+        self,
+        *,
+        redo_checkpoint_id: _builtins.str = ...,
+        changed_since: _abc.Iterable[_builtins.str] | None = ...,
+        kept: _abc.Iterable[_builtins.str] | None = ...,
+        not_restorable: _abc.Iterable[_builtins.str] | None = ...,
+        written: _builtins.int = ...,
+        removed: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed_since", b"changed_since", "kept", b"kept", "not_restorable", b"not_restorable", "redo_checkpoint_id", b"redo_checkpoint_id", "removed", b"removed", "written", b"written"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RestoreCheckpointResponse: _TypeAlias = RestoreCheckpointResponse  # noqa: Y015
+
+@_typing.final
+class PruneCheckpointsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    KEEP_LAST_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    keep_last: _builtins.int
+    """Keep the session's last N checkpoints (0: drop them all)."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        keep_last: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["keep_last", b"keep_last", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PruneCheckpointsRequest: _TypeAlias = PruneCheckpointsRequest  # noqa: Y015
+
+@_typing.final
+class PruneCheckpointsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DROPPED_FIELD_NUMBER: _builtins.int
+    BYTES_FREED_FIELD_NUMBER: _builtins.int
+    dropped: _builtins.int
+    bytes_freed: _builtins.int
+    def __init__(
+        self,
+        *,
+        dropped: _builtins.int = ...,
+        bytes_freed: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bytes_freed", b"bytes_freed", "dropped", b"dropped"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PruneCheckpointsResponse: _TypeAlias = PruneCheckpointsResponse  # noqa: Y015

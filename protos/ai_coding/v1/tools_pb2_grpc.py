@@ -54,6 +54,31 @@ class ToolRuntimeStub:
                 request_serializer=ai__coding_dot_v1_dot_tools__pb2.CallToolRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_tools__pb2.CallToolResponse.FromString,
                 _registered_method=True)
+        self.CreateCheckpoint = channel.unary_unary(
+                '/ai_coding.v1.ToolRuntime/CreateCheckpoint',
+                request_serializer=ai__coding_dot_v1_dot_tools__pb2.CreateCheckpointRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_tools__pb2.CheckpointInfo.FromString,
+                _registered_method=True)
+        self.ListCheckpoints = channel.unary_unary(
+                '/ai_coding.v1.ToolRuntime/ListCheckpoints',
+                request_serializer=ai__coding_dot_v1_dot_tools__pb2.ListCheckpointsRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_tools__pb2.ListCheckpointsResponse.FromString,
+                _registered_method=True)
+        self.DiffCheckpoint = channel.unary_unary(
+                '/ai_coding.v1.ToolRuntime/DiffCheckpoint',
+                request_serializer=ai__coding_dot_v1_dot_tools__pb2.DiffCheckpointRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_tools__pb2.DiffCheckpointResponse.FromString,
+                _registered_method=True)
+        self.RestoreCheckpoint = channel.unary_unary(
+                '/ai_coding.v1.ToolRuntime/RestoreCheckpoint',
+                request_serializer=ai__coding_dot_v1_dot_tools__pb2.RestoreCheckpointRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_tools__pb2.RestoreCheckpointResponse.FromString,
+                _registered_method=True)
+        self.PruneCheckpoints = channel.unary_unary(
+                '/ai_coding.v1.ToolRuntime/PruneCheckpoints',
+                request_serializer=ai__coding_dot_v1_dot_tools__pb2.PruneCheckpointsRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_tools__pb2.PruneCheckpointsResponse.FromString,
+                _registered_method=True)
 
 
 class ToolRuntimeServicer:
@@ -88,6 +113,46 @@ class ToolRuntimeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateCheckpoint(self, request, context):
+        """Checkpoints: snapshots of the workspace in a private store of this service
+        (outside the workspace and its .git). One is taken by itself before every
+        write, edit, bash and job_start call (its id is in the result's data_json
+        as "checkpoint"); the loop takes more (at the end of a turn). Only the
+        user's rewind calls RestoreCheckpoint: it is no tool the model can call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCheckpoints(self, request, context):
+        """The session's checkpoints, oldest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DiffCheckpoint(self, request, context):
+        """What changed from one checkpoint to another, or to the workspace now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreCheckpoint(self, request, context):
+        """Bring the workspace to a checkpoint (all or nothing under a kill: a journal
+        the next start finishes). Takes a checkpoint first: restoring that is redo.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PruneCheckpoints(self, request, context):
+        """Drop a session's checkpoints (with the session) and what nothing else uses.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolRuntimeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -110,6 +175,31 @@ def add_ToolRuntimeServicer_to_server(servicer, server):
                     servicer.CallTool,
                     request_deserializer=ai__coding_dot_v1_dot_tools__pb2.CallToolRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_tools__pb2.CallToolResponse.SerializeToString,
+            ),
+            'CreateCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCheckpoint,
+                    request_deserializer=ai__coding_dot_v1_dot_tools__pb2.CreateCheckpointRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_tools__pb2.CheckpointInfo.SerializeToString,
+            ),
+            'ListCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCheckpoints,
+                    request_deserializer=ai__coding_dot_v1_dot_tools__pb2.ListCheckpointsRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_tools__pb2.ListCheckpointsResponse.SerializeToString,
+            ),
+            'DiffCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.DiffCheckpoint,
+                    request_deserializer=ai__coding_dot_v1_dot_tools__pb2.DiffCheckpointRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_tools__pb2.DiffCheckpointResponse.SerializeToString,
+            ),
+            'RestoreCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreCheckpoint,
+                    request_deserializer=ai__coding_dot_v1_dot_tools__pb2.RestoreCheckpointRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_tools__pb2.RestoreCheckpointResponse.SerializeToString,
+            ),
+            'PruneCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.PruneCheckpoints,
+                    request_deserializer=ai__coding_dot_v1_dot_tools__pb2.PruneCheckpointsRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_tools__pb2.PruneCheckpointsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -220,6 +310,141 @@ class ToolRuntime:
             '/ai_coding.v1.ToolRuntime/CallTool',
             ai__coding_dot_v1_dot_tools__pb2.CallToolRequest.SerializeToString,
             ai__coding_dot_v1_dot_tools__pb2.CallToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.ToolRuntime/CreateCheckpoint',
+            ai__coding_dot_v1_dot_tools__pb2.CreateCheckpointRequest.SerializeToString,
+            ai__coding_dot_v1_dot_tools__pb2.CheckpointInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.ToolRuntime/ListCheckpoints',
+            ai__coding_dot_v1_dot_tools__pb2.ListCheckpointsRequest.SerializeToString,
+            ai__coding_dot_v1_dot_tools__pb2.ListCheckpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DiffCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.ToolRuntime/DiffCheckpoint',
+            ai__coding_dot_v1_dot_tools__pb2.DiffCheckpointRequest.SerializeToString,
+            ai__coding_dot_v1_dot_tools__pb2.DiffCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.ToolRuntime/RestoreCheckpoint',
+            ai__coding_dot_v1_dot_tools__pb2.RestoreCheckpointRequest.SerializeToString,
+            ai__coding_dot_v1_dot_tools__pb2.RestoreCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PruneCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.ToolRuntime/PruneCheckpoints',
+            ai__coding_dot_v1_dot_tools__pb2.PruneCheckpointsRequest.SerializeToString,
+            ai__coding_dot_v1_dot_tools__pb2.PruneCheckpointsResponse.FromString,
             options,
             channel_credentials,
             insecure,

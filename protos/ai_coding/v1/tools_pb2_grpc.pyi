@@ -45,6 +45,23 @@ class ToolRuntimeStub:
     """Run one tool. Streams zero or more chunks, then exactly one result.
     Cancelling the RPC cancels the call (the process group is killed).
     """
+    CreateCheckpoint: _grpc.UnaryUnaryMultiCallable[_tools_pb2.CreateCheckpointRequest, _tools_pb2.CheckpointInfo]
+    """Checkpoints: snapshots of the workspace in a private store of this service
+    (outside the workspace and its .git). One is taken by itself before every
+    write, edit, bash and job_start call (its id is in the result's data_json
+    as "checkpoint"); the loop takes more (at the end of a turn). Only the
+    user's rewind calls RestoreCheckpoint: it is no tool the model can call.
+    """
+    ListCheckpoints: _grpc.UnaryUnaryMultiCallable[_tools_pb2.ListCheckpointsRequest, _tools_pb2.ListCheckpointsResponse]
+    """The session's checkpoints, oldest first."""
+    DiffCheckpoint: _grpc.UnaryUnaryMultiCallable[_tools_pb2.DiffCheckpointRequest, _tools_pb2.DiffCheckpointResponse]
+    """What changed from one checkpoint to another, or to the workspace now."""
+    RestoreCheckpoint: _grpc.UnaryUnaryMultiCallable[_tools_pb2.RestoreCheckpointRequest, _tools_pb2.RestoreCheckpointResponse]
+    """Bring the workspace to a checkpoint (all or nothing under a kill: a journal
+    the next start finishes). Takes a checkpoint first: restoring that is redo.
+    """
+    PruneCheckpoints: _grpc.UnaryUnaryMultiCallable[_tools_pb2.PruneCheckpointsRequest, _tools_pb2.PruneCheckpointsResponse]
+    """Drop a session's checkpoints (with the session) and what nothing else uses."""
 
 @_typing.type_check_only
 class ToolRuntimeAsyncStub(ToolRuntimeStub):
@@ -59,6 +76,23 @@ class ToolRuntimeAsyncStub(ToolRuntimeStub):
     """Run one tool. Streams zero or more chunks, then exactly one result.
     Cancelling the RPC cancels the call (the process group is killed).
     """
+    CreateCheckpoint: _aio.UnaryUnaryMultiCallable[_tools_pb2.CreateCheckpointRequest, _tools_pb2.CheckpointInfo]  # type: ignore[assignment]
+    """Checkpoints: snapshots of the workspace in a private store of this service
+    (outside the workspace and its .git). One is taken by itself before every
+    write, edit, bash and job_start call (its id is in the result's data_json
+    as "checkpoint"); the loop takes more (at the end of a turn). Only the
+    user's rewind calls RestoreCheckpoint: it is no tool the model can call.
+    """
+    ListCheckpoints: _aio.UnaryUnaryMultiCallable[_tools_pb2.ListCheckpointsRequest, _tools_pb2.ListCheckpointsResponse]  # type: ignore[assignment]
+    """The session's checkpoints, oldest first."""
+    DiffCheckpoint: _aio.UnaryUnaryMultiCallable[_tools_pb2.DiffCheckpointRequest, _tools_pb2.DiffCheckpointResponse]  # type: ignore[assignment]
+    """What changed from one checkpoint to another, or to the workspace now."""
+    RestoreCheckpoint: _aio.UnaryUnaryMultiCallable[_tools_pb2.RestoreCheckpointRequest, _tools_pb2.RestoreCheckpointResponse]  # type: ignore[assignment]
+    """Bring the workspace to a checkpoint (all or nothing under a kill: a journal
+    the next start finishes). Takes a checkpoint first: restoring that is redo.
+    """
+    PruneCheckpoints: _aio.UnaryUnaryMultiCallable[_tools_pb2.PruneCheckpointsRequest, _tools_pb2.PruneCheckpointsResponse]  # type: ignore[assignment]
+    """Drop a session's checkpoints (with the session) and what nothing else uses."""
 
 class ToolRuntimeServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -94,5 +128,52 @@ class ToolRuntimeServicer(metaclass=_abc_1.ABCMeta):
         """Run one tool. Streams zero or more chunks, then exactly one result.
         Cancelling the RPC cancels the call (the process group is killed).
         """
+
+    @_abc_1.abstractmethod
+    def CreateCheckpoint(
+        self,
+        request: _tools_pb2.CreateCheckpointRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tools_pb2.CheckpointInfo, _abc.Awaitable[_tools_pb2.CheckpointInfo]]:
+        """Checkpoints: snapshots of the workspace in a private store of this service
+        (outside the workspace and its .git). One is taken by itself before every
+        write, edit, bash and job_start call (its id is in the result's data_json
+        as "checkpoint"); the loop takes more (at the end of a turn). Only the
+        user's rewind calls RestoreCheckpoint: it is no tool the model can call.
+        """
+
+    @_abc_1.abstractmethod
+    def ListCheckpoints(
+        self,
+        request: _tools_pb2.ListCheckpointsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tools_pb2.ListCheckpointsResponse, _abc.Awaitable[_tools_pb2.ListCheckpointsResponse]]:
+        """The session's checkpoints, oldest first."""
+
+    @_abc_1.abstractmethod
+    def DiffCheckpoint(
+        self,
+        request: _tools_pb2.DiffCheckpointRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tools_pb2.DiffCheckpointResponse, _abc.Awaitable[_tools_pb2.DiffCheckpointResponse]]:
+        """What changed from one checkpoint to another, or to the workspace now."""
+
+    @_abc_1.abstractmethod
+    def RestoreCheckpoint(
+        self,
+        request: _tools_pb2.RestoreCheckpointRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tools_pb2.RestoreCheckpointResponse, _abc.Awaitable[_tools_pb2.RestoreCheckpointResponse]]:
+        """Bring the workspace to a checkpoint (all or nothing under a kill: a journal
+        the next start finishes). Takes a checkpoint first: restoring that is redo.
+        """
+
+    @_abc_1.abstractmethod
+    def PruneCheckpoints(
+        self,
+        request: _tools_pb2.PruneCheckpointsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tools_pb2.PruneCheckpointsResponse, _abc.Awaitable[_tools_pb2.PruneCheckpointsResponse]]:
+        """Drop a session's checkpoints (with the session) and what nothing else uses."""
 
 def add_ToolRuntimeServicer_to_server(servicer: ToolRuntimeServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -157,6 +157,19 @@ class GrpcToolRunner:
             # Other sessions may still stream on the old channel: close it only after a grace period.
             asyncio.get_running_loop().call_later(OLD_CHANNEL_GRACE_S, lambda: asyncio.ensure_future(channel.close()))
 
+    async def rpc(self, session_id: str, method: str, request: Any, timeout: float = CONTROL_DEADLINE_S) -> Any:
+        """A unary ToolRuntime call by name (the checkpoint RPCs), reopening the session in a
+        restarted tools service; grpc.RpcError when it fails."""
+        def send() -> Awaitable[Any]:
+            return getattr(self._stub, method)(request, timeout=timeout, metadata=call_metadata())  # type: ignore[no-any-return]
+
+        try:
+            return await self._control(send)
+        except grpc.RpcError as err:
+            if not await self._reopened(session_id, err):
+                raise
+        return await self._control(send)
+
     async def close_session(self, session_id: str) -> None:
         # Closing is best effort; the service drops idle sessions itself.
         self._opened.pop(session_id, None)

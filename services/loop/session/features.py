@@ -5,6 +5,7 @@ one line here."""
 
 from __future__ import annotations
 
+from services.loop.checkpoints.feature import CheckpointsFeature
 from services.loop.compaction.feature import CompactionFeature
 from services.loop.core.feature import FeatureFactory
 from services.loop.harvest.feature import HarvestFeature
@@ -22,4 +23,5 @@ FEATURES: tuple[FeatureFactory, ...] = (
     HooksFeature,
     PlansFeature,
     HarvestFeature,
+    CheckpointsFeature,
 )

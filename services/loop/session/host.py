@@ -47,8 +47,8 @@ class SessionHost:
     tail: SessionTail
     todo: TodoTool
     permission_mode: PermissionMode
-    net: NetConfig
     bash_policy: CompiledBashPolicy | None
+    net: NetConfig
     tools_attached: bool
     tool_warnings: list[tuple[str, str]]
     features: list[SessionFeature]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import re
 from typing import Any
 
 from services.loop.core.ports import ToolOutcome
@@ -71,7 +72,8 @@ def checked_preview(tool: str, arguments: dict[str, Any], dry_run: ToolOutcome |
 def approval_preview(tool: str, arguments: dict[str, Any]) -> str:
     """What the user approves: the command, the path, or a unified diff for write/edit."""
     if tool == "bash":
-        return str(arguments.get("command", ""))
+        command = str(arguments.get("command", ""))
+        return f"{command}\n{RESTORABLE_NOTE}" if DELETES.search(command) else command
     path = _path(arguments)
     if tool == "edit":
         old = str(arguments.get("old_string", "")).splitlines()
@@ -83,6 +85,11 @@ def approval_preview(tool: str, arguments: dict[str, Any]) -> str:
     if path:
         return path
     return ", ".join(f"{k}={str(v)[:60]}" for k, v in arguments.items())
+
+
+DELETES = re.compile(r"(^|[\s;&|(])(rm|rmdir|unlink|shred)\s|\s-delete\b|\bgit\s+clean\b|(^|[\s;&|])mv\s")
+RESTORABLE_NOTE = ("(what it deletes or overwrites is restorable with /undo: a checkpoint is taken before it; "
+                   "see docs/checkpoints.md for what is not tracked)")
 
 
 def _path(arguments: dict[str, Any]) -> str:

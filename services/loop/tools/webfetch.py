@@ -5,7 +5,7 @@ service is the process meant to sit on a host with no network at all (its bash s
 the network only through its egress proxy), so a fetch there would either fail or need that hole
 opened. The loop already speaks HTTP to the model. What keeps it in bounds:
 
-- the gate (:mod:`services.loop.tools.webgate`) asks before every call; ``--auto-approve`` never
+- the gate (:mod:`services.loop.webgate`) asks before every call; ``--auto-approve`` never
   approves webfetch; only the user's ``net.webfetch_allow_domains`` fetches without asking;
 - every hop (the URL and each redirect) goes through the one address policy
   (:mod:`services.kernel.netpolicy`) before anything connects, and the connection goes to the
@@ -36,12 +36,13 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from services.kernel.netpolicy import AddressPolicy, NetConfig, NetRefused, Target, policy_from_config
 from services.kernel.netrules import expand
+from services.loop.core.errors import LoopError
 from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.policy.permissions import Level
+from services.loop.tools.args import define, doc
 
 MAX_BYTES = 200_000
 """Bytes read from the response body; the rest is not downloaded."""
@@ -54,15 +55,15 @@ MAX_HEADER_BYTES = 64_000
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml", "application/javascript")
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
-SCHEMA = {
-    "type": "object",
-    "properties": {"url": {"type": "string", "description": "http:// or https:// URL"}},
-    "required": ["url"],
-}
+@dataclass(frozen=True)
+class WebfetchArgs:
+    url: str = doc("http:// or https:// URL")
 
 
-class FetchError(Exception):
+class FetchError(LoopError):
     """A fetch that did not give text: ``code`` is the stable reason the model sees."""
+
+    reason = "fetch_failed"
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -306,8 +307,8 @@ class WebFetcher:
     net: NetConfig
     environ: Mapping[str, str] | None = None
 
-    async def handle(self, ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
-        url = check_url(str(args.get("url", "")))
+    async def handle(self, ctx: ToolContext, call: ToolCall, args: WebfetchArgs) -> ToolOutcome:
+        url = check_url(args.url)
         remaining = ctx.remaining()
         timeout, name = (TIMEOUT_S, "webfetch's deadline") if remaining >= TIMEOUT_S else \
             (max(remaining, 0.5), "the turn's remaining time")
@@ -334,8 +335,8 @@ DESCRIPTION = "Fetch an http(s) URL and return its text (HTML reduced to text; b
 
 def webfetch_tool(net: NetConfig) -> ToolDef:
     """The session's webfetch, with the user's network settings."""
-    return ToolDef("webfetch", DESCRIPTION, SCHEMA, permission=Level.WARN, deferred=True,
-                   handler=WebFetcher(net).handle)
+    return define("webfetch", DESCRIPTION, WebfetchArgs, WebFetcher(net).handle, permission=Level.WARN,
+                  deferred=True)
 
 
 WEBFETCH = webfetch_tool(NetConfig())

@@ -54,7 +54,8 @@ def test_edit_distance() -> None:
 
 def test_completion_lists_every_command_for_a_bare_slash_and_filters_by_prefix() -> None:
     assert len(completions("")) >= 19
-    assert [c for c, _ in completions("re")] == ["/resume [id]", "/review"]
+    assert [c for c, _ in completions("re")] == ["/resume [id]", "/review", "/rewind [TURN[.STEP] --code|--conversation]",
+                                                 "/redo"]
 
 
 def test_help_lists_every_command() -> None:

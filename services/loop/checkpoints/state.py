@@ -1,0 +1,95 @@
+"""The feature's persisted state: which checkpoint came before which step of which turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.loop.core.feature import StateSlot
+
+
+@dataclass
+class Step:
+    """A changing tool call of a turn, and the checkpoint taken just before it."""
+
+    turn: int
+    step: int
+    call_id: str
+    tool: str
+    checkpoint: str
+    at: float
+    after: str = ""
+    """The checkpoint taken just after it (the tools service takes both)."""
+
+
+@dataclass
+class TurnMark:
+    """A turn as a rewind sees it: its prompt and time, where its messages start, and its todo
+    list at its end."""
+
+    turn: int
+    prompt: str
+    at: float
+    message_index: int
+    task_state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CheckpointState:
+    steps: list[Step] = field(default_factory=list)
+    turns: list[TurnMark] = field(default_factory=list)
+    last_seen: str = ""
+    """The latest checkpoint of the state the agent (or a rewind) left: what changed since is the user's."""
+    redo: str = ""
+    """The checkpoint taken just before the last rewind (restoring it is /redo)."""
+    undone: list[int] = field(default_factory=list)
+    """Turns /undo took back, last first out."""
+    compacted_turn: int = 0
+    """The last turn in which the history was compacted (its messages before are rewritten)."""
+
+    def turn(self, number: int) -> TurnMark | None:
+        return next((t for t in self.turns if t.turn == number), None)
+
+    def steps_of(self, number: int) -> list[Step]:
+        return [s for s in self.steps if s.turn == number]
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def decode(raw: Any) -> CheckpointState:
+    """Tolerant of a corrupt record: what does not fit is dropped."""
+    state = CheckpointState()
+    if not isinstance(raw, dict):
+        return state
+    for s in raw.get("steps") or []:
+        if isinstance(s, dict):
+            state.steps.append(Step(_int(s.get("turn")), _int(s.get("step")), str(s.get("callId", "")),
+                                    str(s.get("tool", "")), str(s.get("checkpoint", "")), float(s.get("at") or 0),
+                                    str(s.get("after", ""))))
+    for t in raw.get("turns") or []:
+        if isinstance(t, dict):
+            tasks = t.get("taskState")
+            state.turns.append(TurnMark(_int(t.get("turn")), str(t.get("prompt", "")), float(t.get("at") or 0),
+                                        _int(t.get("messageIndex")), tasks if isinstance(tasks, dict) else {}))
+    state.last_seen, state.redo = str(raw.get("lastSeen", "")), str(raw.get("redo", ""))
+    state.undone = [u for u in raw.get("undone") or [] if isinstance(u, int)]
+    state.compacted_turn = _int(raw.get("compactedTurn"))
+    return state
+
+
+def encode(state: CheckpointState) -> Any:
+    if not state.steps and not state.turns:
+        return None
+    return {
+        "steps": [{"turn": s.turn, "step": s.step, "callId": s.call_id, "tool": s.tool, "checkpoint": s.checkpoint,
+                   "at": s.at, "after": s.after} for s in state.steps],
+        "turns": [{"turn": t.turn, "prompt": t.prompt, "at": t.at, "messageIndex": t.message_index,
+                   "taskState": t.task_state} for t in state.turns],
+        "lastSeen": state.last_seen, "redo": state.redo, "undone": state.undone,
+        "compactedTurn": state.compacted_turn,
+    }
+
+
+SLOT: StateSlot[CheckpointState] = StateSlot("checkpoints", decode, encode)

@@ -1,0 +1,243 @@
+"""One workspace's checkpoint store: refs (one JSON file per checkpoint), objects and the journal."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from services.tools.checkpoints.errors import UnknownCheckpoint
+from services.tools.checkpoints.objects import Entry, ObjectStore
+from services.tools.checkpoints.restore import Change, apply, changes, plan
+from services.tools.checkpoints.snapshot import Rules, Skipped, StatCache, scan
+from services.tools.checkpoints.watcher import Watcher
+
+log = logging.getLogger("ai_coding.tools.checkpoints")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A snapshot of the workspace taken for a session, before ``label`` (a tool call, a restore)."""
+
+    checkpoint_id: str
+    session_id: str
+    label: str
+    call_id: str
+    created: float
+    tree: str
+    files: int
+    read: int
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+@dataclass
+class RestoreReport:
+    """What a restore did: the checkpoint taken just before it (restore to it = redo), the paths
+    changed since the baseline (kept unless overwritten), and what it could not restore."""
+
+    target: str
+    redo_checkpoint_id: str
+    changed_since: list[str]
+    kept: list[str]
+    not_restorable: list[str]
+    written: int
+    removed: int
+    dry_run: bool
+
+
+AFTER_RESTORE = "after restore to"
+
+
+def workspace_key(root: Path) -> str:
+    return hashlib.sha256(str(root).encode()).hexdigest()[:16]
+
+
+def _dump(path: Path, data: object, durable: bool = False) -> None:
+    """Write ``path`` whole (temp file + rename: a kill leaves the old or the new). ``durable``
+    also syncs it to disk first (the journal: it must be there before the workspace changes);
+    a ref is not synced, so a power cut can lose the newest checkpoints, never the workspace."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+class CheckpointStore:
+    """Checkpoints of the workspace at ``root``, kept in ``home`` (outside it)."""
+
+    def __init__(self, home: Path, root: Path, rules: Rules, max_store_bytes: int) -> None:
+        self.home, self.root, self.rules, self.max_store_bytes = home, root, rules, max_store_bytes
+        self.objects = ObjectStore(home / "objects")
+        self.refs = home / "refs"
+        self.refs.mkdir(exist_ok=True)
+        self.journal = home / "journal.json"
+        self.cache = StatCache()
+        self.watcher = Watcher()
+        self.lock = threading.Lock()
+        self._size: int | None = None
+        meta = home / "meta.json"
+        if not meta.exists():
+            _dump(meta, {"root": str(root)})
+
+    # ------------------------------------------------------------ refs
+
+    def _load(self, path: Path) -> Checkpoint:
+        raw = json.loads(path.read_text())
+        raw["skipped"] = [Skipped(**s) for s in raw.get("skipped", [])]
+        return Checkpoint(**raw)
+
+    def checkpoints(self, session_id: str = "") -> list[Checkpoint]:
+        """Oldest first; only ``session_id``'s when given."""
+        found = [self._load(p) for p in sorted(self.refs.glob("*.json"))]
+        return [c for c in found if not session_id or c.session_id == session_id]
+
+    def get(self, checkpoint_id: str) -> Checkpoint:
+        path = self.refs / f"{checkpoint_id}.json"
+        if "/" in checkpoint_id or not checkpoint_id or not path.exists():
+            raise UnknownCheckpoint(f"there is no checkpoint {checkpoint_id!r} for {self.root}",
+                                    hint="List them with `ai-coding checkpoints list`; pruned ones are gone.")
+        return self._load(path)
+
+    def _next_id(self) -> str:
+        last = max((p.stem for p in self.refs.glob("*.json")), default="cp-000000")
+        return f"cp-{int(last.removeprefix('cp-')) + 1:06d}"
+
+    # ------------------------------------------------------------ operations
+
+    def create(self, session_id: str, label: str, call_id: str = "") -> Checkpoint:
+        """Snapshot the workspace now (only changed files are read) and record it."""
+        with self.lock:
+            return self._create(session_id, label, call_id)
+
+    def _create(self, session_id: str, label: str, call_id: str) -> Checkpoint:
+        before = self.objects.written
+        result = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
+        checkpoint = Checkpoint(self._next_id(), session_id, label, call_id, time.time(), result.tree,
+                                result.files, result.read, result.skipped)
+        _dump(self.refs / f"{checkpoint.checkpoint_id}.json", asdict(checkpoint))
+        self._size = None if self._size is None else self._size + self.objects.written - before
+        self._enforce_cap(keep=checkpoint.checkpoint_id)
+        return checkpoint
+
+    def flat(self, checkpoint_id: str) -> dict[str, Entry]:
+        return self.objects.flatten(self.get(checkpoint_id).tree)
+
+    def diff(self, from_id: str, to_id: str = "") -> tuple[list[Change], dict[str, Entry], dict[str, Entry]]:
+        """What changed from one checkpoint to another (``to_id`` empty: to the workspace now)."""
+        with self.lock:
+            before = self.flat(from_id)
+            after = self.flat(to_id) if to_id else self.objects.flatten(
+                scan(self.root, self.objects, self.cache, self.rules, self.watcher).tree)
+        return changes(before, after), before, after
+
+    def restore(self, session_id: str, checkpoint_id: str, baseline_id: str = "", overwrite_changed: bool = False,
+                dry_run: bool = False) -> RestoreReport:
+        """Bring the workspace to ``checkpoint_id``. Paths changed since ``baseline_id`` (the state
+        the caller last saw, e.g. its end-of-turn checkpoint; empty: no comparison) are kept unless
+        ``overwrite_changed``. A checkpoint of the
+        workspace is taken first (restoring it is the redo); a journal makes it all-or-nothing."""
+        with self.lock:
+            target = self.get(checkpoint_id)
+            baseline = self._baseline(session_id, baseline_id)
+            target_flat = self.objects.flatten(target.tree)
+            if dry_run:
+                now = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
+                redo_id, current_tree, skipped_now = "", now.tree, now.skipped
+            else:
+                redo = self._create(session_id, f"before restore to {checkpoint_id}", "")
+                redo_id, current_tree, skipped_now = redo.checkpoint_id, redo.tree, redo.skipped
+            current = self.objects.flatten(current_tree)
+            changed = [] if baseline is None else [
+                c.path for c in changes(self.objects.flatten(baseline.tree), current)]
+            keep = {s.path for s in skipped_now} | (set() if overwrite_changed else set(changed))
+            steps = plan(current, target_flat, keep)
+            problems: list[str] = []
+            if not dry_run:
+                _dump(self.journal, {"target": target.tree, "before": current_tree, "keep": sorted(keep),
+                                     "checkpoint_id": checkpoint_id, "session_id": session_id}, durable=True)
+                problems = apply(self.root, self.objects, steps)
+                self._create(session_id, f"{AFTER_RESTORE} {checkpoint_id}", "")
+                self.journal.unlink()
+            not_restorable = [f"{s.path}: {s.why}" for s in target.skipped] + problems
+            return RestoreReport(checkpoint_id, redo_id, changed, steps.kept, not_restorable, len(steps.write),
+                                 len(steps.remove), dry_run)
+
+    def _baseline(self, session_id: str, baseline_id: str) -> Checkpoint | None:
+        """The caller's baseline, or the session's last restore when that came later (a restore's
+        own changes are not the user's, even when the caller never heard of it: it was killed)."""
+        if not baseline_id:
+            return None
+        baseline = self.get(baseline_id)
+        restores = [c for c in self.checkpoints(session_id)
+                    if c.label.startswith(AFTER_RESTORE) and c.checkpoint_id > baseline_id]
+        return restores[-1] if restores else baseline
+
+    def recover(self) -> str:
+        """Finish (or, when the target's objects are gone, roll back) a restore a kill interrupted;
+        the one line saying which, or "" when there was none."""
+        if not self.journal.exists():
+            return ""
+        with self.lock:
+            entry = json.loads(self.journal.read_text())
+            keep = set(entry["keep"])
+            try:
+                wanted, verb = self.objects.flatten(entry["target"]), "finished"
+                missing = [p for p, e in wanted.items() if e.kind == "f" and not self.objects.has(e.ref)]
+                if missing:
+                    raise FileNotFoundError(missing[0])
+            except (OSError, ValueError):
+                wanted, verb = self.objects.flatten(entry["before"]), "rolled back"
+            current = self.objects.flatten(scan(self.root, self.objects, self.cache, self.rules, self.watcher).tree)
+            problems = apply(self.root, self.objects, plan(current, wanted, keep))
+            self._create(str(entry.get("session_id", "")), f"{AFTER_RESTORE} {entry['checkpoint_id']} ({verb})", "")
+            self.journal.unlink()
+        tail = f" ({len(problems)} paths could not be restored: {problems[0]})" if problems else ""
+        return (f"checkpoints: the restore of {self.root} to {entry['checkpoint_id']} was interrupted; "
+                f"{verb} it{tail}")
+
+    def prune(self, session_id: str = "", keep_last: int = 0) -> tuple[int, int]:
+        """Drop ``session_id``'s checkpoints (all when empty) but the last ``keep_last``, then the
+        objects nothing references; (checkpoints dropped, bytes freed)."""
+        with self.lock:
+            doomed = self.checkpoints(session_id)
+            doomed = doomed[:-keep_last] if keep_last else doomed
+            for checkpoint in doomed:
+                (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+            return len(doomed), self._sweep()
+
+    def size(self) -> int:
+        if self._size is None:
+            self._size = self.objects.size()
+        return self._size
+
+    def _sweep(self) -> int:
+        keep: set[str] = set()
+        for checkpoint in self.checkpoints():
+            self.objects.reachable(checkpoint.tree, keep)
+        freed = self.objects.sweep(keep)
+        self.cache.files = {p: v for p, v in self.cache.files.items() if v[1] in keep}
+        self.cache.dirs = {p: v for p, v in self.cache.dirs.items() if v[1] in keep}
+        self.cache.skipped = {p: v for p, v in self.cache.skipped.items() if p in self.cache.dirs}
+        self.cache.counts = {p: v for p, v in self.cache.counts.items() if p in self.cache.dirs}
+        self._size = None
+        return freed
+
+    def _enforce_cap(self, keep: str) -> None:
+        """Over ``max_store_bytes``: drop the oldest checkpoints (never ``keep``) until under it."""
+        if self.max_store_bytes <= 0 or self.size() <= self.max_store_bytes:
+            return
+        for checkpoint in self.checkpoints():
+            if checkpoint.checkpoint_id == keep:
+                break
+            (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+            log.info("checkpoints: the store of %s is over its cap; dropped %s", self.root, checkpoint.checkpoint_id)
+            if self._sweep() and self.size() <= self.max_store_bytes:
+                break
