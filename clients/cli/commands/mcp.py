@@ -173,3 +173,12 @@ def prompt(server: str = typer.Argument(..., help="Server name."),
     """Print a server's prompt filled with its arguments."""
     arguments = json.dumps(_pairs(arg or [], "--arg"))
     _show("prompt", _gateway("prompt", lambda client: client.prompt(server, name, arguments)))
+
+
+def _mount_serve() -> None:
+    from clients.cli.commands.mcp_serve import serve
+
+    app.command("serve")(serve)
+
+
+_mount_serve()
