@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import stdio_client
 
 from tests.support.cli_stack import Stack, cli, cli_stack
@@ -38,7 +39,7 @@ def workspace(stack: Stack) -> Path:
 
 
 def with_server(stack: Stack, workspace: Path, ceiling: str,
-                body: Callable[[ClientSession], Awaitable[T]]) -> T:
+                body: Callable[[ClientSession], Awaitable[T]], elicitation: ElicitationFnT | None = None) -> T:
     """``body`` with a client session on ``ai-coding mcp serve -w WORKSPACE --permission-mode CEILING``."""
     params = StdioServerParameters(
         command=sys.executable,
@@ -46,7 +47,7 @@ def with_server(stack: Stack, workspace: Path, ceiling: str,
         env=stack.env, cwd=str(workspace))
 
     async def main() -> T:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with stdio_client(params) as (read, write), ClientSession(read, write, elicitation_callback=elicitation) as session:
             await session.initialize()
             return await body(session)
 
@@ -126,6 +127,28 @@ def test_confirm_without_elicitation_refuses_the_change_and_says_why(stack: Stac
     data = result.structured_content
     assert data is not None and data["permission_mode"] == "confirm"
     assert any("cannot answer elicitations" in n for n in data["notes"]), data
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_confirm_asks_the_caller_through_elicitation_and_follows_its_answer(
+        stack: Stack, workspace: Path, allow: bool) -> None:
+    write_then_answer(stack, "asked.txt")
+    asked: list[str] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"allow": allow})
+
+    async def body(session: ClientSession) -> Any:
+        return await session.call_tool("run_task", {"prompt": "write asked.txt", "permission_mode": "confirm"})
+
+    result = with_server(stack, workspace, "auto", body, elicitation=answer)
+    assert len(asked) == 1 and "write" in asked[0], asked
+    assert (workspace / "asked.txt").exists() is allow
+    data = result.structured_content
+    assert data is not None
+    assert data["changed_files"] == ([{"path": "asked.txt", "change": "added"}] if allow else [])
+    assert any("did not allow" in n for n in data["notes"]) is not allow, data
 
 
 def test_a_workspace_outside_the_served_ones_is_refused(stack: Stack, workspace: Path) -> None:

@@ -30,6 +30,8 @@ from clients.cli.agent_server.turns import TaskRunner
 from services.kernel import __version__
 
 TOOL = "run_task"
+# What an HTTP caller whose stream dropped waits before reconnecting (the SSE ``retry`` field).
+RETRY_MS = 1000
 LOG_LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
                                                 "emergency")
 INSTRUCTIONS = (
@@ -196,8 +198,10 @@ async def serve_http(options: ServeOptions, host: str, port: int) -> None:
     (DNS rebinding)."""
     import uvicorn
 
+    from clients.cli.agent_server.events import MemoryEventStore
+
     server = build_server(options)
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, event_store=MemoryEventStore(), retry_interval=RETRY_MS)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     print(f"ai-coding mcp serve: listening on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve()
