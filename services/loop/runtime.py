@@ -421,7 +421,10 @@ class SessionRuntime:
             self.tail.set_base(build_instructions(BASE_INSTRUCTIONS, self.notes, self.skills.catalog))
             if self.skills.catalog:  # `skill` is deferred: sent only once there is a skill to read
                 self.tools.load(["skill"])
-        return await self.tail.step_parts(emit, self.todo.state())
+        parts = await self.tail.step_parts(emit, self.todo.state())
+        if self.tail.mcp_catalog:  # a server is connected: both offered from this step on, in their fixed place
+            self.tools.load(["mcp_call", "mcp_describe"])
+        return parts
 
     def gate(self, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:
         """The permission gate for one call (auto-approve: WARN allowed, DENY still denied)."""

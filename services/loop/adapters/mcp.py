@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
@@ -14,8 +14,23 @@ from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
 from services.loop.errors import AuxiliaryError
 from services.loop.ports import ElicitAsker, McpCatalog, ToolChunkEvent, ToolOutcome
+from services.mcp_gateway.catalog import ToolEntry, server_listing
 from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
-from services.mcp_gateway.tool_schema import describe_text
+from services.mcp_gateway.tool_schema import describe_text, server_key
+
+
+def server_listings(entries: Iterable[mcp_gateway_pb2.CatalogEntry]) -> dict[str, str]:
+    """``mcp_describe(server)``'s answer for each server, under :func:`server_key`."""
+    tools = [ToolEntry(e.server, e.tool, e.description, _schema(e.input_schema_json)) for e in entries]
+    return {server_key(s): server_listing(s, tools) for s in dict.fromkeys(t.server for t in tools)}
+
+
+def _schema(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 class GrpcMcpClient:
@@ -50,8 +65,9 @@ class GrpcMcpClient:
             permissions={e.qualified_name or f"{e.server}__{e.tool}": e.permission or "warn"
                          for e in response.entries},
             degraded={s.name: s.degraded_reason or s.reason for s in response.servers if s.degraded},
-            described={e.qualified_name: describe_text(e.qualified_name, e.description, e.input_schema_json)
-                       for e in response.entries},
+            described={**server_listings(response.entries),
+                       **{e.qualified_name: describe_text(e.qualified_name, e.description, e.input_schema_json)
+                          for e in response.entries}},
         )
 
     async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
