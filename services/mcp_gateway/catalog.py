@@ -1,6 +1,7 @@
 """Render the budgeted MCP catalog text the loop puts in its system message.
 
-Pure: entries in, text out. Every tool is always named; how much more each gets depends on
+Pure: entries in, text out. Every tool is always named (and each server's instructions follow, cut to
+``INSTRUCTIONS_LIMIT``); how much more each gets depends on
 what fits in ``TOTAL_LIMIT`` characters, the same tier for the whole catalog (so the text only
 changes when the tool set does):
 
@@ -25,6 +26,8 @@ SHORT_LIMIT = 50
 # About a fifth of a first request with six servers connected (tests/e2e/test_loop_mcp_catalog_budget.py).
 TOTAL_LIMIT = 2_000
 SIGNATURE_LIMIT = 160
+INSTRUCTIONS_LIMIT = 400
+INSTRUCTIONS_HEADER = "What the servers say about using them:"
 
 HEADER = ("MCP tools (call with mcp_call(server, tool, input); mcp_describe(server, tool) shows the full "
           "description and schema; * = required):")
@@ -90,7 +93,16 @@ def server_lines(entries: Iterable[ToolEntry]) -> list[str]:
     return [f"- {server}: {', '.join(tools)}" for server, tools in by_server.items()]
 
 
-def render_catalog(entries: Iterable[ToolEntry], total_limit: int = TOTAL_LIMIT) -> tuple[str, list[ToolEntry]]:
+def instruction_lines(instructions: Mapping[str, str]) -> list[str]:
+    """What servers said about using them (``initialize`` instructions), each cut to
+    ``INSTRUCTIONS_LIMIT``; they come after the tools and do not count against the tools' budget."""
+    lines = [f"- {server}: {shorten(text, INSTRUCTIONS_LIMIT)}" for server, text in instructions.items()
+             if text.strip()]
+    return [INSTRUCTIONS_HEADER, *lines] if lines else []
+
+
+def render_catalog(entries: Iterable[ToolEntry], total_limit: int = TOTAL_LIMIT,
+                   instructions: Mapping[str, str] | None = None) -> tuple[str, list[ToolEntry]]:
     """The catalog text (empty when there are no tools) and the entries it names (all of them).
 
     The richest tier whose text fits ``total_limit``; the ``names`` tier otherwise, whatever its size.
@@ -98,11 +110,12 @@ def render_catalog(entries: Iterable[ToolEntry], total_limit: int = TOTAL_LIMIT)
     items = list(entries)
     if not items:
         return "", []
+    notes = instruction_lines(instructions or {})
     for lines in ([HEADER, *map(catalog_line, items)], [HEADER, *map(short_line, items)]):
         text = "\n".join(lines)
         if len(text) <= total_limit:
-            return text, items
-    return "\n".join([NAMES_HEADER, *server_lines(items)]), items
+            return "\n".join([text, *notes]), items
+    return "\n".join([NAMES_HEADER, *server_lines(items), *notes]), items
 
 
 def server_listing(server: str, entries: Iterable[ToolEntry]) -> str:

@@ -13,6 +13,7 @@ import json
 import logging
 import shutil
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,23 +35,24 @@ from services.kernel.errors import ConfigError
 from services.mcp_gateway.catalog import ToolEntry
 from services.mcp_gateway.domain import CallOutcome, ElicitHandler, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
+from services.mcp_gateway.notices import DEFAULT_LEVEL, ServerNotices
 from services.mcp_gateway.settings import ServerSettings
 from services.mcp_gateway.stderr_tail import StderrTail
+from services.mcp_gateway.tasks import call_as_task, is_task_only
 
 log = logging.getLogger("ai_coding.mcp_gateway.connection")
 
 # "legacy" = the initialize handshake every published server speaks; "auto" would
 # first probe server/discover, which costs a round trip on each connect.
 CONNECT_MODE = "legacy"
-# Task-augmented calls (MCP 2025-11-25 tasks) are types-only in the SDK: nothing can run them.
-TASKS_REQUIRED = "it runs only as an MCP task (execution.taskSupport: required), which this client does not support"
 # Who we are in the initialize handshake (the SDK's default names the SDK itself).
 CLIENT_INFO = types.Implementation(name="ai-coding", version=__version__)
 
 
-def _client(transport: Any, elicit: ElicitHandler | None = None) -> Client:
+def _client(transport: Any, notices: ServerNotices, elicit: ElicitHandler | None = None) -> Client:
     return Client(transport, mode=CONNECT_MODE, cache=None, client_info=CLIENT_INFO,
-                  elicitation_callback=_elicitation_callback(elicit) if elicit is not None else None)
+                  elicitation_callback=_elicitation_callback(elicit) if elicit is not None else None,
+                  message_handler=notices.on_message, logging_callback=notices.on_log)
 
 
 def _elicitation_callback(elicit: ElicitHandler) -> Any:
@@ -70,24 +72,36 @@ def _elicitation_callback(elicit: ElicitHandler) -> Any:
 class SdkSession:
     """:class:`~services.mcp_gateway.domain.McpSession` over an SDK ``Client``."""
 
-    def __init__(self, server: str, client: Client) -> None:
+    def __init__(self, server: str, client: Client, notices: ServerNotices) -> None:
         self._server = server
         self._client = client
-        self.left_out: dict[str, str] = {}
-        """Tools not offered, each with why (tools that can only run as MCP tasks)."""
+        self.notices = notices
+        self.tools_changed = notices.tools_changed
+        """Set when the server says its tool list changed (the supervisor lists the tools again)."""
+        self.instructions = client.instructions or ""
+        """What the server's ``initialize`` said about using it (for the model, in the catalog)."""
+        self.task_tools: set[str] = set()
+        """Tools that run only as MCP tasks (``execution.taskSupport: required``)."""
+
+    async def start(self, level: str) -> None:
+        """Ask a server that logs for messages at ``level`` and above (``logging/setLevel``)."""
+        if self._client.server_capabilities.logging is not None:
+            try:
+                with warnings.catch_warnings():  # deprecated in 2026-07-28, what handshake-era servers speak
+                    warnings.simplefilter("ignore")
+                    await self._client.set_logging_level(level)  # type: ignore[arg-type]
+            except MCPError as exc:
+                log.info("mcp server %s refused logging/setLevel %s: %s", self._server, level, exc.message)
 
     async def list_tools(self) -> list[ToolEntry]:
-        """All tools, following pagination; tools that require MCP tasks are left out (logged once)."""
+        """All tools, following pagination (those that run only as MCP tasks are marked to run so)."""
         entries: list[ToolEntry] = []
         cursor: str | None = None
         for _ in range(100):
             page = await self._client.list_tools(cursor=cursor)
             for tool in page.tools:
-                if tool.execution is not None and tool.execution.task_support == "required":
-                    if tool.name not in self.left_out:
-                        log.warning("mcp server %s: tool %s left out: %s", self._server, tool.name, TASKS_REQUIRED)
-                    self.left_out[tool.name] = TASKS_REQUIRED
-                    continue
+                if is_task_only(tool):
+                    self.task_tools.add(tool.name)
                 schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
                 read_only = bool(tool.annotations is not None and tool.annotations.read_only_hint)
                 entries.append(ToolEntry(self._server, tool.name, tool.description or tool.title or "", schema,
@@ -99,11 +113,6 @@ class SdkSession:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], on_progress: ProgressSink) -> CallOutcome:
         """One ``tools/call``; transport failures raise :class:`TransportFailure`."""
-        if tool in self.left_out:
-            return CallOutcome(False, f"tool {tool!r} of {self._server!r} is not offered: {self.left_out[tool]}",
-                               error_code="mcp_tool_not_available", error_message=self.left_out[tool],
-                               hint="Use another tool from the MCP catalog.")
-
         class _Forward:
             async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
                 await on_progress(Progress(progress, total, message))
@@ -112,7 +121,11 @@ class SdkSession:
 
         started = time.monotonic()
         try:
-            result = await self._client.call_tool(tool, arguments, progress_callback=progress)
+            if tool in self.task_tools:
+                result = await call_as_task(self._client.session, tool, arguments,
+                                            lambda n, message: on_progress(Progress(n, None, message)))
+            else:
+                result = await self._client.call_tool(tool, arguments, progress_callback=progress)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 raise TransportFailure(f"server {self._server!r} closed the connection: {exc.message}") from None
@@ -297,15 +310,21 @@ async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None
             yield session
         return
     headers = expanded(settings.headers, "headers", settings.name)
+    notices = ServerNotices(settings.name)
     if settings.transport == "sse":
-        async with _client(sse_client(settings.url, headers=headers or None, auth=auth), elicit) as client:
-            yield SdkSession(settings.name, client)
+        async with _client(sse_client(settings.url, headers=headers or None, auth=auth), notices, elicit) as client:
+            yield await _started(SdkSession(settings.name, client, notices))
         return
     http = create_mcp_http_client(headers=headers or None, auth=auth)
     async with http:
         transport = streamable_http_client(settings.url, http_client=http)
-        async with _client(transport, elicit) as client:
-            yield SdkSession(settings.name, client)
+        async with _client(transport, notices, elicit) as client:
+            yield await _started(SdkSession(settings.name, client, notices))
+
+
+async def _started(session: SdkSession) -> SdkSession:
+    await session.start(DEFAULT_LEVEL)
+    return session
 
 
 @asynccontextmanager
@@ -318,10 +337,11 @@ async def _local_session(settings: ServerSettings, elicit: ElicitHandler | None)
         await tail.start()
         assert tail.writer is not None
         transport: Any = stdio_client(params, errlog=tail.writer)
-        async with _client(transport, elicit) as client:
+        notices = ServerNotices(settings.name)
+        async with _client(transport, notices, elicit) as client:
             tail.close_writer()
             ready = True
-            yield SdkSession(settings.name, client)
+            yield await _started(SdkSession(settings.name, client, notices))
     except Exception as exc:
         if ready:
             raise

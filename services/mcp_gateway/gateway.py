@@ -85,7 +85,9 @@ class Gateway:
 
     def catalog(self) -> tuple[str, list[ToolEntry]]:
         """The budgeted catalog text and the entries it shows."""
-        return render_catalog(self.entries())
+        notes = {sup.settings.name: sup.instructions for sup in self.supervisors.values()
+                 if sup.state == State.CONNECTED and sup.instructions}
+        return render_catalog(self.entries(), instructions=notes)
 
     async def call(self, server: str, tool: str, input_json: str, timeout_s: float,
                    on_progress: ProgressSink, on_elicit: ElicitSink | None = None) -> CallOutcome:

@@ -1,0 +1,47 @@
+"""A server's changed tool list through the loop, with our library server and the real gateway:
+the catalog in the system message changes once (one declared cache break, said once) and the
+new tool is callable; the server's instructions are in the system message from the first step."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_loop_mcp_catalog_budget import wait_all_connected
+from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
+
+__all__ = ["fake", "make_stack", "workspace"]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+LIBRARY = Path(__file__).resolve().parents[1] / "mcp_servers" / "library_server.py"
+
+
+def test_a_tool_list_change_is_one_declared_cache_break_and_the_new_tool_is_called(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"tool_calls": [{"name": "mcp_call", "arguments": {"server": "library", "tool": "shelve",
+                                                            "input": {"title": "dune"}}}]},
+        {"tool_calls": [{"name": "mcp_call", "arguments": {"server": "library", "tool": "find_book",
+                                                            "input": {"title": "emma"}}}]},
+        {"tool_calls": [{"name": "mcp_call", "arguments": {"server": "library", "tool": "read_dune",
+                                                            "input": {}}}]},
+        {"text": "Read it."},
+    ], mcp_servers=[{"name": "library", "type": "local", "command": [sys.executable, str(LIBRARY)]}])
+    wait_all_connected(stack, ["library"])
+    _, events = stack.turn("shelve dune and read it")
+    end = finished(events)
+    assert status_name(end) == "completed", end.reason
+    results = [e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished"]
+    assert results[-1].ok and results[-1].output.startswith("reading dune: Dune"), results[-1]
+    systems = [str(r.body["messages"][0]["content"]) for r in stack.fake.chat_requests]
+    assert "- library: The library server knows three books" in systems[0]  # its instructions
+    assert "read_dune" not in systems[0] and "read_dune" in systems[-1]
+    changes = sum(1 for a, b in itertools.pairwise(systems) if a != b)
+    assert changes == 1, "the system message changed more than once"
+    notices = [e.notice.text for e in events if e.WhichOneof("event") == "notice"
+               and "MCP tool set changed" in e.notice.text]
+    assert len(notices) == 1, notices
