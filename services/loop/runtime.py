@@ -30,6 +30,7 @@ from services.loop.hooks.engine import HookEngine
 from services.loop.hooks.observers import ObservingHooks
 from services.loop.instructions import load_notes, render_notes
 from services.loop.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
+from services.loop.mcp_resources import MCP_RESOURCES
 from services.loop.pipeline import Turn
 from services.loop.plans.acceptance import AcceptanceBook, ProposeTool, config_items
 from services.loop.plans.runner import PlanContext, PlanRequest, PlanRunner, refuse_topic
@@ -449,7 +450,7 @@ class SessionRuntime:
                  *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None), WEBFETCH,
                  *self.subagents.tool_defs()]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
-            tools.append(mcp_describe_tool(self._mcp_describe))
+            tools += [mcp_describe_tool(self._mcp_describe), MCP_RESOURCES]  # mcp_resources: deferred, last
         return tools
 
     def _parent_view(self) -> ParentView:

@@ -30,10 +30,10 @@ INSTRUCTIONS_LIMIT = 400
 INSTRUCTIONS_HEADER = "What the servers say about using them:"
 
 HEADER = ("MCP tools (call with mcp_call(server, tool, input); mcp_describe(server, tool) shows the full "
-          "description and schema; * = required):")
+          "description and schema; mcp_resources(server) lists a server's resources; * = required):")
 NAMES_HEADER = ("MCP tools by server (call with mcp_call(server, tool, input); mcp_describe(server) lists a "
                 "server's tools with their arguments and purpose, mcp_describe(server, tool) one tool's full "
-                "description and schema):")
+                "description and schema; mcp_resources(server) lists a server's resources):")
 
 
 @dataclass(frozen=True)

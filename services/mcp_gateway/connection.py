@@ -178,10 +178,44 @@ class SdkSession:
             cursor = page.next_cursor
             if not cursor:
                 break
+        templates = await self._templates()
         lines = [f"{r['uri']}  {r['name']}" + (f" ({r['mime_type']})" if r["mime_type"] else "")
                  + (f": {r['description']}" if r["description"] else "") for r in found]
+        if templates:
+            lines += ["templates (fill in the {parts} and read the URI):",
+                      *(f"{t['uri_template']}  {t['name']}" + (f": {t['description']}" if t["description"] else "")
+                        for t in templates)]
         return CallOutcome(True, "\n".join(lines) or f"server {self._server!r} lists no resources",
-                           {"resources": found})
+                           {"resources": found, "templates": templates})
+
+    async def _templates(self) -> list[dict[str, str]]:
+        """The server's resource templates (none when it offers no resources capability)."""
+        found: list[dict[str, str]] = []
+        if self._client.server_capabilities.resources is None:
+            return found
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._client.list_resource_templates(cursor=cursor)
+            found += [{"uri_template": t.uri_template, "name": t.name, "description": t.description or ""}
+                      for t in page.resource_templates]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return found
+
+    async def complete_prompt(self, prompt: str, argument: str, value: str, context: dict[str, str]) -> CallOutcome:
+        """Values the server suggests for one argument of ``prompt`` (``completion/complete``)."""
+
+        async def complete() -> CallOutcome:
+            if self._client.server_capabilities.completions is None:
+                return CallOutcome(True, "", {"values": [], "has_more": False})
+            result = await self._client.complete(types.PromptReference(type="ref/prompt", name=prompt),
+                                                 {"name": argument, "value": value}, context_arguments=context or None)
+            values = list(result.completion.values)
+            return CallOutcome(True, "\n".join(values), {"values": values,
+                                                         "has_more": bool(result.completion.has_more)})
+
+        return await self._guarded(f"completion of {prompt}.{argument}", complete)
 
     async def _prompts(self) -> CallOutcome:
         found: list[dict[str, Any]] = []

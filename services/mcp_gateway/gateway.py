@@ -125,6 +125,18 @@ class Gateway:
         values = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
         return await self._use(server, f"prompt {name}", lambda session: session.get_prompt(name, values), timeout_s)
 
+    async def complete_prompt(self, server: str, prompt: str, argument: str, value: str, context_json: str,
+                              timeout_s: float) -> CallOutcome:
+        """Suggested values for one argument of a prompt of ``server``."""
+        context, problem = parse_arguments(context_json or "{}")
+        if problem:
+            return CallOutcome(False, problem.replace("tool input", "completion context"),
+                               error_code="invalid_arguments", error_message=problem,
+                               hint="Pass the other arguments as a JSON object of strings.")
+        values = {str(k): str(v) for k, v in context.items()}
+        return await self._use(server, f"completion of {prompt}",
+                               lambda session: session.complete_prompt(prompt, argument, value, values), timeout_s)
+
     async def _use(self, server: str, what: str, run: Callable[[McpSession], Awaitable[CallOutcome]],
                    timeout_s: float) -> CallOutcome:
         sup = self.supervisors.get(server)

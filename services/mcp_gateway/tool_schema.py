@@ -68,3 +68,26 @@ def server_key(server: str) -> str:
 def describe_text(qualified_name: str, description: str, input_schema_json: str) -> str:
     """What ``mcp_describe`` answers for one tool: its name, whole description and input schema."""
     return f"{qualified_name}\n\n{description.strip() or '(no description)'}\n\ninput schema:\n{input_schema_json}"
+
+
+MCP_RESOURCES_NAME = "mcp_resources"
+
+MCP_RESOURCES_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": MCP_RESOURCES_NAME,
+        "description": (
+            "Read what an MCP server offers besides tools: without uri, list its resources and resource "
+            "templates; with uri, read one (a template's URI with its {parts} filled in)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "server": {"type": "string", "description": "Server name."},
+                "uri": {"type": "string", "description": "The resource to read; omit to list them."},
+            },
+            "required": ["server"],
+            "additionalProperties": False,
+        },
+    },
+}

@@ -45,3 +45,25 @@ def test_a_tool_list_change_is_one_declared_cache_break_and_the_new_tool_is_call
     notices = [e.notice.text for e in events if e.WhichOneof("event") == "notice"
                and "MCP tool set changed" in e.notice.text]
     assert len(notices) == 1, notices
+
+
+def test_the_model_lists_a_servers_resources_and_templates_and_reads_one(
+        make_stack: Callable[..., LoopStack]) -> None:
+    stack = make_stack([
+        {"tool_calls": [{"name": "tool_search", "arguments": {"query": "mcp resources"}}]},
+        {"tool_calls": [{"name": "mcp_resources", "arguments": {"server": "library"}}]},
+        {"tool_calls": [{"name": "mcp_resources", "arguments": {"server": "library",
+                                                                 "uri": "library://books/ubik"}}]},
+        {"text": "Ubik it is."},
+    ], mcp_servers=[{"name": "library", "type": "local", "command": [sys.executable, str(LIBRARY)]}])
+    wait_all_connected(stack, ["library"])
+    _, events = stack.turn("what does the library have?")
+    assert status_name(finished(events)) == "completed"
+    results = [e.tool_finished.result for e in events if e.WhichOneof("event") == "tool_finished"]
+    listed, read = results[1], results[2]
+    assert listed.ok and read.ok, (listed, read)
+    assert "library://guide  guide (text/plain): Lending rules" in listed.output
+    assert "library://books/{title}  book: One book's card" in listed.output.split("templates", 1)[1]
+    assert read.output == "Ubik, by Philip K. Dick: reality decays in a spray can."
+    tools = [[t["function"]["name"] for t in r.body["tools"]] for r in stack.fake.chat_requests]
+    assert "mcp_resources" not in tools[0] and "mcp_resources" in tools[1]  # deferred, loaded by the search

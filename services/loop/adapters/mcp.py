@@ -70,6 +70,24 @@ class GrpcMcpClient:
                           for e in response.entries}},
         )
 
+    async def resources(self, call_id: str, server: str, uri: str, timeout_seconds: float) -> ToolOutcome:
+        try:
+            if uri:
+                read = await self._stub.ReadResource(mcp_gateway_pb2.ReadResourceRequest(
+                    server=server, uri=uri, timeout_seconds=timeout_seconds), timeout=timeout_seconds + 5.0,
+                    metadata=call_metadata())
+                result = read.result
+            else:
+                listed = await self._stub.ListResources(mcp_gateway_pb2.ListResourcesRequest(
+                    server=server, timeout_seconds=timeout_seconds), timeout=timeout_seconds + 5.0,
+                    metadata=call_metadata())
+                result = listed.result
+        except grpc.RpcError as err:
+            raise AuxiliaryError("mcp_resources", _reason(err)) from None
+        outcome = result_to_outcome(result)
+        return ToolOutcome(call_id, "mcp_resources", outcome.ok, outcome.output, data=outcome.data,
+                           error_code=outcome.error_code, error_message=outcome.error_message)
+
     async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
                    on_chunk: Callable[[ToolChunkEvent], None], on_elicit: ElicitAsker | None = None) -> ToolOutcome:
         request = mcp_gateway_pb2.McpCallToolRequest(
