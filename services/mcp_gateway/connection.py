@@ -23,6 +23,7 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -301,6 +302,10 @@ def describe_error(exc: BaseException) -> str:
         return f"command not executable: {exc.filename or exc}"
     if isinstance(exc, MCPError):
         return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, OAuthRegistrationError) and "Registration failed: 404" in str(exc):
+        return (f"{str(exc).strip().splitlines()[0][:200]}: the server does not register clients; set "
+                "oauth.client_id (and oauth.client_secret) of a client registered with it, e.g. "
+                "`ai-coding mcp add NAME --url URL --client-id ID`")
     if isinstance(exc, httpx2.HTTPStatusError):
         return f"HTTP {exc.response.status_code} from {exc.request.url}"
     if isinstance(exc, httpx2.ConnectError):
