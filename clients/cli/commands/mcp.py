@@ -189,6 +189,20 @@ def prompt(server: str = typer.Argument(..., help="Server name."),
     _show("prompt", _gateway("prompt", lambda client: client.prompt(server, name, arguments)))
 
 
+@app.command("complete")
+def complete(server: str = typer.Argument(..., help="Server name."),
+             name: str = typer.Argument(..., help="A prompt name from `ai-coding mcp prompts SERVER`."),
+             argument: str = typer.Argument(..., help="The argument to complete."),
+             value: str = typer.Argument("", help="What is typed of it so far."),
+             arg: Annotated[list[str] | None, typer.Option("--arg", help="KEY=VALUE of an argument already "
+                                                                          "given (repeatable).")] = None,
+             ) -> None:
+    """Values a server suggests for a prompt's argument (completion/complete), one a line."""
+    context = json.dumps(_pairs(arg or [], "--arg"))
+    _show("complete", _gateway("complete", lambda client: client.complete_prompt(server, name, argument, value,
+                                                                                 context)))
+
+
 def _mount_serve() -> None:
     from clients.cli.commands.mcp_serve import serve
 
