@@ -24,7 +24,7 @@ LIBRARY = Path(__file__).resolve().parents[1] / "mcp_servers" / "library_server.
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     servers = f"mcp:\n  servers:\n  - {{name: library, type: local, command: ['{sys.executable}', '{LIBRARY}']}}\n"
-    with cli_stack("aic-mcpin-", [{"text": "ok", "repeat": "forever"}], ", max_retries: 0", servers) as running:
+    with cli_stack("aic-mcpin-", [{"text": "the fake model answered", "repeat": "forever"}], ", max_retries: 0", servers) as running:
         deadline = time.monotonic() + 60
         while "connected" not in cli(running.env, "mcp", "status").stdout and time.monotonic() < deadline:
             time.sleep(0.3)
@@ -74,3 +74,22 @@ def test_a_prompts_argument_is_completed_by_the_server(stack: Stack) -> None:
     assert titles.returncode == 0 and titles.stdout.split() == ["dune"], titles.stderr
     styles = cli(stack.env, "mcp", "complete", "library", "summarize", "style", "b")
     assert styles.returncode == 0 and styles.stdout.splitlines() == ["brief", "bullet points"]
+
+
+def test_the_repl_runs_a_server_prompt_and_attaches_a_mentioned_resource(stack: Stack, workspace: Path) -> None:
+    pytest.importorskip("pexpect")
+    from tests.e2e.test_repl_session import Term
+
+    term = Term(stack, workspace)
+    try:
+        term.line("/library:summarize ubik style=brief")
+        term.expect("the fake model answered")
+        assert "Summarize the book 'ubik'" in last_request(stack)
+        term.line("and the rules? @library:library://guide")
+        term.expect("attached library:library://guide")
+        term.expect("the fake model answered")
+        assert "Lending rules: three books at a time" in last_request(stack)
+        term.line("/library:summarize")
+        term.expect("missing title; the prompt takes: title=… style=…?")
+    finally:
+        term.close()

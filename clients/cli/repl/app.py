@@ -28,7 +28,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
 
-from clients.cli import attachments, views
+from clients.cli import attachments, mcp_input, views
 from clients.cli.approvals import CHOICES as APPROVAL_CHOICES
 from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
@@ -223,6 +223,9 @@ class Repl:
         if text == "/":
             self._print(literal(help_text()))
             return ""
+        if mcp_input.wants_gateway(text) and self.services is not None:  # /server:prompt, @server:uri
+            await self._send_mcp_input(text)
+            return ""
         parsed = parse_slash(text)
         if isinstance(parsed, SlashReply):
             self._print(literal(parsed.text, "yellow"))
@@ -232,7 +235,17 @@ class Repl:
         self._send_input(line)
         return ""
 
-    def _send_input(self, text: str) -> None:
+    async def _send_mcp_input(self, text: str) -> None:
+        """Run the server prompt / read the resources the line names, then send it (docs/mcp.md)."""
+        assert self.services is not None
+        try:
+            expanded = await mcp_input.expand(text, self.services.mcp)
+        except (mcp_input.McpInputError, ClientError) as err:
+            self._print(literal(f"  {err}", "red"))
+            return
+        self._send_input(expanded.text, expanded.attachments)
+
+    def _send_input(self, text: str, extra: Sequence[attachments.Attachment] = ()) -> None:
         if self.turn_running:
             stream = self._control_stream()
             self.queued.append(text)
@@ -242,7 +255,7 @@ class Repl:
             self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
             return
         try:
-            files = attachments.collect(text, Path(os.getcwd()))  # @path mentions, as `run` reads them
+            files = [*attachments.collect(text, Path(os.getcwd())), *extra]  # @path mentions, as `run` reads them
         except attachments.AttachmentError as err:
             self._print(literal(f"  {err}", "red"))
             return
