@@ -172,3 +172,21 @@ def expand_with_services(setup: object, text: str) -> Expanded:
             await client.close()
 
     return connection.run(call())
+
+
+_TYPING_ARGUMENT = re.compile(r"^/([A-Za-z0-9_.-]+):([A-Za-z0-9_.-]+)\s+(?:.*\s)?([A-Za-z_][\w-]*)=(\S*)$", re.S)
+
+
+def argument_being_typed(text: str) -> tuple[str, str, str, str] | None:
+    """``(server, prompt, argument, typed)`` while the last word of a prompt command is ``key=...``."""
+    match = _TYPING_ARGUMENT.match(text)
+    return (match.group(1), match.group(2), match.group(3), match.group(4)) if match else None
+
+
+def completion_values(result: views.ToolResult) -> list[str]:
+    """The values of a CompletePrompt answer, quoted for the command line where needed."""
+    try:
+        values = json.loads(result.data_json or "{}").get("values") or []
+    except ValueError:
+        return []
+    return [shlex.quote(str(v)) for v in values] if result.ok else []

@@ -93,3 +93,20 @@ def test_the_repl_runs_a_server_prompt_and_attaches_a_mentioned_resource(stack: 
         term.expect("missing title; the prompt takes: title=… style=…?")
     finally:
         term.close()
+
+
+def test_the_repl_tab_completes_a_prompt_argument_from_the_server(stack: Stack, workspace: Path) -> None:
+    pytest.importorskip("pexpect")
+    from tests.e2e.test_repl_session import Term
+
+    term = Term(stack, workspace)
+    try:
+        term.key("/library:summarize title=d")
+        term.expect("dune")  # the menu shows what the server suggested
+        term.key("\t")
+        term.key(" style=brief")
+        term.line("")
+        term.expect("the fake model answered")
+        assert "Summarize the book 'dune' (Dune, by Frank Herbert" in last_request(stack)
+    finally:
+        term.close()

@@ -36,7 +36,7 @@ from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
 from clients.cli.connection.services import ServiceClients
 from clients.cli.driver import TurnDriver
 from clients.cli.render import EventRenderer, background_done_line, last_tool_text, literal, visible_controls
-from clients.cli.repl import resume
+from clients.cli.repl import mcp_complete, resume
 from clients.cli.repl.keys import build_bindings
 from clients.cli.repl.service_commands import (
     Output,
@@ -72,6 +72,7 @@ class Repl:
         # A `/memory forget` waiting for its y/N; MCP server names seen by the last `/mcp` (completion).
         self._confirm: PendingForget | None = None
         self.mcp_names: list[str] = []
+        self.complete_mcp_argument: mcp_complete.ArgumentCompleter = mcp_complete.no_completion
         self.log_path = log_path
         self.workspace = workspace
         self.attach_mode = attach
@@ -120,6 +121,7 @@ class Repl:
             await self._switch_to(opened, redraw=bool(session_id), replay_in_flight=self.attach_mode)
             self._spawn(self._refresh_rows_quietly())  # for `/resume <words>` completion
             loop = asyncio.get_running_loop()
+            self.complete_mcp_argument = mcp_complete.gateway_completer(self.services, loop)
             # prompt_toolkit cooks the terminal while it prints above the prompt; a Ctrl-C typed
             # in that window arrives as SIGINT and must do what the key does, not kill the REPL.
             loop.add_signal_handler(signal.SIGINT, self.press_ctrl_c)
