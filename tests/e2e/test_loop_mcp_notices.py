@@ -1,18 +1,30 @@
-"""A server's changed tool list through the loop, with our library server and the real gateway:
-the catalog in the system message changes once (one declared cache break, said once) and the
-new tool is callable; the server's instructions are in the system message from the first step."""
+"""MCP servers through the loop and the real gateway. Our library server: a changed tool list
+changes the catalog in the system message once (one declared cache break, said once) and the new
+tool is callable; its instructions are in the system message from the first step; the model lists
+and reads its resources. server-everything: a task-only tool streams its stages, an interrupt
+cancels the task on the server."""
 
 from __future__ import annotations
 
 import itertools
+import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_loop_mcp_catalog_budget import wait_all_connected
-from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
+from tests.service.loop.harness import (
+    Conversation,
+    LoopStack,
+    fake,
+    finished,
+    make_stack,
+    status_name,
+    workspace,
+)
 
 __all__ = ["fake", "make_stack", "workspace"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -67,3 +79,35 @@ def test_the_model_lists_a_servers_resources_and_templates_and_reads_one(
     assert read.output == "Ubik, by Philip K. Dick: reality decays in a spray can."
     tools = [[t["function"]["name"] for t in r.body["tools"]] for r in stack.fake.chat_requests]
     assert "mcp_resources" not in tools[0] and "mcp_resources" in tools[1]  # deferred, loaded by the search
+
+
+def test_a_task_only_tool_streams_its_stages_and_an_interrupt_cancels_the_task_on_the_server(
+        make_stack: Callable[..., LoopStack], caplog: pytest.LogCaptureFixture) -> None:
+    from ai_coding.v1 import loop_pb2
+
+    from tests.e2e.test_loop_mcp_catalog_budget import EVERYTHING, NODE
+
+    stack = make_stack([
+        {"tool_calls": [{"name": "mcp_call", "arguments": {"server": "everything", "tool": "simulate-research-query",
+                                                            "input": {"topic": "tides"}}}]},
+        {"text": "Stopped."},
+    ], mcp_servers=[{"name": "everything", "type": "local", "command": [str(NODE), str(EVERYTHING), "stdio"]}])
+    wait_all_connected(stack, ["everything"])
+    sid = stack.open(auto_approve=True).session_id
+    chunks: list[str] = []
+
+    def interrupt_at_the_first_stage(event: loop_pb2.TurnEvent, conv: Conversation) -> None:
+        if event.WhichOneof("event") == "tool_chunk":
+            chunks.append(event.tool_chunk.text)
+            if len(chunks) == 1:
+                conv.send(loop_pb2.ClientMessage(interrupt=loop_pb2.Interrupt(scope=loop_pb2.INTERRUPT_SCOPE_TURN)))
+
+    with caplog.at_level(logging.INFO, logger="ai_coding.mcp_gateway.tasks"):
+        events = stack.start(sid, "research tides").drain(interrupt_at_the_first_stage)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any("cancelled" in r.getMessage() for r in caplog.records):
+            time.sleep(0.1)
+    assert chunks[0] == "Gathering sources...", chunks
+    assert status_name(finished(events)) == "interrupted"
+    said = [r.getMessage() for r in caplog.records if r.name == "ai_coding.mcp_gateway.tasks"]
+    assert any("(simulate-research-query) cancelled: the server says cancelled" in m for m in said), said
