@@ -17,6 +17,7 @@ import anyio
 from clients.cli import views
 from clients.cli.agent_server import policy
 from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
+from clients.cli.driver import TurnDriver
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import AiCodingError
 
@@ -77,7 +78,7 @@ class TaskRunner:
             return self._report("failed", empty, empty, err.detail or err.message)
         self.notes += list(opened.warnings)
         before = await anyio.to_thread.run_sync(policy.scan, self.place.root)
-        stream = client.start(opened.session_id, prompt)
+        stream = TurnDriver(client, opened.session_id, lambda event: None).start(prompt)  # the one turn driver
         following = asyncio.ensure_future(self._follow(stream))
         try:
             error = await asyncio.shield(following)  # a cancel must not close the stream before the interrupt
