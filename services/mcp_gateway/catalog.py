@@ -1,8 +1,18 @@
-"""Render the budgeted MCP catalog text the loop puts in its volatile tail.
+"""Render the budgeted MCP catalog text the loop puts in its system message.
 
-Pure: entries in, text out. Each description is cut to ``DESCRIPTION_LIMIT``
-characters and the whole text to ``TOTAL_LIMIT``; what does not fit is named
-by count so the model knows tools were left out.
+Pure: entries in, text out. Every tool is always named (and each server's instructions follow, cut to
+``INSTRUCTIONS_LIMIT``); how much more each gets depends on
+what fits in ``TOTAL_LIMIT`` characters, the same tier for the whole catalog (so the text only
+changes when the tool set does):
+
+1. ``full``: one line per tool with its argument signature and description (cut to
+   ``DESCRIPTION_LIMIT``);
+2. ``short``: one line per tool with a shorter description (``SHORT_LIMIT``), no signature;
+3. ``names``: one line per server naming its tools. Past the limit the names are still all there:
+   a tool the model cannot see is a tool it cannot use.
+
+``mcp_describe(server)`` lists one server's tools with the full-tier lines, and
+``mcp_describe(server, tool)`` gives one tool's whole description and schema: details on demand.
 """
 
 from __future__ import annotations
@@ -12,11 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 DESCRIPTION_LIMIT = 120
-TOTAL_LIMIT = 8_000
+SHORT_LIMIT = 50
+# About a fifth of a first request with six servers connected (tests/e2e/test_loop_mcp_catalog_budget.py).
+TOTAL_LIMIT = 2_000
 SIGNATURE_LIMIT = 160
+INSTRUCTIONS_LIMIT = 400
+INSTRUCTIONS_HEADER = "What the servers say about using them:"
 
 HEADER = ("MCP tools (call with mcp_call(server, tool, input); mcp_describe(server, tool) shows the full "
-          "description and schema; * = required):")
+          "description and schema; mcp_resources(server) lists a server's resources; * = required):")
+NAMES_HEADER = ("MCP tools by server (call with mcp_call(server, tool, input); mcp_describe(server) lists a "
+                "server's tools with their arguments and purpose, mcp_describe(server, tool) one tool's full "
+                "description and schema; mcp_resources(server) lists a server's resources):")
 
 
 @dataclass(frozen=True)
@@ -63,34 +80,45 @@ def catalog_line(entry: ToolEntry) -> str:
     return f"- {entry.qualified_name}({signature(entry.input_schema)}): {desc}".rstrip(": ")
 
 
-def render_catalog(entries: Iterable[ToolEntry], total_limit: int = TOTAL_LIMIT) -> tuple[str, list[ToolEntry]]:
-    """The catalog text (empty when there are no tools) and the entries it summarizes.
+def short_line(entry: ToolEntry) -> str:
+    """``- server__tool: short description`` (the ``short`` tier)."""
+    return f"- {entry.qualified_name}: {shorten(entry.description, SHORT_LIMIT)}".rstrip(": ")
 
-    Tools past the budget are named (not summarized) on a last line, up to ``NAMES_LIMIT``
-    characters, so the model can still ask ``mcp_describe`` about them.
+
+def server_lines(entries: Iterable[ToolEntry]) -> list[str]:
+    """``- server: tool_a, tool_b`` per server, in the order the servers first appear."""
+    by_server: dict[str, list[str]] = {}
+    for entry in entries:
+        by_server.setdefault(entry.server, []).append(entry.tool)
+    return [f"- {server}: {', '.join(tools)}" for server, tools in by_server.items()]
+
+
+def instruction_lines(instructions: Mapping[str, str]) -> list[str]:
+    """What servers said about using them (``initialize`` instructions), each cut to
+    ``INSTRUCTIONS_LIMIT``; they come after the tools and do not count against the tools' budget."""
+    lines = [f"- {server}: {shorten(text, INSTRUCTIONS_LIMIT)}" for server, text in instructions.items()
+             if text.strip()]
+    return [INSTRUCTIONS_HEADER, *lines] if lines else []
+
+
+def render_catalog(entries: Iterable[ToolEntry], total_limit: int = TOTAL_LIMIT,
+                   instructions: Mapping[str, str] | None = None) -> tuple[str, list[ToolEntry]]:
+    """The catalog text (empty when there are no tools) and the entries it names (all of them).
+
+    The richest tier whose text fits ``total_limit``; the ``names`` tier otherwise, whatever its size.
     """
     items = list(entries)
     if not items:
         return "", []
-    lines = [HEADER]
-    shown: list[ToolEntry] = []
-    size = len(HEADER)
-    for index, entry in enumerate(items):
-        line = catalog_line(entry)
-        left = len(items) - index - 1
-        reserve = len(_overflow(items[index + 1:])) if left else 0
-        if size + 1 + len(line) + reserve > total_limit:
-            lines.append(_overflow(items[index:]))
-            break
-        lines.append(line)
-        shown.append(entry)
-        size += 1 + len(line)
-    return "\n".join(lines), shown
+    notes = instruction_lines(instructions or {})
+    for lines in ([HEADER, *map(catalog_line, items)], [HEADER, *map(short_line, items)]):
+        text = "\n".join(lines)
+        if len(text) <= total_limit:
+            return "\n".join([text, *notes]), items
+    return "\n".join([NAMES_HEADER, *server_lines(items), *notes]), items
 
 
-NAMES_LIMIT = 400
-
-
-def _overflow(rest: list[ToolEntry]) -> str:
-    names = shorten(", ".join(e.qualified_name for e in rest), NAMES_LIMIT)
-    return f"(… {len(rest)} more MCP tools not shown: over the catalog budget; names: {names})"
+def server_listing(server: str, entries: Iterable[ToolEntry]) -> str:
+    """What ``mcp_describe(server)`` answers: that server's tools, one full-tier line each."""
+    lines = [catalog_line(e) for e in entries if e.server == server]
+    return f"{server}: {len(lines)} tools (* = required)\n" + "\n".join(lines)

@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,6 +24,7 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -36,23 +38,24 @@ from services.kernel.host_process import DEFAULT_PATH, safe_path
 from services.mcp_gateway.catalog import ToolEntry
 from services.mcp_gateway.domain import CallOutcome, ElicitHandler, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
+from services.mcp_gateway.notices import DEFAULT_LEVEL, ServerNotices
 from services.mcp_gateway.settings import ServerSettings
 from services.mcp_gateway.stderr_tail import StderrTail
+from services.mcp_gateway.tasks import call_as_task, is_task_only
 
 log = logging.getLogger("ai_coding.mcp_gateway.connection")
 
 # "legacy" = the initialize handshake every published server speaks; "auto" would
 # first probe server/discover, which costs a round trip on each connect.
 CONNECT_MODE = "legacy"
-# Task-augmented calls (MCP 2025-11-25 tasks) are types-only in the SDK: nothing can run them.
-TASKS_REQUIRED = "it runs only as an MCP task (execution.taskSupport: required), which this client does not support"
 # Who we are in the initialize handshake (the SDK's default names the SDK itself).
 CLIENT_INFO = types.Implementation(name="ai-coding", version=__version__)
 
 
-def _client(transport: Any, elicit: ElicitHandler | None = None) -> Client:
+def _client(transport: Any, notices: ServerNotices, elicit: ElicitHandler | None = None) -> Client:
     return Client(transport, mode=CONNECT_MODE, cache=None, client_info=CLIENT_INFO,
-                  elicitation_callback=_elicitation_callback(elicit) if elicit is not None else None)
+                  elicitation_callback=_elicitation_callback(elicit) if elicit is not None else None,
+                  message_handler=notices.on_message, logging_callback=notices.on_log)
 
 
 def _elicitation_callback(elicit: ElicitHandler) -> Any:
@@ -72,24 +75,36 @@ def _elicitation_callback(elicit: ElicitHandler) -> Any:
 class SdkSession:
     """:class:`~services.mcp_gateway.domain.McpSession` over an SDK ``Client``."""
 
-    def __init__(self, server: str, client: Client) -> None:
+    def __init__(self, server: str, client: Client, notices: ServerNotices) -> None:
         self._server = server
         self._client = client
-        self.left_out: dict[str, str] = {}
-        """Tools not offered, each with why (tools that can only run as MCP tasks)."""
+        self.notices = notices
+        self.tools_changed = notices.tools_changed
+        """Set when the server says its tool list changed (the supervisor lists the tools again)."""
+        self.instructions = client.instructions or ""
+        """What the server's ``initialize`` said about using it (for the model, in the catalog)."""
+        self.task_tools: set[str] = set()
+        """Tools that run only as MCP tasks (``execution.taskSupport: required``)."""
+
+    async def start(self, level: str) -> None:
+        """Ask a server that logs for messages at ``level`` and above (``logging/setLevel``)."""
+        if self._client.server_capabilities.logging is not None:
+            try:
+                with warnings.catch_warnings():  # deprecated in 2026-07-28, what handshake-era servers speak
+                    warnings.simplefilter("ignore")
+                    await self._client.set_logging_level(level)  # type: ignore[arg-type]
+            except MCPError as exc:
+                log.info("mcp server %s refused logging/setLevel %s: %s", self._server, level, exc.message)
 
     async def list_tools(self) -> list[ToolEntry]:
-        """All tools, following pagination; tools that require MCP tasks are left out (logged once)."""
+        """All tools, following pagination (those that run only as MCP tasks are marked to run so)."""
         entries: list[ToolEntry] = []
         cursor: str | None = None
         for _ in range(100):
             page = await self._client.list_tools(cursor=cursor)
             for tool in page.tools:
-                if tool.execution is not None and tool.execution.task_support == "required":
-                    if tool.name not in self.left_out:
-                        log.warning("mcp server %s: tool %s left out: %s", self._server, tool.name, TASKS_REQUIRED)
-                    self.left_out[tool.name] = TASKS_REQUIRED
-                    continue
+                if is_task_only(tool):
+                    self.task_tools.add(tool.name)
                 schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
                 read_only = bool(tool.annotations is not None and tool.annotations.read_only_hint)
                 entries.append(ToolEntry(self._server, tool.name, tool.description or tool.title or "", schema,
@@ -101,11 +116,6 @@ class SdkSession:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], on_progress: ProgressSink) -> CallOutcome:
         """One ``tools/call``; transport failures raise :class:`TransportFailure`."""
-        if tool in self.left_out:
-            return CallOutcome(False, f"tool {tool!r} of {self._server!r} is not offered: {self.left_out[tool]}",
-                               error_code="mcp_tool_not_available", error_message=self.left_out[tool],
-                               hint="Use another tool from the MCP catalog.")
-
         class _Forward:
             async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
                 await on_progress(Progress(progress, total, message))
@@ -114,7 +124,11 @@ class SdkSession:
 
         started = time.monotonic()
         try:
-            result = await self._client.call_tool(tool, arguments, progress_callback=progress)
+            if tool in self.task_tools:
+                result = await call_as_task(self._client.session, tool, arguments,
+                                            lambda n, message: on_progress(Progress(n, None, message)))
+            else:
+                result = await self._client.call_tool(tool, arguments, progress_callback=progress)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 raise TransportFailure(f"server {self._server!r} closed the connection: {exc.message}") from None
@@ -167,10 +181,44 @@ class SdkSession:
             cursor = page.next_cursor
             if not cursor:
                 break
+        templates = await self._templates()
         lines = [f"{r['uri']}  {r['name']}" + (f" ({r['mime_type']})" if r["mime_type"] else "")
                  + (f": {r['description']}" if r["description"] else "") for r in found]
+        if templates:
+            lines += ["templates (fill in the {parts} and read the URI):",
+                      *(f"{t['uri_template']}  {t['name']}" + (f": {t['description']}" if t["description"] else "")
+                        for t in templates)]
         return CallOutcome(True, "\n".join(lines) or f"server {self._server!r} lists no resources",
-                           {"resources": found})
+                           {"resources": found, "templates": templates})
+
+    async def _templates(self) -> list[dict[str, str]]:
+        """The server's resource templates (none when it offers no resources capability)."""
+        found: list[dict[str, str]] = []
+        if self._client.server_capabilities.resources is None:
+            return found
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._client.list_resource_templates(cursor=cursor)
+            found += [{"uri_template": t.uri_template, "name": t.name, "description": t.description or ""}
+                      for t in page.resource_templates]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return found
+
+    async def complete_prompt(self, prompt: str, argument: str, value: str, context: dict[str, str]) -> CallOutcome:
+        """Values the server suggests for one argument of ``prompt`` (``completion/complete``)."""
+
+        async def complete() -> CallOutcome:
+            if self._client.server_capabilities.completions is None:
+                return CallOutcome(True, "", {"values": [], "has_more": False})
+            result = await self._client.complete(types.PromptReference(type="ref/prompt", name=prompt),
+                                                 {"name": argument, "value": value}, context_arguments=context or None)
+            values = list(result.completion.values)
+            return CallOutcome(True, "\n".join(values), {"values": values,
+                                                         "has_more": bool(result.completion.has_more)})
+
+        return await self._guarded(f"completion of {prompt}.{argument}", complete)
 
     async def _prompts(self) -> CallOutcome:
         found: list[dict[str, Any]] = []
@@ -256,6 +304,10 @@ def describe_error(exc: BaseException) -> str:
         return f"command not executable: {exc.filename or exc}"
     if isinstance(exc, MCPError):
         return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, OAuthRegistrationError) and "Registration failed: 404" in str(exc):
+        return (f"{str(exc).strip().splitlines()[0][:200]}: the server does not register clients; set "
+                "oauth.client_id (and oauth.client_secret) of a client registered with it, e.g. "
+                "`ai-coding mcp add NAME --url URL --client-id ID`")
     if isinstance(exc, httpx2.HTTPStatusError):
         return f"HTTP {exc.response.status_code} from {exc.request.url}"
     if isinstance(exc, httpx2.ConnectError):
@@ -302,15 +354,21 @@ async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None
             yield session
         return
     headers = expanded(settings.headers, "headers", settings.name)
+    notices = ServerNotices(settings.name)
     if settings.transport == "sse":
-        async with _client(sse_client(settings.url, headers=headers or None, auth=auth), elicit) as client:
-            yield SdkSession(settings.name, client)
+        async with _client(sse_client(settings.url, headers=headers or None, auth=auth), notices, elicit) as client:
+            yield await _started(SdkSession(settings.name, client, notices))
         return
     http = create_mcp_http_client(headers=headers or None, auth=auth)
     async with http:
         transport = streamable_http_client(settings.url, http_client=http)
-        async with _client(transport, elicit) as client:
-            yield SdkSession(settings.name, client)
+        async with _client(transport, notices, elicit) as client:
+            yield await _started(SdkSession(settings.name, client, notices))
+
+
+async def _started(session: SdkSession) -> SdkSession:
+    await session.start(DEFAULT_LEVEL)
+    return session
 
 
 @asynccontextmanager
@@ -323,10 +381,11 @@ async def _local_session(settings: ServerSettings, elicit: ElicitHandler | None)
         await tail.start()
         assert tail.writer is not None
         transport: Any = stdio_client(params, errlog=tail.writer)
-        async with _client(transport, elicit) as client:
+        notices = ServerNotices(settings.name)
+        async with _client(transport, notices, elicit) as client:
             tail.close_writer()
             ready = True
-            yield SdkSession(settings.name, client)
+            yield await _started(SdkSession(settings.name, client, notices))
     except Exception as exc:
         if ready:
             raise

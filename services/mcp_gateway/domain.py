@@ -78,7 +78,8 @@ class McpSession(Protocol):
     async def call_tool(self, tool: str, arguments: dict[str, Any], on_progress: ProgressSink) -> CallOutcome: ...
 
     async def list_resources(self) -> CallOutcome:
-        """``resources/list`` (all pages) as readable lines; ``data.resources`` lists them."""
+        """``resources/list`` and ``resources/templates/list`` (all pages) as readable lines;
+        ``data.resources`` and ``data.templates`` list them."""
         ...
 
     async def read_resource(self, uri: str) -> CallOutcome: ...
@@ -89,6 +90,10 @@ class McpSession(Protocol):
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> CallOutcome:
         """The prompt's messages as ``role: text`` blocks; ``data.messages`` holds them."""
+        ...
+
+    async def complete_prompt(self, prompt: str, argument: str, value: str, context: dict[str, str]) -> CallOutcome:
+        """``completion/complete`` for one prompt argument; ``data.values`` holds the suggestions."""
         ...
 
 

@@ -126,7 +126,9 @@ class Gateway:
 
     def catalog(self) -> tuple[str, list[ToolEntry]]:
         """The budgeted catalog text and the entries it shows."""
-        return render_catalog(self.entries())
+        notes = {sup.settings.name: sup.instructions for sup in self.supervisors.values()
+                 if sup.state == State.CONNECTED and sup.instructions}
+        return render_catalog(self.entries(), instructions=notes)
 
     async def call(self, server: str, tool: str, input_json: str, timeout_s: float,
                    on_progress: ProgressSink, on_elicit: ElicitSink | None = None) -> CallOutcome:
@@ -163,6 +165,18 @@ class Gateway:
                                error_message=problem, hint="Pass the arguments as a JSON object of strings.")
         values = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
         return await self._use(server, f"prompt {name}", lambda session: session.get_prompt(name, values), timeout_s)
+
+    async def complete_prompt(self, server: str, prompt: str, argument: str, value: str, context_json: str,
+                              timeout_s: float) -> CallOutcome:
+        """Suggested values for one argument of a prompt of ``server``."""
+        context, problem = parse_arguments(context_json or "{}")
+        if problem:
+            return CallOutcome(False, problem.replace("tool input", "completion context"),
+                               error_code="invalid_arguments", error_message=problem,
+                               hint="Pass the other arguments as a JSON object of strings.")
+        values = {str(k): str(v) for k, v in context.items()}
+        return await self._use(server, f"completion of {prompt}",
+                               lambda session: session.complete_prompt(prompt, argument, value, values), timeout_s)
 
     async def _use(self, server: str, what: str, run: Callable[[McpSession], Awaitable[CallOutcome]],
                    timeout_s: float) -> CallOutcome:

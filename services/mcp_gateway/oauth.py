@@ -48,12 +48,16 @@ class FileTokenStorage:
     client registered beforehand, used instead of any stored or new registration)."""
 
     def __init__(self, store: AuthStore, server: str, url: str, redirect_uri: str,
-                 fixed: OAuthClientInformationFull | None = None) -> None:
+                 fixed: OAuthClientInformationFull | None = None,
+                 unregistered: Callable[[], None] | None = None) -> None:
         self._store = store
         self._server = server
         self._url = url
         self._redirect_uri = redirect_uri
         self._fixed = fixed
+        self._unregistered = unregistered
+        """Called instead of letting the SDK register a client when no login runs (a registration
+        then could only name a placeholder redirect: nothing listens for it)."""
 
     async def get_tokens(self) -> OAuthToken | None:
         raw = self._store.entry(self._server, self._url).get("tokens")
@@ -66,6 +70,10 @@ class FileTokenStorage:
         if self._fixed is not None:
             return self._fixed
         raw = self._store.entry(self._server, self._url).get("client_info")
+        if not raw and self._unregistered is not None:
+            self._unregistered()
+            raise NeedsAuth(f"server {self._server!r} requires sign-in",
+                            hint=f"Run `ai-coding mcp login {self._server}`.")
         if not raw:
             return None
         info = OAuthClientInformationFull.model_validate(raw)
@@ -240,7 +248,11 @@ def build_provider(settings: ServerSettings, store: AuthStore, login: LoginFlow 
             client_id=options.client_id, client_secret=secret, redirect_uris=[AnyUrl(redirect_uri)],
             grant_types=["authorization_code", "refresh_token"], response_types=["code"],
             token_endpoint_auth_method="client_secret_basic" if secret else "none")
-    storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "", fixed)
+    # No login and no registration yet: sign-in is needed; do not register a client for a
+    # placeholder redirect nobody listens on (a CIMD client needs no registration).
+    cimd = bool(options is not None and options.client_metadata_url)
+    storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "", fixed,
+                               unregistered=mark_needs_auth if login is None and not cimd else None)
     if options is not None and options.grant == "client_credentials":
         return machine_provider(settings.url, options, storage)
     return OAuthClientProvider(settings.url, metadata, storage, redirect_handler=redirect_handler,

@@ -114,6 +114,12 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
                                              request.timeout_seconds)
         return mcp_gateway_pb2.GetPromptResponse(result=convert.result_to_proto("", request.server, outcome))
 
+    async def CompletePrompt(self, request: mcp_gateway_pb2.CompletePromptRequest,
+                             context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.CompletePromptResponse:
+        outcome = await self._gateway.complete_prompt(request.server, request.prompt, request.argument,
+                                                      request.value, request.context_json, request.timeout_seconds)
+        return mcp_gateway_pb2.CompletePromptResponse(result=convert.result_to_proto("", request.server, outcome))
+
     async def Reconnect(self, request: mcp_gateway_pb2.ReconnectRequest,
                         context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ReconnectResponse:
         try:

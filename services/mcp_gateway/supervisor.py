@@ -48,6 +48,8 @@ class ServerSupervisor:
         self.state = State.DISABLED if settings.disabled else State.CONNECTING
         self.reason = "disabled in config" if settings.disabled else ""
         self.tools: list[ToolEntry] = []
+        self.instructions = ""
+        """What the server said about using it when it connected (``initialize`` instructions)."""
         self.attempts = 0
         self._failures = 0
         self._retry_at = 0.0
@@ -224,12 +226,37 @@ class ServerSupervisor:
         self._failures = 0
         self.login_pending = False
         self._hold_for_auth = False
+        self.instructions = str(getattr(session, "instructions", "") or "")
         await self._set(State.CONNECTED)
         log.info("mcp server %s connected with %d tools", self.settings.name, len(self.tools))
         try:
-            await self._drop.wait()
+            await self._wait_for_drop(session)
         finally:
             self._session = None
+
+    async def _wait_for_drop(self, session: McpSession) -> None:
+        """Park until the session is dropped; a ``tools/list_changed`` meanwhile lists the tools again."""
+        changed: asyncio.Event | None = getattr(session, "tools_changed", None)
+        while changed is not None and not self._drop.is_set():
+            waiters = {asyncio.ensure_future(self._drop.wait()), asyncio.ensure_future(changed.wait())}
+            try:
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+            if self._drop.is_set():
+                return
+            changed.clear()
+            try:
+                with anyio.fail_after(self.settings.timeout.catalog / 1000.0):
+                    self.tools = self._visible(await session.list_tools())
+            except Exception as exc:  # the old list stays; a broken transport shows on the next call
+                log.warning("mcp server %s: listing its changed tools failed: %r", self.settings.name, exc)
+                continue
+            log.info("mcp server %s now has %d tools", self.settings.name, len(self.tools))
+            async with self._changed:
+                self._changed.notify_all()
+        await self._drop.wait()
 
     def _visible(self, tools: list[ToolEntry]) -> list[ToolEntry]:
         allowed = self.settings.tools

@@ -42,22 +42,52 @@ MCP_DESCRIBE_SCHEMA: dict[str, Any] = {
     "function": {
         "name": MCP_DESCRIBE_NAME,
         "description": (
-            "Show one MCP tool's full description and JSON input schema (the catalog line is a summary). "
-            "Use it before mcp_call when the arguments are nested or unclear."
+            "Show one MCP tool's full description and JSON input schema, or with only a server, that "
+            "server's tools with their arguments and purpose (the catalog may only name them). Use it "
+            "before mcp_call when the arguments are not in the catalog, nested or unclear."
         ),
         "parameters": {
             "type": "object",
             "properties": {
                 "server": {"type": "string", "description": "Server name (the part before __)."},
-                "tool": {"type": "string", "description": "Tool name on that server (the part after __)."},
+                "tool": {"type": "string",
+                         "description": "Tool name on that server (the part after __); omit to list the server."},
             },
-            "required": ["server", "tool"],
+            "required": ["server"],
             "additionalProperties": False,
         },
     },
 }
 
 
+def server_key(server: str) -> str:
+    """Where ``mcp_describe(server)``'s answer is kept among the per-tool ones (``server__tool``)."""
+    return f"{server}__"
+
+
 def describe_text(qualified_name: str, description: str, input_schema_json: str) -> str:
     """What ``mcp_describe`` answers for one tool: its name, whole description and input schema."""
     return f"{qualified_name}\n\n{description.strip() or '(no description)'}\n\ninput schema:\n{input_schema_json}"
+
+
+MCP_RESOURCES_NAME = "mcp_resources"
+
+MCP_RESOURCES_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": MCP_RESOURCES_NAME,
+        "description": (
+            "Read what an MCP server offers besides tools: without uri, list its resources and resource "
+            "templates; with uri, read one (a template's URI with its {parts} filled in)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "server": {"type": "string", "description": "Server name."},
+                "uri": {"type": "string", "description": "The resource to read; omit to list them."},
+            },
+            "required": ["server"],
+            "additionalProperties": False,
+        },
+    },
+}

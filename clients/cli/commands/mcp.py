@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from clients.cli import exit_codes
 from clients.cli import services_view as view
 from clients.cli.commands.common import service_call
+from clients.cli.commands.mcp_add import OAuthFlags, add_entry
 
 if TYPE_CHECKING:
     from clients.cli.connection.services import McpClient
@@ -82,13 +83,26 @@ def add(
     header: Annotated[list[str] | None, typer.Option("--header", help="KEY=VALUE HTTP header (repeatable).")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", help="KEY=VALUE environment variable (repeatable).")] = None,
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Run this server's tools without asking."),
+    transport: str = typer.Option("", "--transport", "-t",
+                                  help="stdio (a local command), http (Streamable HTTP) or sse (legacy HTTP+SSE); "
+                                       "default: http with --url, else stdio."),
+    client_id: str = typer.Option("", "--client-id", help="OAuth client registered beforehand (no dynamic "
+                                                          "registration); ${VAR} is expanded."),
+    client_secret: str = typer.Option("", "--client-secret", help="Its secret (write ${VAR} to keep it out of "
+                                                                  "the file)."),
+    client_credentials: bool = typer.Option(False, "--client-credentials",
+                                            help="OAuth machine to machine (no sign-in): needs --client-id and "
+                                                 "--client-secret."),
+    callback_port: int = typer.Option(0, "--callback-port", help="Local port of the OAuth sign-in callback."),
 ) -> None:
     """Add a server now and keep it in mcp.local.yaml (e.g. `ai-coding mcp add fs -- npx -y pkg`)."""
-    entry: dict[str, Any] = {"name": name, "auto_approve": auto_approve}
-    if url:
-        entry.update(type="remote", url=url, headers=_pairs(header or [], "--header"))
-    else:
-        entry.update(type="local", command=list(command or []), environment=_pairs(env or [], "--env"))
+    try:
+        entry = add_entry(name, list(command or []), url, transport, _pairs(header or [], "--header"),
+                          _pairs(env or [], "--env"), auto_approve,
+                          OAuthFlags(client_id, client_secret, client_credentials, callback_port))
+    except ValueError as err:
+        print(f"ai-coding mcp add: {err}", file=sys.stderr)
+        raise typer.Exit(exit_codes.USAGE) from None
     got = _gateway("add", lambda client: client.add(json.dumps(entry)))
     print(f"added {got.name}; it is connecting (see `ai-coding mcp status`)")
 
@@ -105,7 +119,7 @@ def login(
         url = await client.login(name)
         if not url:
             return False, None
-        print(f"Open this URL to sign in to {name}:\n  {url}")
+        print(f"Open this URL to sign in to {name}:\n  {url}", flush=True)  # piped: seen now, not at exit
         if open_browser:
             import webbrowser
 
@@ -173,3 +187,26 @@ def prompt(server: str = typer.Argument(..., help="Server name."),
     """Print a server's prompt filled with its arguments."""
     arguments = json.dumps(_pairs(arg or [], "--arg"))
     _show("prompt", _gateway("prompt", lambda client: client.prompt(server, name, arguments)))
+
+
+@app.command("complete")
+def complete(server: str = typer.Argument(..., help="Server name."),
+             name: str = typer.Argument(..., help="A prompt name from `ai-coding mcp prompts SERVER`."),
+             argument: str = typer.Argument(..., help="The argument to complete."),
+             value: str = typer.Argument("", help="What is typed of it so far."),
+             arg: Annotated[list[str] | None, typer.Option("--arg", help="KEY=VALUE of an argument already "
+                                                                          "given (repeatable).")] = None,
+             ) -> None:
+    """Values a server suggests for a prompt's argument (completion/complete), one a line."""
+    context = json.dumps(_pairs(arg or [], "--arg"))
+    _show("complete", _gateway("complete", lambda client: client.complete_prompt(server, name, argument, value,
+                                                                                 context)))
+
+
+def _mount_serve() -> None:
+    from clients.cli.commands.mcp_serve import serve
+
+    app.command("serve")(serve)
+
+
+_mount_serve()

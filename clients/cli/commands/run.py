@@ -37,7 +37,7 @@ def run(
                                                "item is blocked or stalled."),
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended (`ai-coding -p PROMPT` is the same)."""
-    from clients.cli import attachments, control, headless
+    from clients.cli import attachments, control, headless, mcp_input
     from clients.cli.commands.sessions import session_rows
     from clients.cli.event_json import JsonLinesPrinter
     from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
@@ -63,6 +63,12 @@ def run(
     with cli_errors("run"):
         setup = control.resolve(root)
         control.ensure_running(setup, ["loop"], quiet=as_json)
+        if mcp_input.wants_gateway(text):  # /server:prompt and @server:uri (docs/mcp.md)
+            try:
+                expanded = mcp_input.expand_with_services(setup, text)
+            except mcp_input.McpInputError as err:
+                raise fail("run", str(err)) from None
+            text, files = expanded.text, [*files, *expanded.attachments]
         if continue_last or resume or session:
             session = pick_session(session_rows(root, warn_unreadable=True), continue_last, resume or session, "run")
         opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,

@@ -203,6 +203,14 @@ class McpClient:
             timeout=RESOURCE_TIMEOUT))
         return convert.tool_result(response.result)
 
+    async def complete_prompt(self, server: str, prompt: str, argument: str, value: str,
+                              context_json: str = "{}") -> views.ToolResult:
+        """Values ``server`` suggests for ``argument`` of ``prompt`` given what was typed (``value``)."""
+        response = await self._run("complete", lambda: self._stub.CompletePrompt(
+            mcp_gateway_pb2.CompletePromptRequest(server=server, prompt=prompt, argument=argument, value=value,
+                                                  context_json=context_json), timeout=RESOURCE_TIMEOUT))
+        return convert.tool_result(response.result)
+
     async def retry(self, name: str, settle: float = RETRY_SETTLE_SECONDS) -> views.ServerStatus | None:
         """Reconnect ``name`` now; its state once a new attempt has settled (None: the server went away)."""
         response = await self._run(f"/mcp retry {name}", lambda: self._stub.Reconnect(

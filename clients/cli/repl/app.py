@@ -28,7 +28,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
 
-from clients.cli import attachments, views
+from clients.cli import attachments, mcp_input, views
 from clients.cli.approvals import CHOICES as APPROVAL_CHOICES
 from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
@@ -39,7 +39,7 @@ from clients.cli.diffview import diff_command
 from clients.cli.driver import TurnDriver
 from clients.cli.progress import REPL_KEYS, Progress, tick_while
 from clients.cli.render import EventRenderer, background_done_line, last_tool_text
-from clients.cli.repl import resume
+from clients.cli.repl import mcp_complete, resume
 from clients.cli.repl.keys import build_bindings
 from clients.cli.repl.recovery import OFFERED, ServiceRestorer, lost_turn
 from clients.cli.repl.service_commands import (
@@ -77,6 +77,7 @@ class Repl:
         # A `/memory forget` waiting for its y/N; MCP server names seen by the last `/mcp` (completion).
         self._confirm: PendingForget | None = None
         self.mcp_names: list[str] = []
+        self.complete_mcp_argument: mcp_complete.ArgumentCompleter = mcp_complete.no_completion
         self.log_path = log_path
         self.workspace = workspace
         self.attach_mode = attach
@@ -129,6 +130,7 @@ class Repl:
             await self._switch_to(opened, redraw=bool(session_id), replay_in_flight=self.attach_mode)
             self._spawn(self._refresh_rows_quietly())  # for `/resume <words>` completion
             loop = asyncio.get_running_loop()
+            self.complete_mcp_argument = mcp_complete.gateway_completer(self.services, loop)
             # prompt_toolkit cooks the terminal while it prints above the prompt; a Ctrl-C typed
             # in that window arrives as SIGINT and must do what the key does, not kill the REPL.
             loop.add_signal_handler(signal.SIGINT, self.press_ctrl_c)
@@ -235,6 +237,9 @@ class Repl:
         if text == "/":
             self._print(literal(help_text()))
             return ""
+        if mcp_input.wants_gateway(text) and self.services is not None:  # /server:prompt, @server:uri
+            await self._send_mcp_input(text)
+            return ""
         parsed = parse_slash(text)
         if isinstance(parsed, SlashReply):
             self._print(literal(parsed.text, "yellow"))
@@ -244,7 +249,17 @@ class Repl:
         self._send_input(line)
         return ""
 
-    def _send_input(self, text: str) -> None:
+    async def _send_mcp_input(self, text: str) -> None:
+        """Run the server prompt / read the resources the line names, then send it (docs/mcp.md)."""
+        assert self.services is not None
+        try:
+            expanded = await mcp_input.expand(text, self.services.mcp)
+        except (mcp_input.McpInputError, ClientError) as err:
+            self._print(literal(f"  {err}", "red"))
+            return
+        self._send_input(expanded.text, expanded.attachments)
+
+    def _send_input(self, text: str, extra: Sequence[attachments.Attachment] = ()) -> None:
         if self.turn_running:
             stream = self._control_stream()
             self.queued.append(text)
@@ -254,7 +269,7 @@ class Repl:
             self._print(literal(f"  queued #{len(self.queued)}: {text.strip()[:60]}", "dim"))
             return
         try:
-            files = attachments.collect(text, Path(os.getcwd()), Path(self.workspace))  # as `run` reads them
+            files = [*attachments.collect(text, Path(os.getcwd()), Path(self.workspace)), *extra]  # as `run` reads them
         except attachments.AttachmentError as err:
             self._print(literal(f"  {err}", "red"))
             return

@@ -3,6 +3,7 @@ import the app module that imports them)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from prompt_toolkit import PromptSession
@@ -17,6 +18,8 @@ class CompleterHost(Protocol):
 
     mcp_names: list[str]
     session_rows: list[SessionRow]
+    complete_mcp_argument: Callable[[str, str, str, str], list[str]]
+    """(server, prompt, argument, typed) -> values the server suggests (completion/complete)."""
 
 
 class KeyHost(Protocol):

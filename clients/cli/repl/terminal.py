@@ -17,6 +17,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.patch_stdout import StdoutProxy
 
+from clients.cli.mcp_input import argument_being_typed
 from clients.cli.repl import resume
 from clients.cli.slash import SUBCOMMANDS, completions, subcommand_completions
 from clients.cli.textsafe import visible_controls
@@ -107,6 +108,12 @@ class SlashCompleter(Completer):
             for server in self._repl.mcp_names:
                 if server.startswith(name):
                     yield Completion(server, start_position=-len(name), display=visible_controls(server))
+            return
+        typing_argument = argument_being_typed(text)  # /server:prompt key=... (a server's prompt)
+        if typing_argument is not None:
+            typed = typing_argument[3]
+            for value in self._repl.complete_mcp_argument(*typing_argument):
+                yield Completion(value, start_position=-len(typed), display=visible_controls(value))
             return
         if " " in text:
             return

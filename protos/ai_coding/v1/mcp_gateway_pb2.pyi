@@ -579,6 +579,62 @@ class ListResourcesResponse(_message.Message):
 Global___ListResourcesResponse: _TypeAlias = ListResourcesResponse  # noqa: Y015
 
 @_typing.final
+class CompletePromptRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    PROMPT_FIELD_NUMBER: _builtins.int
+    ARGUMENT_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    CONTEXT_JSON_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    prompt: _builtins.str
+    argument: _builtins.str
+    value: _builtins.str
+    """What the user typed of the argument so far."""
+    context_json: _builtins.str
+    """JSON object of the prompt's other arguments already given (values are strings)."""
+    timeout_seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        prompt: _builtins.str = ...,
+        argument: _builtins.str = ...,
+        value: _builtins.str = ...,
+        context_json: _builtins.str = ...,
+        timeout_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument", b"argument", "context_json", b"context_json", "prompt", b"prompt", "server", b"server", "timeout_seconds", b"timeout_seconds", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompletePromptRequest: _TypeAlias = CompletePromptRequest  # noqa: Y015
+
+@_typing.final
+class CompletePromptResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def result(self) -> _common_pb2.ToolResult: ...
+    def __init__(
+        self,
+        *,
+        result: _common_pb2.ToolResult | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompletePromptResponse: _TypeAlias = CompletePromptResponse  # noqa: Y015
+
+@_typing.final
 class ReadResourceRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

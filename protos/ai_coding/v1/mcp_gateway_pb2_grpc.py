@@ -74,6 +74,11 @@ class McpGatewayStub:
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptResponse.FromString,
                 _registered_method=True)
+        self.CompletePrompt = channel.unary_unary(
+                '/ai_coding.v1.McpGateway/CompletePrompt',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.CompletePromptRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.CompletePromptResponse.FromString,
+                _registered_method=True)
         self.Reconnect = channel.unary_unary(
                 '/ai_coding.v1.McpGateway/Reconnect',
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.ReconnectRequest.SerializeToString,
@@ -154,6 +159,14 @@ class McpGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CompletePrompt(self, request, context):
+        """Values for one argument of a prompt (MCP completion/complete): text one value a line,
+        data_json {"values": [...], "has_more": bool}.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Reconnect(self, request, context):
         """Retry a server now (failed or disconnected).
         """
@@ -223,6 +236,11 @@ def add_McpGatewayServicer_to_server(servicer, server):
                     servicer.GetPrompt,
                     request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptResponse.SerializeToString,
+            ),
+            'CompletePrompt': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompletePrompt,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.CompletePromptRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.CompletePromptResponse.SerializeToString,
             ),
             'Reconnect': grpc.unary_unary_rpc_method_handler(
                     servicer.Reconnect,
@@ -461,6 +479,33 @@ class McpGateway:
             '/ai_coding.v1.McpGateway/GetPrompt',
             ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptRequest.SerializeToString,
             ai__coding_dot_v1_dot_mcp__gateway__pb2.GetPromptResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompletePrompt(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/CompletePrompt',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.CompletePromptRequest.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.CompletePromptResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,6 +50,10 @@ class McpGatewayStub:
     ReadResource: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReadResourceRequest, _mcp_gateway_pb2.ReadResourceResponse]
     ListPrompts: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListPromptsRequest, _mcp_gateway_pb2.ListPromptsResponse]
     GetPrompt: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.GetPromptRequest, _mcp_gateway_pb2.GetPromptResponse]
+    CompletePrompt: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.CompletePromptRequest, _mcp_gateway_pb2.CompletePromptResponse]
+    """Values for one argument of a prompt (MCP completion/complete): text one value a line,
+    data_json {"values": [...], "has_more": bool}.
+    """
     Reconnect: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReconnectRequest, _mcp_gateway_pb2.ReconnectResponse]
     """Retry a server now (failed or disconnected)."""
     AddServer: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.AddServerRequest, _mcp_gateway_pb2.AddServerResponse]
@@ -77,6 +81,10 @@ class McpGatewayAsyncStub(McpGatewayStub):
     ReadResource: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReadResourceRequest, _mcp_gateway_pb2.ReadResourceResponse]  # type: ignore[assignment]
     ListPrompts: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ListPromptsRequest, _mcp_gateway_pb2.ListPromptsResponse]  # type: ignore[assignment]
     GetPrompt: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.GetPromptRequest, _mcp_gateway_pb2.GetPromptResponse]  # type: ignore[assignment]
+    CompletePrompt: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.CompletePromptRequest, _mcp_gateway_pb2.CompletePromptResponse]  # type: ignore[assignment]
+    """Values for one argument of a prompt (MCP completion/complete): text one value a line,
+    data_json {"values": [...], "has_more": bool}.
+    """
     Reconnect: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.ReconnectRequest, _mcp_gateway_pb2.ReconnectResponse]  # type: ignore[assignment]
     """Retry a server now (failed or disconnected)."""
     AddServer: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.AddServerRequest, _mcp_gateway_pb2.AddServerResponse]  # type: ignore[assignment]
@@ -149,6 +157,16 @@ class McpGatewayServicer(metaclass=_abc_1.ABCMeta):
         request: _mcp_gateway_pb2.GetPromptRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_mcp_gateway_pb2.GetPromptResponse, _abc.Awaitable[_mcp_gateway_pb2.GetPromptResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def CompletePrompt(
+        self,
+        request: _mcp_gateway_pb2.CompletePromptRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mcp_gateway_pb2.CompletePromptResponse, _abc.Awaitable[_mcp_gateway_pb2.CompletePromptResponse]]:
+        """Values for one argument of a prompt (MCP completion/complete): text one value a line,
+        data_json {"values": [...], "has_more": bool}.
+        """
 
     @_abc_1.abstractmethod
     def Reconnect(

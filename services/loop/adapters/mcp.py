@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
@@ -14,8 +14,23 @@ from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
 from services.loop.core.errors import AuxiliaryError
 from services.loop.core.ports import ElicitAsker, McpCatalog, ToolChunkEvent, ToolOutcome
+from services.mcp_gateway.catalog import ToolEntry, server_listing
 from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
-from services.mcp_gateway.tool_schema import describe_text
+from services.mcp_gateway.tool_schema import describe_text, server_key
+
+
+def server_listings(entries: Iterable[mcp_gateway_pb2.CatalogEntry]) -> dict[str, str]:
+    """``mcp_describe(server)``'s answer for each server, under :func:`server_key`."""
+    tools = [ToolEntry(e.server, e.tool, e.description, _schema(e.input_schema_json)) for e in entries]
+    return {server_key(s): server_listing(s, tools) for s in dict.fromkeys(t.server for t in tools)}
+
+
+def _schema(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 class GrpcMcpClient:
@@ -50,9 +65,28 @@ class GrpcMcpClient:
             permissions={e.qualified_name or f"{e.server}__{e.tool}": e.permission or "warn"
                          for e in response.entries},
             degraded={s.name: s.degraded_reason or s.reason for s in response.servers if s.degraded},
-            described={e.qualified_name: describe_text(e.qualified_name, e.description, e.input_schema_json)
-                       for e in response.entries},
+            described={**server_listings(response.entries),
+                       **{e.qualified_name: describe_text(e.qualified_name, e.description, e.input_schema_json)
+                          for e in response.entries}},
         )
+
+    async def resources(self, call_id: str, server: str, uri: str, timeout_seconds: float) -> ToolOutcome:
+        try:
+            if uri:
+                read = await self._stub.ReadResource(mcp_gateway_pb2.ReadResourceRequest(
+                    server=server, uri=uri, timeout_seconds=timeout_seconds), timeout=timeout_seconds + 5.0,
+                    metadata=call_metadata())
+                result = read.result
+            else:
+                listed = await self._stub.ListResources(mcp_gateway_pb2.ListResourcesRequest(
+                    server=server, timeout_seconds=timeout_seconds), timeout=timeout_seconds + 5.0,
+                    metadata=call_metadata())
+                result = listed.result
+        except grpc.RpcError as err:
+            raise AuxiliaryError("mcp_resources", _reason(err)) from None
+        outcome = result_to_outcome(result)
+        return ToolOutcome(call_id, "mcp_resources", outcome.ok, outcome.output, data=outcome.data,
+                           error_code=outcome.error_code, error_message=outcome.error_message)
 
     async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
                    on_chunk: Callable[[ToolChunkEvent], None], on_elicit: ElicitAsker | None = None) -> ToolOutcome:

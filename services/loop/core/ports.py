@@ -170,6 +170,10 @@ class McpClient(Protocol):
         (none given: they are declined)."""
         ...
 
+    async def resources(self, call_id: str, server: str, uri: str, timeout_seconds: float) -> ToolOutcome:
+        """``server``'s resources and templates ("" ``uri``), or one resource's contents."""
+        ...
+
     async def add_project_server(self, entry: dict[str, Any], source: str, timeout_seconds: float) -> str:
         """Start a project's server (from ``source``, its .mcp.json) for the gateway's run; "" when
         added or already there, else why it was refused."""

@@ -29,6 +29,7 @@ from services.loop.policy.guards import CompiledBashPolicy
 from services.loop.policy.permissions import PermissionMode, Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
 from services.loop.session.deps import LoopDeps, SessionOptions
+from services.loop.tools.mcp_resources import MCP_RESOURCES
 from services.loop.tools.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
 from services.loop.tools.registry import ToolRegistry
 from services.loop.tools.todo_tool import TodoTool
@@ -162,7 +163,7 @@ class SessionHost:
         tools = [self.todo.tool_def(), *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None),
                  webfetch_tool(self.net)]
         if self.deps.mcp is not None:  # it reads the catalog this session last fetched
-            tools.append(mcp_describe_tool(self._mcp_describe))
+            tools += [mcp_describe_tool(self._mcp_describe), MCP_RESOURCES]  # mcp_resources: deferred, last
         return tools
 
     async def _mcp_describe(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:

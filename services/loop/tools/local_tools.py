@@ -193,12 +193,14 @@ def unavailable(call: ToolCall) -> ToolOutcome:
 
 
 def mcp_describe_outcome(call_id: str, described: dict[str, str], arguments: dict[str, Any]) -> ToolOutcome:
-    """The ``mcp_describe`` answer from the last catalog: one tool's whole description and schema."""
-    qualified = f"{arguments.get('server', '')}__{arguments.get('tool', '')}"
+    """The ``mcp_describe`` answer from the last catalog: one tool's whole description and schema, or
+    (no tool given) the server's tools, kept under ``server__``."""
+    qualified = f"{arguments.get('server') or ''}__{arguments.get('tool') or ''}"
     text = described.get(qualified)
     if text is None:
+        what = f"MCP tool {qualified!r}" if arguments.get("tool") else f"MCP server {arguments.get('server')!r}"
         return ToolOutcome.error(call_id, "mcp_describe", ErrorCode.UNKNOWN_TOOL,
-                             f"no MCP tool {qualified!r} is connected; use a server__tool name from the MCP catalog")
+                                 f"no {what} is connected; use a server (and tool) name from the MCP catalog")
     return ToolOutcome(call_id, "mcp_describe", True, text)
 
 

@@ -93,3 +93,27 @@ def test_a_second_login_reuses_the_registered_client_and_its_callback_port(
         assert second["redirect_uri"] == first["redirect_uri"]
 
     asyncio.run(scenario())
+
+
+def test_a_first_connect_without_a_login_registers_no_client_for_a_placeholder_redirect(
+        gateway: Callable[..., Any], oauth_demo: str, isolated_home: Path) -> None:
+    server = {"name": "secure", "type": "remote", "url": oauth_demo, "timeout": {"startup": 20000}}
+    token_file = isolated_home / ".local" / "share" / "ai-coding" / "mcp-auth.json"
+
+    async def scenario() -> None:
+        async with gateway([server]) as gw:
+            waiting = await gw.wait_state("secure", NEEDS_AUTH, timeout=30)
+            assert "ai-coding mcp login secure" in waiting.reason
+            await asyncio.sleep(0.5)
+            stored = json.loads(token_file.read_text()) if token_file.exists() else {}
+            assert "client_info" not in stored.get("secure", {}), stored  # no registration kept
+            login = await gw.stub.Login(pb.LoginRequest(server="secure"), timeout=60)  # the login registers
+            redirect = parse_qs(urlsplit(login.authorization_url).query)["redirect_uri"][0]
+            assert redirect.startswith("http://127.0.0.1:") and not redirect.startswith("http://127.0.0.1:1/")
+            page = await asyncio.to_thread(_browser, login.authorization_url)
+            assert "signed in" in page
+            await gw.wait_state("secure", CONNECTED, timeout=30)
+        info = json.loads(token_file.read_text())["secure"]["client_info"]
+        assert info["redirect_uris"] == [redirect]
+
+    asyncio.run(scenario())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from ai_coding.v1 import mcp_gateway_pb2 as pb
 
 from .conftest import DEMO, demo_server, everything_server
@@ -28,18 +30,51 @@ def test_the_official_everything_server_is_discovered_and_get_sum_adds(gateway: 
             catalog = await gw.stub.GetCatalog(pb.GetCatalogRequest(), timeout=10)
             names = {e.qualified_name for e in catalog.entries}
             assert "everything__get-sum" in names
-            assert "everything__get-sum(" in catalog.text
+            assert "- everything__get-sum: " in catalog.text  # 15 tools: the short tier
+            # What the server's initialize said about using it reaches the model, cut to its limit.
+            notes = catalog.text.split("What the servers say about using them:\n", 1)[1]
+            assert notes.startswith("- everything: # Everything Server – Server Instructions")
             levels = {e.tool: e.permission for e in catalog.entries}
             assert levels["echo"] == "allow" and levels["get-sum"] == "allow"  # readOnlyHint, trusted by default
             assert levels["gzip-file-as-resource"] == "warn"  # it writes: the user is asked
-            # A tool that runs only as an MCP task cannot be called here: left out, and a call says why.
-            assert "simulate-research-query" not in levels and "simulate-research-query" not in catalog.text
-            _, task = await gw.call("everything", "simulate-research-query", '{"topic": "x"}')
-            assert not task.ok and "MCP task" in task.output
             _, result = await gw.call("everything", "get-sum", json.dumps({"a": 1234, "b": 5678}))
             assert result.ok, result.error
             assert "6912" in result.output
             assert result.tool == "everything__get-sum"
+
+    asyncio.run(scenario())
+
+
+def test_a_tool_that_runs_only_as_an_mcp_task_runs_to_its_result_with_its_stages_as_progress(
+        gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([everything_server()]) as gw:
+            await gw.wait_state("everything", CONNECTED)
+            catalog = await gw.stub.GetCatalog(pb.GetCatalogRequest(), timeout=10)
+            assert "everything__simulate-research-query" in {e.qualified_name for e in catalog.entries}
+            chunks, result = await gw.call("everything", "simulate-research-query", '{"topic": "tides"}')
+            assert result.ok, result.error
+            assert "# Research Report: tides" in result.output
+            # Each status the polls saw, once and in order (a loaded machine may poll past a stage).
+            stages = ["Gathering sources...", "Analyzing content...", "Synthesizing findings...",
+                      "Generating report..."]
+            seen = [stages.index(c.text) for c in chunks]
+            assert seen and seen == sorted(set(seen)), [c.text for c in chunks]
+            assert [c.progress for c in chunks] == list(range(1, len(chunks) + 1))
+
+    asyncio.run(scenario())
+
+
+def test_a_task_whose_call_gives_up_is_cancelled_on_the_server(
+        gateway: Callable[..., Any], caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        async with gateway([everything_server()]) as gw:
+            await gw.wait_state("everything", CONNECTED)
+            with caplog.at_level(logging.INFO, logger="ai_coding.mcp_gateway.tasks"):
+                _, result = await gw.call("everything", "simulate-research-query", '{"topic": "tides"}', timeout=1.5)
+            assert not result.ok and result.error.code == "tool_timeout"
+            said = [r.getMessage() for r in caplog.records if r.name == "ai_coding.mcp_gateway.tasks"]
+            assert any("(simulate-research-query) cancelled: the server says cancelled" in m for m in said), said
 
     asyncio.run(scenario())
 

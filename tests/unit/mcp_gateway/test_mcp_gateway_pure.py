@@ -11,7 +11,15 @@ import yaml
 
 from services.kernel.config import load_config
 from services.mcp_gateway.auth_store import AuthStore
-from services.mcp_gateway.catalog import DESCRIPTION_LIMIT, TOTAL_LIMIT, ToolEntry, render_catalog
+from services.mcp_gateway.catalog import (
+    DESCRIPTION_LIMIT,
+    NAMES_HEADER,
+    SHORT_LIMIT,
+    TOTAL_LIMIT,
+    ToolEntry,
+    render_catalog,
+    server_listing,
+)
 from services.mcp_gateway.gateway import parse_arguments
 from services.mcp_gateway.permissions import mcp_permission
 from services.mcp_gateway.policy import backoff_delay, call_timeout_s, qualified_tool
@@ -105,15 +113,28 @@ def test_catalog_lines_are_prefixed_cut_to_120_and_show_arguments() -> None:
     assert shown == [_entry(1, "word " * 100)]
 
 
-def test_the_catalog_stays_within_8000_chars_and_says_how_many_were_left_out() -> None:
-    entries = [_entry(i, "x" * 300) for i in range(200)]
-    text, shown = render_catalog(entries)
+def test_a_catalog_over_its_budget_drops_details_tier_by_tier_but_never_a_tool_name() -> None:
+    few = [_entry(i, "x" * 100) for i in range(5)]
+    text, shown = render_catalog(few)
+    assert text.splitlines()[1].startswith("- srv__tool0(a*: integer, b: string): ") and shown == few
+    middle = [_entry(i, "y" * 100) for i in range(20)]  # full lines would not fit, short ones do
+    text, _ = render_catalog(middle)
     assert len(text) <= TOTAL_LIMIT
-    assert 0 < len(shown) < 200
-    last = text.splitlines()[-1]
-    assert last.startswith(f"(… {200 - len(shown)} more MCP tools not shown: over the catalog budget; names: "
-                           f"srv__tool{len(shown)}, ")
+    assert text.splitlines()[1] == "- srv__tool0: " + "y" * (SHORT_LIMIT - 1) + "…"
+    many = [*[_entry(i, "x" * 300) for i in range(200)], ToolEntry("other", "last", "z", {})]
+    text, shown = render_catalog(many)
+    assert shown == many
+    lines = text.splitlines()
+    assert lines[0] == NAMES_HEADER
+    assert lines[1] == "- srv: " + ", ".join(f"tool{i}" for i in range(200))
+    assert lines[2] == "- other: last"
     assert render_catalog([]) == ("", [])
+
+
+def test_describing_a_server_lists_its_tools_with_arguments() -> None:
+    listing = server_listing("srv", [_entry(1), ToolEntry("other", "x", "d", {}), _entry(2)])
+    assert listing.splitlines() == ["srv: 2 tools (* = required)", "- srv__tool1(a*: integer, b: string): d",
+                                    "- srv__tool2(a*: integer, b: string): d"]
 
 
 def test_deny_beats_allow_beats_auto_approve_and_the_rest_is_warn() -> None:
