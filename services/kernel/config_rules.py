@@ -42,7 +42,7 @@ E, U, UNION, ON, OFF, LOW, OK = (Rule.EXECUTION, Rule.USER_ONLY, Rule.UNION, Rul
 RULES: dict[str, Rule] = {
     # which code runs, where the services listen, the sandbox (whole sections)
     "hooks": E, "hooks.plugin_dir": U, "mcp": E, "endpoints": U, "supervisor": U, "net": U,
-    "tools.sandbox": U, "tools.extra_workspace_roots": U, "tools.idle_session_seconds": U,
+    "tools.sandbox": U, "tools.checkpoints": U, "tools.extra_workspace_roots": U, "tools.idle_session_seconds": U,
     "skills": U, "subagents": U, "traces": U, "tracing.dir": E, "tracing.otlp": E,
     "plans.acceptance": E, "plans.*": U,
     # models: a project may tune an entry the user has, never point it elsewhere or add one
@@ -79,7 +79,7 @@ RULES: dict[str, Rule] = {
         "constraints_max_chars", "default_k", "open_thread_ttl_days", "embeddings.model", "embeddings.min_cosine",
         "embeddings.timeout_seconds", "recall_fusion", "rrf_k", "busy_timeout_ms")},
 }
-WHOLE_SECTIONS = frozenset({"hooks", "mcp", "endpoints", "supervisor", "net", "tools.sandbox", "skills", "subagents", "traces",
+WHOLE_SECTIONS = frozenset({"hooks", "mcp", "endpoints", "supervisor", "net", "tools.sandbox", "tools.checkpoints", "skills", "subagents", "traces",
                             "tracing.otlp", "ai.static_check", "plans.*", "models.*.*"})
 """Patterns that rule everything below them (each user-only or an execution item as a whole)."""
 

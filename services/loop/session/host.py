@@ -29,8 +29,8 @@ from services.loop.policy.guards import CompiledBashPolicy
 from services.loop.policy.permissions import PermissionMode, Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
 from services.loop.session.deps import LoopDeps, SessionOptions
-from services.loop.tools.mcp_resources import MCP_RESOURCES
 from services.loop.tools.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
+from services.loop.tools.mcp_resources import MCP_RESOURCES
 from services.loop.tools.registry import ToolRegistry
 from services.loop.tools.todo_tool import TodoTool
 from services.loop.tools.webfetch import webfetch_tool

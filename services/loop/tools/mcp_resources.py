@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.loop.core.domain import call_deadline
-from services.loop.policy.permissions import Level
 from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.policy.permissions import Level
 from services.mcp_gateway.tool_schema import MCP_RESOURCES_SCHEMA
 
 
