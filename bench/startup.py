@@ -70,7 +70,8 @@ class Bed:
                "default_model": "fake", "loop": {"memory": False, "mcp": False, "harvest": False}}
         (self.home / ".config" / "ai-coding").mkdir(parents=True, mode=0o700)
         (self.home / ".config" / "ai-coding" / "config.yaml").write_text(yaml.safe_dump(cfg))
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("AI_CODING_")}
+        clean = {k: v for k, v in os.environ.items()
+                 if not k.startswith("AI_CODING_") and k != "PYTHONDONTWRITEBYTECODE"}
         clean.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
                      AI_CODING_RUNTIME_DIR=str(self.run_dir))
         self.env = tree.env(clean)
