@@ -2,9 +2,10 @@
 
 A bench given ``--base REV`` checks REV out in a temporary git worktree (removed afterwards), and
 runs both trees' ``ai-coding`` the same way: this virtualenv's interpreter with ``PYTHONPATH`` set
-to the tree (so neither uses the editable install's entry script), from a working directory outside
+to the tree, calling the console script its pyproject declares (so neither uses the editable install's
+entry script), from a working directory outside
 both trees (``python -m`` puts the current directory first on ``sys.path``: the supervisor starts
-each service with ``python -m clients.cli.main serve NAME``). Figures are then taken in pairs, the
+each service with ``python -m MODULE serve NAME``). Figures are then taken in pairs, the
 base and the head alternating, so a drift in the machine's speed hits both.
 """
 
@@ -22,7 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAUNCH = "import sys; sys.argv[0] = 'ai-coding'; from clients.cli.main import main; sys.exit(main())"
+
+
+def entry_point(root: Path) -> tuple[str, str]:
+    """The ``ai-coding`` console script's ``(module, function)`` as the tree's pyproject declares it."""
+    import tomllib
+
+    spec = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["ai-coding"]
+    module, _, func = spec.partition(":")
+    return module, func
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,10 @@ class Tree:
         return {**base, "PYTHONPATH": f"{self.root}{os.pathsep}{self.root / 'protos'}"}
 
     def cli(self, *args: str, python_flags: tuple[str, ...] = ()) -> list[str]:
-        return [sys.executable, *python_flags, "-c", LAUNCH, *args]
+        """The tree's console script, as pip's generated script runs it."""
+        module, func = entry_point(self.root)
+        launch = f"import sys; sys.argv[0] = 'ai-coding'; from {module} import {func}; sys.exit({func}())"
+        return [sys.executable, *python_flags, "-c", launch, *args]
 
 
 @contextlib.contextmanager
