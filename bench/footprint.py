@@ -6,7 +6,7 @@ For the working tree ("head") and, with ``--base REV``, that commit in a tempora
 (bench/baseline.py), one after the other, each in its own private HOME and runtime dir:
 
 - ``ai-coding up``; after it settles, the RSS of the supervisor and each service (idle; target: the
-  total under 160 MB);
+  total under 160 MB), and their PSS (shared library pages split between the processes sharing them);
 - short turns, each what ``ai-coding run`` does (OpenSession, one turn over ConverseBatched to
   turn_finished, the fake model answering one line), one after another from this process; the
   RSS of every process after 100, 500 and 1,000 of them (target: the loop's RSS after 1,000
@@ -40,11 +40,16 @@ from services.fake_model import FakeModelServer  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+def rss_mb(pid: int, field: str = "Rss") -> float:
+    """``Rss`` or ``Pss`` (MB) of ``pid`` from /proc/PID/smaps_rollup."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def pss_mb(pid: int) -> float:
+    return rss_mb(pid, "Pss")
 
 
 def cpu_ms(pid: int) -> float:
@@ -102,8 +107,12 @@ def measure(tree: Tree, base: Path, marks: list[int], clients: int) -> None:
                     **{name: int(s["pid"]) for name, s in state["services"].items() if s.get("pid")}}
             time.sleep(3)  # let start-up work that follows SERVING finish
             idle = {name: rss_mb(pid) for name, pid in pids.items()}
+            idle_pss = {name: pss_mb(pid) for name, pid in pids.items()}
             print(f"[{tree.label}] idle RSS: " + ", ".join(f"{n} {v:.0f}" for n, v in idle.items())
                   + f" | total {sum(idle.values()):.0f} MB (target < 160 MB; {load()})")
+            print(f"[{tree.label}] idle PSS: " + ", ".join(f"{n} {v:.0f}" for n, v in idle_pss.items())
+                  + f" | total {sum(idle_pss.values()):.0f} MB (RSS counts the interpreter's and grpc's shared "
+                  "library pages once per process; PSS splits them: the memory the five really hold)")
             cpu_before = {name: cpu_ms(pid) for name, pid in pids.items()}
             done = 0
             rss_at: dict[int, dict[str, float]] = {}
