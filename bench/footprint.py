@@ -129,6 +129,9 @@ def measure(tree: Tree, base: Path, marks: list[int], clients: int) -> None:
                           + f" | total {sum(rss_at[mark].values()):.0f} MB")
                 wall = time.perf_counter() - began
             per_turn = {name: (cpu_ms(pid) - cpu_before[name]) / done for name, pid in pids.items()}
+            per_session = (rss_at[marks[0]]["loop"] - idle["loop"]) / marks[0] * 1024
+            print(f"[{tree.label}] loop RSS per session held in memory: {per_session:.0f} KB "
+                  f"((RSS after {marks[0]} turns - idle) / {marks[0]}; the loop holds at most 100 idle sessions)")
             first, last = rss_at[marks[0]]["loop"], rss_at[marks[-1]]["loop"]
             print(f"[{tree.label}] loop RSS {first:.1f} MB after {marks[0]} turns -> {last:.1f} MB after {marks[-1]}: "
                   f"{last - first:+.1f} MB (target within 5 MB)")

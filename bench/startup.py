@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "protos")]
 
 import yaml  # noqa: E402
+
 from bench.baseline import Tree, figure, load, trees  # noqa: E402
 
 FIX_SCRIPT = [
