@@ -303,7 +303,7 @@ def main() -> None:
         print(f"loop overhead per model step (wall - fake model): p50 {pct(o['total'], 0.5):.2f} ms  "
               f"p95 {pct(o['total'], 0.95):.2f} ms over {len(o['total'])} turns (target p50 < 10 ms)")
         print(f"  of which pipeline (turn - model steps): p50 {pct(o['pipeline'], 0.5):.2f} ms  "
-              f"p95 {pct(o['pipeline'], 0.95):.2f} ms; model client (openai+HTTP - server): "
+              f"p95 {pct(o['pipeline'], 0.95):.2f} ms; model client (HTTP client - server): "
               f"p50 {pct(o['model_client'], 0.5):.2f} ms  p95 {pct(o['model_client'], 0.95):.2f} ms")
         print(f"  pipeline at a {LONG_SESSION_MESSAGES}-message (~4 MB) session: p50 "
               f"{pct(o['pipeline_long'], 0.5):.2f} ms over {len(o['pipeline_long'])} turns")
@@ -344,12 +344,22 @@ def run_base(rev: str, steps: int, events: int) -> None:
     from bench.baseline import load, trees
 
     print(f"--- the same figures at {rev} (its own bench/loop.py; {load()}) ---")
-    with trees(rev) as checkout:
+    from bench.baseline import entry_point
+
+    with trees(rev) as checkout, tempfile.TemporaryDirectory(prefix="aicb-shim-") as shim:
         old = checkout[0]
         env = old.env({k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
-        done = subprocess.run([sys.executable, str(old.root / "bench" / "loop.py"), "--steps", str(steps),
-                               "--events", str(events)], env=env, cwd=old.root, capture_output=True, text=True,
-                              timeout=1800)
+        # Its fix task runs the `ai-coding` beside sys.executable: there, a script running the old
+        # tree's own console entry point (this virtualenv's is the working tree's).
+        module, func = entry_point(old.root)
+        script = Path(shim) / "ai-coding"
+        script.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+        script.chmod(0o755)
+        launch = (f"import runpy, sys; sys.executable = {str(Path(shim) / 'python')!r}; "
+                  f"sys.argv = ['loop.py', '--steps', '{steps}', '--events', '{events}']; "
+                  f"runpy.run_path({str(old.root / 'bench' / 'loop.py')!r}, run_name='__main__')")
+        done = subprocess.run([sys.executable, "-c", launch], env=env, cwd=old.root, capture_output=True,
+                              text=True, timeout=1800)
         for line in (done.stdout + done.stderr).splitlines():
             print(f"[{rev}] {line}")
 
