@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.memory.errors import StoreUnavailable
@@ -38,9 +38,6 @@ from services.memory.persisted import terms_row, trusted_terms
 from services.memory.scenes import fold_scene
 from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
-
-if TYPE_CHECKING:  # numpy (~150 ms of the service's start) is imported when a store first opens
-    from services.memory.index import InvertedIndex
 
 T = TypeVar("T")
 log = logging.getLogger("ai_coding.memory")
@@ -146,9 +143,8 @@ class MemoryStore:
                 f"cannot open the memory store {path}: {exc}",
                 hint="Check the disk and file permissions; move a corrupt memory.db aside to start fresh.",
             ) from None
-        from services.memory.index import InvertedIndex
-
-        self.index: InvertedIndex = InvertedIndex()
+        from services.memory.index import InvertedIndex  # numpy: loaded when a store opens, not at start
+        self.index = InvertedIndex()
         self.notes: dict[int, Note] = {}
         self._doc_of: dict[str, int] = {}
         self._doc_of_key: dict[str, int] | None = None
@@ -225,7 +221,6 @@ class MemoryStore:
             term_lists.append(terms)
         self.index.add_many(docs, term_lists)
         from services.memory.ranking import set_note_attrs_many
-
         set_note_attrs_many(self.index, docs, notes)
         self.notes.update(zip(docs, notes, strict=True))
         self._doc_of.update((note.id, doc) for doc, note in zip(docs, notes, strict=True))
@@ -267,7 +262,6 @@ class MemoryStore:
             self._count(old, -1)
         self._count(note, +1)
         from services.memory.ranking import set_note_attrs
-
         set_note_attrs(self.index, doc, note)
         self.notes[doc] = note
         self._doc_of[note.id] = doc
