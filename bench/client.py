@@ -7,7 +7,7 @@ each the median and p95 of N turns:
 
 - model:  a raw streaming HTTP request to the fake model until the first content chunk
           (the floor: what any client pays for the model itself);
-- loop:   a gRPC Converse Start on the loop service until the first text_delta event
+- loop:   a gRPC ConverseBatched Start on the loop service until the first text_delta event
           (model + the loop's turn start: session, prompt assembly, memory recall, ...);
 - repl:   the real REPL in a pseudo-terminal: from writing Enter to the pty until the
           token's bytes come out of it (everything a user sees).
@@ -87,11 +87,14 @@ class LoopTurns:
         first = self.pb.ClientMessage(start=self.pb.StartTurn(session_id=self.session, input="hello"))
         start = time.perf_counter()
         got = None
-        for event in self.stub.Converse(iter([first]), timeout=60):
-            kind = event.WhichOneof("event")
-            if kind == "text_delta" and got is None:
-                got = time.perf_counter() - start
-            if kind == "turn_finished":
+        done = False
+        for batch in self.stub.ConverseBatched(iter([first]), timeout=60):
+            for event in batch.events:
+                kind = event.WhichOneof("event")
+                if kind == "text_delta" and got is None:
+                    got = time.perf_counter() - start
+                done = done or kind == "turn_finished"
+            if done:
                 break
         assert got is not None, "no text_delta in the turn"
         return got

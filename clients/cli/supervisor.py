@@ -90,7 +90,7 @@ def next_streak(streak: int, uptime: float, stable_seconds: float = 60.0) -> int
 
 def serve_command(name: str) -> list[str]:
     """The command that runs one service (the same interpreter as this process)."""
-    return [sys.executable, "-m", "clients.cli.main", "serve", name]
+    return [sys.executable, "-m", "clients.cli.entry", "serve", name]
 
 
 def _die_with_parent() -> None:

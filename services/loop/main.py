@@ -221,9 +221,8 @@ def build(config: Config) -> ServiceDef:
     def register(server: object) -> None:
         loop_pb2_grpc.add_AgentLoopServicer_to_server(AgentLoopServicer(runtime), server)
 
-    # The model client imports openai (~0.5 s). Importing it before the service reports SERVING
-    # makes `up` mean ready: the first turn after `up` no longer waits for it (bench/loop.py fix
-    # task right after `up`: 1.25 s median with a background import that `up` outran, 1.76 s lazy).
+    # The model client imports httpx2 (no longer openai, whose type tree took ~0.5 s). Importing it
+    # before the service reports SERVING makes `up` mean ready: the first turn does not wait for it.
     importlib.import_module("services.loop.model.client")
     watch: list[asyncio.Task[None]] = []
 

@@ -131,11 +131,6 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             text, data_json = f"/{request.command} failed: {type(exc).__name__}", "{}"
         return loop_pb2.RunCommandResponse(text=text, data_json=data_json)
 
-    async def Converse(self, request_iterator: AsyncIterator[loop_pb2.ClientMessage],
-                       context: grpc.aio.ServicerContext) -> AsyncIterator[loop_pb2.TurnEvent]:
-        async for batch in self._stream(request_iterator, context, max_batch=1):
-            yield convert.event_to_proto(batch[0])
-
     async def ConverseBatched(self, request_iterator: AsyncIterator[loop_pb2.ClientMessage],
                               context: grpc.aio.ServicerContext) -> AsyncIterator[loop_pb2.TurnEventBatch]:
         async for batch in self._stream(request_iterator, context, max_batch=512):
@@ -181,7 +176,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
         if isinstance(first, inbound.Attach):
             rt = await self.runtime.get(first.session_id)
             return rt, int(first.after_seq)
-        raise BadRequest("the first message of Converse must be start or attach (or plan, for /plan)",
+        raise BadRequest("the first message of ConverseBatched must be start or attach (or plan, for /plan)",
                          hint="Send ClientMessage.start (new input), .plan (/plan <topic>) or .attach (re-attach "
                               "after a seq).")
 

@@ -9,10 +9,12 @@ store is said to be empty instead of suggesting a rephrase.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.memory.model import Hit, Note
-from services.memory.ranking import Ranked, Ranking
+
+if TYPE_CHECKING:
+    from services.memory.ranking import Ranked, Ranking
 
 PREVIEW_NOTES = 3
 PREVIEW_CHARS = 60

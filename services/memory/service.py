@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from services.kernel.ids import new_id
-from services.memory import consolidate as consolidation
-from services.memory import ranking
 from services.memory.embeddings import Embedder, SemanticLayer
 from services.memory.errors import InvalidRequest, NoteNotFound, StoreUnavailable
 from services.memory.gates import clean_query_for_recall, write_rejection
@@ -41,6 +39,19 @@ from services.memory.settings import MemorySettings, is_extraction_allowed, writ
 from services.memory.similarity import dedupe_key
 from services.memory.store import Changes, MemoryStore, db_path
 from services.memory.tokenizer import tokenize
+
+# The BM25 index, ranking and consolidation run on numpy, whose import is ~150 ms of this
+# service's start on 2 cores: they load when a store first opens, or from warm() right after the
+# service reports SERVING (the main module's on_start), so neither `up` nor a first recall waits.
+NUMPY_MODULES = ("services.memory.index", "services.memory.ranking", "services.memory.consolidate")
+
+
+def warm() -> None:
+    """Import what a first store open, recall or consolidation needs (numpy and its users)."""
+    import importlib
+
+    for name in NUMPY_MODULES:
+        importlib.import_module(name)
 
 log = logging.getLogger("ai_coding.memory")
 
@@ -130,6 +141,8 @@ class MemoryEngine:
         """Merge, promote, expire and evict in one transaction (nothing when writes are switched off)."""
         if not writes_allowed(self.settings):
             return ConsolidateReport()
+        from services.memory import consolidate as consolidation
+
         settings = self.settings
         return self.store(workspace).write(
             lambda s: consolidation.plan(s.all_notes(), settings, time.time())
@@ -147,6 +160,8 @@ class MemoryEngine:
         cleaned = clean_query_for_recall(q.query)
         terms = tokenize(cleaned)
         budget = q.timeout_seconds if q.timeout_seconds > 0 else self.settings.recall_timeout_seconds
+        from services.memory import ranking
+
         store = self.store(workspace)
         with store.reading():
             cosines = None

@@ -32,11 +32,9 @@ from typing import TypeVar
 from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.memory.errors import StoreUnavailable
 from services.memory.gates import shape_rejection
-from services.memory.index import InvertedIndex
 from services.memory.migrations import NOTE_TERMS_TABLE, migrate
 from services.memory.model import ArchivedMessage, Note
 from services.memory.persisted import terms_row, trusted_terms
-from services.memory.ranking import set_note_attrs, set_note_attrs_many
 from services.memory.scenes import fold_scene
 from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
@@ -145,6 +143,7 @@ class MemoryStore:
                 f"cannot open the memory store {path}: {exc}",
                 hint="Check the disk and file permissions; move a corrupt memory.db aside to start fresh.",
             ) from None
+        from services.memory.index import InvertedIndex  # numpy: loaded when a store opens, not at start
         self.index = InvertedIndex()
         self.notes: dict[int, Note] = {}
         self._doc_of: dict[str, int] = {}
@@ -221,6 +220,7 @@ class MemoryStore:
                 self._untrusted[doc] = (note.text, terms)
             term_lists.append(terms)
         self.index.add_many(docs, term_lists)
+        from services.memory.ranking import set_note_attrs_many
         set_note_attrs_many(self.index, docs, notes)
         self.notes.update(zip(docs, notes, strict=True))
         self._doc_of.update((note.id, doc) for doc, note in zip(docs, notes, strict=True))
@@ -261,6 +261,7 @@ class MemoryStore:
         if old is not None:
             self._count(old, -1)
         self._count(note, +1)
+        from services.memory.ranking import set_note_attrs
         set_note_attrs(self.index, doc, note)
         self.notes[doc] = note
         self._doc_of[note.id] = doc

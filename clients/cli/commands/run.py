@@ -38,7 +38,6 @@ def run(
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended (`ai-coding -p PROMPT` is the same)."""
     from clients.cli import attachments, control, headless, mcp_input
-    from clients.cli.commands.sessions import session_rows
     from clients.cli.event_json import JsonLinesPrinter
     from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
@@ -70,6 +69,8 @@ def run(
                 raise fail("run", str(err)) from None
             text, files = expanded.text, [*files, *expanded.attachments]
         if continue_last or resume or session:
+            from clients.cli.commands.sessions import session_rows  # the session list: only when picking one
+
             session = pick_session(session_rows(root, warn_unreadable=True), continue_last, resume or session, "run")
         opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,
                               auto_approve=auto_approve, cwd=str(cwd),

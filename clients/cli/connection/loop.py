@@ -1,4 +1,4 @@
-"""The loop service: unary calls with deadlines and the Converse stream (the REPL, ``run``, ``sessions``).
+"""The loop service: unary calls with deadlines and the ConverseBatched turn stream (the REPL, ``run``, ``sessions``).
 
 gRPC stays here: the rest of the client sees ``LoopClient`` methods, ``TurnStream``
 and ``ClientError`` (one readable line, never a traceback), with view models
@@ -62,7 +62,7 @@ def _error(err: grpc.RpcError, what: str) -> ClientError:
 
 
 class TurnStream:
-    """One Converse call: ``send`` client messages up, iterate turn events down."""
+    """One ConverseBatched call: ``send`` client messages up, iterate turn events down."""
 
     def __init__(self, stub: loop_pb2_grpc.AgentLoopStub, first: loop_pb2.ClientMessage) -> None:
         self._outbox: asyncio.Queue[loop_pb2.ClientMessage | None] = asyncio.Queue()

@@ -49,11 +49,6 @@ class AgentLoopStub:
                 request_serializer=ai__coding_dot_v1_dot_loop__pb2.GetSessionRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_loop__pb2.GetSessionResponse.FromString,
                 _registered_method=True)
-        self.Converse = channel.stream_stream(
-                '/ai_coding.v1.AgentLoop/Converse',
-                request_serializer=ai__coding_dot_v1_dot_loop__pb2.ClientMessage.SerializeToString,
-                response_deserializer=ai__coding_dot_v1_dot_loop__pb2.TurnEvent.FromString,
-                _registered_method=True)
         self.ConverseBatched = channel.stream_stream(
                 '/ai_coding.v1.AgentLoop/ConverseBatched',
                 request_serializer=ai__coding_dot_v1_dot_loop__pb2.ClientMessage.SerializeToString,
@@ -90,22 +85,16 @@ class AgentLoopServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Converse(self, request_iterator, context):
+    def ConverseBatched(self, request_iterator, context):
         """The turn stream. First client message is Start or Attach. The server ends
         the stream once the session is idle (no turn running or queued) and every
         event was delivered; the client's disconnecting never ends a turn.
+        Each response carries every event that is ready at that moment (in order,
+        still numbered one by one): one message per batch, not per event (gRPC
+        costs ~0.1-0.3 ms per message in Python; the per-event Converse this
+        replaced delivered a few thousand events/s, this ~100x more).
         Errors: NOT_FOUND (session not open: call OpenSession), INVALID_ARGUMENT
         (first message is neither Start nor Attach, empty input).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ConverseBatched(self, request_iterator, context):
-        """The same turn stream, but each response carries every event that is ready
-        at that moment (in order, still numbered one by one): one message per
-        batch instead of per event, for clients that must keep up with fast
-        streams (gRPC costs ~0.1-0.3 ms per message in Python).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -136,11 +125,6 @@ def add_AgentLoopServicer_to_server(servicer, server):
                     servicer.GetSession,
                     request_deserializer=ai__coding_dot_v1_dot_loop__pb2.GetSessionRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_loop__pb2.GetSessionResponse.SerializeToString,
-            ),
-            'Converse': grpc.stream_stream_rpc_method_handler(
-                    servicer.Converse,
-                    request_deserializer=ai__coding_dot_v1_dot_loop__pb2.ClientMessage.FromString,
-                    response_serializer=ai__coding_dot_v1_dot_loop__pb2.TurnEvent.SerializeToString,
             ),
             'ConverseBatched': grpc.stream_stream_rpc_method_handler(
                     servicer.ConverseBatched,
@@ -234,33 +218,6 @@ class AgentLoop:
             '/ai_coding.v1.AgentLoop/GetSession',
             ai__coding_dot_v1_dot_loop__pb2.GetSessionRequest.SerializeToString,
             ai__coding_dot_v1_dot_loop__pb2.GetSessionResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def Converse(request_iterator,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.stream_stream(
-            request_iterator,
-            target,
-            '/ai_coding.v1.AgentLoop/Converse',
-            ai__coding_dot_v1_dot_loop__pb2.ClientMessage.SerializeToString,
-            ai__coding_dot_v1_dot_loop__pb2.TurnEvent.FromString,
             options,
             channel_credentials,
             insecure,

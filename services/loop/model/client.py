@@ -1,7 +1,7 @@
 """``OpenAIModelClient``: one streamed Chat Completions step with our own retries.
 
-Implements ``services.loop.core.ports.ModelClient``. The openai package's retries
-are off (``max_retries=0``) so that every retry is visible here: 429 (with
+Implements ``services.loop.core.ports.ModelClient``. The HTTP layer
+(:mod:`services.loop.model.transport`) never retries, so that every retry is visible here: 429 (with
 Retry-After), 408, 5xx, dropped connections and dropped streams are retried
 with jittered exponential backoff, bounded by ``max_retries`` and
 ``retry_budget_seconds``, all inside the step deadline.
@@ -14,9 +14,9 @@ so far". A caller that passes no ``on_reset`` gets a ``ModelError`` instead,
 so it never shows text twice. ``StepResult`` always holds the final attempt
 only.
 
-The response is read through the openai package's streaming-response API
-(HTTP, auth and error statuses stay the package's) but its SSE lines are
-decoded here into plain dicts for the pure ``StreamAssembler``.
+The response streams over ``httpx2`` (:mod:`services.loop.model.transport`: the
+openai package is not imported, its type tree cost the loop's start ~0.5 s) and its
+SSE lines are decoded here into plain dicts for the pure ``StreamAssembler``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from dataclasses import replace
 from typing import Any
 
 import httpx2
-import openai
 
 from services.loop.core.domain import ModelCall
 from services.loop.core.ports import Message, ModelError, StepResult
@@ -57,6 +56,7 @@ from services.loop.model.stream import (
     completion_as_chunk,
     foreign_shape,
 )
+from services.loop.model.transport import ModelTransport, TransportError
 from services.loop.model.usage import normalize_usage, prefix_ratio, step_cost
 
 # The fields of a request the loop can do without when a server refuses one (the core of a
@@ -129,15 +129,10 @@ def _json_object(raw: bytes) -> dict[str, Any]:
 class OpenAIModelClient:
     """A ``ModelClient`` over any OpenAI-compatible endpoint."""
 
-    def __init__(self, settings: ModelSettings, *, client: openai.AsyncOpenAI | None = None) -> None:
+    def __init__(self, settings: ModelSettings, *, client: ModelTransport | None = None) -> None:
         self.settings = settings
         self.model_name = settings.name or settings.model
-        self._client = client or openai.AsyncOpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key,
-            max_retries=0,
-            timeout=settings.step_timeout_seconds,
-        )
+        self._client = client or ModelTransport(settings.base_url, settings.api_key, settings.step_timeout_seconds)
         # One client serves every session using this model, so the previous
         # request is remembered per conversation (keyed by its opening messages).
         self._previous: OrderedDict[str, bytes] = OrderedDict()
@@ -196,11 +191,8 @@ class OpenAIModelClient:
         # chunks: building a pydantic object per chunk cost half of a step's client-side
         # time (bench/model.py: ~38 ms vs ~80 ms per 40-chunk step under load).
         try:
-            response = await self._client.post(
-                "/chat/completions", cast_to=httpx2.Response, content=body, stream=True,
-                options={"headers": self._headers, "timeout": timeout},
-            )
-        except openai.APIError as exc:
+            response = await self._client.post_stream("/chat/completions", body, self._headers, timeout)
+        except TransportError as exc:
             raise classify(exc, sent) from None
         saw_done = False
         try:

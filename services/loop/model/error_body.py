@@ -1,6 +1,6 @@
 """What an endpoint's error reply says, whatever its shape (pure).
 
-The ``openai`` package puts the decoded body of an HTTP error in ``exc.body``
+The transport (like the ``openai`` package before it) puts the decoded body of an HTTP error in ``exc.body``
 (the ``error`` member when the body is a mapping that has one, the whole body
 otherwise; the raw text when it is not JSON) and its own ``exc.message`` reads
 only ``error.message``, so every other shape showed as ``Error code: 400``.
@@ -115,7 +115,7 @@ def _from_mapping(body: Mapping[str, Any]) -> ErrorReply | None:
 
 
 def read_error(body: object, fallback: str = "") -> ErrorReply:
-    """The error reply in ``body`` (``exc.body`` of the openai package), or ``fallback`` when it says nothing."""
+    """The error reply in ``body`` (``exc.body`` of a transport StatusError), or ``fallback`` when it says nothing."""
     reply: ErrorReply | None = None
     if isinstance(body, Mapping):
         reply = _from_mapping(body)

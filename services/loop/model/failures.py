@@ -1,7 +1,7 @@
 """One attempt's failure, classified, and the sentence a user reads once a step gives up.
 
-``classify`` turns what the openai package raised into an :class:`AttemptFailed`
-(a stable reason, retryable or not, and the server's own words read from
+``classify`` turns what the transport raised (:mod:`services.loop.model.transport`) into an
+:class:`AttemptFailed` (a stable reason, retryable or not, and the server's own words read from
 ``exc.body`` whatever its shape); ``give_up`` words the final ``ModelError``,
 naming the setting that would change the outcome.
 """
@@ -9,8 +9,6 @@ naming the setting that would change the outcome.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import openai
 
 from services.loop.core.domain import ModelCall
 from services.loop.core.errors import ModelError
@@ -24,6 +22,7 @@ from services.loop.model.retry import (
     parse_retry_after,
 )
 from services.loop.model.settings import ModelSettings
+from services.loop.model.transport import ConnectionFailed, RequestTimedOut, StatusError
 
 
 class AttemptFailed(Exception):
@@ -59,22 +58,20 @@ def stream_error(reply: ErrorReply) -> AttemptFailed:
 
 
 def classify(exc: Exception, sent: Iterable[str]) -> AttemptFailed:
-    """What the openai package raised for one attempt; ``sent`` = the optional fields in the request."""
-    if isinstance(exc, openai.APITimeoutError):
+    """What the transport raised for one attempt; ``sent`` = the optional fields in the request."""
+    if isinstance(exc, RequestTimedOut):
         return AttemptFailed(Failure(FailureKind.TIMEOUT, True), "the request timed out")
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, ConnectionFailed):
         return AttemptFailed(Failure(FailureKind.CONNECTION, True), _cause(exc))
-    if isinstance(exc, openai.APIStatusError):
+    if isinstance(exc, StatusError):
         reply = read_error(exc.body, exc.message)
-        headers = dict(exc.response.headers) if exc.response is not None else {}
+        headers = exc.headers
         failure = classify_status(exc.status_code, reply.searchable, parse_retry_after(headers))
         detail = f"HTTP {exc.status_code}: {reply.message}"
         if failure.reason is FailureKind.CONTEXT_LENGTH:
             return AttemptFailed(failure, detail, window=stated_window(reply))
         param = rejected_param(reply, sent) if exc.status_code in (400, 422) else ""
         return AttemptFailed(failure, detail, param=param)
-    if isinstance(exc, openai.APIError):
-        return stream_error(read_error(exc.body, exc.message))
     raise exc
 
 

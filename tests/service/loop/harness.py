@@ -69,13 +69,13 @@ def model_config(url: str, **ai: Any) -> dict[str, Any]:
 
 
 class Conversation:
-    """One Converse stream from the client side."""
+    """One ConverseBatched stream from the client side, iterated event by event."""
 
     def __init__(self, stub: loop_pb2_grpc.AgentLoopStub, first: loop_pb2.ClientMessage,
                  timeout: float = EVENT_TIMEOUT_S) -> None:
         self._outbox: queue.Queue[loop_pb2.ClientMessage | None] = queue.Queue()
         self._outbox.put(first)
-        self.call = stub.Converse(self._messages(), timeout=timeout)
+        self.call = stub.ConverseBatched(self._messages(), timeout=timeout)
         self.events: list[loop_pb2.TurnEvent] = []
 
     def _messages(self) -> Iterator[loop_pb2.ClientMessage]:
@@ -90,9 +90,10 @@ class Conversation:
 
     def __iter__(self) -> Iterator[loop_pb2.TurnEvent]:
         try:
-            for event in self.call:
-                self.events.append(event)
-                yield event
+            for batch in self.call:
+                for event in batch.events:
+                    self.events.append(event)
+                    yield event
         finally:
             self._outbox.put(None)
 

@@ -154,12 +154,12 @@ def test_a_model_added_to_the_user_config_while_the_loop_runs_is_used_by_the_nex
     fake.load_script([{"text": "hello from the new model"}])
     opened = loop.open(workspace)
     assert opened.model == "fake"
-    conversation = loop.stub.Converse(iter([loop_pb2.ClientMessage(start=loop_pb2.StartTurn(
+    conversation = loop.stub.ConverseBatched(iter([loop_pb2.ClientMessage(start=loop_pb2.StartTurn(
         session_id=opened.session_id, input="hi"))]), timeout=60)
     events = []
-    for event in conversation:
-        events.append(event)
-        if event.WhichOneof("event") == "turn_finished":
+    for batch in conversation:
+        events += batch.events
+        if any(e.WhichOneof("event") == "turn_finished" for e in batch.events):
             break
     conversation.cancel()
     end = finished(events)

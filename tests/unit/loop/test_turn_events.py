@@ -100,8 +100,11 @@ def test_a_misspelled_event_field_fails_mypy(tmp_path: Path) -> None:
         from services.loop.core.turn_events import Notice
         Notice(level="info", txt="typo")
     """))
-    run = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(probe)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # Incremental, in a cache of its own under the ignored .mypy_cache: ~0.4 s once warm instead of
+    # ~4 s re-checking turn_events' whole import tree every run (mypy re-checks what changed).
+    cache = ROOT / ".mypy_cache" / "probe-turn-events"
+    run = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", "--cache-dir", str(cache),
+                          str(probe)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     assert 'Unexpected keyword argument "txt" for "Notice"' in run.stdout
 
