@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
@@ -48,16 +49,12 @@ class FileTokenStorage:
     client registered beforehand, used instead of any stored or new registration)."""
 
     def __init__(self, store: AuthStore, server: str, url: str, redirect_uri: str,
-                 fixed: OAuthClientInformationFull | None = None,
-                 unregistered: Callable[[], None] | None = None) -> None:
+                 fixed: OAuthClientInformationFull | None = None) -> None:
         self._store = store
         self._server = server
         self._url = url
         self._redirect_uri = redirect_uri
         self._fixed = fixed
-        self._unregistered = unregistered
-        """Called instead of letting the SDK register a client when no login runs (a registration
-        then could only name a placeholder redirect: nothing listens for it)."""
 
     async def get_tokens(self) -> OAuthToken | None:
         raw = self._store.entry(self._server, self._url).get("tokens")
@@ -70,10 +67,6 @@ class FileTokenStorage:
         if self._fixed is not None:
             return self._fixed
         raw = self._store.entry(self._server, self._url).get("client_info")
-        if not raw and self._unregistered is not None:
-            self._unregistered()
-            raise NeedsAuth(f"server {self._server!r} requires sign-in",
-                            hint=f"Run `ai-coding mcp login {self._server}`.")
         if not raw:
             return None
         info = OAuthClientInformationFull.model_validate(raw)
@@ -251,13 +244,49 @@ def build_provider(settings: ServerSettings, store: AuthStore, login: LoginFlow 
     # No login and no registration yet: sign-in is needed; do not register a client for a
     # placeholder redirect nobody listens on (a CIMD client needs no registration).
     cimd = bool(options is not None and options.client_metadata_url)
-    storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "", fixed,
-                               unregistered=mark_needs_auth if login is None and not cimd else None)
+    storage = FileTokenStorage(store, settings.name, settings.url, redirect_uri if login else "", fixed)
     if options is not None and options.grant == "client_credentials":
         return machine_provider(settings.url, options, storage)
-    return OAuthClientProvider(settings.url, metadata, storage, redirect_handler=redirect_handler,
-                               callback_handler=callback_handler,
-                               client_metadata_url=(settings.oauth.client_metadata_url or None) if settings.oauth else None)
+    provider = NoPlaceholderRegistration(
+        settings.url, metadata, storage, redirect_handler=redirect_handler, callback_handler=callback_handler,
+        client_metadata_url=(settings.oauth.client_metadata_url or None) if settings.oauth else None)
+    if login is None and not cimd and fixed is None:
+        provider.refuse_registration = (settings.name, mark_needs_auth)
+    return provider
+
+
+class NoPlaceholderRegistration(OAuthClientProvider):
+    """The SDK's provider, except that with no login running it never sends a dynamic client
+    registration: the server asked for sign-in (a 401), and a client registered now could only
+    name a placeholder redirect nobody listens on. The connect stops as "sign in required"
+    instead; a server that asks for no sign-in never gets that far."""
+
+    refuse_registration: tuple[str, Callable[[], None]] | None = None
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = super().async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if self.refuse_registration is not None and self._is_registration(outgoing):
+                    name, mark = self.refuse_registration
+                    mark()
+                    raise NeedsAuth(f"server {name!r} requires sign-in", hint=f"Run `ai-coding mcp login {name}`.")
+                response = yield outgoing
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+    def _is_registration(self, request: httpx2.Request) -> bool:
+        if request.method != "POST":
+            return False
+        metadata = self.context.oauth_metadata
+        endpoint = str(metadata.registration_endpoint) if metadata is not None and metadata.registration_endpoint \
+            else ""
+        url = str(request.url)
+        return url == endpoint or (not endpoint and request.url.path.rstrip("/").endswith("/register"))
 
 
 def machine_provider(url: str, options: OAuthOptions, storage: FileTokenStorage) -> OAuthClientProvider:

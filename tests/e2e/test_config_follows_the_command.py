@@ -89,7 +89,8 @@ def test_a_key_variable_exported_after_the_services_started_is_used(box: Box) ->
     assert cli(box.env, "up").returncode == 0
     box.config.write_text(box.config.read_text().replace("api_key: x", "api_key: '${AIC_LATE_KEY}'"))
     assert box.run(env={**box.env, "AIC_LATE_KEY": "late"})[0] == "alpha"
-    assert box.model.chat_requests[-1].headers.get("authorization") == "Bearer late"
+    headers = {k.lower(): v for k, v in box.model.chat_requests[-1].headers.items()}  # HTTP names: any case
+    assert headers.get("authorization") == "Bearer late"
 
 
 def test_an_edit_that_needs_a_restart_says_so_in_one_line(box: Box) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from services.fake_model import FakeModelServer
+from services.loop.subagents.feature import SubagentsFeature
 from tests.e2e.test_loop_compaction import BIG_OUTPUT, INSTRUCTION, bash_step, long_stack, summary_step
 from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
 
@@ -115,5 +116,7 @@ def test_a_subagent_whose_worktree_cannot_be_made_names_the_cause_and_frees_its_
                and e.tool_finished.result.tool == "subAgent" and not e.HasField("scope")]
     assert packets and "cancelled: the turn ended" not in packets[0].output
     assert '"status": "completed"' in packets[0].output and '"isolation": "shared"' in packets[0].output
-    manager = stack.runtime.sessions[sid].subagents
+    feature = stack.runtime.sessions[sid].feature(SubagentsFeature)
+    assert feature is not None
+    manager = feature.manager
     assert all(run.finished for run in manager.runs.values()), [r.status for r in manager.runs.values()]

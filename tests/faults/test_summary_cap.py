@@ -29,7 +29,7 @@ def test_a_300_kb_summary_is_capped_at_write_and_later_turns_still_fit(
     reasons = [e.degraded.reason for e in events if e.WhichOneof("event") == "degraded"]
     assert any("came back" in r and "only its start is stored" in r for r in reasons), reasons
     session = SessionStore(stack.workspace).load(sid)[0]
-    summary = (session.compaction.get("checkpoint") or {}).get("summary", "")
+    summary = (session.slots.get("compaction", {}).get("checkpoint") or {}).get("summary", "")
     assert 0 < len(summary) < 40_000, len(summary)
     for n in range(3):
         later = stack.start(sid, f"and now {n}").drain()
