@@ -228,9 +228,10 @@ class ToolRuntime:
         return 0 if session is None else await session.jobs.stop_all()
 
     async def close_all(self) -> None:
-        """Stop every session's jobs (service shutdown)."""
+        """Stop every session's jobs and release the checkpoint watches (service shutdown)."""
         for session_id in list(self.sessions):
             await self.close_session(session_id)
+        self.checkpoints.close()
 
     def session_root(self, session_id: str) -> Path:
         """The workspace root of an open session (UnknownSession when it is not open)."""

@@ -25,6 +25,10 @@ class CheckpointHook:
         for root, line in self.manager.recover_all():
             self.recovered.setdefault(root, []).append(line)
 
+    def close(self) -> None:
+        """Release the stores' watches (the service stops)."""
+        self.manager.close()
+
     def recovered_lines(self, root: Path) -> list[str]:
         """The interrupted-restore lines of ``root`` (said once, to the first session opened there)."""
         return self.recovered.pop(str(root), [])

@@ -53,6 +53,14 @@ class CheckpointManager:
                 self.stores[root] = store
         return store
 
+    def close(self) -> None:
+        """Release every store's inotify watches (service shutdown): an inotify instance is a
+        per-user resource (128 by default), so a process that made many must give them back."""
+        with self.lock:
+            stores, self.stores = list(self.stores.values()), {}
+        for store in stores:
+            store.watcher.close()
+
     def recover_all(self) -> list[tuple[str, str]]:
         """Finish every restore a kill interrupted (at service start); one line for each."""
         lines: list[tuple[str, str]] = []

@@ -16,8 +16,9 @@ from clients.cli.textsafe import visible_controls
 
 def make(width: int = 200, terminal: bool = False) -> tuple[EventRenderer, io.StringIO]:
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=terminal, color_system="standard" if terminal else None,
-                      legacy_windows=False)
+    # width and height both: rich sizes a TERM=dumb console 80x25 unless given the whole size.
+    console = Console(file=out, width=width, height=25, force_terminal=terminal,
+                      color_system="standard" if terminal else None, legacy_windows=False)
     return EventRenderer(console), out
 
 
