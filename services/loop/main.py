@@ -245,8 +245,12 @@ def runtime_busy(runtime: LoopRuntime) -> bool:
     return any(s.busy or not s.quiet for s in runtime.sessions.values())  # quiet: no feature works (a child)
 
 
-async def hold_while_busy(runtime: LoopRuntime, rdir: Path, every: float = 2.0) -> None:
-    """Keep the supervisor's idle shutdown away while :func:`runtime_busy` (see services.kernel.activity)."""
+async def hold_while_busy(runtime: LoopRuntime, rdir: Path, every: float = 0.25) -> None:
+    """Keep the supervisor's idle shutdown away while :func:`runtime_busy` (see services.kernel.activity).
+
+    Polled often: a turn whose client vanished right after starting it is held only from the next
+    poll, and the supervisor may find nobody holding in between (at 2 s, a 2 s idle time stopped a
+    running turn's services). A poll that changes nothing costs no system call."""
     from services.kernel.activity import ActivityHold
 
     hold = ActivityHold(rdir)
