@@ -102,6 +102,8 @@ async def summarize(model: ModelClient, previous: str, texts: list[str], limit_c
         except TimeoutError:
             raise SummaryFailed(f"the summary ran past its {timeout_seconds:g}s budget") from None
         except ModelError as err:
+            if err.reason == "timeout":  # the step's own clock is this budget's remainder: the same deadline
+                raise SummaryFailed(f"the summary ran past its {timeout_seconds:g}s budget") from None
             raise SummaryFailed(f"model {err.reason}: {err.message}") from None
         if not step.text.strip():
             raise SummaryFailed("the model returned an empty summary")
