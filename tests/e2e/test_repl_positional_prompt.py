@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import sys
@@ -37,8 +38,14 @@ def workspace(stack: Stack) -> Path:
     return Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base))
 
 
+_SOCKETS = itertools.count()
+
+
 def repl(stack: Stack, workspace: Path, *args: str) -> Tmux:
-    return Tmux(stack.base / "tmux.sock", stack.env, [sys.executable, "-m", "clients.cli.main", *args], workspace)
+    # A socket of its own per REPL: a second one started on the socket of the one just closed could
+    # land on a tmux server that was still going away, and its pane vanished (an empty screen).
+    sock = stack.base / f"tmux-{next(_SOCKETS)}.sock"
+    return Tmux(sock, stack.env, [sys.executable, "-m", "clients.cli.main", *args], workspace)
 
 
 def user_texts(stack: Stack) -> list[str]:
