@@ -177,7 +177,7 @@ def _cases() -> list[Case]:
 
 
 NOT_TIMED = """Over operator config or our own names only (not timed):
-  kernel/config.py _DECLARED, SAFETY_WORDS, _VAR, _CAMEL (config files and keys)
+  kernel/config/ _DECLARED, SAFETY_WORDS, VAR_REFERENCE, _CAMEL (config files and keys)
   loop/policy/guards.py bash_policy.deny/confirm (operator patterns; they run on commands already
     capped at 128 KiB, after the hard list, in the gate's worker thread under its deadline)
   loop/hooks/config.py matcher (operator pattern over a tool name)

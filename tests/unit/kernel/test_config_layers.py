@@ -46,7 +46,7 @@ def test_layers_merge_per_key_and_local_beats_plain(tmp_path: Path) -> None:
         "ai:\n  max_tool_iterations: 40\n  turn_timeout_seconds: 600\n",
         project="ai:\n  max_tool_iterations: 20\n",
         local="ai:\n  max_tool_iterations: 10\n  stall_iterations: 5\n",
-    )  # a limit a project may only lower (services/kernel/config.py TIGHTEN_RULES): each layer lowers it
+    )  # a limit a project may only lower (services/kernel/config/project_filter.py TIGHTEN_RULES): each layer lowers it
     assert c.get("ai") == {"max_tool_iterations": 10, "turn_timeout_seconds": 600, "stall_iterations": 5}
     assert c.source_of("ai.max_tool_iterations").startswith("project:") and "ai-coding.local.yaml" in c.source_of(
         "ai.max_tool_iterations")
