@@ -13,7 +13,7 @@ from typing import Any
 
 from ai_coding.v1 import loop_pb2_grpc
 
-from services.kernel.config import Config, layer_stamp, load_config
+from services.kernel.config import Config, effective_config_report, layer_stamp, load_config
 from services.kernel.endpoints import endpoint_for, runtime_dir
 from services.kernel.errors import ConfigError
 from services.kernel.invocation import effective_environment
@@ -25,10 +25,12 @@ from services.loop.compaction.settings import compaction_settings
 from services.loop.core.events import DEFAULT_WINDOW
 from services.loop.core.ports import ModelClient
 from services.loop.hooks.config import parse_hooks
+from services.loop.plans.settings import PlansConfig
 from services.loop.policy.settings import loop_settings
 from services.loop.servicer import AgentLoopServicer
 from services.loop.session.deps import LoopDeps
 from services.loop.session.open_sessions import LoopRuntime
+from services.loop.tools.webgate import user_net
 
 PROTO_SERVICE = "ai_coding.v1.AgentLoop"
 
@@ -88,7 +90,7 @@ def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str,
     ``shared`` supplies the service clients (tools, memory, MCP) already built at start: their
     endpoints are execution keys of the user layer, fixed for the life of the process.
     """
-    from services.loop.model.settings import check_models, secret_env_names
+    from services.loop.model.settings import check_models, model_names, secret_env_names
 
     loop = config.section(LoopConfig, "loop")  # env: the session's environment (ModelFactory reads keys there)
     check_models(config)
@@ -115,7 +117,10 @@ def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str,
         fsync=config.section(SessionsConfig, "sessions").fsync,
         traces=loop.traces,
         source_of=config.source_of,
-        config_data=config.data,
+        config_rows=tuple(effective_config_report(config)),
+        model_names=tuple(model_names(config)),
+        net=user_net(config.data, config.source_of),
+        plans=config.section(PlansConfig, "plans"),
         harvest=loop.harvest and loop.memory,
         harvest_timeout_seconds=loop.harvest_timeout_seconds,
         event_window=max(1, loop.event_window),

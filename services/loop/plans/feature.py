@@ -26,10 +26,8 @@ class PlansFeature(Feature):
     def __init__(self, host: FeatureHost) -> None:
         super().__init__()
         self.host = host
-        plans = host.deps.config_data.get("plans")
-        section: dict[str, Any] = plans if isinstance(plans, dict) else {}
         self.book = AcceptanceBook(lambda: ACCEPTANCE.read(self.host.session), self._store,
-                                   config_items(section.get("acceptance"), host.session.workspace))
+                                   config_items(host.deps.plans.acceptance, host.session.workspace))
         self.acceptance = self.book
 
     def _store(self, items: list[AcceptanceItem]) -> None:

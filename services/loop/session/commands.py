@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from services.kernel.config import is_secret_key, mask_secret
 from services.kernel.errors import AiCodingError
 from services.loop.policy.permissions import MODES, PermissionMode
 
@@ -48,7 +49,7 @@ def _model(rt: SessionRuntime, args: str) -> tuple[str, str]:
         rt.set_model(model)
     elif wanted:
         return "cannot switch model while a turn runs; try again when it ends", json.dumps({"error": "busy"})
-    configured = sorted(str(name) for name in (rt.deps.config_data.get("models") or {}))
+    configured = sorted(rt.deps.model_names)
     text = f"model: {rt.model.model_name}" + (f" · configured: {', '.join(configured)}" if configured else "")
     return text, json.dumps({"model": rt.model.model_name, "configured": configured})
 
@@ -75,14 +76,17 @@ def _permissions(rt: SessionRuntime, args: str) -> tuple[str, str]:
 
 
 def _config(rt: SessionRuntime, args: str) -> tuple[str, str]:
-    values = {f"ai.{k}": v for k, v in asdict(rt.settings).items()}
-    values.update({f"compaction.{k}": v for k, v in asdict(rt.compaction_settings).items()})
-    values.update({k: v for k, v in flatten(rt.deps.config_data).items()
-                   if not k.startswith(("ai.", "compaction."))})
-    values = {k: mask(k, v) for k, v in sorted(values.items())}
+    """Every effective value with its layer: the session's typed ``ai`` and ``compaction`` settings
+    (defaults included), the rest as the kernel's config report has it (secrets masked there)."""
+    typed = {f"ai.{k}": v for k, v in asdict(rt.settings).items()}
+    typed.update({f"compaction.{k}": v for k, v in asdict(rt.compaction_settings).items()})
+    values = {k: mask_secret(v) if is_secret_key(k) else v for k, v in typed.items()}
     sources = {key: rt.deps.source_of(key) for key in values}
-    lines = [f"{key}: {value}  ({sources[key]})" for key, value in values.items()]
-    return "\n".join(lines), json.dumps({"values": values, "sources": sources}, default=str)
+    for key, value, source in rt.deps.config_rows:
+        if not key.startswith(("ai.", "compaction.")):
+            values[key], sources[key] = value, source
+    lines = [f"{key}: {values[key]}  ({sources[key]})" for key in sorted(values)]
+    return "\n".join(lines), json.dumps({"values": dict(sorted(values.items())), "sources": sources}, default=str)
 
 
 def _trace_command(rt: SessionRuntime, args: str) -> tuple[str, str]:
@@ -141,26 +145,3 @@ def _last_turn_detail(r: TurnReport) -> list[str]:
                        f"    {name}: removed {layer.removed} · rewritten {layer.rewritten} · skipped {layer.skipped}"
                        f" · {layer.before_tokens} -> {layer.after_tokens} tokens")
     return out
-
-
-_SECRET_KEYS = ("api_key", "token", "secret", "password")
-
-
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        dotted = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, dotted))
-        else:
-            out[dotted] = value
-    return out
-
-
-def mask(key: str, value: Any) -> Any:
-    """Secrets shown as their ${VAR} reference or masked; everything else as is."""
-    if not any(part in key.rsplit(".", 1)[-1] for part in _SECRET_KEYS) or not value:
-        return value
-    text = str(value)
-    return text if text.startswith("${") else "***"

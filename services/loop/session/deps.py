@@ -7,14 +7,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.kernel.netpolicy import NetConfig
 from services.loop.compaction.settings import CompactionSettings
 from services.loop.core.events import DEFAULT_WINDOW
 from services.loop.core.feature import FeatureFactory
 from services.loop.core.ports import McpClient, MemoryClient, ModelClient, ToolRunner
 from services.loop.hooks.config import HookSettings
+from services.loop.plans.settings import PlansConfig
 from services.loop.policy.settings import LoopSettings
 from services.loop.session.features import FEATURES
 from services.loop.tracing.writer import SpanExport
+
+ConfigRow = tuple[str, Any, str]
+"""``(dotted key, value, layer)`` of one configured leaf, secrets masked (kernel config report)."""
 
 
 @dataclass
@@ -45,8 +50,14 @@ class LoopDeps:
     traces: bool = True
     source_of: Callable[[str], str] = lambda dotted: "default"
     """Which config layer set a dotted key (for /config)."""
-    config_data: dict[str, Any] = field(default_factory=dict)
-    """The merged configuration as loaded (for /config; secrets are masked when shown)."""
+    config_rows: tuple[ConfigRow, ...] = ()
+    """Every leaf of the merged configuration with its layer, secrets masked (what /config prints)."""
+    model_names: tuple[str, ...] = ()
+    """The configured model entries, in file order (what /model lists)."""
+    net: NetConfig = field(default_factory=NetConfig)
+    """The ``net`` section from the user's own layer (webfetch's allow-list and pinned hosts)."""
+    plans: PlansConfig = field(default_factory=PlansConfig)
+    """The ``plans`` section (the configured acceptance items)."""
     harvest: bool = False
     """Run the memory harvest after each turn (one extra model call, in the background)."""
     harvest_timeout_seconds: float = 60.0

@@ -40,7 +40,6 @@ from services.loop.session.deps import LoopDeps, SessionOptions
 from services.loop.session.host import SessionHost
 from services.loop.tools.registry import ToolRegistry
 from services.loop.tools.todo_tool import TodoTool
-from services.loop.tools.webgate import user_net
 from services.loop.turn.hooks import PassHooks
 from services.loop.turn.pipeline import Turn
 from services.loop.turn.prompt import base_instructions, build_instructions
@@ -73,7 +72,7 @@ class SessionRuntime(SessionHost):
         self.settings = deps.settings
         self.compaction_settings = deps.compaction
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
-        self.net = user_net(deps.config_data, deps.source_of)
+        self.net = deps.net
         start, unissued = resume_point(session.last_seq, store.reserved_seq(session.id))
         self.events = EventLog(session.id, start, window=deps.event_window, reserve=self._reserve_seq,
                                unissued=unissued)
@@ -161,6 +160,7 @@ class SessionRuntime(SessionHost):
         self.settings = deps.settings
         self.compaction_settings = deps.compaction
         self.bash_policy = compile_bash_policy(deps.settings.bash_policy)
+        self.net = deps.net
         for feature in self.features:
             feature.reconfigure(deps)
         same_ports = (deps.memory is None) == (self.deps.memory is None) and (deps.mcp is None) == (
