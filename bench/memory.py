@@ -46,11 +46,12 @@ from services.memory.consolidate import PARTNERS, PROBE_POSTINGS, PROBE_TERMS, m
 from services.memory.gates import clean_query_for_recall  # noqa: E402
 from services.memory.index import InvertedIndex  # noqa: E402
 from services.memory.model import Note, RecallQuery  # noqa: E402
+from services.memory.note_rows import healthy_note  # noqa: E402
 from services.memory.ranking import rank, set_note_attrs  # noqa: E402
 from services.memory.service import MemoryEngine  # noqa: E402
 from services.memory.settings import MemorySettings  # noqa: E402
 from services.memory.similarity import NEAR_DUPLICATE, dedupe_key, strip_lead  # noqa: E402
-from services.memory.store import MemoryStore, _healthy_note, db_path  # noqa: E402
+from services.memory.store import MemoryStore, db_path  # noqa: E402
 from services.memory.tokenizer import tokenize  # noqa: E402
 
 # Spec table, hit tier "elapsed" p50 / p95 in ms (ranking only; its store scanned every note).
@@ -196,7 +197,7 @@ def previous_open(path: Path) -> float:
                "created, updated")
     for row in conn.execute(f"SELECT doc, {columns} FROM notes WHERE rev > 0"):
         doc = int(row[0])
-        note = _healthy_note(row[1:])
+        note = healthy_note(row[1:])
         if note is None:
             continue
         index.add(doc, tokenize(note.text))

@@ -221,13 +221,13 @@ class MemoryEngine:
 
     def archive(self, workspace: str, messages: list[ArchivedMessage]) -> int:
         """Keep messages that left the context for history_search."""
-        return self.store(workspace).archive(messages, lambda text: " ".join(tokenize(text)))
+        return self.store(workspace).history.archive(messages, lambda text: " ".join(tokenize(text)))
 
     def search_history(self, workspace: str, query: str, session_id: str = "", k: int = 5) -> list[ArchivedMessage]:
         """Archived messages matching ``query``, best first."""
         terms = list(dict.fromkeys(tokenize(clean_query_for_recall(query))))
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        return self.store(workspace).search_history(match, session_id, k if k > 0 else 5)
+        return self.store(workspace).history.search(match, session_id, k if k > 0 else 5)
 
 
 def _decider(candidate: Candidate) -> Callable[[MemoryStore], tuple[Changes, Outcome]]:

@@ -14,11 +14,8 @@ rebuilt from the note text at open, with a warning, and written back.
 
 from __future__ import annotations
 
-import gc
 import itertools
-import json
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -29,13 +26,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from services.kernel.statedir import STATE_DIR, ensure_state_dir
+from services.kernel.statedir import STATE_DIR
+from services.memory.database import gc_paused, open_database
 from services.memory.errors import StoreUnavailable
-from services.memory.gates import shape_rejection
-from services.memory.migrations import NOTE_TERMS_TABLE, migrate
-from services.memory.model import ArchivedMessage, Note
+from services.memory.history import HistoryArchive
+from services.memory.model import Note
+from services.memory.note_rows import (
+    CHANGED_ROWS,
+    COLUMNS,
+    NOTE_FIELDS,
+    SAVE_TERMS,
+    healthy_note,
+    note_params,
+)
 from services.memory.persisted import terms_row, trusted_terms
-from services.memory.scenes import fold_scene
 from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
 
@@ -48,16 +52,6 @@ SIMILAR_PROBE_TERMS = 6
 SIMILAR_PROBE_POSTINGS = 256
 DB_DIR = STATE_DIR
 DB_NAME = "memory.db"
-_COLUMNS = (
-    "id, text, kind, importance, pinned, scene, evidence, scope, source_message_ids, "
-    "hits, last_used, created, updated"
-)
-_NOTE_FIELDS = len(_COLUMNS.split(","))
-_CHANGED_ROWS = (
-    "SELECT n.doc, " + ", ".join(f"n.{c.strip()}" for c in _COLUMNS.split(",")) + ", t.version, t.checksum, t.terms "
-    "FROM notes n LEFT JOIN note_terms t ON t.doc = n.doc WHERE n.rev > ?"
-)
-_SAVE_TERMS = "INSERT OR REPLACE INTO note_terms (doc, version, checksum, terms) VALUES (?, ?, ?, ?)"
 
 
 def db_path(workspace: Path) -> Path:
@@ -78,71 +72,15 @@ class Changes:
         return bool(self.inserts or self.updates or self.deletes or self.meta)
 
 
-def _row_to_note(row: tuple[object, ...]) -> Note:
-    return Note(
-        id=str(row[0]),
-        text=str(row[1]),
-        kind=str(row[2]),
-        importance=int(row[3]),  # type: ignore[call-overload]
-        pinned=bool(row[4]),
-        scene=fold_scene(str(row[5])),
-        evidence=str(row[6]),
-        scope=str(row[7]),
-        source_message_ids=[] if row[8] == "[]" else [str(x) for x in json.loads(str(row[8]) or "[]")],
-        hits=int(row[9]),  # type: ignore[call-overload]
-        last_used=float(row[10]),  # type: ignore[arg-type]
-        created=float(row[11]),  # type: ignore[arg-type]
-        updated=float(row[12]),  # type: ignore[arg-type]
-    )
-
-
-def _healthy_note(row: tuple[object, ...]) -> Note | None:
-    """The note of a row, or None for a malformed row or one that fails the shape gate (skipped, kept on disk)."""
-    try:
-        note = _row_to_note(row)
-    except (ValueError, TypeError):
-        log.warning("memory: skipped a malformed note row %r", row[0])
-        return None
-    if shape_rejection(note.text):
-        log.warning("memory: skipped note %s that is not note-shaped", note.id)
-        return None
-    return note
-
-
-def _note_params(note: Note) -> tuple[object, ...]:
-    return (
-        note.id, note.text, note.kind, note.importance, int(note.pinned), note.scene, note.evidence,
-        note.scope, json.dumps(note.source_message_ids), note.hits, note.last_used, note.created,
-        note.updated,
-    )
-
-
 class MemoryStore:
     """One workspace's notes in SQLite plus the in-memory inverted index over them."""
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = path
         self._lock = threading.RLock()
-        try:
-            if path.parent.name == STATE_DIR:
-                ensure_state_dir(path.parent.parent)
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                str(path), timeout=busy_timeout_ms / 1000.0, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a commit survives a killed process (the WAL is in the page cache);
-            # only an OS crash can lose the last transactions.
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-            migrate(self._db)
-            self._db.execute(NOTE_TERMS_TABLE)
-            file_mode_private(path)
-        except (sqlite3.Error, OSError, RuntimeError) as exc:
-            raise StoreUnavailable(
-                f"cannot open the memory store {path}: {exc}",
-                hint="Check the disk and file permissions; move a corrupt memory.db aside to start fresh.",
-            ) from None
+        self._db = open_database(path, busy_timeout_ms)
+        self.history = HistoryArchive(self._db, self._lock)
+        """Messages that left a session's context (same file and lock)."""
         from services.memory.index import InvertedIndex  # numpy: loaded when a store opens, not at start
         self.index = InvertedIndex()
         self.notes: dict[int, Note] = {}
@@ -183,7 +121,7 @@ class MemoryStore:
         latest = int(row[0])
         if latest != self._rev:
             self._untrusted = {}  # only the constructor writes these back; later catch-ups just tokenize
-            changed = [self._read_row(r) for r in self._db.execute(_CHANGED_ROWS, (self._rev,)).fetchall()]
+            changed = [self._read_row(r) for r in self._db.execute(CHANGED_ROWS, (self._rev,)).fetchall()]
             if not self.notes:
                 self._load([(doc, note, terms) for doc, note, terms in changed if note is not None])
             else:
@@ -201,10 +139,10 @@ class MemoryStore:
     def _read_row(row: tuple[object, ...]) -> tuple[int, Note | None, list[str] | None]:
         """(doc, note or None when the row is unusable, its persisted terms or None when they are not usable)."""
         doc = int(row[0])  # type: ignore[call-overload]
-        note = _healthy_note(row[1 : 1 + _NOTE_FIELDS])
+        note = healthy_note(row[1 : 1 + NOTE_FIELDS])
         if note is None:
             return doc, None, None
-        return doc, note, trusted_terms(note.text, *row[1 + _NOTE_FIELDS :])
+        return doc, note, trusted_terms(note.text, *row[1 + NOTE_FIELDS :])
 
     def _load(self, rows: list[tuple[int, Note, list[str] | None]]) -> None:
         """Fill an empty index with ``rows`` in bulk: the same state as :meth:`_apply_row` on each, faster.
@@ -245,7 +183,7 @@ class MemoryStore:
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(_SAVE_TERMS, params)
+                self._db.executemany(SAVE_TERMS, params)
                 self._db.execute("DELETE FROM note_terms WHERE doc NOT IN (SELECT doc FROM notes)")
                 self._db.execute("COMMIT")
             except BaseException:
@@ -384,16 +322,16 @@ class MemoryStore:
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'rev'", (rev,))
         for note in changes.inserts:
             cur = self._db.execute(
-                f"INSERT INTO notes ({_COLUMNS}, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (*_note_params(note), rev),
+                f"INSERT INTO notes ({COLUMNS}, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (*note_params(note), rev),
             )
-            self._db.execute(_SAVE_TERMS, (cur.lastrowid, *terms_row(note.text, tokenize(note.text))))
+            self._db.execute(SAVE_TERMS, (cur.lastrowid, *terms_row(note.text, tokenize(note.text))))
         for note in changes.updates:
             old = self.get(note.id)
             self._db.execute(
                 "UPDATE notes SET text=?, kind=?, importance=?, pinned=?, scene=?, evidence=?, scope=?, "
                 "source_message_ids=?, hits=?, last_used=?, created=?, updated=?, rev=? WHERE id=?",
-                (*_note_params(note)[1:], rev, note.id),
+                (*note_params(note)[1:], rev, note.id),
             )
             if old is None or old.text != note.text:  # a use count (touch) leaves the terms as they are
                 self._db.execute(
@@ -432,83 +370,10 @@ class MemoryStore:
 
         self.write(decide)
 
-    # ------------------------------------------------------------ history archive
-
-    def archive(self, messages: list[ArchivedMessage], terms: Callable[[str], str]) -> int:
-        """Store messages that left the context; a message already archived is kept once."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                added = 0
-                for m in messages:
-                    cur = self._db.execute(
-                        "INSERT OR IGNORE INTO history (session_id, idx, role, text) VALUES (?,?,?,?)",
-                        (m.session_id, m.index, m.role, m.text),
-                    )
-                    if cur.rowcount:
-                        self._db.execute(
-                            "INSERT INTO history_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, terms(m.text))
-                        )
-                        added += 1
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            return added
-
-    def search_history(self, match: str, session_id: str, k: int) -> list[ArchivedMessage]:
-        """Archived messages matching an FTS5 ``match`` expression, best first."""
-        if not match:
-            return []
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT h.session_id, h.idx, h.role, h.text FROM history_fts f JOIN history h ON h.id = f.rowid "
-                "WHERE history_fts MATCH ? AND (? = '' OR h.session_id = ?) ORDER BY bm25(history_fts) LIMIT ?",
-                (match, session_id, session_id, k),
-            ).fetchall()
-        return [ArchivedMessage(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
-
-    # ------------------------------------------------------------ checks
-
-    def integrity(self) -> str:
-        """SQLite's ``PRAGMA integrity_check`` answer ("ok" when healthy)."""
-        with self._lock:
-            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+    # ------------------------------------------------------------ meta
 
     def meta_flag(self, key: str) -> int:
         """A counter/flag stored in ``meta`` (0 when unset)."""
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
             return int(row[0]) if row else 0
-
-    def set_meta_flag(self, key: str, value: int) -> None:
-        """Set a ``meta`` flag in its own transaction."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-            self._db.execute("COMMIT")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a store loads.
-
-    Loading makes several objects per note, none of them cyclic garbage, yet each
-    700 allocations start a collection that walks the ever larger heap: at 100,000
-    notes those collections measured about a third of the time to open a store.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def file_mode_private(path: Path) -> None:
-    """Make the store's files readable by the owner only."""
-    for suffix in ("", "-wal", "-shm"):
-        target = Path(f"{path}{suffix}")
-        if target.exists():
-            os.chmod(target, 0o600)
