@@ -6,12 +6,13 @@ Pure functions over argv, paths and session rows; stdlib only (this runs on ever
 
 from __future__ import annotations
 
-import datetime
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import TextIO
+
+from clients.cli.session_rows import SessionLike
 
 PRINT_FLAGS = ("-p", "--print")
 # Root options that take a value: what follows them is not a prompt.
@@ -91,26 +92,6 @@ def workspace_and_cwd(given: str) -> tuple[Path, Path]:
     here = Path(os.getcwd()).resolve()
     root = Path(given).expanduser().resolve() if given else default_workspace(here)
     return root, here if here.is_relative_to(root) else root
-
-
-class SessionLike(Protocol):
-    """A saved session as ListSessions describes it (the proto summary or the REPL's row)."""
-
-    @property
-    def session_id(self) -> str: ...
-    @property
-    def last_activity(self) -> float: ...
-    @property
-    def preview(self) -> str: ...
-    @property
-    def message_count(self) -> int: ...
-
-
-def candidate_line(row: SessionLike) -> str:
-    """'  0113e0ac4f2d…  2026-12-01 14:03  12 messages  fix the failing test'."""
-    when = datetime.datetime.fromtimestamp(row.last_activity).strftime("%Y-%m-%d %H:%M")
-    preview = " ".join(row.preview.split())[:70] or "(empty)"
-    return f"  {row.session_id}  {when}  {row.message_count} messages  {preview}"
 
 
 @dataclass(frozen=True)

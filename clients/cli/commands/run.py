@@ -12,7 +12,7 @@ from clients.cli import exit_codes
 from clients.cli.commands.common import cli_errors, fail
 
 if TYPE_CHECKING:
-    from clients.cli import headless
+    from clients.cli.session_rows import SessionLike
     from clients.cli.views import Event
 
 
@@ -93,10 +93,11 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-def pick_session(rows: Sequence[headless.SessionLike], continue_last: bool, resume: str, command: str) -> str:
+def pick_session(rows: Sequence[SessionLike], continue_last: bool, resume: str, command: str) -> str:
     """The session id --continue / --resume mean ("" = a new one); when they name none or several,
     print the candidates and exit 2."""
     from clients.cli import headless
+    from clients.cli.session_rows import session_line
 
     choice = headless.choose_session(rows, continue_last=continue_last, resume=resume)
     if choice.note:
@@ -104,7 +105,7 @@ def pick_session(rows: Sequence[headless.SessionLike], continue_last: bool, resu
     if not choice.problem:
         return choice.session_id
     for row in choice.candidates:
-        print(headless.candidate_line(row), file=sys.stderr)
+        print(f"  {session_line(row, dated=True)}", file=sys.stderr)
     raise fail(command, choice.problem)
 
 

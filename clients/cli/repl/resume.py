@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from clients.cli.session_rows import SessionLike, session_line
+
 
 @dataclass(frozen=True)
 class SessionRow:
@@ -58,11 +60,9 @@ def match_prefix(rows: list[SessionRow], prefix: str) -> tuple[SessionRow | None
     return None, candidates
 
 
-def row_line(row: SessionRow) -> str:
-    """'14:03  fix the failing test in…  (12 messages)  0113e0ac'."""
-    clock = dt.datetime.fromtimestamp(row.last_activity).strftime("%H:%M")
-    preview = " ".join(row.preview.split())[:80] or "(empty)"
-    return f"{clock}  {preview}  ({row.message_count} messages)  {row.session_id[:12]}"
+def row_line(row: SessionLike) -> str:
+    """The picker's line for ``row``: the one every session list shows (clients.cli.session_rows)."""
+    return session_line(row)
 
 
 @dataclass(frozen=True)
