@@ -9,12 +9,14 @@ reasons): callers render it literally (``textsafe.literal``).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from clients.cli.views import Note, ServerStatus
+from services.memory.scenes import display_language, scene_label
 
 STATE_NAMES = {1: "connecting", 2: "connected", 3: "reconnecting", 4: "failed", 5: "needs_auth", 6: "disabled"}
 # States a retried server passes through before it settles.
@@ -23,10 +25,15 @@ RPC_TIMEOUT = 30.0
 LIST_TIMEOUT = 10.0
 
 
+def scene_text(scene: str, language: str | None = None) -> str:
+    """A stored scene key as the user reads it: its label in ``language`` (default: the locale's)."""
+    return scene_label(scene, language or display_language(os.environ))
+
+
 def note_line(note: Note) -> str:
     """``  <id>  *3 [scene] text``: ``*`` marks a pinned note, the digit is its importance."""
     flags = ("*" if note.pinned else " ") + str(note.importance)
-    scene = f" [{note.scene}]" if note.scene else ""
+    scene = f" [{scene_text(note.scene)}]" if note.scene else ""
     return f"  {note.id}  {flags}{scene} {note.text}"
 
 
@@ -41,7 +48,7 @@ def overview_lines(notes: Sequence[Note]) -> list[str]:
         lines.extend(note_line(n) for n in members)
     scenes = Counter(n.scene for n in notes if n.scene)
     if scenes:
-        lines.append("scenes: " + ", ".join(f"{s}={c}" for s, c in sorted(scenes.items())))
+        lines.append("scenes: " + ", ".join(f"{scene_text(s)}={c}" for s, c in sorted(scenes.items())))
     evidence = Counter(n.evidence or "none" for n in notes)
     lines.append("evidence: " + " ".join(f"{e}={evidence[e]}" for e in ("tool", "model", "none") if evidence[e]))
     return lines
@@ -58,8 +65,12 @@ def note_fields(note: Note) -> dict[str, Any]:
 
 
 def field_lines(fields: dict[str, Any]) -> list[str]:
-    """``/memory show``: one ``key: value`` line per field."""
-    return [f"{key:>18}: {value}" for key, value in fields.items()]
+    """``/memory show``: one ``key: value`` line per field (a scene's label beside its stored key)."""
+    def shown(key: str, value: Any) -> Any:
+        label = scene_text(value) if key == "scene" and value else value
+        return value if label == value else f"{label} ({value})"
+
+    return [f"{key:>18}: {shown(key, value)}" for key, value in fields.items()]
 
 
 @dataclass(frozen=True)

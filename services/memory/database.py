@@ -40,6 +40,19 @@ def open_database(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
 
 
 @contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` transaction (the write lock first, so a reader never has to upgrade):
+    committed when the block ends, rolled back when it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a store loads.
 

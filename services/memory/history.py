@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 
+from services.memory.database import immediate
 from services.memory.model import ArchivedMessage
 
 
@@ -21,25 +22,19 @@ class HistoryArchive:
 
     def archive(self, messages: list[ArchivedMessage], terms: Callable[[str], str]) -> int:
         """Store messages that left the context; a message already archived is kept once."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                added = 0
-                for m in messages:
-                    cur = self._db.execute(
-                        "INSERT OR IGNORE INTO history (session_id, idx, role, text) VALUES (?,?,?,?)",
-                        (m.session_id, m.index, m.role, m.text),
+        added = 0
+        with self._lock, immediate(self._db):
+            for m in messages:
+                cur = self._db.execute(
+                    "INSERT OR IGNORE INTO history (session_id, idx, role, text) VALUES (?,?,?,?)",
+                    (m.session_id, m.index, m.role, m.text),
+                )
+                if cur.rowcount:
+                    self._db.execute(
+                        "INSERT INTO history_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, terms(m.text))
                     )
-                    if cur.rowcount:
-                        self._db.execute(
-                            "INSERT INTO history_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, terms(m.text))
-                        )
-                        added += 1
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            return added
+                    added += 1
+        return added
 
     def search(self, match: str, session_id: str, k: int) -> list[ArchivedMessage]:
         """Archived messages matching an FTS5 ``match`` expression, best first."""

@@ -62,7 +62,22 @@ def _v3(db: sqlite3.Connection) -> None:
     db.execute(NOTE_TERMS_TABLE)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+def _v4(db: sqlite3.Connection) -> None:
+    # Scenes are stored as keys from v4 on; a note whose stored label an older version wrote
+    # (translated, or another spelling) is rewritten to its key when a store opens, and the label
+    # it had is kept here (nothing is lost, and a rewrite can be undone).
+    db.execute(
+        """CREATE TABLE scene_renames (
+            doc INTEGER NOT NULL,
+            note_id TEXT NOT NULL,
+            before TEXT NOT NULL,
+            after TEXT NOT NULL,
+            at REAL NOT NULL
+        )"""
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 """MIGRATIONS[i] takes the schema from version i to i + 1."""
 
 LATEST = len(MIGRATIONS)

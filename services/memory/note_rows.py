@@ -17,6 +17,8 @@ COLUMNS = (
     "hits, last_used, created, updated"
 )
 NOTE_FIELDS = len(COLUMNS.split(","))
+SCENE_COLUMN = [c.strip() for c in COLUMNS.split(",")].index("scene")
+"""Where ``scene`` is in ``COLUMNS`` (stored as written; a note read from it holds the folded key)."""
 CHANGED_ROWS = (
     "SELECT n.doc, " + ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(",")) + ", t.version, t.checksum, t.terms "
     "FROM notes n LEFT JOIN note_terms t ON t.doc = n.doc WHERE n.rev > ?"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from services.kernel.statedir import STATE_DIR
-from services.memory.database import gc_paused, open_database
+from services.memory.database import gc_paused, immediate, open_database
 from services.memory.errors import StoreUnavailable
 from services.memory.history import HistoryArchive
 from services.memory.model import Note
@@ -36,6 +36,7 @@ from services.memory.note_rows import (
     COLUMNS,
     NOTE_FIELDS,
     SAVE_TERMS,
+    SCENE_COLUMN,
     healthy_note,
     note_params,
 )
@@ -89,6 +90,8 @@ class MemoryStore:
         """Built on first use (writes only): recall never needs it, so opening does not pay for it."""
         self._untrusted: dict[int, tuple[str, list[str]]] = {}
         """Docs loaded at open whose persisted terms were not usable: (text, terms tokenized from it)."""
+        self._relabelled: dict[int, tuple[str, str, str]] = {}
+        """Docs loaded at open whose stored scene is not its key: (note id, stored label, key)."""
         self.kind_counts: Counter[str] = Counter()
         self.scene_counts: Counter[str] = Counter()
         self.scene_heat: Counter[str] = Counter()
@@ -98,7 +101,9 @@ class MemoryStore:
             self._read_txn(self._catch_up)
             if self._untrusted:
                 self._save_rebuilt_terms(self._untrusted)
-            self._untrusted = {}
+            if self._relabelled:
+                self._save_scene_keys(self._relabelled)
+            self._untrusted, self._relabelled = {}, {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -120,7 +125,7 @@ class MemoryStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
         latest = int(row[0])
         if latest != self._rev:
-            self._untrusted = {}  # only the constructor writes these back; later catch-ups just tokenize
+            self._untrusted, self._relabelled = {}, {}  # only the constructor writes these back
             changed = [self._read_row(r) for r in self._db.execute(CHANGED_ROWS, (self._rev,)).fetchall()]
             if not self.notes:
                 self._load([(doc, note, terms) for doc, note, terms in changed if note is not None])
@@ -135,13 +140,16 @@ class MemoryStore:
             self._rev = latest
         self._data_version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
-    @staticmethod
-    def _read_row(row: tuple[object, ...]) -> tuple[int, Note | None, list[str] | None]:
-        """(doc, note or None when the row is unusable, its persisted terms or None when they are not usable)."""
+    def _read_row(self, row: tuple[object, ...]) -> tuple[int, Note | None, list[str] | None]:
+        """(doc, note or None when the row is unusable, its persisted terms or None when they are not
+        usable); a stored scene that folds to another key is noted for the constructor's write-back."""
         doc = int(row[0])  # type: ignore[call-overload]
         note = healthy_note(row[1 : 1 + NOTE_FIELDS])
         if note is None:
             return doc, None, None
+        stored = row[1 + SCENE_COLUMN]
+        if stored != note.scene and isinstance(stored, str):
+            self._relabelled[doc] = (note.id, stored, note.scene)
         return doc, note, trusted_terms(note.text, *row[1 + NOTE_FIELDS :])
 
     def _load(self, rows: list[tuple[int, Note, list[str] | None]]) -> None:
@@ -181,16 +189,27 @@ class MemoryStore:
             version, check, joined = terms_row(text, terms)
             params.append((doc, version, check, joined))
         try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._db):
                 self._db.executemany(SAVE_TERMS, params)
                 self._db.execute("DELETE FROM note_terms WHERE doc NOT IN (SELECT doc FROM notes)")
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
         except sqlite3.Error as exc:
             log.warning("memory: could not save rebuilt terms in %s (%s); the next open rebuilds them", self.path, exc)
+
+    def _save_scene_keys(self, relabelled: dict[int, tuple[str, str, str]]) -> None:
+        """Store each note's scene key in place of the label an older version wrote (the label goes to
+        ``scene_renames``); a failure only costs the fold on every open, which reads them right anyway."""
+        log.warning("memory: %d note(s) in %s had scene labels of an older version; stored their keys "
+                    "(the labels are kept in table scene_renames)", len(relabelled), self.path)
+        now = time.time()
+        try:
+            with immediate(self._db):
+                for doc, (note_id, before, after) in relabelled.items():
+                    cur = self._db.execute("UPDATE notes SET scene = ? WHERE doc = ? AND scene = ?", (after, doc, before))
+                    if cur.rowcount:
+                        self._db.execute("INSERT INTO scene_renames (doc, note_id, before, after, at) "
+                                         "VALUES (?, ?, ?, ?, ?)", (doc, note_id, before, after, now))
+        except sqlite3.Error as exc:
+            log.warning("memory: could not store scene keys in %s (%s); they are folded on every open", self.path, exc)
 
     def _apply_row(self, doc: int, note: Note, terms: list[str] | None) -> None:
         old = self.notes.get(doc)

@@ -75,8 +75,8 @@ def test_a_miss_explains_itself_with_known_and_unknown_terms_and_the_index_summa
     resp, diag = recall(service, ws, "kubernetes cluster")
     assert not resp.hits
     assert diag["terms_unknown"] == ["kubernetes", "cluster"] and diag["no_vocabulary_match"] is True
-    assert diag["index"]["count"] == 1 and diag["top_scenes"] == [["发布", 1, 0]]  # type: ignore[index]
-    assert "kubernetes" in resp.rendered and "发布" in resp.rendered
+    assert diag["index"]["count"] == 1 and diag["top_scenes"] == [["release", 1, 0]]  # type: ignore[index]
+    assert "kubernetes" in resp.rendered and "Scenes in memory: release" in resp.rendered  # the key, as written
 
 
 def test_a_filter_that_excludes_the_answer_is_named(service: ServiceProcess, ws: str) -> None:
@@ -132,7 +132,7 @@ def test_reconcile_applies_each_candidate_and_folds_scene_spellings(service: Ser
     assert [o.action for o in resp.outcomes] == [pb.RECONCILE_ACTION_ADD, pb.RECONCILE_ACTION_NOOP, pb.RECONCILE_ACTION_NOOP]
     assert resp.outcomes[2].rejected_reason == "json_fragment"
     [note] = service.stub.ListNotes(pb.ListNotesRequest(workspace=ws), timeout=10).notes
-    assert note.scene == "记忆模块"
+    assert note.scene == "memory"  # the key; 记忆模块 is its Chinese label, shown only for display
     resp2, _ = recall(service, ws, "SQLite 存储", scene="记忆配置")
     assert [h.note.id for h in resp2.hits] == [note.id]
 
@@ -187,7 +187,7 @@ def test_the_spec_json_memory_file_is_imported_once_through_the_gates_and_kept(s
     ]}
     (Path(ws) / ".memory").write_text(json.dumps(legacy))
     notes = service.stub.ListNotes(pb.ListNotesRequest(workspace=ws), timeout=10).notes
-    assert [(n.text, n.importance, n.scene) for n in notes] == [("The API uses FastAPI", 4, "构建")]
+    assert [(n.text, n.importance, n.scene) for n in notes] == [("The API uses FastAPI", 4, "build")]
     assert (Path(ws) / ".ai-coding" / "memory-legacy.json.bak").read_text() == json.dumps(legacy)
     assert (Path(ws) / ".memory").exists()
 

@@ -48,7 +48,7 @@ def note(id_: str, text: str, **kw: object) -> Note:
 def test_a_new_text_is_added_with_normalized_fields() -> None:
     changes, out = decide(Candidate(text="  Build  with uv ", kind="Decision", importance=9, scene="build"), Notes(), clock())
     assert out.action is Action.ADD and out.note is not None
-    assert (out.note.text, out.note.kind, out.note.importance, out.note.scene) == ("Build with uv", "decision", 5, "构建")
+    assert (out.note.text, out.note.kind, out.note.importance, out.note.scene) == ("Build with uv", "decision", 5, "build")
     assert changes.inserts == [out.note]
 
 
@@ -57,7 +57,7 @@ def test_an_identical_text_is_a_noop_and_backfills_a_missing_scene() -> None:
     changes, out = decide(Candidate(text="build with UV."), Notes(existing), clock())
     assert out.action is Action.NOOP and not changes
     changes, out = decide(Candidate(text="Build with uv", kind="decision", scene="发布"), Notes(existing), clock())
-    assert out.action is Action.UPDATE and changes.updates[0].scene == "发布"
+    assert out.action is Action.UPDATE and changes.updates[0].scene == "release"
 
 
 def test_a_near_duplicate_of_the_same_kind_and_scene_updates_instead_of_adding() -> None:

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from services.memory.gates import clean_query_for_recall, is_volatile_note, shape_rejection, write_rejection
-from services.memory.scenes import SCENE_SYNONYMS, fold_scene, governed_scenes, normalize_scene, top_scenes
+from services.memory.scenes import (
+    SCENE_SYNONYMS,
+    TOPICS,
+    display_language,
+    fold_scene,
+    governed_scenes,
+    normalize_scene,
+    scene_label,
+    top_scenes,
+)
 from services.memory.similarity import is_near_duplicate, similarity, strip_lead
 from services.memory.tokenizer import tokenize
 
@@ -57,20 +66,39 @@ def test_an_unclosed_volatile_block_is_stripped_to_the_end() -> None:
 
 
 def test_scene_folding_is_idempotent_and_normalizes_first() -> None:
-    assert fold_scene("  记忆系统 ") == "记忆模块"
-    assert fold_scene("Build") == "构建"
+    assert fold_scene("  记忆系统 ") == "memory"
+    assert fold_scene("Build") == "build"
     for value in SCENE_SYNONYMS.values():
-        assert fold_scene(value) == value, "a canonical label must not itself be folded"
+        assert fold_scene(value) == value, "a key must not itself be folded"
     assert normalize_scene("x" * 100) == "x" * 80
 
 
+def test_a_scene_is_stored_as_its_key_whatever_language_it_was_written_in() -> None:
+    assert fold_scene("testing") == fold_scene("测试") == fold_scene("Tests") == "testing"
+    assert fold_scene("CI/CD") == fold_scene("持续集成") == "ci"
+    assert fold_scene("前端") == "前端" and fold_scene("Frontend") == "Frontend"  # no topic: kept as written
+    for topic in TOPICS:
+        assert topic.key.isascii() and topic.key == topic.key.lower()
+        assert all(fold_scene(label) == topic.key for label in topic.labels.values())
+
+
+def test_a_key_is_translated_only_for_display() -> None:
+    assert scene_label("testing", "zh") == "测试" and scene_label("testing", "en") == "testing"
+    assert scene_label("ci", "en") == "CI/CD" and scene_label("ci", "fr") == "CI/CD"
+    assert scene_label("前端", "en") == "前端"
+    assert display_language({"LANG": "zh_CN.UTF-8"}) == "zh"
+    assert display_language({"LC_ALL": "C", "LANG": "zh_CN.UTF-8"}) == "en"  # LC_ALL wins
+    assert display_language({"LC_MESSAGES": "de_DE.UTF-8", "LANG": "zh_CN.UTF-8"}) == "de"
+    assert display_language({}) == "en"
+
+
 def test_governed_scenes_count_folded_spellings_together() -> None:
-    assert governed_scenes(["记忆模块", "记忆系统", "记忆配置", "发布"]) == {"记忆模块"}
+    assert governed_scenes(["记忆模块", "记忆系统", "记忆配置", "发布"]) == {"memory"}
 
 
 def test_top_scenes_rank_by_heat_then_name() -> None:
     assert top_scenes([("构建", 2), ("发布", 5), ("build", 4), ("CI", 0)]) == [
-        ("构建", 2, 6), ("发布", 1, 5), ("CI/CD", 1, 0)
+        ("build", 2, 6), ("release", 1, 5), ("ci", 1, 0)
     ]
 
 
