@@ -1,0 +1,78 @@
+"""A sandboxed command's connection to a host the allow-list does not name, approved (and refused) in
+the real REPL in tmux against the services `ai-coding up` starts: real bwrap, real curl through the
+egress proxy, an origin on 127.0.0.1 the user config pins as asked.test (a pin is an address, not an
+allow-list entry). `/permissions auto` approves the bash call; the network approval is still asked."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_stack import Stack, cli_stack
+from tests.support.egress_sites import SECRET_PAGE, Origin, serve
+from tests.support.tmux_repl import TmuxRepl
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("bwrap") is None,
+                                reason="tmux and bwrap are installed by scripts/setup_tests.sh")
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[Origin]:
+    origin = serve(Origin())
+    yield origin
+    origin.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(web: Origin) -> Iterator[Stack]:
+    config = ("tools: {sandbox: {network: proxy, allow_domains: []}}\n"
+              f"net: {{pinned_hosts: {{asked.test: '127.0.0.1:{web.port}'}}}}\n")
+    with cli_stack("aic-regress-", [{"text": "unused", "repeat": "forever"}], extra_config=config) as running:
+        yield running
+
+
+@pytest.fixture
+def repl(stack: Stack) -> Iterator[TmuxRepl]:
+    term = TmuxRepl(stack, Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base)))
+    term.wait_for("/help for commands")
+    term.line("/permissions auto")
+    term.wait_for("auto")
+    yield term
+    term.close()
+
+
+def _fetch(stack: Stack, web: Origin) -> None:
+    command = f"curl -sS --max-time 60 http://asked.test:{web.port}/hello"
+    stack.model.load_script({"order": "first_match", "steps": [
+        {"match": SECRET_PAGE.decode(), "text": "The page says hello."},
+        {"match": "not in tools.sandbox.allow_domains", "text": "The proxy refused the host."},
+        {"match": "fetch it", "tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+    ]})
+
+
+def test_allow_once_in_the_repl_lets_the_sandboxed_curl_through(stack: Stack, web: Origin, repl: TmuxRepl) -> None:
+    _fetch(stack, web)
+    before = len(web.paths())
+    repl.line("fetch it")
+    screen = repl.wait_for("? approve network")
+    assert f"bash wants to connect to asked.test:{web.port} (HTTP GET)" in screen
+    assert f"add `- asked.test:{web.port}` under tools.sandbox.allow_domains" in screen
+    repl.line("yes")
+    screen = repl.wait_for("● completed")
+    assert "→ allowed once" in screen and "The page says hello." in screen
+    assert web.paths()[before:] == ["/hello"]
+
+
+def test_deny_in_the_repl_keeps_the_host_refused(stack: Stack, web: Origin, repl: TmuxRepl) -> None:
+    _fetch(stack, web)
+    before = len(web.paths())
+    repl.line("fetch it")
+    repl.wait_for("? approve network")
+    repl.line("no")
+    screen = repl.wait_for("● completed")
+    assert "→ denied" in screen and "The proxy refused the host." in screen
+    assert web.paths()[before:] == []
