@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from services.kernel.egress_records import EgressRecord, summed
 from services.kernel.netgrants import Grant, GrantScope
 from services.kernel.netpolicy import NetRefused, Target
 from services.kernel.netrules import Decision, allow_line
@@ -66,25 +67,6 @@ class Limits:
     concurrent_total: int = 512
     bytes_per_gate: int = 1 << 30
     bytes_per_session: int = 4 << 30
-
-
-@dataclass
-class EgressRecord:
-    """One request through the proxy, as the trace shows it."""
-
-    host: str
-    port: int
-    method: str
-    verdict: str
-    rule: str = ""
-    reason: str = ""
-    bytes_up: int = 0
-    bytes_down: int = 0
-    started: float = 0.0
-    """Wall-clock seconds when the connection came (the trace's span start)."""
-    duration_ms: float = 0.0
-    granted: str = ""
-    """"once" or "session" when the user's grant let an unlisted host through."""
 
 
 @dataclass
@@ -359,9 +341,9 @@ class Gate:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def report(self) -> list[dict[str, Any]]:
-        records = [asdict(r) for r in self.records]
+        records = [asdict(r) for r in summed(self.records)]
         if self.dropped:
-            records.append(asdict(EgressRecord("", 0, "", Decision.REFUSED,
+            records.append(asdict(EgressRecord("", 0, "", Decision.REFUSED, count=self.dropped, started=time.time(),
                                                reason=f"{self.dropped} connections over the connection limits")))
         return records
 
