@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_repl_session import Term, _session_id
 from tests.support.cli_stack import Stack, cli_stack
 from tests.support.egress_sites import SECRET_PAGE, Origin, serve
 from tests.support.tmux_repl import TmuxRepl
 
+pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("bwrap") is None,
                                 reason="tmux and bwrap are installed by scripts/setup_tests.sh")
 
@@ -36,8 +38,13 @@ def stack(web: Origin) -> Iterator[Stack]:
 
 
 @pytest.fixture
-def repl(stack: Stack) -> Iterator[TmuxRepl]:
-    term = TmuxRepl(stack, Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base)))
+def workspace(stack: Stack) -> Path:
+    return Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base))
+
+
+@pytest.fixture
+def repl(stack: Stack, workspace: Path) -> Iterator[TmuxRepl]:
+    term = TmuxRepl(stack, workspace)
     term.wait_for("/help for commands")
     term.line("/permissions auto")
     term.wait_for("auto")
@@ -76,3 +83,25 @@ def test_deny_in_the_repl_keeps_the_host_refused(stack: Stack, web: Origin, repl
     screen = repl.wait_for("● completed")
     assert "→ denied" in screen and "The proxy refused the host." in screen
     assert web.paths()[before:] == []
+
+
+def test_allow_for_the_session_answered_from_attach_holds_for_the_next_command(
+        stack: Stack, web: Origin, repl: TmuxRepl, workspace: Path) -> None:
+    _fetch(stack, web)
+    before = len(web.paths())
+    repl.line("fetch it")
+    screen = repl.wait_for("? approve network")
+    other = Term(stack, workspace, "attach", _session_id(screen))
+    try:
+        other.expect("approve? [y/a/n/s]")
+        other.key("a")
+        other.expect("→ allowed for this session")
+    finally:
+        other.close()
+    screen = repl.wait_for("● completed")
+    assert "→ allowed for this session" in screen and "The page says hello." in screen
+    _fetch(stack, web)
+    repl.line("fetch it")  # the same host again in this session: not asked
+    screen = repl.wait_for("● completed", after=1)
+    assert screen.count("? approve network") == 1 and screen.count("The page says hello.") == 2
+    assert web.paths()[before:] == ["/hello", "/hello"]
