@@ -37,7 +37,9 @@ def network_asker(ctx: ToolContext, call: ToolCall) -> EgressAsker | None:
 
     async def ask(request: EgressAsk) -> Grant:
         request_id, future = ctx.pending.open(RequestKind.APPROVAL)
-        arguments = {"host": request.host, "port": request.port, "method": request.method, "call_id": call.id}
+        scheme = "https" if request.method == "CONNECT" else "http"
+        arguments = {"host": request.host, "port": request.port, "method": request.method, "call_id": call.id,
+                     "url": f"{scheme}://{request.target}"}
         ctx.emit(ApprovalRequested(request_id=request_id, call_id=call.id, tool=NETWORK_TOOL,
                                    arguments_json=json.dumps(arguments), preview=network_preview(request, call),
                                    reason=f"{call.name} wants {request.target}, not in the sandbox's allow-list"))
