@@ -63,11 +63,11 @@ class ToolRuntimeServicer(CheckpointRpcs, tools_pb2_grpc.ToolRuntimeServicer):
         async def ask_user(ask: EgressAsk) -> None:
             await chunks.put(ask)
 
-        context = contextvars.copy_context()  # the call's sandboxed commands ask through this stream
-        context.run(ASK_USER.set, ask_user if request.egress_asks and not request.dry_run else None)
+        call_context = contextvars.copy_context()  # the call's sandboxed commands ask through this stream
+        call_context.run(ASK_USER.set, ask_user if request.egress_asks and not request.dry_run else None)
         call = asyncio.create_task(self.runtime.call(
             request.session_id, request.call_id, request.tool, request.arguments_json,
-            max(0.0, request.timeout_seconds), emit, request.dry_run), context=context)
+            max(0.0, request.timeout_seconds), emit, request.dry_run), context=call_context)
         getter: asyncio.Task[Chunk | EgressAsk] | None = None
         try:
             while not call.done():

@@ -2,7 +2,8 @@
 
 Per connection it reads one request head (bounded in size and time), decides it
 (:class:`~services.tools.egress.rules.EgressRules`: deny wins, then allow, else a 403 naming the
-line to add), resolves the name through the address policy and connects to the checked address.
+line to add, unless the user grants the host: services/tools/egress/grants.py), resolves the name
+through the address policy and connects to the checked address.
 
 - ``CONNECT host:port``: the first bytes through the tunnel must be a TLS ClientHello whose
   server name (when it sends one) is the host CONNECT named; anything else (a CONNECT inside
