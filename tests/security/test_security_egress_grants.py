@@ -118,6 +118,7 @@ def test_a_refusal_says_which_host_why_and_the_config_line(svc: ThreadedToolServ
     assert records[0]["verdict"] == "denied" and not records[0]["granted"]
     out, _, asks = bash(svc, curl("asked.test", web.port), None)  # no one to ask: refused at once, same hint
     assert asks == [] and f"add `- asked.test:{web.port}` under tools.sandbox.allow_domains" in out
+    assert "(nobody can be asked to allow it here" in out
     assert web.paths() == []
 
 

@@ -190,7 +190,8 @@ class Gate:
             record.granted = GrantScope.ONCE if key in self.once else GrantScope.SESSION
             return Ruling(Decision.ALLOW, "", f"granted by the user ({record.granted})"), None
         if self.deliver is None:
-            raise Refused(403, ruling)
+            raise Refused(403, Ruling(Decision.UNLISTED, "", f"{ruling.reason} (nobody can be asked to allow it here: "
+                                      "a run without a terminal, or a background job)", ruling.hint))
         target = await self.resolve(dest)
         grant = await self._asked(dest, method, ruling)
         if grant.scope is GrantScope.DENY:
