@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.test_repl_session import Term, _session_id
 from tests.support.cli_stack import Stack, cli_stack
-from tests.support.egress_sites import SECRET_PAGE, Origin, serve
+from tests.support.egress_sites import SECRET_PAGE, Origin, served
 from tests.support.tmux_repl import TmuxRepl
 
 pytest.importorskip("pexpect")
@@ -24,9 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("bw
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[Origin]:
-    origin = serve(Origin())
-    yield origin
-    origin.stop()
+    yield from served()
 
 
 @pytest.fixture(scope="module")

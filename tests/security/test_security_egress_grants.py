@@ -16,7 +16,7 @@ import pytest
 from ai_coding.v1 import tools_pb2
 
 from services.kernel.config import Config
-from tests.support.egress_sites import SECRET_PAGE, Origin, serve
+from tests.support.egress_sites import SECRET_PAGE, Origin, served
 from tests.support.tools_harness import ThreadedToolService
 
 Answer = Callable[[tools_pb2.EgressAsk], "tools_pb2.EgressGrantScope.ValueType"]
@@ -26,11 +26,7 @@ ONCE, SESSION, DENY = (tools_pb2.EGRESS_GRANT_SCOPE_ONCE, tools_pb2.EGRESS_GRANT
 
 @pytest.fixture
 def web() -> Iterator[Origin]:
-    origin = serve(Origin())
-    for path in ("/a", "/b", "/c", "/x", "/1", "/2", "/3", "/4", "/5"):
-        origin.files[path] = ("text/plain", SECRET_PAGE)
-    yield origin
-    origin.stop()
+    yield from served("/a", "/b", "/c", "/x", "/1", "/2", "/3", "/4", "/5")
 
 
 @pytest.fixture

@@ -13,16 +13,14 @@ import pytest
 from ai_coding.v1 import loop_pb2
 
 from tests.service.loop.harness import Conversation, LoopStack, fake, make_stack, workspace
-from tests.support.egress_sites import SECRET_PAGE, Origin, serve
+from tests.support.egress_sites import SECRET_PAGE, Origin, served
 
 __all__ = ["fake", "make_stack", "workspace"]
 
 
 @pytest.fixture
 def web() -> Iterator[Origin]:
-    origin = serve(Origin())
-    yield origin
-    origin.stop()
+    yield from served()
 
 
 def stack_for(make_stack: Callable[..., LoopStack], web: Origin) -> LoopStack:

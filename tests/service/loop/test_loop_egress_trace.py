@@ -18,16 +18,14 @@ from services.loop.tracing import overview, store
 from services.loop.tracing.report import session_reports
 from services.loop.tracing.spans import session_tree
 from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
-from tests.support.egress_sites import SECRET_PAGE, Origin, serve
+from tests.support.egress_sites import SECRET_PAGE, Origin, served
 
 __all__ = ["fake", "make_stack", "workspace"]
 
 
 @pytest.fixture
 def web() -> Iterator[Origin]:
-    origin = serve(Origin())
-    yield origin
-    origin.stop()
+    yield from served()
 
 
 def trace_lines(ws: Path) -> list[dict[str, Any]]:
