@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from clients.cli.trace_view import net_text
-from services.loop.tracing import overview, store
+from services.loop.tracing import html, overview, store
 from services.loop.tracing.report import session_reports
 from services.loop.tracing.spans import session_tree
 from tests.service.loop.harness import LoopStack, fake, finished, make_stack, status_name, workspace
@@ -85,6 +85,9 @@ def test_each_proxied_request_is_a_client_span_under_its_tool_call_and_counted_i
     unlisted = requests["CONNECT unlisted.test:443"]
     assert unlisted.attributes["ai_coding.egress.verdict"] == "denied"
     assert "tools.sandbox.allow_domains" in str(unlisted.attributes["ai_coding.egress.reason"])
+    page = html.render(session_id, session_reports(ref))
+    assert f"<td>GET web.test:{web.port}</td><td class=\"ok\">allowed</td><td>web.test:{web.port}</td>" in page
+    assert "<td>CONNECT unlisted.test:443</td><td class=\"failed\">denied</td>" in page
     row = overview.overview(store.sessions(workspace), time.time())[0]
     assert (row.egress_requests, row.egress_refused) == (3, 2) and row.egress_bytes > len(SECRET_PAGE)
     assert net_text(row) == "3 (2 refused)"
