@@ -16,7 +16,7 @@ import pytest
 from ai_coding.v1 import tools_pb2
 
 from services.kernel.config import Config
-from tests.support.egress_sites import SECRET_PAGE, Origin, served
+from tests.support.egress_sites import SECRET_PAGE, Origin, served, tls_origin
 from tests.support.tools_harness import ThreadedToolService
 
 Answer = Callable[[tools_pb2.EgressAsk], "tools_pb2.EgressGrantScope.ValueType"]
@@ -30,8 +30,17 @@ def web() -> Iterator[Origin]:
 
 
 @pytest.fixture
-def svc(short_dir: Path, workspace: Path, web: Origin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        isolated_home: Path) -> Iterator[ThreadedToolService]:
+def secure(tmp_path: Path, workspace: Path) -> Iterator[Origin]:
+    """An HTTPS origin for tls.test; its certificate is the workspace's ca.pem (curl --cacert)."""
+    origin, cert = tls_origin(tmp_path, "tls.test")
+    (workspace / "ca.pem").write_bytes(cert.read_bytes())
+    yield origin
+    origin.stop()
+
+
+@pytest.fixture
+def svc(short_dir: Path, workspace: Path, web: Origin, secure: Origin, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Iterator[ThreadedToolService]:
     """Proxy mode with an empty allow-list: asked.test (and denied.test, on the deny list) are pinned
     to the origin; meta.test and loop.test resolve to 169.254.169.254 and 127.0.0.1 (stub)."""
     hosts = tmp_path / "hosts.json"
@@ -39,6 +48,7 @@ def svc(short_dir: Path, workspace: Path, web: Origin, tmp_path: Path, monkeypat
                                  "corp.test": ["10.1.2.3"]}))
     monkeypatch.setenv("AI_CODING_TEST_HOSTS", str(hosts))
     pins = {name: f"127.0.0.1:{web.port}" for name in ("asked.test", "other.test", "denied.test")}
+    pins["tls.test"] = f"127.0.0.1:{secure.port}"
     config = Config(data={"tools": {"sandbox": {"network": "proxy", "allow_domains": [],
                                                 "deny_domains": [f"denied.test:{web.port}"]}},
                           "net": {"pinned_hosts": pins}})
@@ -150,3 +160,12 @@ def test_a_session_cannot_answer_another_sessions_ask(svc: ThreadedToolService, 
     out, _, asks = bash(svc, curl("asked.test", web.port), answer_from_s2)
     assert stolen == [False] and len(asks) == 1 and SECRET_PAGE.decode() not in out
     assert web.paths() == []
+
+
+def test_a_granted_https_host_is_tunnelled_to_it_and_nothing_else(svc: ThreadedToolService, secure: Origin) -> None:
+    command = f"curl -sS --max-time 20 --cacert ca.pem https://tls.test:{secure.port}/hello"
+    out, records, asks = bash(svc, command, lambda ask: ONCE)
+    assert SECRET_PAGE.decode() in out, out
+    assert [(a.host, a.method) for a in asks] == [("tls.test", "CONNECT")]
+    assert records[0]["method"] == "CONNECT" and records[0]["granted"] == "once" and records[0]["bytes_down"] > 0
+    assert secure.paths() == ["/hello"]
