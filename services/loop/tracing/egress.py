@@ -27,3 +27,14 @@ def egress_attributes(fact: EgressRecord) -> dict[str, str | int | float | bool 
     if not fact.allowed:
         attrs["error.type"] = f"egress_{fact.verdict or 'refused'}"
     return attrs
+
+
+def egress_line(records: list[EgressRecord]) -> str:
+    """One line for ``/trace``: ``3 requests, 2 refused (unlisted.test:443, 169.254.169.254:80)``."""
+    total = sum(r.count for r in records)
+    refused = [r for r in records if not r.allowed]
+    line = f"{total} request{'s' if total != 1 else ''}"
+    if refused:
+        names = list(dict.fromkeys(f"{r.host}:{r.port}" for r in refused if r.host))
+        line += f", {sum(r.count for r in refused)} refused" + (f" ({', '.join(names[:5])})" if names else "")
+    return line

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ai_coding.v1 import loop_pb2
 
 from clients.cli.trace_view import net_text
 from services.loop.tracing import html, overview, store
@@ -88,6 +89,8 @@ def test_each_proxied_request_is_a_client_span_under_its_tool_call_and_counted_i
     page = html.render(session_id, session_reports(ref))
     assert f"<td>GET web.test:{web.port}</td><td class=\"ok\">allowed</td><td>web.test:{web.port}</td>" in page
     assert "<td>CONNECT unlisted.test:443</td><td class=\"failed\">denied</td>" in page
+    shown = stack.stub.RunCommand(loop_pb2.RunCommandRequest(session_id=session_id, command="trace"), timeout=30)
+    assert "network of bash" in shown.text and "3 requests, 2 refused (169.254.169.254:80, unlisted.test:443)" in shown.text
     row = overview.overview(store.sessions(workspace), time.time())[0]
     assert (row.egress_requests, row.egress_refused) == (3, 2) and row.egress_bytes > len(SECRET_PAGE)
     assert net_text(row) == "3 (2 refused)"
