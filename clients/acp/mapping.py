@@ -117,7 +117,8 @@ def permission_answer(outcome: Mapping[str, Any] | None) -> Answer:
 KINDS: dict[str, str] = {
     "read": "read", "glob": "search", "grep": "search", "websearch": "search",
     "edit": "edit", "write": "edit", "bash": "execute", "job_start": "execute", "job_stop": "execute",
-    "job_output": "read", "job_list": "read", "webfetch": "fetch", "todo": "think", "todo_write": "think",
+    "job_output": "read", "job_list": "read", "webfetch": "fetch", "network": "fetch", "todo": "think",
+    "todo_write": "think",
 }
 
 

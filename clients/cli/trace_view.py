@@ -24,17 +24,25 @@ def _optional(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def net_text(row: OverviewRow) -> str:
+    """The sandboxed commands' requests through the egress proxy: ``12 (3 refused)``, ``-`` for none."""
+    if not row.egress_requests:
+        return "-"
+    return f"{row.egress_requests}" + (f" ({row.egress_refused} refused)" if row.egress_refused else "")
+
+
 def overview_table(rows: list[OverviewRow], total: OverviewRow) -> Table:
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("session", "turns", "files", "steps", "prompt", "completion", "cached", "hit", "cost", "age",
-                 "marks"):
+    for name in ("session", "turns", "files", "steps", "prompt", "completion", "cached", "hit", "cost", "net",
+                 "age", "marks"):
         table.add_column(name, justify="left" if name in ("session", "marks") else "right",
                          no_wrap=name != "marks")
     for row in [*rows, total]:
         table.add_row(row.session[:12] if row is not total else "TOTAL", str(row.turns), str(row.files),
                       str(row.steps), str(row.prompt_tokens), str(row.completion_tokens),
                       _optional(row.cached_tokens, "d"), _optional(row.cache_hit_rate, ".0%"),
-                      _optional(row.cost_usd, ".4f"), age_text(row.age_seconds), literal("; ".join(row.marks)))
+                      _optional(row.cost_usd, ".4f"), net_text(row), age_text(row.age_seconds),
+                      literal("; ".join(row.marks)))
     return table
 
 

@@ -25,9 +25,16 @@ PRESETS: dict[str, tuple[str, ...]] = {
 
 
 class Decision(StrEnum):
-    ALLOW = "allow"
-    DENY = "deny"
+    """What is decided about one connection: by the domain lists (``decide``) and, in the sandbox's
+    egress proxy, by the address policy and the user's grants. The value is what trace records show."""
+
+    ALLOW = "allowed"
+    DENY = "denied"
+    """A deny rule matched, or (in a record) an unlisted host nobody granted."""
     UNLISTED = "unlisted"
+    """Neither list names the host: refused unless the user grants it."""
+    REFUSED = "refused"
+    """Not forwarded whatever the lists say: bad framing, an address the policy refuses, a limit."""
 
 
 @dataclass(frozen=True)

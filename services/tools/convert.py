@@ -6,6 +6,7 @@ import json
 
 from ai_coding.v1 import common_pb2, tools_pb2
 
+from services.kernel.netgrants import EgressAsk, Grant, GrantScope
 from services.tools.domain import Chunk, OpenedSession, SessionRequest, ToolCallResult
 from services.tools.schemas import ToolSpecData
 
@@ -43,3 +44,17 @@ def result(item: ToolCallResult) -> tools_pb2.CallToolResponse:
         call_id=item.call_id, tool=item.tool, ok=item.ok, output=item.output,
         data_json=json.dumps(item.data, sort_keys=True, default=str), error=error,
         duration_ms=item.duration_ms, limit_hit=item.limit_hit))
+
+
+def egress_ask(ask: EgressAsk) -> tools_pb2.CallToolResponse:
+    return tools_pb2.CallToolResponse(egress_ask=tools_pb2.EgressAsk(
+        ask_id=ask.ask_id, host=ask.host, port=ask.port, method=ask.method, reason=ask.reason,
+        allow_line=ask.allow_line))
+
+
+GRANT_SCOPES = {tools_pb2.EGRESS_GRANT_SCOPE_ONCE: GrantScope.ONCE, tools_pb2.EGRESS_GRANT_SCOPE_SESSION: GrantScope.SESSION}
+
+
+def grant(msg: tools_pb2.GrantEgressRequest) -> Grant:
+    """The answer; any scope but once/session (unspecified included) refuses."""
+    return Grant(GRANT_SCOPES.get(msg.scope, GrantScope.DENY), msg.reason)

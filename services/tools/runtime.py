@@ -38,6 +38,7 @@ from services.tools.domain import (
 )
 from services.tools.egress.ca import ca_env
 from services.tools.egress.forwarder import EgressMount, find_python, proxy_env
+from services.tools.egress.grants import ASK_USER
 from services.tools.egress.proxy import Gate
 from services.tools.egress.setup import make_egress
 from services.tools.errors import ToolError, UnknownSession, WorkspaceError
@@ -317,14 +318,15 @@ class ToolRuntime:
         except CheckTimeout as exc:
             return f"the command policy check was stopped ({exc})"
 
-    async def _open_gate(self, session: Session) -> Gate | None:
-        """The egress proxy's gate for one command of a ``network: proxy`` sandbox (else None)."""
+    async def _open_gate(self, session: Session, ask: bool = False) -> Gate | None:
+        """The egress proxy's gate for one command of a ``network: proxy`` sandbox (else None);
+        ``ask``: unlisted hosts are asked of the user through the running call (bash, not a job)."""
         if not session.sandbox.egress or session.sandbox.mode != "bwrap":
             return None
         if self.egress is None:
             raise ToolError("egress_unavailable", f"the sandbox's egress proxy cannot run: {self.egress_error}",
                             "Fix tools.sandbox in your user config, then restart the tools service.")
-        return await self.egress.open_gate(session.session_id)
+        return await self.egress.open_gate(session.session_id, ASK_USER.get() if ask else None)
 
     async def _command_argv(self, session: Session, command: str, gate: Gate | None = None
                             ) -> tuple[list[str], dict[str, str]]:
@@ -371,7 +373,7 @@ class ToolRuntime:
     async def _bash(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
         command: str = args["command"]
         timeout = self._bound(float(args.get("timeout_seconds", limits.BASH_DEFAULT_TIMEOUT)), bound)
-        gate = await self._open_gate(session)
+        gate = await self._open_gate(session, ask=True)
         held: list[str] = []
         try:
             argv, env = await self._command_argv(session, command, gate)  # makes the placeholders

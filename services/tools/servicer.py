@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,9 +13,11 @@ import grpc
 from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
 from services.kernel.errors import abort
+from services.kernel.netgrants import EgressAsk
 from services.tools import convert
 from services.tools.checkpoints.rpc import CheckpointRpcs
 from services.tools.domain import Chunk, ToolCallResult
+from services.tools.egress.grants import ASK_USER
 from services.tools.errors import UnknownSession, WorkspaceError
 from services.tools.runtime import ToolRuntime
 
@@ -52,31 +55,36 @@ class ToolRuntimeServicer(CheckpointRpcs, tools_pb2_grpc.ToolRuntimeServicer):
 
     async def CallTool(self, request: tools_pb2.CallToolRequest,
                        context: grpc.aio.ServicerContext) -> AsyncIterator[tools_pb2.CallToolResponse]:
-        chunks: asyncio.Queue[Chunk] = asyncio.Queue()
+        chunks: asyncio.Queue[Chunk | EgressAsk] = asyncio.Queue()
 
         async def emit(stream: str, text: str) -> None:
             await chunks.put(Chunk(request.call_id, stream, text))
 
+        async def ask_user(ask: EgressAsk) -> None:
+            await chunks.put(ask)
+
+        call_context = contextvars.copy_context()  # the call's sandboxed commands ask through this stream
+        call_context.run(ASK_USER.set, ask_user if request.egress_asks and not request.dry_run else None)
         call = asyncio.create_task(self.runtime.call(
             request.session_id, request.call_id, request.tool, request.arguments_json,
-            max(0.0, request.timeout_seconds), emit, request.dry_run))
-        getter: asyncio.Task[Chunk] | None = None
+            max(0.0, request.timeout_seconds), emit, request.dry_run), context=call_context)
+        getter: asyncio.Task[Chunk | EgressAsk] | None = None
         try:
             while not call.done():
                 getter = asyncio.create_task(chunks.get())
                 await asyncio.wait({getter, call}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
-                    yield convert.chunk(getter.result())
+                    yield self._item(getter.result())
                     getter = None
             if getter is not None:
                 getter.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await getter
                 if not getter.cancelled():
-                    yield convert.chunk(getter.result())
+                    yield self._item(getter.result())
                 getter = None
             while not chunks.empty():
-                yield convert.chunk(chunks.get_nowait())
+                yield self._item(chunks.get_nowait())
             result = await self._result(call, context)
             yield convert.result(result)
         finally:
@@ -85,6 +93,17 @@ class ToolRuntimeServicer(CheckpointRpcs, tools_pb2_grpc.ToolRuntimeServicer):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+
+    @staticmethod
+    def _item(item: Chunk | EgressAsk) -> tools_pb2.CallToolResponse:
+        return convert.egress_ask(item) if isinstance(item, EgressAsk) else convert.chunk(item)
+
+    async def GrantEgress(self, request: tools_pb2.GrantEgressRequest,
+                          context: grpc.aio.ServicerContext) -> tools_pb2.GrantEgressResponse:
+        egress = self.runtime.egress
+        applied = egress is not None and egress.grants.answer(request.session_id, request.ask_id,
+                                                              convert.grant(request))
+        return tools_pb2.GrantEgressResponse(applied=applied)
 
     async def _result(self, call: asyncio.Task[ToolCallResult], context: grpc.aio.ServicerContext) -> ToolCallResult:
         try:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from services.kernel.config import Config
-from tests.support.egress_sites import SECRET_PAGE, Origin, serve, tls_origin
+from tests.support.egress_sites import SECRET_PAGE, Origin, served, tls_origin
 from tests.support.tools_harness import ThreadedToolService
 
 SNI_CLIENT = r"""
@@ -46,9 +46,7 @@ for part in sys.argv[1:]:
 
 @pytest.fixture
 def web() -> Iterator[Origin]:
-    origin = serve(Origin())
-    yield origin
-    origin.stop()
+    yield from served()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import io
 import ssl
 import threading
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,18 @@ def serve(origin: Origin, context: ssl.SSLContext | None = None) -> Origin:
     origin.server, origin.port = server, server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return origin
+
+
+def served(*pages: str) -> Iterator[Origin]:
+    """A plain-HTTP origin on 127.0.0.1 for a fixture's lifetime (``yield from served()``); each of
+    ``pages`` answers SECRET_PAGE, as ``/hello`` does."""
+    origin = serve(Origin())
+    for path in pages:
+        origin.files[path] = ("text/plain", SECRET_PAGE)
+    try:
+        yield origin
+    finally:
+        origin.stop()
 
 
 def tls_files(directory: Path, name: str) -> tuple[Path, Path]:

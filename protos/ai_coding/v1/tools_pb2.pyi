@@ -12,6 +12,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -22,6 +23,29 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _EgressGrantScope:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _EgressGrantScopeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EgressGrantScope.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    EGRESS_GRANT_SCOPE_UNSPECIFIED: _EgressGrantScope.ValueType  # 0
+    EGRESS_GRANT_SCOPE_DENY: _EgressGrantScope.ValueType  # 1
+    EGRESS_GRANT_SCOPE_ONCE: _EgressGrantScope.ValueType  # 2
+    """This host:port for the rest of the command that asked."""
+    EGRESS_GRANT_SCOPE_SESSION: _EgressGrantScope.ValueType  # 3
+    """This host:port for every command of the session until it closes."""
+
+class EgressGrantScope(_EgressGrantScope, metaclass=_EgressGrantScopeEnumTypeWrapper): ...
+
+EGRESS_GRANT_SCOPE_UNSPECIFIED: EgressGrantScope.ValueType  # 0
+EGRESS_GRANT_SCOPE_DENY: EgressGrantScope.ValueType  # 1
+EGRESS_GRANT_SCOPE_ONCE: EgressGrantScope.ValueType  # 2
+"""This host:port for the rest of the command that asked."""
+EGRESS_GRANT_SCOPE_SESSION: EgressGrantScope.ValueType  # 3
+"""This host:port for every command of the session until it closes."""
+Global___EgressGrantScope: _TypeAlias = EgressGrantScope  # noqa: Y015
 
 @_typing.final
 class SandboxOptions(_message.Message):
@@ -223,6 +247,7 @@ class CallToolRequest(_message.Message):
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    EGRESS_ASKS_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     call_id: _builtins.str
     tool: _builtins.str
@@ -239,6 +264,11 @@ class CallToolRequest(_message.Message):
     {"denied": reason-or-null, "writes_files": bool}) without running.
     Other tools answer invalid_arguments.
     """
+    egress_asks: _builtins.bool
+    """The caller answers EgressAsk items with GrantEgress (a person can be
+    asked). false: a sandboxed command's connection to a host the allow-list
+    does not name is refused at once.
+    """
     def __init__(
         self,
         *,
@@ -248,10 +278,11 @@ class CallToolRequest(_message.Message):
         arguments_json: _builtins.str = ...,
         timeout_seconds: _builtins.float = ...,
         dry_run: _builtins.bool = ...,
+        egress_asks: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "call_id", b"call_id", "dry_run", b"dry_run", "session_id", b"session_id", "timeout_seconds", b"timeout_seconds", "tool", b"tool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "call_id", b"call_id", "dry_run", b"dry_run", "egress_asks", b"egress_asks", "session_id", b"session_id", "timeout_seconds", b"timeout_seconds", "tool", b"tool"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -263,25 +294,122 @@ class CallToolResponse(_message.Message):
 
     CHUNK_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    EGRESS_ASK_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def chunk(self) -> _common_pb2.ToolChunk: ...
     @_builtins.property
     def result(self) -> _common_pb2.ToolResult: ...
+    @_builtins.property
+    def egress_ask(self) -> Global___EgressAsk:
+        """A sandboxed command wants a host the allow-list does not name; its
+        connection waits for GrantEgress (at most 300 s, then it is refused).
+        """
+
     def __init__(
         self,
         *,
         chunk: _common_pb2.ToolChunk | None = ...,
         result: _common_pb2.ToolResult | None = ...,
+        egress_ask: Global___EgressAsk | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "item", b"item", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "egress_ask", b"egress_ask", "item", b"item", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "item", b"item", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "egress_ask", b"egress_ask", "item", b"item", "result", b"result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["chunk", "result"]  # noqa: Y015
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["chunk", "result", "egress_ask"]  # noqa: Y015
     _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
 
 Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
+
+@_typing.final
+class EgressAsk(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ASK_ID_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    PORT_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    ALLOW_LINE_FIELD_NUMBER: _builtins.int
+    ask_id: _builtins.str
+    host: _builtins.str
+    port: _builtins.int
+    method: _builtins.str
+    """"CONNECT" for HTTPS, else the HTTP method."""
+    reason: _builtins.str
+    """Why it is not allowed now (names the config key)."""
+    allow_line: _builtins.str
+    """The tools.sandbox.allow_domains entry that would allow it for good."""
+    def __init__(
+        self,
+        *,
+        ask_id: _builtins.str = ...,
+        host: _builtins.str = ...,
+        port: _builtins.int = ...,
+        method: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        allow_line: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_line", b"allow_line", "ask_id", b"ask_id", "host", b"host", "method", b"method", "port", b"port", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EgressAsk: _TypeAlias = EgressAsk  # noqa: Y015
+
+@_typing.final
+class GrantEgressRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    ASK_ID_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    ask_id: _builtins.str
+    scope: Global___EgressGrantScope.ValueType
+    """UNSPECIFIED counts as DENY. A grant never overrides a deny rule or the
+    address policy (private, loopback, metadata addresses).
+    """
+    reason: _builtins.str
+    """For a refusal: why (shown to the command in its 403 and in the trace)."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        ask_id: _builtins.str = ...,
+        scope: Global___EgressGrantScope.ValueType = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ask_id", b"ask_id", "reason", b"reason", "scope", b"scope", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GrantEgressRequest: _TypeAlias = GrantEgressRequest  # noqa: Y015
+
+@_typing.final
+class GrantEgressResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPLIED_FIELD_NUMBER: _builtins.int
+    applied: _builtins.bool
+    """False when the ask is not pending for this session (answered, timed out)."""
+    def __init__(
+        self,
+        *,
+        applied: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied", b"applied"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GrantEgressResponse: _TypeAlias = GrantEgressResponse  # noqa: Y015
 
 @_typing.final
 class CreateCheckpointRequest(_message.Message):

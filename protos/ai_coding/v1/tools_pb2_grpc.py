@@ -54,6 +54,11 @@ class ToolRuntimeStub:
                 request_serializer=ai__coding_dot_v1_dot_tools__pb2.CallToolRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_tools__pb2.CallToolResponse.FromString,
                 _registered_method=True)
+        self.GrantEgress = channel.unary_unary(
+                '/ai_coding.v1.ToolRuntime/GrantEgress',
+                request_serializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressResponse.FromString,
+                _registered_method=True)
         self.CreateCheckpoint = channel.unary_unary(
                 '/ai_coding.v1.ToolRuntime/CreateCheckpoint',
                 request_serializer=ai__coding_dot_v1_dot_tools__pb2.CreateCheckpointRequest.SerializeToString,
@@ -108,6 +113,14 @@ class ToolRuntimeServicer:
     def CallTool(self, request, context):
         """Run one tool. Streams zero or more chunks, then exactly one result.
         Cancelling the RPC cancels the call (the process group is killed).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GrantEgress(self, request, context):
+        """Answer an EgressAsk of a running call: the user's "allow once", "for this
+        session" or deny for a host the sandbox's allow-list does not name.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -175,6 +188,11 @@ def add_ToolRuntimeServicer_to_server(servicer, server):
                     servicer.CallTool,
                     request_deserializer=ai__coding_dot_v1_dot_tools__pb2.CallToolRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_tools__pb2.CallToolResponse.SerializeToString,
+            ),
+            'GrantEgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrantEgress,
+                    request_deserializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressResponse.SerializeToString,
             ),
             'CreateCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateCheckpoint,
@@ -310,6 +328,33 @@ class ToolRuntime:
             '/ai_coding.v1.ToolRuntime/CallTool',
             ai__coding_dot_v1_dot_tools__pb2.CallToolRequest.SerializeToString,
             ai__coding_dot_v1_dot_tools__pb2.CallToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GrantEgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.ToolRuntime/GrantEgress',
+            ai__coding_dot_v1_dot_tools__pb2.GrantEgressRequest.SerializeToString,
+            ai__coding_dot_v1_dot_tools__pb2.GrantEgressResponse.FromString,
             options,
             channel_credentials,
             insecure,

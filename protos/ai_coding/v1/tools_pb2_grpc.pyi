@@ -45,6 +45,10 @@ class ToolRuntimeStub:
     """Run one tool. Streams zero or more chunks, then exactly one result.
     Cancelling the RPC cancels the call (the process group is killed).
     """
+    GrantEgress: _grpc.UnaryUnaryMultiCallable[_tools_pb2.GrantEgressRequest, _tools_pb2.GrantEgressResponse]
+    """Answer an EgressAsk of a running call: the user's "allow once", "for this
+    session" or deny for a host the sandbox's allow-list does not name.
+    """
     CreateCheckpoint: _grpc.UnaryUnaryMultiCallable[_tools_pb2.CreateCheckpointRequest, _tools_pb2.CheckpointInfo]
     """Checkpoints: snapshots of the workspace in a private store of this service
     (outside the workspace and its .git). One is taken by itself before every
@@ -75,6 +79,10 @@ class ToolRuntimeAsyncStub(ToolRuntimeStub):
     CallTool: _aio.UnaryStreamMultiCallable[_tools_pb2.CallToolRequest, _tools_pb2.CallToolResponse]  # type: ignore[assignment]
     """Run one tool. Streams zero or more chunks, then exactly one result.
     Cancelling the RPC cancels the call (the process group is killed).
+    """
+    GrantEgress: _aio.UnaryUnaryMultiCallable[_tools_pb2.GrantEgressRequest, _tools_pb2.GrantEgressResponse]  # type: ignore[assignment]
+    """Answer an EgressAsk of a running call: the user's "allow once", "for this
+    session" or deny for a host the sandbox's allow-list does not name.
     """
     CreateCheckpoint: _aio.UnaryUnaryMultiCallable[_tools_pb2.CreateCheckpointRequest, _tools_pb2.CheckpointInfo]  # type: ignore[assignment]
     """Checkpoints: snapshots of the workspace in a private store of this service
@@ -127,6 +135,16 @@ class ToolRuntimeServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_tools_pb2.CallToolResponse], _abc.AsyncIterator[_tools_pb2.CallToolResponse]]:
         """Run one tool. Streams zero or more chunks, then exactly one result.
         Cancelling the RPC cancels the call (the process group is killed).
+        """
+
+    @_abc_1.abstractmethod
+    def GrantEgress(
+        self,
+        request: _tools_pb2.GrantEgressRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tools_pb2.GrantEgressResponse, _abc.Awaitable[_tools_pb2.GrantEgressResponse]]:
+        """Answer an EgressAsk of a running call: the user's "allow once", "for this
+        session" or deny for a host the sandbox's allow-list does not name.
         """
 
     @_abc_1.abstractmethod

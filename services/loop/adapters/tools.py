@@ -21,6 +21,8 @@ from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import reason_of
+from services.kernel.netgrants import EgressAsk, GrantScope
+from services.loop.core.egress import EgressAsker
 from services.loop.core.errors import ToolServiceError
 from services.loop.core.ports import ToolChunkEvent, ToolDef, ToolOutcome
 from services.loop.policy.codes import ErrorCode
@@ -34,6 +36,8 @@ CONTROL_DEADLINE_S = 10.0
 CALL_DEADLINE_MARGIN_S = 5.0
 OLD_CHANNEL_GRACE_S = 120.0
 log = logging.getLogger("ai_coding.loop")
+GRANT_SCOPES = {GrantScope.DENY: tools_pb2.EGRESS_GRANT_SCOPE_DENY, GrantScope.ONCE: tools_pb2.EGRESS_GRANT_SCOPE_ONCE,
+                GrantScope.SESSION: tools_pb2.EGRESS_GRANT_SCOPE_SESSION}
 UNAVAILABLE_HINT = "The tool service is down or restarting; retry the call shortly or continue without it."
 
 
@@ -189,12 +193,13 @@ class GrpcToolRunner:
         return [tool_spec_to_def(spec) for spec in response.tools]
 
     async def call(
-        self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float
+        self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float,
+        on_egress: EgressAsker | None = None,
     ) -> AsyncIterator[ToolChunkEvent | ToolOutcome]:
         started = time.monotonic()
         request = tools_pb2.CallToolRequest(
             session_id=session_id, call_id=call_id, tool=tool, arguments_json=arguments_json,
-            timeout_seconds=max(timeout_seconds, 0.0),
+            timeout_seconds=max(timeout_seconds, 0.0), egress_asks=on_egress is not None,
         )
         deadline = timeout_seconds + CALL_DEADLINE_MARGIN_S if timeout_seconds > 0 else None
         for attempt in (1, 2):
@@ -206,6 +211,8 @@ class GrpcToolRunner:
                     elif item.HasField("result"):
                         yield result_to_outcome(item.result)
                         return
+                    elif item.HasField("egress_ask") and on_egress is not None:
+                        await self._grant(session_id, item.egress_ask, on_egress)
             except grpc.RpcError as err:
                 if attempt == 1 and await self._reopened(session_id, err):
                     continue
@@ -218,6 +225,18 @@ class GrpcToolRunner:
             break
         yield unavailable(call_id, tool, "the call ended without a result", started)
 
+
+    async def _grant(self, session_id: str, asked: tools_pb2.EgressAsk, on_egress: EgressAsker) -> None:
+        """Ask about a held connection and send the answer; the connection stays refused when the
+        answer cannot be sent (the service refuses it when its wait ends)."""
+        ask = EgressAsk(asked.ask_id, asked.host, asked.port, asked.method, asked.reason, asked.allow_line)
+        grant = await on_egress(ask)
+        request = tools_pb2.GrantEgressRequest(session_id=session_id, ask_id=ask.ask_id,
+                                               scope=GRANT_SCOPES[grant.scope], reason=grant.reason)
+        try:
+            await self._stub.GrantEgress(request, timeout=CONTROL_DEADLINE_S, metadata=call_metadata())
+        except grpc.RpcError as err:
+            log.warning("the answer for %s did not reach the tools service: %s", ask.target, _describe(err))
 
     async def dry_run(self, session_id: str, call_id: str, tool: str, arguments_json: str,
                       timeout_seconds: float) -> ToolOutcome:

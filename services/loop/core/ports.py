@@ -26,6 +26,7 @@ from services.loop.core.domain import (
     ToolOutcome,
     Usage,
 )
+from services.loop.core.egress import EgressAsker
 from services.loop.core.errors import ModelError
 from services.loop.core.turn_events import EventBody
 from services.loop.policy.permissions import Level, Verdict
@@ -98,9 +99,12 @@ class ToolRunner(Protocol):
         ...
 
     def call(
-        self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float
+        self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float,
+        on_egress: EgressAsker | None = None,
     ) -> AsyncIterator[ToolChunkEvent | ToolOutcome]:
-        """Chunks, then exactly one ToolOutcome. ``tool_service_unavailable`` when down."""
+        """Chunks, then exactly one ToolOutcome. ``tool_service_unavailable`` when down.
+        ``on_egress`` answers a sandboxed command's connections to hosts the allow-list does not
+        name (services/loop/core/egress.py); None: they are refused at once."""
         ...
 
     async def dry_run(self, session_id: str, call_id: str, tool: str, arguments_json: str,

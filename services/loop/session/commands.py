@@ -134,10 +134,13 @@ def _turn_line(r: TurnReport) -> str:
 
 
 def _last_turn_detail(r: TurnReport) -> list[str]:
+    from services.loop.tracing.egress import egress_line
+
     out = [f"last turn {r.turn}: {len(r.tools)} tool call(s), "
            f"{sum(1 for t in r.tools if t.status == 'failed')} failed"]
     out += [f"  degraded {d.component}: {d.reason}" for d in r.degraded]
     out += [f"  refused {t.tool}: {t.error_code}" for t in r.tools if t.refused]
+    out += [f"  network of {t.tool} {t.call_id}: {egress_line(t.egress)}" for t in r.tools if t.egress]
     for fact in r.compactions:
         out.append(f"  compaction: ~{fact.estimated_before} -> ~{fact.estimated_after} tokens")
         for name, layer in fact.rows():

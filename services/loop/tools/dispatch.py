@@ -41,6 +41,7 @@ from services.loop.core.turn_events import (
 from services.loop.policy.codes import ErrorCode
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
+from services.loop.tools.network_approval import network_asker
 from services.loop.tools.previews import approval_preview, changed_first, checked_preview, wants_dry_run
 
 Emit = Callable[[EventBody], None]
@@ -284,7 +285,7 @@ async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
 async def _run_remote(ctx: DispatchContext, call: ToolCall) -> ToolOutcome:
     outcome: ToolOutcome | None = None
     async for item in ctx.runner.call(ctx.session_id, call.id, call.name, call.arguments_json,
-                                     call_deadline(ctx.remaining())):
+                                     call_deadline(ctx.remaining()), network_asker(ctx, call)):
         if isinstance(item, ToolChunkEvent):
             ctx.emit(ToolChunk(call_id=item.call_id, stream=item.stream, text=item.text))
         else:

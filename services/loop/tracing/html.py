@@ -53,6 +53,19 @@ def _tool_rows(tools: list[ToolFact], full: bool) -> list[str]:
     return rows
 
 
+def _egress_rows(tool: ToolFact) -> str:
+    """The requests of a tool call's sandboxed command through the egress proxy."""
+    rows = [f'<table><tr><th colspan="6">network of {_e(tool.tool)} {_e(tool.call_id)}</th></tr>',
+            "<tr><th>request</th><th>verdict</th><th>by</th><th>up</th><th>down</th><th>why</th></tr>"]
+    for r in tool.egress:
+        css = "ok" if r.allowed else ("refused" if r.verdict == "refused" else "failed")
+        by = r.rule or (f"granted {r.granted}" if r.granted else "")
+        name = r.name + (f" ×{r.count}" if r.count > 1 else "")
+        rows.append(f'<tr><td>{_e(name)}</td><td class="{css}">{_e(r.verdict)}</td><td>{_e(by)}</td>'
+                    f"<td>{r.bytes_up}</td><td>{r.bytes_down}</td><td>{_e(r.reason)}</td></tr>")
+    return "".join([*rows, "</table>"])
+
+
 def _compaction_rows(fact: CompactionFact) -> str:
     rows = [f"<table><tr><th colspan=\"6\">compaction {_e(fact.reason)}: ~{fact.estimated_before} → "
             f"~{fact.estimated_after} tokens</th></tr>",
@@ -82,6 +95,7 @@ def _turn_body(report: TurnReport, full: bool) -> str:
         parts.append("</table>")
     if report.tools:
         parts += _tool_rows(report.tools, full)
+        parts += [_egress_rows(t) for t in report.tools if t.egress]
     parts += [_compaction_rows(c) for c in report.compactions]
     if report.degraded:
         parts.append("<p><b>degraded</b></p><ul>" + "".join(

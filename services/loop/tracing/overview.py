@@ -28,6 +28,10 @@ class OverviewRow:
     """None unless prices are configured for the model."""
     age_seconds: float
     marks: list[str] = field(default_factory=list)
+    egress_requests: int = 0
+    """Requests of sandboxed commands through the egress proxy (``tools.sandbox.network: proxy``)."""
+    egress_refused: int = 0
+    egress_bytes: int = 0
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -43,14 +47,17 @@ def session_row(ref: SessionRef, now: float) -> OverviewRow:
     summary = ref.summary()
     marks = [f"summary.json {summary.problem}"] if summary.problem else []
     tokens, steps = Tokens(), 0
+    egress = {"egress_requests": 0, "egress_refused": 0, "egress_bytes": 0}
     for entry in summary.turns:
         tokens = tokens.add(Tokens.from_usage(entry.get("usage")))
         steps += int(entry.get("iterations") or 0)
+        for key in egress:
+            egress[key] += int(entry.get(key) or 0)
     files = len(ref.turn_files)
     if not summary.problem and len(summary.turns) != files:
         marks.append(f"mismatch: summary has {len(summary.turns)} turns, {files} turn files on disk")
     return OverviewRow(ref.session_id, len(summary.turns), files, steps, tokens.prompt, tokens.completion,
-                       tokens.cached, tokens.cost_usd, max(0.0, now - ref.last_activity), marks)
+                       tokens.cached, tokens.cost_usd, max(0.0, now - ref.last_activity), marks, **egress)
 
 
 def overview(refs: list[SessionRef], now: float, since_days: float | None = None) -> list[OverviewRow]:
@@ -68,4 +75,6 @@ def total(rows: list[OverviewRow]) -> OverviewRow:
     return OverviewRow("TOTAL", sum(r.turns for r in rows), sum(r.files for r in rows), sum(r.steps for r in rows),
                        tokens.prompt, tokens.completion, tokens.cached, tokens.cost_usd,
                        min((r.age_seconds for r in rows), default=0.0),
-                       [f"{sum(1 for r in rows if r.marks)} sessions marked"] if any(r.marks for r in rows) else [])
+                       [f"{sum(1 for r in rows if r.marks)} sessions marked"] if any(r.marks for r in rows) else [],
+                       sum(r.egress_requests for r in rows), sum(r.egress_refused for r in rows),
+                       sum(r.egress_bytes for r in rows))

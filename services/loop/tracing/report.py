@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.kernel.egress_records import EgressRecord, records_from
 from services.loop.policy.codes import REFUSAL_CODES
 from services.loop.tracing.store import SessionRef, read_lines
 
@@ -107,6 +108,8 @@ class ToolFact:
     arguments: str = ""
     output: str = ""
     subagents: list[TurnReport] = field(default_factory=list)
+    egress: list[EgressRecord] = field(default_factory=list)
+    """The sandboxed command's requests through the egress proxy (services/loop/tracing/egress.py)."""
 
     @property
     def refused(self) -> bool:
@@ -239,6 +242,7 @@ class _Builder:
         tool.end, tool.ok, tool.duration_ms = ts, bool(result.get("ok", False)), duration
         tool.error_code, tool.error_message = str(result.get("error_code", "")), str(result.get("error_message", ""))
         tool.output = str(result.get("output", ""))
+        tool.egress = records_from(result.get("data"))
 
     def _on_approval_requested(self, line: dict[str, Any], ts: float) -> None:
         request_id = str(line.get("request_id", ""))

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from services.kernel import __version__
+from services.kernel.egress_records import EgressRecord
+from services.loop.tracing.egress import egress_attributes
 from services.loop.tracing.report import CompactionFact, StepFact, Tokens, ToolFact, TurnReport
 
 AttrValue = str | int | float | bool | list[str]
@@ -145,6 +147,7 @@ def turn_spans(report: TurnReport, parent: bytes | None, full: bool = False, ids
     for tool in report.tools:
         span = _tool_span(tool, report, ids, own, full)
         children.append(span)
+        children += [_egress_span(fact, index, tool, report, ids, span.span_id) for index, fact in enumerate(tool.egress)]
         for run in tool.subagents:
             children += turn_spans(run, span.span_id, full, _Ids(sid, report.turn, run.scope, span.span_id))
     for run in report.subagents:
@@ -221,6 +224,15 @@ def _tool_span(tool: ToolFact, report: TurnReport, ids: _Ids, parent: bytes, ful
     message = tool.error_message if status == "error" and full else tool.error_code
     return Span(trace_id(report.session_id), ids(f"tool-{tool.call_id}"), parent, f"execute_tool {name}",
                 "internal", tool.start, tool.end, attrs, status, message if status == "error" else "")
+
+
+def _egress_span(fact: EgressRecord, index: int, tool: ToolFact, report: TurnReport, ids: _Ids, parent: bytes) -> Span:
+    """One request of the tool call's sandboxed command through the egress proxy (a client span)."""
+    start = fact.started or tool.start
+    status: StatusCode = "unset" if fact.allowed else "error"
+    return Span(trace_id(report.session_id), ids(f"egress-{tool.call_id}-{index}"), parent, fact.name, "client",
+                start, start + fact.duration_ms / 1000.0, egress_attributes(fact), status,
+                fact.reason if status == "error" else "")
 
 
 def _compaction_span(fact: CompactionFact, index: int, report: TurnReport, ids: _Ids, parent: bytes) -> Span:

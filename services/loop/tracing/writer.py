@@ -23,6 +23,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any, Protocol, assert_never
 
+from services.kernel.egress_records import records_from
 from services.kernel.statedir import STATE_DIR, ensure_state_dir
 from services.loop.core.events import Event
 from services.loop.core.turn_events import (
@@ -177,7 +178,8 @@ class TraceWriter:
         self._close()
         self._write_summary()  # a queued turn starting before the last one's end_turn ran
         self._turn, self._counts, self._lines = number, {}, []
-        self._facts = {"tool_calls": 0, "tool_failures": 0, "refusals": 0, "degraded": 0, "compactions": 0}
+        self._facts = {"tool_calls": 0, "tool_failures": 0, "refusals": 0, "degraded": 0, "compactions": 0,
+                       "egress_requests": 0, "egress_refused": 0, "egress_bytes": 0}
         try:
             ensure_state_dir(self.workspace)
             for directory in (self.dir.parent, self.dir):  # traces/ and traces/<session>/: private, as the rest
@@ -241,6 +243,10 @@ class TraceWriter:
             if not body.result.ok:
                 refused = body.result.error_code in REFUSAL_CODES
                 self._facts["refusals" if refused else "tool_failures"] += 1
+            for fact in records_from(body.result.data):  # a sandboxed command's requests (egress proxy)
+                self._facts["egress_requests"] += fact.count
+                self._facts["egress_refused"] += 0 if fact.allowed else fact.count
+                self._facts["egress_bytes"] += fact.bytes_up + fact.bytes_down
         elif isinstance(body, Degraded):
             self._facts["degraded"] += 1
         elif isinstance(body, CompactionEnded):

@@ -2,7 +2,8 @@
 
 Per connection it reads one request head (bounded in size and time), decides it
 (:class:`~services.tools.egress.rules.EgressRules`: deny wins, then allow, else a 403 naming the
-line to add), resolves the name through the address policy and connects to the checked address.
+line to add, unless the user grants the host: services/tools/egress/grants.py), resolves the name
+through the address policy and connects to the checked address.
 
 - ``CONNECT host:port``: the first bytes through the tunnel must be a TLS ClientHello whose
   server name (when it sends one) is the host CONNECT named; anything else (a CONNECT inside
@@ -27,13 +28,18 @@ import os
 import shutil
 import ssl
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.kernel.netpolicy import NetRefused
+from services.kernel.egress_records import EgressRecord, summed
+from services.kernel.netgrants import Grant, GrantScope
+from services.kernel.netpolicy import NetRefused, Target
+from services.kernel.netrules import Decision, allow_line
 from services.tools.egress.ca import Authority
+from services.tools.egress.grants import Deliver, Grants
 from services.tools.egress.intercept import intercept
-from services.tools.egress.rules import EgressRules, Ruling, Verdict
+from services.tools.egress.rules import EgressRules, Ruling
 from services.tools.egress.wire import (
     MAX_HEAD_BYTES,
     Destination,
@@ -65,20 +71,6 @@ class Limits:
 
 
 @dataclass
-class EgressRecord:
-    """One request through the proxy, as the trace shows it."""
-
-    host: str
-    port: int
-    method: str
-    verdict: str
-    rule: str = ""
-    reason: str = ""
-    bytes_up: int = 0
-    bytes_down: int = 0
-
-
-@dataclass
 class SessionBudget:
     bytes: int = 0
     connections: int = 0
@@ -103,8 +95,13 @@ def refusal_body(status: int, ruling: Ruling) -> bytes:
 class Gate:
     """One command's way out: a Unix socket in a private directory, its records and bounds."""
 
-    def __init__(self, proxy: EgressProxy, budget: SessionBudget) -> None:
-        self.proxy, self.budget = proxy, budget
+    def __init__(self, proxy: EgressProxy, budget: SessionBudget, session_id: str = "",
+                 deliver: Deliver | None = None) -> None:
+        self.proxy, self.budget, self.session_id = proxy, budget, session_id
+        self.deliver = deliver
+        """Asks the user about an unlisted host (None: nobody can be asked, it is refused)."""
+        self.once: set[tuple[str, int]] = set()
+        self.asking: dict[tuple[str, int], asyncio.Future[Grant]] = {}
         self.dir = tempfile.mkdtemp(prefix="ai-coding-egress-")
         self.path = os.path.join(self.dir, "egress.sock")
         self.records: list[EgressRecord] = []
@@ -139,7 +136,8 @@ class Gate:
         handler.add_done_callback(done)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        record = EgressRecord("", 0, "", Verdict.REFUSED)
+        record = EgressRecord("", 0, "", Decision.REFUSED, started=time.time())
+        began = time.monotonic()
         upstream: asyncio.StreamWriter | None = None
         try:
             raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.proxy.limits.head_seconds)
@@ -147,21 +145,23 @@ class Gate:
             record.method = head.method
             dest = destination(head)
             record.host, record.port = dest.host, dest.port
-            ruling = self._rule(dest)
-            record.rule, record.verdict = ruling.rule, Verdict.ALLOWED
+            ruling, target = await self._admit(dest, head.method, record)
+            record.rule, record.verdict = ruling.rule, Decision.ALLOW
             if head.method == "CONNECT":
-                upstream = await self._tunnel(reader, writer, dest, record)
+                upstream = await self._tunnel(reader, writer, dest, record, target)
             else:
-                upstream = await self._forward(reader, writer, head, dest, record)
+                upstream = await self._forward(reader, writer, head, dest, record, target)
         except Refused as exc:
-            record.verdict, record.reason = exc.ruling.verdict, exc.ruling.reason
+            verdict = exc.ruling.verdict
+            record.verdict = Decision.DENY if verdict is Decision.UNLISTED else verdict
+            record.reason = exc.ruling.reason
             with contextlib.suppress(OSError):
                 writer.write(refusal_body(exc.status, exc.ruling))
                 await asyncio.wait_for(writer.drain(), 5)
         except WireError as exc:
-            record.verdict, record.reason = Verdict.REFUSED, str(exc)
+            record.verdict, record.reason = Decision.REFUSED, str(exc)
             with contextlib.suppress(OSError):
-                writer.write(refusal_body(400, Ruling(Verdict.REFUSED, "", str(exc))))
+                writer.write(refusal_body(400, Ruling(Decision.REFUSED, "", str(exc))))
                 await asyncio.wait_for(writer.drain(), 5)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, OSError,
                 ValueError) as exc:
@@ -172,37 +172,82 @@ class Gate:
             for w in (writer, upstream):
                 if w is not None:
                     w.close()
+            record.duration_ms = (time.monotonic() - began) * 1000.0
             self.records.append(record)
 
-    def _rule(self, dest: Destination) -> Ruling:
+    async def _admit(self, dest: Destination, method: str, record: EgressRecord) -> tuple[Ruling, Target | None]:
+        """The ruling that lets ``dest`` through, or Refused. Deny wins; an unlisted host goes through
+        only on the user's grant, asked after the address policy accepted its address (so no grant
+        ever opens a denied host, a private address or the metadata service); the checked address is
+        then the one connected to."""
         ruling = self.proxy.rules.decide(dest.host, dest.port)
-        if ruling.verdict is not Verdict.ALLOWED:
+        if ruling.verdict is Decision.ALLOW:
+            return ruling, None
+        if ruling.verdict is not Decision.UNLISTED:
             raise Refused(403, ruling)
-        return ruling
+        key, grants = (dest.host, dest.port), self.proxy.grants
+        if key in self.once or grants.granted(self.session_id, *key):
+            record.granted = GrantScope.ONCE if key in self.once else GrantScope.SESSION
+            return Ruling(Decision.ALLOW, "", f"granted by the user ({record.granted})"), None
+        if self.deliver is None:
+            raise Refused(403, Ruling(Decision.UNLISTED, "", f"{ruling.reason} (nobody can be asked to allow it here: "
+                                      "a run without a terminal, or a background job)", ruling.hint))
+        target = await self.resolve(dest)
+        grant = await self._asked(dest, method, ruling)
+        if grant.scope is GrantScope.DENY:
+            raise Refused(403, Ruling(Decision.UNLISTED, "", f"{ruling.reason} ({grant.reason or 'not granted'})",
+                                      ruling.hint))
+        record.granted = grant.scope
+        return Ruling(Decision.ALLOW, "", f"granted by the user ({grant.scope})"), target
 
-    async def connect(self, dest: Destination, tls: ssl.SSLContext | None = None
-                       ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _asked(self, dest: Destination, method: str, ruling: Ruling) -> Grant:
+        """The user's answer for ``dest``: one ask per host:port of the command, however many
+        connections wait on it."""
+        assert self.deliver is not None
+        key = (dest.host, dest.port)
+        waiting = self.asking.get(key)
+        if waiting is None:
+            waiting = asyncio.ensure_future(self.proxy.grants.ask(
+                self.session_id, self.deliver, dest.host, dest.port, method, ruling.reason,
+                allow_line(dest.host, dest.port)))
+            self.asking[key] = waiting
+        grant = await asyncio.shield(waiting)
+        if grant.scope is GrantScope.ONCE:
+            self.once.add(key)
+        elif grant.scope is GrantScope.SESSION:
+            self.proxy.grants.remember(self.session_id, *key)
+        return grant
+
+    async def resolve(self, dest: Destination) -> Target:
+        """The address the policy accepts for ``dest`` (Refused when it accepts none)."""
         rules, limits = self.proxy.rules, self.proxy.limits
         try:
-            target = await asyncio.wait_for(asyncio.to_thread(rules.policy.resolve, dest.host, dest.port,
-                                                              rules.literals()), limits.resolve_seconds)
+            return await asyncio.wait_for(asyncio.to_thread(rules.policy.resolve, dest.host, dest.port,
+                                                            rules.literals()), limits.resolve_seconds)
         except NetRefused as exc:
-            raise Refused(403, Ruling(Verdict.REFUSED, "", str(exc))) from None
+            raise Refused(403, Ruling(Decision.REFUSED, "", str(exc))) from None
         except TimeoutError:
-            raise Refused(502, Ruling(Verdict.REFUSED, "", f"resolving {dest.host} took too long")) from None
+            raise Refused(502, Ruling(Decision.REFUSED, "", f"resolving {dest.host} took too long")) from None
+
+    async def connect(self, dest: Destination, tls: ssl.SSLContext | None = None, target: Target | None = None
+                       ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to ``dest`` at the checked address (``target``, or resolved now)."""
+        limits = self.proxy.limits
+        if target is None:
+            target = await self.resolve(dest)
         try:
             return await asyncio.wait_for(asyncio.open_connection(
                 target.address, target.port, ssl=tls, server_hostname=dest.host if tls else None),
                 limits.connect_seconds)
         except ssl.SSLCertVerificationError as exc:
-            raise Refused(502, Ruling(Verdict.ALLOWED, "", f"{dest.host}'s certificate is not trusted "
+            raise Refused(502, Ruling(Decision.ALLOW, "", f"{dest.host}'s certificate is not trusted "
                                                            f"({exc.verify_message})")) from None
         except (OSError, TimeoutError) as exc:
-            raise Refused(502, Ruling(Verdict.ALLOWED, "", f"cannot connect to {dest.host}:{dest.port}: "
+            raise Refused(502, Ruling(Decision.ALLOW, "", f"cannot connect to {dest.host}:{dest.port}: "
                                                            f"{exc or type(exc).__name__}")) from None
 
     async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dest: Destination,
-                      record: EgressRecord) -> asyncio.StreamWriter:
+                      record: EgressRecord, target: Target | None) -> asyncio.StreamWriter:
         if self.proxy.rules.has_credential(dest.host, dest.port):
             if self.proxy.authority is not None:
                 return await intercept(self, reader, writer, dest, record)
@@ -219,7 +264,7 @@ class Gate:
         sni = client_hello_sni(hello)
         if sni is not None and sni != dest.host:
             raise WireError(f"the TLS server name {sni} is not the host CONNECT named ({dest.host})")
-        up_reader, up_writer = await self.connect(dest)
+        up_reader, up_writer = await self.connect(dest, target=target)
         up_writer.write(header + hello)
         record.bytes_up += len(header) + len(hello)
         await self._relay(reader, writer, up_reader, up_writer, record)
@@ -239,9 +284,9 @@ class Gate:
             await up_writer.drain()
 
     async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: Head,
-                       dest: Destination, record: EgressRecord) -> asyncio.StreamWriter:
+                       dest: Destination, record: EgressRecord, target: Target | None) -> asyncio.StreamWriter:
         length = content_length(head)
-        up_reader, up_writer = await self.connect(dest)
+        up_reader, up_writer = await self.connect(dest, target=target)
         out = outgoing_head(head, dest, self.proxy.rules.inject(dest.host, dest.port))
         up_writer.write(out)
         record.bytes_up += len(out)
@@ -290,16 +335,17 @@ class Gate:
         """Stop accepting, end every open connection, remove the socket."""
         if self.server is not None:
             self.server.close()
-        for task in list(self.tasks):
+        waiting: list[asyncio.Future[Any]] = [*self.tasks, *self.asking.values()]
+        for task in waiting:
             task.cancel()
-        if self.tasks:
-            await asyncio.gather(*self.tasks, return_exceptions=True)
+        if waiting:
+            await asyncio.gather(*waiting, return_exceptions=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def report(self) -> list[dict[str, Any]]:
-        records = [asdict(r) for r in self.records]
+        records = [asdict(r) for r in summed(self.records)]
         if self.dropped:
-            records.append(asdict(EgressRecord("", 0, "", Verdict.REFUSED,
+            records.append(asdict(EgressRecord("", 0, "", Decision.REFUSED, count=self.dropped, started=time.time(),
                                                reason=f"{self.dropped} connections over the connection limits")))
         return records
 
@@ -307,13 +353,13 @@ class Gate:
         """What the model should know: each refused host once, with its fix."""
         seen: dict[str, str] = {}
         for r in self.records:
-            if r.verdict != Verdict.ALLOWED and r.host and r.host not in seen:
+            if r.verdict != Decision.ALLOW and r.host and r.host not in seen:
                 seen[r.host] = r.reason
         if not seen:
             return ""
         lines = [f"[sandbox network] refused {host}: {why}" for host, why in seen.items()]
         hints = {self.proxy.rules.decide(r.host, r.port).hint for r in self.records
-                 if r.verdict == Verdict.DENIED and r.host}
+                 if r.verdict == Decision.DENY and r.host}
         return "\n" + "\n".join(lines + sorted(h for h in hints if h))
 
 
@@ -328,11 +374,14 @@ class EgressProxy:
     is terminated here so the headers can be added (services/tools/egress/intercept.py)."""
     active: int = 0
     budgets: dict[str, SessionBudget] = field(default_factory=dict)
+    grants: Grants = field(default_factory=Grants)
 
-    async def open_gate(self, session_id: str) -> Gate:
-        gate = Gate(self, self.budgets.setdefault(session_id, SessionBudget()))
+    async def open_gate(self, session_id: str, deliver: Deliver | None = None) -> Gate:
+        """A command's gate; ``deliver`` asks the user about unlisted hosts (None: they are refused)."""
+        gate = Gate(self, self.budgets.setdefault(session_id, SessionBudget()), session_id, deliver)
         await gate.start()
         return gate
 
     def forget(self, session_id: str) -> None:
         self.budgets.pop(session_id, None)
+        self.grants.forget(session_id)

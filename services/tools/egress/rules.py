@@ -10,23 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 from services.kernel.config import expand_vars
 from services.kernel.errors import ConfigError
+from services.kernel.netgrants import ALLOW_KEY
 from services.kernel.netpolicy import AddressPolicy, parse_ip
 from services.kernel.netrules import Decision, DomainRule, allow_line, decide, expand, parse_rule
 
-ALLOW_KEY = "tools.sandbox.allow_domains"
 DENY_KEY = "tools.sandbox.deny_domains"
-
-
-class Verdict(StrEnum):
-    ALLOWED = "allowed"
-    DENIED = "denied"
-    REFUSED = "refused"
-    """A request the proxy does not forward whatever the lists say (bad framing, bad address)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +33,7 @@ class Credential:
 
 @dataclass(frozen=True)
 class Ruling:
-    verdict: Verdict
+    verdict: Decision
     rule: str
     reason: str
     hint: str = ""
@@ -60,15 +52,16 @@ class EgressRules:
         return frozenset(r.name for r in self.allow if not r.wildcard and parse_ip(r.name) is not None)
 
     def decide(self, host: str, port: int) -> Ruling:
-        """Deny wins, then allow, else the request is unlisted (denied, with the line to add)."""
+        """Deny wins, then allow, else the request is unlisted (refused unless the user grants it; the
+        hint is the line to add)."""
         decision, rule = decide(host, port, self.allow, self.deny)
         if decision is Decision.DENY:
-            return Ruling(Verdict.DENIED, rule, f"{host}:{port} is denied by `{rule}` in {DENY_KEY}",
+            return Ruling(Decision.DENY, rule, f"{host}:{port} is denied by `{rule}` in {DENY_KEY}",
                           f"Remove `{rule}` from {DENY_KEY} in your user config to allow it.")
         if decision is Decision.ALLOW:
-            return Ruling(Verdict.ALLOWED, rule, f"allowed by `{rule}`")
+            return Ruling(Decision.ALLOW, rule, f"allowed by `{rule}`")
         line = allow_line(host, port)
-        return Ruling(Verdict.DENIED, "", f"{host}:{port} is not in {ALLOW_KEY}",
+        return Ruling(Decision.UNLISTED, "", f"{host}:{port} is not in {ALLOW_KEY}",
                       f"To allow it, add `- {line}` under {ALLOW_KEY} in your user config "
                       f"(~/.config/ai-coding/config.yaml).")
 

@@ -15,14 +15,12 @@ from services.kernel.netpolicy import AddressPolicy, parse_pins
 from services.kernel.netrules import expand
 from services.tools.egress.proxy import EgressProxy, Limits
 from services.tools.egress.rules import EgressRules
-from tests.support.egress_sites import SECRET_PAGE, Origin, serve
+from tests.support.egress_sites import SECRET_PAGE, Origin, served
 
 
 @pytest.fixture
 def web() -> Iterator[Origin]:
-    origin = serve(Origin())
-    yield origin
-    origin.stop()
+    yield from served()
 
 
 async def _get(path: str, port: int) -> bytes:

@@ -141,3 +141,9 @@ def test_an_editors_mcp_servers_become_gateway_entries_and_bad_ones_say_why() ->
 ])
 def test_a_replayed_result_is_failed_only_when_it_reads_as_an_error_code(saved: str, failed: bool) -> None:
     assert history.failed(saved) is failed
+
+
+def test_a_network_approval_is_a_fetch_titled_by_its_url() -> None:
+    call = mapping.tool_call("c1", "network", '{"host": "pypi.org", "port": 443, "url": "https://pypi.org:443"}',
+                             "", "/ws")
+    assert call["kind"] == "fetch" and call["title"] == "network · https://pypi.org:443"

@@ -73,7 +73,8 @@ class _NoRunner:
     async def list_tools(self, session_id: str) -> list[ToolDef]:
         raise AssertionError("not used")
 
-    def call(self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float
+    def call(self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float,
+             on_egress: object = None
              ) -> AsyncIterator[ToolChunkEvent | ToolOutcome]:
         raise AssertionError(f"{tool} went to the tools service")
 
