@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clients.cli.views import Note, ServerStatus
+from clients.cli.service_views import Note, ServerStatus
 
 STATE_NAMES = {1: "connecting", 2: "connected", 3: "reconnecting", 4: "failed", 5: "needs_auth", 6: "disabled"}
 # States a retried server passes through before it settles.

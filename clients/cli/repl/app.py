@@ -28,7 +28,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
 
-from clients.cli import attachments, mcp_input, views
+from clients.cli import attachments, mcp_input, session_views, views
 from clients.cli.approvals import CHOICES as APPROVAL_CHOICES
 from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
@@ -179,7 +179,7 @@ class Repl:
         if self.services is not None:
             await self.services.close()
 
-    async def _switch_to(self, opened: views.OpenedSession, redraw: bool,
+    async def _switch_to(self, opened: session_views.OpenedSession, redraw: bool,
                          replay_in_flight: bool = False) -> None:
         if self._background and self.session_id and opened.session_id != self.session_id:
             self._spawn(self._watch_background(self.session_id, self.last_seq, set(self._background)))
