@@ -98,13 +98,28 @@ def line_style(line: str) -> str:
     return ""
 
 
-def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ") -> Text:
-    """``diff`` as styled text (styles drop away without a terminal), its file headers left out when
-    folded; past ``fold`` lines the rest is one dim "… N more lines (/diff shows all)" line."""
-
+def _shown_lines(diff: str, fold: int | None) -> list[str]:
     lines = diff.rstrip("\n").split("\n")
     if fold is not None:
         lines = [line for line in lines if not line.startswith(("+++", "---"))]
+    return lines
+
+
+def folds(diff: str, fold: int = FOLD_LINES) -> bool:
+    """Whether :func:`diff_text` folds ``diff`` (it has more than ``fold`` lines to show inline)."""
+    return len(_shown_lines(diff, fold)) > fold
+
+
+def fold_hint(unfold_key: str = "") -> str:
+    """What the folded line says shows the rest: the key that unfolds it (the REPL's), and /diff."""
+    return f"{unfold_key} unfolds · /diff shows all" if unfold_key else "/diff shows all"
+
+
+def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ", hint: str = fold_hint()) -> Text:
+    """``diff`` as styled text (styles drop away without a terminal), its file headers left out when
+    folded; past ``fold`` lines the rest is one dim "… N more lines (HINT)" line."""
+
+    lines = _shown_lines(diff, fold)
     hidden = 0
     if fold is not None and len(lines) > fold:
         hidden = len(lines) - fold
@@ -115,7 +130,7 @@ def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ") ->
             text.append("\n")
         text.append(indent + visible_controls(line), style=line_style(line))
     if hidden:
-        text.append(f"\n{indent}… {hidden} more line{'s' if hidden != 1 else ''} (/diff shows all)", style="dim")
+        text.append(f"\n{indent}… {hidden} more line{'s' if hidden != 1 else ''} ({hint})", style="dim")
     return text
 
 
@@ -125,15 +140,24 @@ class DiffLog:
 
     turn: list[FileDiff] = field(default_factory=list)
     session: list[FileDiff] = field(default_factory=list)
+    folded: FileDiff | None = None
+    """The last diff drawn folded and not unfolded since (what the REPL's unfold key shows)."""
 
     def start_turn(self) -> None:
         """A new turn: its own list starts empty, the session's keeps growing."""
         self.turn = []
 
     def add(self, change: FileDiff) -> None:
-        """Record one write/edit."""
+        """Record one write/edit (the last folded one when it is drawn folded)."""
         self.turn.append(change)
         self.session.append(change)
+        if folds(change.diff):
+            self.folded = change
+
+    def unfold(self) -> FileDiff | None:
+        """The last folded diff, to show whole once (``None``: none folded since the last unfold)."""
+        change, self.folded = self.folded, None
+        return change
 
     def changes(self, scope: Scope) -> list[FileDiff]:
         """The changes of ``scope``, in the order they were made."""

@@ -151,5 +151,5 @@ def help_text() -> str:
                                                          else "")
             for name, (hint, doc) in COMMANDS.items()]
     keys = ("  keys: Enter send (queued while a turn runs) · Esc cancel running tools · Ctrl-C abort the turn"
-            " · Ctrl-C twice or Ctrl-D exit · Ctrl-Y copy the last tool call")
+            " · Ctrl-C twice or Ctrl-D exit · Ctrl-Y copy the last tool call · Ctrl-O unfold the last folded diff")
     return "\n".join([*rows, keys])

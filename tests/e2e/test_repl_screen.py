@@ -144,3 +144,23 @@ def test_a_background_child_has_a_one_line_status_above_the_prompt_until_it_ends
     repl.wait_for("⟲ background subagent counter", timeout=60)
     screen = repl.wait_for("⟲ background subagent counter")
     assert "⋯ background" not in screen.rstrip().splitlines()[-2], screen
+
+
+def test_a_folded_diff_names_its_key_and_the_key_shows_it_whole(
+        stack: Stack, repl: TmuxRepl, workspace: Path) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    content = "".join(f"line_{n} = {n}\n" for n in range(30))
+    stack.model.load_script([{"tool_calls": [{"name": "write", "arguments": {"path": "big.py", "content": content}}]},
+                             {"text": "Written."}])
+    repl.line("write big")
+    screen = repl.wait_for("● completed")
+    assert "    … 19 more lines (Ctrl-O unfolds · /diff shows all)" in screen
+    assert "+line_29 = 29" not in screen
+    repl.key("C-o")
+    screen = repl.wait_for("big.py · +30 -0 · whole")
+    whole = screen[screen.rindex("big.py · +30 -0 · whole"):]
+    assert "    +line_0 = 0" in whole and "    +line_29 = 29" in whole
+    repl.key("C-o")  # shown once: a second press says there is nothing folded left
+    repl.wait_for("no folded diff to unfold")
+    assert (workspace / "big.py").read_text() == content

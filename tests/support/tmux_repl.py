@@ -49,5 +49,9 @@ class TmuxRepl:
         self._tmux("send-keys", "-t", self.name, "-l", text)
         self._tmux("send-keys", "-t", self.name, "Enter")
 
+    def key(self, name: str) -> None:
+        """Press one key, in tmux's names (``C-o``, ``Escape``)."""
+        self._tmux("send-keys", "-t", self.name, name)
+
     def close(self) -> None:
         self._tmux("kill-server")

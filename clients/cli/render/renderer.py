@@ -23,11 +23,13 @@ from clients.cli.textsafe import literal
 class EventRenderer:
     """Turns turn events into terminal output, one event at a time."""
 
-    def __init__(self, console: Console, verbose: bool = False, line_buffered: bool = False) -> None:
+    def __init__(self, console: Console, verbose: bool = False, line_buffered: bool = False,
+                 unfold_key: str = "") -> None:
         """``line_buffered``: assistant text only as whole lines, the unfinished one kept in
-        :attr:`partial_text` (the REPL shows it inside its prompt)."""
+        :attr:`partial_text` (the REPL shows it inside its prompt); ``unfold_key``: the key that
+        shows a folded diff whole, named on its folded line (the REPL's)."""
         self.screen = Screen(console, verbose, line_buffered)
-        self.tools = ToolLines(self.screen)
+        self.tools = ToolLines(self.screen, unfold_key)
         self.asks = AskLines(self.screen)
         self.children = ChildLines(self.screen, self.asks)
         self.work = WorkLines(self.screen)

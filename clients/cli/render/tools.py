@@ -35,8 +35,9 @@ class _Call:
 class ToolLines:
     """The calls of the turn; the last finished one (``/last``, Ctrl-Y) and the diffs (``/diff``)."""
 
-    def __init__(self, screen: Screen) -> None:
+    def __init__(self, screen: Screen, unfold_key: str = "") -> None:
         self.screen = screen
+        self.fold_hint = diffview.fold_hint(unfold_key)
         self.last_tool: LastTool | None = None
         self.diffs = diffview.DiffLog()
         self._calls: dict[str, _Call] = {}
@@ -95,4 +96,4 @@ class ToolLines:
         self.screen.replace_call_line(result.call_id, literal(text, style))
         if change is not None:
             self.diffs.add(change)
-            self.screen.print(diffview.diff_text(change.diff))
+            self.screen.print(diffview.diff_text(change.diff, hint=self.fold_hint))

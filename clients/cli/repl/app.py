@@ -34,11 +34,12 @@ from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
 from clients.cli.connection.loop import ClientError, LoopClient
 from clients.cli.connection.services import ServiceClients
+from clients.cli.diffview import diff_text
 from clients.cli.progress import REPL_KEYS, Progress
 from clients.cli.render import EventRenderer
 from clients.cli.repl import mcp_complete, resume
 from clients.cli.repl.commands import SlashCommands
-from clients.cli.repl.keys import build_bindings
+from clients.cli.repl.keys import UNFOLD_KEY, build_bindings
 from clients.cli.repl.picker import SessionPicker
 from clients.cli.repl.recovery import ServiceRestorer
 from clients.cli.repl.service_commands import Output, PendingForget, confirm_forget
@@ -72,7 +73,7 @@ class Repl:
         self.queued: list[str] = []
         self.session_rows: list[resume.SessionRow] = []
         self.console = Console()
-        self.renderer = EventRenderer(self.console, line_buffered=True)
+        self.renderer = EventRenderer(self.console, line_buffered=True, unfold_key=UNFOLD_KEY)
         self._tasks: set[asyncio.Task[None]] = set()
         self.streams = TurnStreams(self)
         self.commands = SlashCommands(self)
@@ -326,6 +327,15 @@ class Repl:
             self.prompt.app.exit(exception=EOFError())
         else:
             self._lines.put_nowait(None)
+
+    def unfold_diff(self) -> None:
+        """The unfold key: the last diff drawn folded, whole (once; /diff has them all)."""
+        change = self.renderer.diffs.unfold()
+        if change is None:
+            self.note("no folded diff to unfold (/diff shows the turn's changes, /diff session the session's)")
+            return
+        self.print(literal(f"  {change.path} · +{change.added} -{change.removed} · whole", "bold"))
+        self.print(diff_text(change.diff, fold=None))
 
     def interrupt(self, scope: views.Scope, note: str) -> None:
         """Ask the loop to cancel the tool batch or the turn, and say so."""

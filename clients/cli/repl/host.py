@@ -47,6 +47,10 @@ class KeyHost(Protocol):
 
     def press_ctrl_c(self) -> None: ...
 
+    def unfold_diff(self) -> None:
+        """Print the last folded diff whole."""
+        ...
+
     def note(self, text: str) -> None: ...
 
 

@@ -111,3 +111,27 @@ def test_a_failure_before_any_work_is_one_line_with_its_reason_and_no_footer() -
     reason = "model auth: the endpoint refused the key (HTTP 401); check models.default.api_key " + "x" * 200
     renderer.handle(_event(turn_finished=loop_pb2.TurnFinished(status=loop_pb2.TURN_STATUS_FAILED, reason=reason)))
     assert out.getvalue() == f"error: {reason}\n"
+
+
+def test_the_last_folded_diff_is_kept_for_the_unfold_key_until_it_is_shown() -> None:
+    short = FileDiff("a.py", EDIT_DIFF)
+    long = FileDiff("b.py", "--- a/b.py\n+++ b/b.py\n@@ -1,20 +1,20 @@\n" + "".join(f"+n{n}\n" for n in range(20)))
+    log = DiffLog()
+    log.add(long)
+    log.add(short)  # a later short diff is drawn whole: the folded one is still the one to unfold
+    assert log.folded == long
+    assert log.unfold() == long and log.unfold() is None
+    log.add(short)
+    assert log.unfold() is None
+
+
+def test_a_renderer_with_an_unfold_key_names_it_on_the_folded_line() -> None:
+    diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,1 +1,30 @@\n" + "".join(f"+x{n} = {n}\n" for n in range(30))
+    for key, hint in (("Ctrl-O", "(Ctrl-O unfolds · /diff shows all)"), ("", "(/diff shows all)")):
+        out = io.StringIO()
+        renderer = EventRenderer(Console(file=out, width=100, color_system=None), unfold_key=key)
+        renderer.handle(_event(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="edit", title="Editing · calc.py")))
+        renderer.handle(_event(tool_finished=loop_pb2.ToolFinished(result=common_pb2.ToolResult(
+            call_id="c1", tool="edit", ok=True, output="Edited calc.py.", data_json=_edit_data(diff)))))
+        assert out.getvalue().splitlines()[-1] == f"    … 19 more lines {hint}"
+        assert renderer.diffs.folded is not None and renderer.diffs.folded.path == "calc.py"
