@@ -9,6 +9,7 @@ keeps the turn's and the session's, :func:`diff_text` draws one (folded past a h
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -73,6 +74,51 @@ def edit_diff(tool: str, arguments_json: str, ok: bool, data_json: str) -> FileD
         if isinstance(content, str) and content:
             return FileDiff(path, created_diff(path, content), created=True)
     return None
+
+
+_CREATED = re.compile(r"^Created (.+) \(\d+ lines?\)\.$")
+_CHANGED = ("Edited ", "Replaced ")
+
+
+def recorded_change(tool: str, arguments_json: str, result: str) -> FileDiff | None:
+    """The change a write/edit made as its saved result reads (the model's copy of the tool's output:
+    'Edited PATH: ...' or 'Replaced PATH ...' then the diff, or 'Created PATH (N lines).'); ``None``
+    for a failure, a dry run, another tool, or a result compaction has rewritten."""
+    if tool not in DIFF_TOOLS:
+        return None
+    first, _, rest = result.partition("\n")
+    if first.startswith(_CHANGED) and rest.startswith("--- "):
+        header = next((line for line in rest.split("\n", 2)[:2] if line.startswith("+++ b/")), "")
+        return FileDiff(header[len("+++ b/"):], rest) if header else None
+    created = _CREATED.match(first)
+    if tool == "write" and created:
+        content = _object(arguments_json).get("content")
+        if isinstance(content, str) and content:
+            return FileDiff(created.group(1), created_diff(created.group(1), content), created=True)
+    return None
+
+
+def recorded_changes(messages_json: str) -> list[FileDiff]:
+    """A saved session's writes and edits in order, from its record (the loop's GetSession): what
+    ``/diff session`` shows after ``/resume``."""
+    try:
+        messages = json.loads(messages_json or "[]")
+    except ValueError:
+        return []
+    if not isinstance(messages, list):
+        return []
+    messages = [m for m in messages if isinstance(m, dict)]
+    results = {str(m.get("toolCallId", "")): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
+    changes = []
+    calls = [call for m in messages if m.get("role") == "assistant" for call in m.get("toolCalls") or []]
+    for call in calls:
+        if not isinstance(call, dict) or str(call.get("id", "")) not in results:
+            continue
+        change = recorded_change(str(call.get("name", "")), str(call.get("arguments", "")),
+                                 results[str(call.get("id", ""))])
+        if change is not None:
+            changes.append(change)
+    return changes
 
 
 def _object(text: str) -> dict[str, object]:

@@ -164,3 +164,31 @@ def test_a_folded_diff_names_its_key_and_the_key_shows_it_whole(
     repl.key("C-o")  # shown once: a second press says there is nothing folded left
     repl.wait_for("no folded diff to unfold")
     assert (workspace / "big.py").read_text() == content
+
+
+def test_slash_diff_session_comes_back_from_the_saved_session_after_resume(
+        stack: Stack, repl: TmuxRepl, workspace: Path) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    _two_edits(stack, "edit then leave")
+    repl.line("edit then leave")
+    screen = repl.wait_for("● completed")
+    session = screen.split("ai-coding · session ", 1)[1][:12]
+    repl.close()
+    other = TmuxRepl(stack, workspace, name="resumer")  # a new client: nothing of the first one's memory
+    try:
+        other.wait_for("/help for commands")
+        other.line("/diff session")
+        other.wait_for("no file changes in this session yet")
+        other.line(f"/resume {session}")
+        other.wait_for(f"session {session}", after=0)
+        other.wait_for("› edit then leave")
+        other.line("/diff session")
+        screen = other.wait_for("1 file changed, +3 -2 this session")
+        shown = screen[screen.rindex("this session"):].splitlines()
+        assert [line for line in shown if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))] == [
+            "-b = 2", "+b = 3", "-a = 1", "+a = 10", "+z = 0"]
+        other.line("/diff")
+        other.wait_for("no file changes in this turn yet")
+    finally:
+        other.close()

@@ -96,6 +96,10 @@ class EventRenderer:
     def pending_question(self, value: views.QuestionAsked | None) -> None:
         self.asks.pending_question = value
 
+    def new_session(self, changes: list[diffview.FileDiff]) -> None:
+        """Another session is shown: its diffs are ``changes`` (its record's), none of this turn yet."""
+        self.tools.diffs = diffview.DiffLog(session=list(changes))
+
     def print(self, text: Text, wrap: bool = True) -> None:
         """Print a line of the client's own (after any half-written text); ``wrap=False`` truncates."""
         self.screen.print(text, wrap)

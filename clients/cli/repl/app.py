@@ -34,7 +34,7 @@ from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
 from clients.cli.connection.loop import ClientError, LoopClient
 from clients.cli.connection.services import ServiceClients
-from clients.cli.diffview import diff_text
+from clients.cli.diffview import FileDiff, diff_text, recorded_changes
 from clients.cli.progress import REPL_KEYS, Progress
 from clients.cli.render import EventRenderer
 from clients.cli.repl import mcp_complete, resume
@@ -167,9 +167,12 @@ class Repl:
         self.print(literal(header + " · /help for commands", "dim"))
         for warning in opened.warnings:
             self.print(literal(f"warning: {warning}", "yellow"))
+        changes: list[FileDiff] = []
         if redraw and opened.message_count:
             got = await self.client.get_session(self.workspace, opened.session_id)
             self.redraw(resume.history_items(got.messages_json), resume.plan_lines(got.plan_json))
+            changes = recorded_changes(got.messages_json)  # /diff session: the record's, not this client's memory
+        self.renderer.new_session(changes)
         self.streams.follow_session(opened.last_seq, replay_in_flight)
 
     # ---- submitted lines ----

@@ -135,3 +135,24 @@ def test_a_renderer_with_an_unfold_key_names_it_on_the_folded_line() -> None:
             call_id="c1", tool="edit", ok=True, output="Edited calc.py.", data_json=_edit_data(diff)))))
         assert out.getvalue().splitlines()[-1] == f"    … 19 more lines {hint}"
         assert renderer.diffs.folded is not None and renderer.diffs.folded.path == "calc.py"
+
+
+def test_a_saved_record_gives_back_its_writes_and_edits_for_slash_diff_session() -> None:
+    from clients.cli.diffview import recorded_changes
+
+    messages = [
+        {"role": "user", "content": "change calc"},
+        {"role": "assistant", "content": "", "toolCalls": [
+            {"id": "e1", "name": "edit", "arguments": '{"path": "calc.py"}'},
+            {"id": "w1", "name": "write", "arguments": json.dumps({"path": "new.py", "content": "x = 1\n"})},
+            {"id": "e2", "name": "edit", "arguments": "{}"},
+            {"id": "r1", "name": "read", "arguments": "{}"}]},
+        {"role": "tool", "toolCallId": "e1", "content": "Edited calc.py: 1 replacement.\n" + EDIT_DIFF},
+        {"role": "tool", "toolCallId": "w1", "content": "Created new.py (1 lines)."},
+        {"role": "tool", "toolCallId": "e2", "content": "edit_no_match: old_string is not in calc.py"},
+        {"role": "tool", "toolCallId": "r1", "content": "Edited calc.py: 1 replacement.\n" + EDIT_DIFF},
+    ]
+    changes = recorded_changes(json.dumps(messages))
+    assert [(c.path, c.created) for c in changes] == [("calc.py", False), ("new.py", True)]
+    assert changes[0].diff == EDIT_DIFF and changes[1].diff.endswith("+x = 1\n")
+    assert recorded_changes("not json") == [] and recorded_changes('{"a": 1}') == []
