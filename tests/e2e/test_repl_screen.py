@@ -100,6 +100,9 @@ def test_the_footer_and_slash_cost_show_the_turns_and_the_sessions_cost(stack: S
     screen = repl.wait_for("2 turns")
     assert "last turn     $0.0050 · 2.0k in / 100 out · cache 75%" in screen
     assert "session       $0.0100 · 4.0k in / 200 out · cache 75% · 2 turns" in screen
+    repl.line("/budget")  # the ledger has the cost next to its tokens
+    screen = repl.wait_for("session tokens: 4200")
+    assert "session tokens: 4200 (prompt 4000 · completion 200) · cost $0.0100" in screen
 
 
 def test_a_provider_that_reports_no_usage_is_not_reported_not_zero(stack: Stack, repl: TmuxRepl) -> None:
