@@ -195,3 +195,22 @@ def test_slash_diff_session_comes_back_from_the_saved_session_after_resume(
         other.wait_for("no file changes in this turn yet")
     finally:
         other.close()
+
+
+def test_a_background_job_has_a_live_status_line_gone_with_a_note_when_it_ends(
+        stack: Stack, repl: TmuxRepl) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    stack.model.load_script([
+        {"tool_calls": [{"name": "job_start", "arguments": {"command": "sleep 6", "name": "napper"}}]},
+        {"text": "Started the job."}])
+    repl.line("start a job")
+    repl.wait_for("● completed")
+    repl.wait_for("⋯ background: $ napper 2s")
+    screen = repl.wait_for("⋯ background: $ napper 3s")  # ticking while the prompt is idle
+    assert screen.rstrip().splitlines()[-1].startswith("›")
+    repl.line("/jobs")
+    screen = repl.wait_for("job-1  running")
+    assert "sleep 6" in screen[screen.rindex("job-1  running"):]
+    screen = repl.wait_for("⟲ background job job-1 (napper) exited 0 ·", timeout=30)
+    assert "⋯ background" not in screen.rstrip().splitlines()[-2], screen

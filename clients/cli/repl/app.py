@@ -39,6 +39,7 @@ from clients.cli.progress import REPL_KEYS, Progress
 from clients.cli.render import EventRenderer
 from clients.cli.repl import mcp_complete, resume
 from clients.cli.repl.commands import SlashCommands
+from clients.cli.repl.jobs import JobWatcher
 from clients.cli.repl.keys import UNFOLD_KEY, build_bindings
 from clients.cli.repl.picker import SessionPicker
 from clients.cli.repl.recovery import ServiceRestorer
@@ -78,6 +79,7 @@ class Repl:
         self.streams = TurnStreams(self)
         self.commands = SlashCommands(self)
         self.picker = SessionPicker(self)
+        self.jobs = JobWatcher(self)
         self.asking_plan = False
         """A bare /plan asked "What should I plan?": the next line is the topic."""
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
@@ -172,6 +174,7 @@ class Repl:
             got = await self.client.get_session(self.workspace, opened.session_id)
             self.redraw(resume.history_items(got.messages_json), resume.plan_lines(got.plan_json))
             changes = recorded_changes(got.messages_json)  # /diff session: the record's, not this client's memory
+            self.spawn(self.jobs.check())  # jobs the session still runs join the status line
         self.renderer.new_session(changes)
         self.streams.follow_session(opened.last_seq, replay_in_flight)
 
@@ -244,6 +247,14 @@ class Repl:
     def send_plan(self, topic: str) -> None:
         """Plan ``topic`` and run its steps."""
         self.streams.send_plan(topic)
+
+    def keep_ticking(self) -> None:
+        """Redraw the status line every second while something runs."""
+        self.streams.keep_ticking()
+
+    def watch_jobs(self) -> None:
+        """Keep the status line's background jobs up to date while it shows one."""
+        self.jobs.watch()
 
     async def resume_session(self, args: str) -> None:
         """``/resume [args]``."""

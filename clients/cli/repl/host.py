@@ -107,6 +107,14 @@ class ReplHost(Protocol):
 
     def send_plan(self, topic: str) -> None: ...
 
+    def keep_ticking(self) -> None:
+        """Redraw the status line every second while something runs."""
+        ...
+
+    def watch_jobs(self) -> None:
+        """Keep the status line's background jobs up to date while it shows one."""
+        ...
+
     async def resume_session(self, args: str) -> None:
         """``/resume [args]``."""
         ...

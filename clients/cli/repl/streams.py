@@ -290,18 +290,23 @@ class TurnStreams:
         self.repl.sync_width()
         self.repl.renderer.handle(event)
         self.repl.progress.feed(event, time.monotonic())
-        if not self._ticking and (self.repl.turn_running or self.repl.progress.background):
+        if self.repl.progress.jobs:
+            self.repl.watch_jobs()
+        self.keep_ticking()
+        self.repl.invalidate()
+
+    def keep_ticking(self) -> None:
+        """Redraw the status line every second while a turn or something in the background runs."""
+        if not self._ticking and (self.repl.turn_running or self.repl.progress.in_background):
             self._ticking = True
             self.repl.spawn(self._tick())
-        self.repl.invalidate()
 
     async def _tick(self) -> None:
         try:
-            await tick_while(lambda: self.repl.turn_running or bool(self.repl.progress.background), self.repl.invalidate)
+            await tick_while(lambda: self.repl.turn_running or self.repl.progress.in_background, self.repl.invalidate)
         finally:
             self._ticking = False
 
-    # ---- answers, interrupts, keys ----
 
 
 def _turn_in_flight(backlog: list[views.Event]) -> list[views.Event]:
