@@ -156,12 +156,17 @@ def folds(diff: str, fold: int = FOLD_LINES) -> bool:
     return len(_shown_lines(diff, fold)) > fold
 
 
+SHOWN_ALL = "/diff shows all"
+RUN_HINT = "`ai-coding -c` then /diff session shows all"
+"""``run`` has no /diff: the REPL continuing its session has (read back from the saved session)."""
+
+
 def fold_hint(unfold_key: str = "") -> str:
-    """What the folded line says shows the rest: the key that unfolds it (the REPL's), and /diff."""
-    return f"{unfold_key} unfolds · /diff shows all" if unfold_key else "/diff shows all"
+    """What the REPL's folded line says shows the rest: the key that unfolds it, and /diff."""
+    return f"{unfold_key} unfolds · {SHOWN_ALL}" if unfold_key else SHOWN_ALL
 
 
-def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ", hint: str = fold_hint()) -> Text:
+def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ", hint: str = SHOWN_ALL) -> Text:
     """``diff`` as styled text (styles drop away without a terminal), its file headers left out when
     folded; past ``fold`` lines the rest is one dim "… N more lines (HINT)" line."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_stack import Stack, cli_stack
+from tests.support.cli_stack import Stack, cli, cli_stack
 from tests.support.tmux_repl import TmuxRepl
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by scripts/setup_tests.sh")
@@ -214,3 +214,21 @@ def test_a_background_job_has_a_live_status_line_gone_with_a_note_when_it_ends(
     assert "sleep 6" in screen[screen.rindex("job-1  running"):]
     screen = repl.wait_for("⟲ background job job-1 (napper) exited 0 ·", timeout=30)
     assert "⋯ background" not in screen.rstrip().splitlines()[-2], screen
+
+
+def test_runs_folded_diff_names_the_repl_and_the_repl_continuing_it_shows_the_diff_whole(
+        stack: Stack, workspace: Path) -> None:
+    content = "".join(f"v{n} = {n}\n" for n in range(30))
+    stack.model.load_script([{"tool_calls": [{"name": "write", "arguments": {"path": "gen.py", "content": content}}]},
+                             {"text": "Generated."}])
+    done = cli(stack.env, "run", "--auto-approve", "-w", str(workspace), "generate")
+    assert done.returncode == 0, done.stderr
+    assert "    … 19 more lines (`ai-coding -c` then /diff session shows all)" in done.stdout.splitlines()
+    term = TmuxRepl(stack, workspace, name="continuer", args=("-c",))
+    try:
+        term.wait_for("/help for commands")
+        term.line("/diff session")
+        screen = term.wait_for("1 file changed, +30 -0 this session")
+        assert "+v29 = 29" in screen[screen.rindex("this session"):]
+    finally:
+        term.close()

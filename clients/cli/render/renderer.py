@@ -24,12 +24,12 @@ class EventRenderer:
     """Turns turn events into terminal output, one event at a time."""
 
     def __init__(self, console: Console, verbose: bool = False, line_buffered: bool = False,
-                 unfold_key: str = "") -> None:
+                 fold_hint: str = diffview.SHOWN_ALL) -> None:
         """``line_buffered``: assistant text only as whole lines, the unfinished one kept in
-        :attr:`partial_text` (the REPL shows it inside its prompt); ``unfold_key``: the key that
-        shows a folded diff whole, named on its folded line (the REPL's)."""
+        :attr:`partial_text` (the REPL shows it inside its prompt); ``fold_hint``: what a folded
+        diff's last line says shows the rest (the REPL names its unfold key, ``run`` the REPL)."""
         self.screen = Screen(console, verbose, line_buffered)
-        self.tools = ToolLines(self.screen, unfold_key)
+        self.tools = ToolLines(self.screen, fold_hint)
         self.asks = AskLines(self.screen)
         self.children = ChildLines(self.screen, self.asks)
         self.work = WorkLines(self.screen)

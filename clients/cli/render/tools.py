@@ -35,9 +35,9 @@ class _Call:
 class ToolLines:
     """The calls of the turn; the last finished one (``/last``, Ctrl-Y) and the diffs (``/diff``)."""
 
-    def __init__(self, screen: Screen, unfold_key: str = "") -> None:
+    def __init__(self, screen: Screen, fold_hint: str = diffview.SHOWN_ALL) -> None:
         self.screen = screen
-        self.fold_hint = diffview.fold_hint(unfold_key)
+        self.fold_hint = fold_hint
         self.last_tool: LastTool | None = None
         self.diffs = diffview.DiffLog()
         self._calls: dict[str, _Call] = {}

@@ -34,7 +34,7 @@ from clients.cli.approvals import HINT as APPROVAL_HINT
 from clients.cli.approvals import approval_decision, is_approval_answer
 from clients.cli.connection.loop import ClientError, LoopClient
 from clients.cli.connection.services import ServiceClients
-from clients.cli.diffview import FileDiff, diff_text, recorded_changes
+from clients.cli.diffview import FileDiff, diff_text, fold_hint, recorded_changes
 from clients.cli.progress import REPL_KEYS, Progress
 from clients.cli.render import EventRenderer
 from clients.cli.repl import mcp_complete, resume
@@ -74,7 +74,7 @@ class Repl:
         self.queued: list[str] = []
         self.session_rows: list[resume.SessionRow] = []
         self.console = Console()
-        self.renderer = EventRenderer(self.console, line_buffered=True, unfold_key=UNFOLD_KEY)
+        self.renderer = EventRenderer(self.console, line_buffered=True, fold_hint=fold_hint(UNFOLD_KEY))
         self._tasks: set[asyncio.Task[None]] = set()
         self.streams = TurnStreams(self)
         self.commands = SlashCommands(self)

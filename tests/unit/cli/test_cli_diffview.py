@@ -125,11 +125,14 @@ def test_the_last_folded_diff_is_kept_for_the_unfold_key_until_it_is_shown() -> 
     assert log.unfold() is None
 
 
-def test_a_renderer_with_an_unfold_key_names_it_on_the_folded_line() -> None:
+def test_the_folded_line_names_what_shows_the_rest_the_repls_key_or_the_repl_after_run() -> None:
     diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,1 +1,30 @@\n" + "".join(f"+x{n} = {n}\n" for n in range(30))
-    for key, hint in (("Ctrl-O", "(Ctrl-O unfolds · /diff shows all)"), ("", "(/diff shows all)")):
+    from clients.cli.diffview import RUN_HINT, fold_hint
+
+    for given, hint in ((fold_hint("Ctrl-O"), "(Ctrl-O unfolds · /diff shows all)"),
+                        (RUN_HINT, "(`ai-coding -c` then /diff session shows all)")):
         out = io.StringIO()
-        renderer = EventRenderer(Console(file=out, width=100, color_system=None), unfold_key=key)
+        renderer = EventRenderer(Console(file=out, width=100, color_system=None), fold_hint=given)
         renderer.handle(_event(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="edit", title="Editing · calc.py")))
         renderer.handle(_event(tool_finished=loop_pb2.ToolFinished(result=common_pb2.ToolResult(
             call_id="c1", tool="edit", ok=True, output="Edited calc.py.", data_json=_edit_data(diff)))))
