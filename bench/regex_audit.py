@@ -48,7 +48,8 @@ def _rep(unit: str) -> Callable[[int], str]:
 
 
 def _cases() -> list[Case]:
-    from clients.cli import attachments, render
+    from clients.cli import attachments, textsafe
+    from clients.cli.render import text as render_text
     from clients.cli.repl import resume
     from services.kernel import command_limits, command_policy
     from services.loop.compaction import transcripts
@@ -162,13 +163,12 @@ def _cases() -> list[Case]:
              lambda s: similarity._LEAD.search(s), "a lead word then spaces"),
         Case("memory/similarity.py _PUNCT", "memory text (model)", _rep(". "), sub(similarity._PUNCT),
              "punctuation"),
-        Case("clients/cli/render.py _CONTROL", "everything shown (model, tools)", _rep("a\x1b"),
-             sub(render._CONTROL), "escapes"),
-        Case("clients/cli/render.py _INLINE", "assistant text (model)", _rep("**a `"),
-             finditer(render._INLINE), "unclosed bold and code"),
-        Case("clients/cli/render.py _EXIT_LINE", "command output (tools)", lambda n: "(exit code " + "1" * n,
-             lambda s: render._EXIT_LINE.match(s), "digits, never closed"),
-        Case("clients/cli/render.py _CAMEL", "event names", _rep("aA"), sub(render._CAMEL), "aAaA"),
+        Case("clients/cli/textsafe.py _CONTROL", "everything shown (model, tools)", _rep("a\x1b"),
+             sub(textsafe._CONTROL), "escapes"),
+        Case("clients/cli/render/text.py _INLINE", "assistant text (model)", _rep("**a `"),
+             finditer(render_text._INLINE), "unclosed bold and code"),
+        Case("clients/cli/render/text.py _EXIT_LINE", "command output (tools)", lambda n: "(exit code " + "1" * n,
+             lambda s: render_text._EXIT_LINE.match(s), "digits, never closed"),
         Case("clients/cli/attachments.py _MENTION", "user input", _rep("@a"), finditer(attachments._MENTION),
              "@a@a"),
         Case("clients/cli/repl/resume.py _FAILED_RESULT", "tool results (tools)", _rep("a_"),

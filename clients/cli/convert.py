@@ -18,7 +18,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
-from clients.cli import views
+from clients.cli import service_views, session_views, views
 from clients.cli.attachments import Attachment
 
 T = TypeVar("T")
@@ -65,9 +65,9 @@ PARTS: dict[str, type[Any]] = {
     "ai_coding.v1.ErrorInfo": views.ToolError,
     "ai_coding.v1.TaskItem": views.TaskItem,
     "ai_coding.v1.LayerStat": views.LayerStat,
-    "ai_coding.v1.Note": views.Note,
-    "ai_coding.v1.RecallHit": views.RecallHit,
-    "ai_coding.v1.ServerStatus": views.ServerStatus,
+    "ai_coding.v1.Note": service_views.Note,
+    "ai_coding.v1.RecallHit": service_views.RecallHit,
+    "ai_coding.v1.ServerStatus": service_views.ServerStatus,
 }
 # Enums with a view enum; any other (``ServerState``) stays its number.
 ENUMS: dict[str, type[enum.Enum]] = {
@@ -152,29 +152,29 @@ def tool_result(message: common_pb2.ToolResult) -> views.ToolResult:
     return copy(message, views.ToolResult)
 
 
-def opened(message: loop_pb2.OpenSessionLoopResponse) -> views.OpenedSession:
-    return copy(message, views.OpenedSession)
+def opened(message: loop_pb2.OpenSessionLoopResponse) -> session_views.OpenedSession:
+    return copy(message, session_views.OpenedSession)
 
 
-def session_summary(message: loop_pb2.SessionSummary) -> views.SessionSummary:
-    return copy(message, views.SessionSummary)
+def session_summary(message: loop_pb2.SessionSummary) -> session_views.SessionSummary:
+    return copy(message, session_views.SessionSummary)
 
 
-def session_list(message: loop_pb2.ListSessionsResponse) -> views.SessionList:
-    return views.SessionList(sessions=tuple(session_summary(s) for s in message.sessions),
-                             unreadable=tuple(copy(u, views.UnreadableSession) for u in message.unreadable))
+def session_list(message: loop_pb2.ListSessionsResponse) -> session_views.SessionList:
+    return session_views.SessionList(sessions=tuple(session_summary(s) for s in message.sessions),
+                             unreadable=tuple(copy(u, session_views.UnreadableSession) for u in message.unreadable))
 
 
-def session_detail(pages: Sequence[loop_pb2.GetSessionResponse]) -> views.SessionDetail:
+def session_detail(pages: Sequence[loop_pb2.GetSessionResponse]) -> session_views.SessionDetail:
     """A session from its GetSession pages (each a JSON list of the next messages), in order."""
     items = [page.messages_json.strip()[1:-1].strip() for page in pages]
     messages_json = "[" + ",".join(item for item in items if item) + "]"
-    return views.SessionDetail(summary=session_summary(pages[-1].summary), messages_json=messages_json,
+    return session_views.SessionDetail(summary=session_summary(pages[-1].summary), messages_json=messages_json,
                                plan_json=pages[-1].plan_json)
 
 
-def command_reply(message: loop_pb2.RunCommandResponse) -> views.CommandReply:
-    return copy(message, views.CommandReply)
+def command_reply(message: loop_pb2.RunCommandResponse) -> session_views.CommandReply:
+    return copy(message, session_views.CommandReply)
 
 
 # ---- what the client sends ----

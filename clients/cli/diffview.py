@@ -9,6 +9,7 @@ keeps the turn's and the session's, :func:`diff_text` draws one (folded past a h
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -75,6 +76,51 @@ def edit_diff(tool: str, arguments_json: str, ok: bool, data_json: str) -> FileD
     return None
 
 
+_CREATED = re.compile(r"^Created (.+) \(\d+ lines?\)\.$")
+_CHANGED = ("Edited ", "Replaced ")
+
+
+def recorded_change(tool: str, arguments_json: str, result: str) -> FileDiff | None:
+    """The change a write/edit made as its saved result reads (the model's copy of the tool's output:
+    'Edited PATH: ...' or 'Replaced PATH ...' then the diff, or 'Created PATH (N lines).'); ``None``
+    for a failure, a dry run, another tool, or a result compaction has rewritten."""
+    if tool not in DIFF_TOOLS:
+        return None
+    first, _, rest = result.partition("\n")
+    if first.startswith(_CHANGED) and rest.startswith("--- "):
+        header = next((line for line in rest.split("\n", 2)[:2] if line.startswith("+++ b/")), "")
+        return FileDiff(header[len("+++ b/"):], rest) if header else None
+    created = _CREATED.match(first)
+    if tool == "write" and created:
+        content = _object(arguments_json).get("content")
+        if isinstance(content, str) and content:
+            return FileDiff(created.group(1), created_diff(created.group(1), content), created=True)
+    return None
+
+
+def recorded_changes(messages_json: str) -> list[FileDiff]:
+    """A saved session's writes and edits in order, from its record (the loop's GetSession): what
+    ``/diff session`` shows after ``/resume``."""
+    try:
+        messages = json.loads(messages_json or "[]")
+    except ValueError:
+        return []
+    if not isinstance(messages, list):
+        return []
+    messages = [m for m in messages if isinstance(m, dict)]
+    results = {str(m.get("toolCallId", "")): str(m.get("content") or "") for m in messages if m.get("role") == "tool"}
+    changes = []
+    calls = [call for m in messages if m.get("role") == "assistant" for call in m.get("toolCalls") or []]
+    for call in calls:
+        if not isinstance(call, dict) or str(call.get("id", "")) not in results:
+            continue
+        change = recorded_change(str(call.get("name", "")), str(call.get("arguments", "")),
+                                 results[str(call.get("id", ""))])
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
 def _object(text: str) -> dict[str, object]:
     try:
         value = json.loads(text or "{}")
@@ -98,13 +144,33 @@ def line_style(line: str) -> str:
     return ""
 
 
-def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ") -> Text:
-    """``diff`` as styled text (styles drop away without a terminal), its file headers left out when
-    folded; past ``fold`` lines the rest is one dim "… N more lines (/diff shows all)" line."""
-
+def _shown_lines(diff: str, fold: int | None) -> list[str]:
     lines = diff.rstrip("\n").split("\n")
     if fold is not None:
         lines = [line for line in lines if not line.startswith(("+++", "---"))]
+    return lines
+
+
+def folds(diff: str, fold: int = FOLD_LINES) -> bool:
+    """Whether :func:`diff_text` folds ``diff`` (it has more than ``fold`` lines to show inline)."""
+    return len(_shown_lines(diff, fold)) > fold
+
+
+SHOWN_ALL = "/diff shows all"
+RUN_HINT = "`ai-coding -c` then /diff session shows all"
+"""``run`` has no /diff: the REPL continuing its session has (read back from the saved session)."""
+
+
+def fold_hint(unfold_key: str = "") -> str:
+    """What the REPL's folded line says shows the rest: the key that unfolds it, and /diff."""
+    return f"{unfold_key} unfolds · {SHOWN_ALL}" if unfold_key else SHOWN_ALL
+
+
+def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ", hint: str = SHOWN_ALL) -> Text:
+    """``diff`` as styled text (styles drop away without a terminal), its file headers left out when
+    folded; past ``fold`` lines the rest is one dim "… N more lines (HINT)" line."""
+
+    lines = _shown_lines(diff, fold)
     hidden = 0
     if fold is not None and len(lines) > fold:
         hidden = len(lines) - fold
@@ -115,7 +181,7 @@ def diff_text(diff: str, fold: int | None = FOLD_LINES, indent: str = "    ") ->
             text.append("\n")
         text.append(indent + visible_controls(line), style=line_style(line))
     if hidden:
-        text.append(f"\n{indent}… {hidden} more line{'s' if hidden != 1 else ''} (/diff shows all)", style="dim")
+        text.append(f"\n{indent}… {hidden} more line{'s' if hidden != 1 else ''} ({hint})", style="dim")
     return text
 
 
@@ -125,15 +191,24 @@ class DiffLog:
 
     turn: list[FileDiff] = field(default_factory=list)
     session: list[FileDiff] = field(default_factory=list)
+    folded: FileDiff | None = None
+    """The last diff drawn folded and not unfolded since (what the REPL's unfold key shows)."""
 
     def start_turn(self) -> None:
         """A new turn: its own list starts empty, the session's keeps growing."""
         self.turn = []
 
     def add(self, change: FileDiff) -> None:
-        """Record one write/edit."""
+        """Record one write/edit (the last folded one when it is drawn folded)."""
         self.turn.append(change)
         self.session.append(change)
+        if folds(change.diff):
+            self.folded = change
+
+    def unfold(self) -> FileDiff | None:
+        """The last folded diff, to show whole once (``None``: none folded since the last unfold)."""
+        change, self.folded = self.folded, None
+        return change
 
     def changes(self, scope: Scope) -> list[FileDiff]:
         """The changes of ``scope``, in the order they were made."""

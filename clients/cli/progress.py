@@ -1,5 +1,5 @@
 """A running turn's one status line: which step, what it waits for and for how long, the keys that
-interrupt, and the background children still running.
+interrupt, and what still runs in the background (subagent children and job_start jobs).
 
 :class:`Progress` is pure state fed with the turn's events and a clock; :func:`Progress.line`
 says what to show now. The REPL puts the line above its prompt and redraws it every second;
@@ -9,6 +9,7 @@ erased before anything else is printed (without a terminal nothing is drawn).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,10 @@ RUN_KEYS = "Ctrl-C interrupts"
 REPL_KEYS = "Esc stops the tools · Ctrl-C aborts the turn"
 # Shown once a wait is this long: a call that ends sooner draws nothing (no flicker on fast tools).
 SHOW_AFTER_SECONDS = 1.0
+# The tools whose result describes a background job (job_id, name, status, runtime_s).
+JOB_TOOLS = frozenset({"job_start", "job_output", "job_stop"})
+# Background entries named on the line; the rest are counted.
+BACKGROUND_SHOWN = 3
 
 
 def elapsed(seconds: float) -> str:
@@ -39,6 +44,49 @@ class _Call:
     started: float
 
 
+@dataclass(frozen=True)
+class JobState:
+    """A background job as the tools service describes it (job_start's result, /jobs' rows)."""
+
+    job_id: str
+    title: str
+    status: str
+    """running, exited or stopped (job_stop)."""
+    runtime_s: float = 0.0
+    exit_code: int | None = None
+
+    @property
+    def running(self) -> bool:
+        """The job's process has not ended."""
+        return self.status == "running"
+
+    def ended_line(self) -> str:
+        """'⟲ background job job-1 (npm test) exited 0 · 3.1s'."""
+        code = f" {self.exit_code}" if self.exit_code is not None and self.status == "exited" else ""
+        return f"⟲ background job {self.job_id} ({self.title}) {self.status}{code} · {self.runtime_s:.1f}s"
+
+    @classmethod
+    def of(cls, job: object) -> JobState | None:
+        """From one ``describe()`` dict; ``None`` when it is not one."""
+        if not isinstance(job, dict) or not isinstance(job.get("job_id"), str):
+            return None
+        runtime = job.get("runtime_s")
+        code = job.get("exit_code")
+        title = str(job.get("name") or job.get("command") or job["job_id"])
+        return cls(job["job_id"], title, str(job.get("status") or "running"),
+                   float(runtime) if isinstance(runtime, int | float) else 0.0, code if isinstance(code, int) else None)
+
+
+def job_of_result(result: views.ToolResult) -> JobState | None:
+    """The job a finished job_start / job_output / job_stop call describes."""
+    if not result.ok or result.tool not in JOB_TOOLS:
+        return None
+    try:
+        return JobState.of(json.loads(result.data_json or "{}"))
+    except ValueError:
+        return None
+
+
 @dataclass
 class Progress:
     """What the running turn is doing, from its events (times are ``time.monotonic()`` seconds)."""
@@ -51,6 +99,9 @@ class Progress:
     """Since when the turn waits for the model (no call running)."""
     calls: dict[str, _Call] = field(default_factory=dict)
     background: dict[str, _Call] = field(default_factory=dict)
+    """Background subagent runs by run id."""
+    jobs: dict[str, _Call] = field(default_factory=dict)
+    """Background jobs (job_start) still running, by job id."""
     asking: bool = False
     """An approval or a question waits for the user: the prompt says so, not this line."""
 
@@ -77,6 +128,9 @@ class Progress:
             self.calls.pop(body.result.call_id, None)
             if not self.calls:
                 self.waiting_since = now
+            job = job_of_result(body.result)
+            if job is not None:
+                self.job_seen(job, now)
         elif isinstance(body, views.ApprovalRequested | views.QuestionAsked):
             self.asking = True
         elif isinstance(body, views.ApprovalResolved | views.QuestionResolved):
@@ -86,6 +140,19 @@ class Progress:
         elif isinstance(body, views.TurnFinished):
             self.turn_started, self.waiting_since, self.asking = None, None, False
             self.calls.clear()
+
+    @property
+    def in_background(self) -> bool:
+        """Something still runs in the background (a child or a job): the line keeps ticking."""
+        return bool(self.background or self.jobs)
+
+    def job_seen(self, job: JobState, now: float) -> bool:
+        """Take a job's state (from a call's result or a /jobs listing); True when this ended one the
+        line was showing."""
+        if job.running:
+            self.jobs.setdefault(job.job_id, _Call(f"$ {job.title}", now - job.runtime_s))
+            return False
+        return self.jobs.pop(job.job_id, None) is not None
 
     def line(self, now: float) -> str:
         """'step 3 · Running · sleep 6 · 4s · turn 12s · Ctrl-C interrupts · background: tests 40s';
@@ -103,10 +170,11 @@ class Progress:
             if wait >= SHOW_AFTER_SECONDS:
                 parts += [f"step {step}", f"{what} · {elapsed(wait)}",
                           f"turn {elapsed(now - self.turn_started)}", self.keys]
-        if self.background:
-            running = sorted(self.background.values(), key=lambda c: c.started)
-            parts.append("background: " + ", ".join(f"{c.title} {elapsed(now - c.started)}" for c in running[:3])
-                         + (f" (+{len(running) - 3} more)" if len(running) > 3 else ""))
+        if self.in_background:
+            running = sorted([*self.background.values(), *self.jobs.values()], key=lambda c: c.started)
+            shown = running[:BACKGROUND_SHOWN]
+            parts.append("background: " + ", ".join(f"{c.title} {elapsed(now - c.started)}" for c in shown)
+                         + (f" (+{len(running) - len(shown)} more)" if len(running) > len(shown) else ""))
         return " · ".join(parts)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clients.cli.views import Note, ServerStatus
+from clients.cli.service_views import Note, ServerStatus
 from services.memory.scenes import display_language, scene_label
 
 STATE_NAMES = {1: "connecting", 2: "connected", 3: "reconnecting", 4: "failed", 5: "needs_auth", 6: "disabled"}

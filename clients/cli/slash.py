@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "permissions": ("[auto|confirm]", "show or switch how approvals are answered"),
     "todo": ("", "the session's task list"),
     "tasks": ("[stop <id>]", "background subagent runs"),
+    "jobs": ("", "background jobs (job_start): state, runtime, command"),
     "skills": ("[approve|deny <name>]", "the skills, shadowed ones, and pending ones to approve or deny"),
     "hooks": ("", "the configured hooks and what each did last"),
     "plan": ("<topic>", "plan a topic and run the plan step by step"),
@@ -151,5 +152,5 @@ def help_text() -> str:
                                                          else "")
             for name, (hint, doc) in COMMANDS.items()]
     keys = ("  keys: Enter send (queued while a turn runs) · Esc cancel running tools · Ctrl-C abort the turn"
-            " · Ctrl-C twice or Ctrl-D exit · Ctrl-Y copy the last tool call")
+            " · Ctrl-C twice or Ctrl-D exit · Ctrl-Y copy the last tool call · Ctrl-O unfold the last folded diff")
     return "\n".join([*rows, keys])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol
 
-from clients.cli import connection, exit_codes, views
+from clients.cli import connection, exit_codes, session_views, views
 from clients.cli.approvals import CHOICES, approval_decision
 from clients.cli.attachments import Attachment
 from clients.cli.driver import TurnDriver, TurnEnd
@@ -146,12 +146,12 @@ class TurnOutcome:
 
 
 def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", model: str = "",
-                 auto_approve: bool = False, cwd: str = "", interactive: bool = False) -> views.OpenedSession:
+                 auto_approve: bool = False, cwd: str = "", interactive: bool = False) -> session_views.OpenedSession:
     """``OpenSession`` for one turn, on the loop just found healthy (``interactive``: a person at a
     terminal answers questions: ask_user and MCP servers' elicitations)."""
     from clients.cli.connection.loop import ClientError, LoopClient
 
-    async def call() -> views.OpenedSession:
+    async def call() -> session_views.OpenedSession:
         client = LoopClient(endpoint, cwd=cwd)
         try:
             return await client.open_session(workspace, session_id, model=model, auto_approve=auto_approve,

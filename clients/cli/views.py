@@ -1,11 +1,12 @@
-"""What the client shows and answers, as plain values: the view models.
+"""The turn events the client shows and answers, as plain values: the view models of a turn.
 
 The wire messages (generated protobuf modules) stop at the connection modules; :mod:`clients.cli.convert`
 turns them into these dataclasses, and the renderer, the REPL and the commands work on
 these alone. Stdlib only: ``ai-coding --help`` paths import this.
 
 Each turn event kind is one frozen dataclass named after its ``TurnEvent`` oneof field;
-:class:`Event` is the envelope (sequence number, turn) around one of them.
+:class:`Event` is the envelope (sequence number, turn) around one of them. Sessions are in
+:mod:`clients.cli.session_views`, memory notes and MCP servers in :mod:`clients.cli.service_views`.
 """
 
 from __future__ import annotations
@@ -404,117 +405,3 @@ class Event:
     scope: SubagentScope | None = None
     """Set when a subagent child sent this event (through its parent's stream)."""
     """The message as received, for ``run --json`` (:func:`clients.cli.convert.event_json`)."""
-
-
-# ---- sessions ----
-
-
-@dataclass(frozen=True)
-class OpenedSession:
-    session_id: str = ""
-    message_count: int = 0
-    last_seq: int = 0
-    model: str = ""
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    session_id: str = ""
-    created: float = 0.0
-    last_activity: float = 0.0
-    preview: str = ""
-    message_count: int = 0
-    open: bool = False
-
-
-@dataclass(frozen=True)
-class UnreadableSession:
-    """A saved session the loop could not read: its file, why, and what to do."""
-
-    session_id: str = ""
-    path: str = ""
-    reason: str = ""
-    hint: str = ""
-
-
-@dataclass(frozen=True)
-class SessionList:
-    """ListSessions: the readable sessions (newest first) and the ones that could not be read."""
-
-    sessions: tuple[SessionSummary, ...] = ()
-    unreadable: tuple[UnreadableSession, ...] = ()
-
-
-@dataclass(frozen=True)
-class SessionDetail:
-    summary: SessionSummary
-    messages_json: str = ""
-    plan_json: str = ""
-    """The last /plan run's receipts (JSON; "" when none), replayed as step headers."""
-
-
-@dataclass(frozen=True)
-class CommandReply:
-    text: str = ""
-    data_json: str = ""
-
-
-# ---- memory and MCP ----
-
-
-@dataclass(frozen=True)
-class Note:
-    id: str = ""
-    text: str = ""
-    kind: str = ""
-    importance: int = 0
-    pinned: bool = False
-    scene: str = ""
-    evidence: str = ""
-    scope: str = ""
-    source_message_ids: tuple[str, ...] = ()
-    hits: int = 0
-    last_used: float = 0.0
-    created: float = 0.0
-    updated: float = 0.0
-
-
-@dataclass(frozen=True)
-class RecallHit:
-    note: Note = field(default_factory=Note)
-    score: float = 0.0
-    relevance: float = 0.0
-    matched_terms: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Recall:
-    hits: tuple[RecallHit, ...] = ()
-    diagnostics_json: str = ""
-    rendered: str = ""
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    name: str = ""
-    type: str = ""
-    state: int = 0
-    """The ``ServerState`` number (``services_view.state_name`` says it as a word)."""
-    reason: str = ""
-    tool_count: int = 0
-    attempts: int = 0
-    next_retry_in_s: float = 0.0
-    auto_approve: bool = False
-    degraded: bool = False
-    degraded_reason: str = ""
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    server: str = ""
-    tool: str = ""
-    qualified_name: str = ""
-    description: str = ""
-    input_schema_json: str = ""
-    permission: str = ""

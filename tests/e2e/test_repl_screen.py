@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_stack import Stack, cli_stack
+from tests.support.cli_stack import Stack, cli, cli_stack
 from tests.support.tmux_repl import TmuxRepl
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by scripts/setup_tests.sh")
@@ -100,6 +100,9 @@ def test_the_footer_and_slash_cost_show_the_turns_and_the_sessions_cost(stack: S
     screen = repl.wait_for("2 turns")
     assert "last turn     $0.0050 · 2.0k in / 100 out · cache 75%" in screen
     assert "session       $0.0100 · 4.0k in / 200 out · cache 75% · 2 turns" in screen
+    repl.line("/budget")  # the ledger has the cost next to its tokens
+    screen = repl.wait_for("session tokens: 4200")
+    assert "session tokens: 4200 (prompt 4000 · completion 200) · cost $0.0100" in screen
 
 
 def test_a_provider_that_reports_no_usage_is_not_reported_not_zero(stack: Stack, repl: TmuxRepl) -> None:
@@ -144,3 +147,88 @@ def test_a_background_child_has_a_one_line_status_above_the_prompt_until_it_ends
     repl.wait_for("⟲ background subagent counter", timeout=60)
     screen = repl.wait_for("⟲ background subagent counter")
     assert "⋯ background" not in screen.rstrip().splitlines()[-2], screen
+
+
+def test_a_folded_diff_names_its_key_and_the_key_shows_it_whole(
+        stack: Stack, repl: TmuxRepl, workspace: Path) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    content = "".join(f"line_{n} = {n}\n" for n in range(30))
+    stack.model.load_script([{"tool_calls": [{"name": "write", "arguments": {"path": "big.py", "content": content}}]},
+                             {"text": "Written."}])
+    repl.line("write big")
+    screen = repl.wait_for("● completed")
+    assert "    … 19 more lines (Ctrl-O unfolds · /diff shows all)" in screen
+    assert "+line_29 = 29" not in screen
+    repl.key("C-o")
+    screen = repl.wait_for("big.py · +30 -0 · whole")
+    whole = screen[screen.rindex("big.py · +30 -0 · whole"):]
+    assert "    +line_0 = 0" in whole and "    +line_29 = 29" in whole
+    repl.key("C-o")  # shown once: a second press says there is nothing folded left
+    repl.wait_for("no folded diff to unfold")
+    assert (workspace / "big.py").read_text() == content
+
+
+def test_slash_diff_session_comes_back_from_the_saved_session_after_resume(
+        stack: Stack, repl: TmuxRepl, workspace: Path) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    _two_edits(stack, "edit then leave")
+    repl.line("edit then leave")
+    screen = repl.wait_for("● completed")
+    session = screen.split("ai-coding · session ", 1)[1][:12]
+    repl.close()
+    other = TmuxRepl(stack, workspace, name="resumer")  # a new client: nothing of the first one's memory
+    try:
+        other.wait_for("/help for commands")
+        other.line("/diff session")
+        other.wait_for("no file changes in this session yet")
+        other.line(f"/resume {session}")
+        other.wait_for(f"session {session}", after=0)
+        other.wait_for("› edit then leave")
+        other.line("/diff session")
+        screen = other.wait_for("1 file changed, +3 -2 this session")
+        shown = screen[screen.rindex("this session"):].splitlines()
+        assert [line for line in shown if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))] == [
+            "-b = 2", "+b = 3", "-a = 1", "+a = 10", "+z = 0"]
+        other.line("/diff")
+        other.wait_for("no file changes in this turn yet")
+    finally:
+        other.close()
+
+
+def test_a_background_job_has_a_live_status_line_gone_with_a_note_when_it_ends(
+        stack: Stack, repl: TmuxRepl) -> None:
+    repl.line("/permissions auto")
+    repl.wait_for("auto")
+    stack.model.load_script([
+        {"tool_calls": [{"name": "job_start", "arguments": {"command": "sleep 6", "name": "napper"}}]},
+        {"text": "Started the job."}])
+    repl.line("start a job")
+    repl.wait_for("● completed")
+    repl.wait_for("⋯ background: $ napper 2s")
+    screen = repl.wait_for("⋯ background: $ napper 3s")  # ticking while the prompt is idle
+    assert screen.rstrip().splitlines()[-1].startswith("›")
+    repl.line("/jobs")
+    screen = repl.wait_for("job-1  running")
+    assert "sleep 6" in screen[screen.rindex("job-1  running"):]
+    screen = repl.wait_for("⟲ background job job-1 (napper) exited 0 ·", timeout=30)
+    assert "⋯ background" not in screen.rstrip().splitlines()[-2], screen
+
+
+def test_runs_folded_diff_names_the_repl_and_the_repl_continuing_it_shows_the_diff_whole(
+        stack: Stack, workspace: Path) -> None:
+    content = "".join(f"v{n} = {n}\n" for n in range(30))
+    stack.model.load_script([{"tool_calls": [{"name": "write", "arguments": {"path": "gen.py", "content": content}}]},
+                             {"text": "Generated."}])
+    done = cli(stack.env, "run", "--auto-approve", "-w", str(workspace), "generate")
+    assert done.returncode == 0, done.stderr
+    assert "    … 19 more lines (`ai-coding -c` then /diff session shows all)" in done.stdout.splitlines()
+    term = TmuxRepl(stack, workspace, name="continuer", args=("-c",))
+    try:
+        term.wait_for("/help for commands")
+        term.line("/diff session")
+        screen = term.wait_for("1 file changed, +30 -0 this session")
+        assert "+v29 = 29" in screen[screen.rindex("this session"):]
+    finally:
+        term.close()

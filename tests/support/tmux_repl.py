@@ -17,11 +17,12 @@ TIMEOUT = 40
 class TmuxRepl:
     """One REPL (``ai-coding -w WORKSPACE``) in tmux, 120x40."""
 
-    def __init__(self, stack: Stack, workspace: Path, name: str = "repl") -> None:
+    def __init__(self, stack: Stack, workspace: Path, name: str = "repl", args: tuple[str, ...] = ()) -> None:
+        """``args``: more of the command line (``-c``, ``--resume ID``)."""
         self.socket = stack.base / f"tmux-{workspace.name}-{name}.sock"  # one server per REPL
         self.env = stack.env
         self.name = name
-        command = shlex.join([sys.executable, "-m", "clients.cli.main", "-w", str(workspace)])
+        command = shlex.join([sys.executable, "-m", "clients.cli.main", "-w", str(workspace), *args])
         self._tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(workspace), command)
 
     def _tmux(self, *args: str) -> str:
@@ -48,6 +49,10 @@ class TmuxRepl:
         """Type ``text`` and Enter."""
         self._tmux("send-keys", "-t", self.name, "-l", text)
         self._tmux("send-keys", "-t", self.name, "Enter")
+
+    def key(self, name: str) -> None:
+        """Press one key, in tmux's names (``C-o``, ``Escape``)."""
+        self._tmux("send-keys", "-t", self.name, name)
 
     def close(self) -> None:
         self._tmux("kill-server")

@@ -20,7 +20,8 @@ from clients.cli.commands.mcp_add import OAuthFlags, add_entry
 
 if TYPE_CHECKING:
     from clients.cli.connection.services import McpClient
-    from clients.cli.views import CatalogEntry, ServerStatus, ToolResult
+    from clients.cli.service_views import CatalogEntry, ServerStatus
+    from clients.cli.views import ToolResult
 
 T = TypeVar("T")
 

@@ -112,11 +112,12 @@ def pick_session(rows: Sequence[SessionLike], continue_last: bool, resume: str, 
 def _rich_sink(verbose: bool) -> tuple[Callable[[Event], None], Callable[[], None]]:
     from rich.console import Console
 
+    from clients.cli.diffview import RUN_HINT
     from clients.cli.render import EventRenderer
 
     # Without a terminal (a CI log, `> out.txt`) nothing is wrapped or cut at a guessed width.
     console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
-    renderer = EventRenderer(console, verbose=verbose)
+    renderer = EventRenderer(console, verbose=verbose, fold_hint=RUN_HINT)
     if not console.is_terminal:
         return renderer.handle, renderer.close
     from clients.cli.progress import TerminalTicker

@@ -15,7 +15,7 @@ from clients.cli.repl.resume import SessionRow, day_label, row_line
 
 if TYPE_CHECKING:
     from clients.cli.connection.loop import LoopClient
-    from clients.cli.views import SessionList, UnreadableSession
+    from clients.cli.session_views import SessionList, UnreadableSession
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
 
-from clients.cli import convert, views
+from clients.cli import convert, session_views, views
 from clients.cli.attachments import Attachment
 from clients.cli.connection import shared_channel
 from services.kernel.channels import aio_channel
@@ -140,7 +140,7 @@ class LoopClient:
         self._streams: list[TurnStream] = []
 
     async def open_session(self, workspace: str, session_id: str = "", *, model: str = "",
-                           auto_approve: bool = False, interactive: bool = True) -> views.OpenedSession:
+                           auto_approve: bool = False, interactive: bool = True) -> session_views.OpenedSession:
         """Create a session, or load one by id or unique prefix."""
         from clients.cli.connection.invocation import outgoing_environment
 
@@ -154,11 +154,11 @@ class LoopClient:
         except grpc.aio.AioRpcError as err:
             raise _error(err, "cannot open the session") from None
 
-    async def list_sessions(self, workspace: str) -> list[views.SessionSummary]:
+    async def list_sessions(self, workspace: str) -> list[session_views.SessionSummary]:
         """Saved sessions of ``workspace`` that can be read, newest activity first."""
         return list((await self.session_list(workspace)).sessions)
 
-    async def session_list(self, workspace: str) -> views.SessionList:
+    async def session_list(self, workspace: str) -> session_views.SessionList:
         """Saved sessions of ``workspace``, newest activity first, and those that cannot be read."""
         try:
             response = await self.stub.ListSessions(loop_pb2.ListSessionsRequest(workspace=workspace),
@@ -167,7 +167,7 @@ class LoopClient:
             raise _error(err, "cannot list sessions") from None
         return convert.session_list(response)
 
-    async def get_session(self, workspace: str, session_id: str) -> views.SessionDetail:
+    async def get_session(self, workspace: str, session_id: str) -> session_views.SessionDetail:
         """One session with its messages (for the redraw after /resume)."""
         pages: list[loop_pb2.GetSessionResponse] = []
         following = 0
@@ -183,7 +183,7 @@ class LoopClient:
         except grpc.aio.AioRpcError as err:
             raise _error(err, "cannot load the session") from None
 
-    async def run_command(self, session_id: str, command: str, args: str) -> views.CommandReply:
+    async def run_command(self, session_id: str, command: str, args: str) -> session_views.CommandReply:
         """A slash command the loop handles; UNIMPLEMENTED surfaces as reason ``unimplemented``."""
         request = loop_pb2.RunCommandRequest(session_id=session_id, command=command, args=args)
         try:

@@ -14,7 +14,7 @@ from typing import TypeVar
 import grpc
 from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc, memory_pb2, memory_pb2_grpc
 
-from clients.cli import convert, views
+from clients.cli import convert, service_views, views
 from clients.cli import services_view as view
 from clients.cli.connection import shared_channel
 from clients.cli.connection.loop import ClientError
@@ -68,35 +68,35 @@ class MemoryClient:
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         return await _call("memory service", self.endpoint, what, call)
 
-    async def list_notes(self, kind: str = "", limit: int = 0) -> list[views.Note]:
+    async def list_notes(self, kind: str = "", limit: int = 0) -> list[service_views.Note]:
         """The notes of the workspace (all kinds, no limit by default)."""
         request = memory_pb2.ListNotesRequest(workspace=self.workspace, kind=kind, limit=limit)
         response = await self._run("/memory", lambda: self._stub.ListNotes(request, timeout=view.RPC_TIMEOUT))
-        return [convert.copy(note, views.Note) for note in response.notes]
+        return [convert.copy(note, service_views.Note) for note in response.notes]
 
-    async def recall(self, query: str, k: int = 10, kind: str = "", scene: str = "") -> views.Recall:
+    async def recall(self, query: str, k: int = 10, kind: str = "", scene: str = "") -> service_views.Recall:
         """Ranked recall for a person: ``skip_hit_count``, so it does not count as the model's use."""
         request = convert.recall_request(self.workspace, query, k, kind, scene)
         response = await self._run("/memory search", lambda: self._stub.Recall(request, timeout=view.RPC_TIMEOUT))
-        return convert.copy(response, views.Recall)
+        return convert.copy(response, service_views.Recall)
 
-    async def search(self, query: str) -> list[views.RecallHit]:
+    async def search(self, query: str) -> list[service_views.RecallHit]:
         """The hits of :meth:`recall`."""
         return list((await self.recall(query)).hits)
 
-    async def get(self, note_id: str) -> views.Note:
+    async def get(self, note_id: str) -> service_views.Note:
         """One note by its id."""
         request = memory_pb2.GetNoteRequest(workspace=self.workspace, id=note_id)
         response: memory_pb2.GetNoteResponse = await self._run(
             "/memory show", lambda: self._stub.GetNote(request, timeout=view.RPC_TIMEOUT))
-        return convert.copy(response.note, views.Note)
+        return convert.copy(response.note, service_views.Note)
 
-    async def pin(self, note_id: str, pinned: bool) -> views.Note:
+    async def pin(self, note_id: str, pinned: bool) -> service_views.Note:
         """Pin or unpin a note; returns it as stored."""
         request = memory_pb2.PinNoteRequest(workspace=self.workspace, id=note_id, pinned=pinned)
         response: memory_pb2.PinNoteResponse = await self._run(
             "/memory pin", lambda: self._stub.PinNote(request, timeout=view.RPC_TIMEOUT))
-        return convert.copy(response.note, views.Note)
+        return convert.copy(response.note, service_views.Note)
 
     async def forget(self, note_id: str) -> bool:
         """Delete a note; True when it was there."""
@@ -122,19 +122,19 @@ class McpClient:
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         return await _call("MCP gateway", self.endpoint, what, call)
 
-    async def servers(self) -> list[views.ServerStatus]:
+    async def servers(self) -> list[service_views.ServerStatus]:
         """Every configured server's status."""
         response = await self._run("/mcp", lambda: self._stub.ListServers(
             mcp_gateway_pb2.ListServersRequest(), timeout=view.LIST_TIMEOUT))
         return [_status(status) for status in response.servers]
 
-    async def catalog(self) -> list[views.CatalogEntry]:
+    async def catalog(self) -> list[service_views.CatalogEntry]:
         """The tools the model can call on every server."""
         response = await self._run("/mcp", lambda: self._stub.GetCatalog(
             mcp_gateway_pb2.GetCatalogRequest(), timeout=view.LIST_TIMEOUT))
-        return [convert.copy(entry, views.CatalogEntry) for entry in response.entries]
+        return [convert.copy(entry, service_views.CatalogEntry) for entry in response.entries]
 
-    async def add(self, server_json: str) -> views.ServerStatus:
+    async def add(self, server_json: str) -> service_views.ServerStatus:
         """Add a server (its config entry as JSON) and keep it in mcp.local.yaml."""
         response = await self._run("add", lambda: self._stub.AddServer(
             mcp_gateway_pb2.AddServerRequest(server_json=server_json), timeout=view.LIST_TIMEOUT))
@@ -168,8 +168,8 @@ class McpClient:
         await self._run("logout", lambda: self._stub.Logout(
             mcp_gateway_pb2.LogoutRequest(server=name), timeout=view.LIST_TIMEOUT))
 
-    async def wait_for(self, name: str, done: Callable[[views.ServerStatus], bool],
-                       timeout: float) -> views.ServerStatus | None:
+    async def wait_for(self, name: str, done: Callable[[service_views.ServerStatus], bool],
+                       timeout: float) -> service_views.ServerStatus | None:
         """Poll ``name`` until ``done`` says so or ``timeout`` passes; its last state (None: it went away)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -211,7 +211,7 @@ class McpClient:
                                                   context_json=context_json), timeout=RESOURCE_TIMEOUT))
         return convert.tool_result(response.result)
 
-    async def retry(self, name: str, settle: float = RETRY_SETTLE_SECONDS) -> views.ServerStatus | None:
+    async def retry(self, name: str, settle: float = RETRY_SETTLE_SECONDS) -> service_views.ServerStatus | None:
         """Reconnect ``name`` now; its state once a new attempt has settled (None: the server went away)."""
         response = await self._run(f"/mcp retry {name}", lambda: self._stub.Reconnect(
             mcp_gateway_pb2.ReconnectRequest(server=name), timeout=view.LIST_TIMEOUT))
@@ -224,8 +224,8 @@ class McpClient:
             await self._channel.close()
 
 
-def _status(message: mcp_gateway_pb2.ServerStatus) -> views.ServerStatus:
-    return convert.copy(message, views.ServerStatus)
+def _status(message: mcp_gateway_pb2.ServerStatus) -> service_views.ServerStatus:
+    return convert.copy(message, service_views.ServerStatus)
 
 
 class ServiceClients:

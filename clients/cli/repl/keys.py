@@ -2,7 +2,7 @@
 
 Enter hands lines over; y/a/n/s answer approvals; digits and arrows pick options; Esc cancels
 the tool batch (denies a pending approval, answers a question empty); Ctrl-C aborts or exits;
-Ctrl-D exits; Ctrl-Y copies the last tool call.
+Ctrl-D exits; Ctrl-Y copies the last tool call; Ctrl-O shows the last folded diff whole.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from clients.cli.repl.state import cycle_option, is_answer_tail, osc52
 
 if TYPE_CHECKING:
     from clients.cli.repl.host import KeyHost
+
+UNFOLD_KEY = "Ctrl-O"
+"""Shows the last folded diff whole (as Claude Code's ctrl+o expands output); its folded line names it."""
 
 
 def build_bindings(repl: KeyHost) -> KeyBindings:
@@ -104,5 +107,9 @@ def build_bindings(repl: KeyHost) -> KeyBindings:
         event.app.output.write_raw(osc52(text))
         event.app.output.flush()
         repl.note(f"copied the last tool call ({len(text)} chars) to the clipboard")
+
+    @kb.add("c-o")
+    def _ctrl_o(event: KeyPressEvent) -> None:
+        repl.unfold_diff()
 
     return kb

@@ -41,6 +41,15 @@ async def compact_command(rt: FeatureHost, keeper: ContextKeeper) -> tuple[str, 
                              "consumed": c.consumed if c else 0, "degraded": degraded})
 
 
+def _cost(usage: dict[str, object]) -> str:
+    """'cost $0.0123' (four places below a dollar: a step often costs a tenth of a cent), or why there is none."""
+    cost = usage.get("costUsd")
+    if not isinstance(cost, int | float):
+        return ("cost n/a (no price for this model: set price_input_per_mtok and price_output_per_mtok in its "
+                "models: entry)")
+    return f"cost ${cost:.4f}" if cost < 1 else f"cost ${cost:.2f}"
+
+
 def budget_command(rt: FeatureHost, keeper: ContextKeeper) -> tuple[str, str]:
     """The session's token ledger, saying which of four states it is in."""
     usage, limit = rt.session.usage, rt.settings.turn_token_budget
@@ -54,7 +63,7 @@ def budget_command(rt: FeatureHost, keeper: ContextKeeper) -> tuple[str, str]:
                                    "(its endpoint sends none)")
     else:
         state, text = "usage", (f"session tokens: {total} (prompt {usage.get('promptTokens', 0)} · "
-                                f"completion {usage.get('completionTokens', 0)})")
+                                f"completion {usage.get('completionTokens', 0)}) · {_cost(usage)}")
     if state in ("no_usage", "usage"):
         text += f" · turn budget: {limit or 'unlimited'}"
     if rt.idle:  # between turns: the next request's size from the record (a resumed session has no step yet)

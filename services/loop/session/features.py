@@ -10,6 +10,7 @@ from services.loop.compaction.feature import CompactionFeature
 from services.loop.core.feature import FeatureFactory
 from services.loop.harvest.feature import HarvestFeature
 from services.loop.hooks.feature import HooksFeature
+from services.loop.jobs.feature import JobsFeature
 from services.loop.plans.feature import PlansFeature
 from services.loop.skills.feature import SkillsFeature
 from services.loop.subagents.feature import SubagentsFeature
@@ -24,4 +25,5 @@ FEATURES: tuple[FeatureFactory, ...] = (
     PlansFeature,
     HarvestFeature,
     CheckpointsFeature,
+    JobsFeature,
 )

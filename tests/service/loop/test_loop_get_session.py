@@ -10,7 +10,7 @@ from ai_coding.v1 import loop_pb2
 
 from clients.cli.connection import run
 from clients.cli.connection.loop import LoopClient
-from clients.cli.views import SessionDetail
+from clients.cli.session_views import SessionDetail
 from services.kernel.endpoints import parse_endpoint
 from services.loop.core.sessions import SessionStore
 from tests.service.loop.harness import LoopStack

@@ -58,6 +58,7 @@ def test_slash_budget_tells_no_turn_from_no_usage_from_normal_usage(make_stack: 
     stack.turn("two", session_id=sid)
     text, data = command(stack, sid, "budget")
     assert data["state"] == "usage" and "session tokens: 127" in text
+    assert "· cost n/a (no price for this model: set price_input_per_mtok" in text.splitlines()[0]  # no price set
 
 
 def test_slash_budget_and_trace_say_when_tracing_is_off(make_stack: Callable[..., LoopStack], workspace: Path) -> None:

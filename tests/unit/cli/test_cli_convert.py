@@ -9,7 +9,7 @@ import pytest
 from ai_coding.v1 import common_pb2, loop_pb2, mcp_gateway_pb2, memory_pb2
 from google.protobuf.message import Message
 
-from clients.cli import convert, views
+from clients.cli import convert, service_views, session_views, views
 
 _MESSAGES: dict[str, type[Message]] = {
     "ai_coding.v1.Usage": common_pb2.Usage,
@@ -36,8 +36,8 @@ _WIRE_NAMES = {"ToolError": "ErrorInfo", "OpenedSession": "OpenSessionLoopRespon
                "CommandReply": "RunCommandResponse", "Recall": "RecallResponse", "BackgroundTaskDone": "SubagentTaskDone"}
 
 
-@pytest.mark.parametrize("view", [*convert.EVENT_BODIES.values(), *convert.PARTS.values(), views.OpenedSession,
-                                  views.SessionSummary, views.CommandReply, views.Recall, views.CatalogEntry,
+@pytest.mark.parametrize("view", [*convert.EVENT_BODIES.values(), *convert.PARTS.values(), session_views.OpenedSession,
+                                  session_views.SessionSummary, session_views.CommandReply, service_views.Recall, service_views.CatalogEntry,
                                   views.SubagentScope])
 def test_a_view_names_only_fields_its_message_has_and_copies_from_an_empty_one(view: type[object]) -> None:
     name = _WIRE_NAMES.get(view.__name__, view.__name__)

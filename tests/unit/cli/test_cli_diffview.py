@@ -111,3 +111,51 @@ def test_a_failure_before_any_work_is_one_line_with_its_reason_and_no_footer() -
     reason = "model auth: the endpoint refused the key (HTTP 401); check models.default.api_key " + "x" * 200
     renderer.handle(_event(turn_finished=loop_pb2.TurnFinished(status=loop_pb2.TURN_STATUS_FAILED, reason=reason)))
     assert out.getvalue() == f"error: {reason}\n"
+
+
+def test_the_last_folded_diff_is_kept_for_the_unfold_key_until_it_is_shown() -> None:
+    short = FileDiff("a.py", EDIT_DIFF)
+    long = FileDiff("b.py", "--- a/b.py\n+++ b/b.py\n@@ -1,20 +1,20 @@\n" + "".join(f"+n{n}\n" for n in range(20)))
+    log = DiffLog()
+    log.add(long)
+    log.add(short)  # a later short diff is drawn whole: the folded one is still the one to unfold
+    assert log.folded == long
+    assert log.unfold() == long and log.unfold() is None
+    log.add(short)
+    assert log.unfold() is None
+
+
+def test_the_folded_line_names_what_shows_the_rest_the_repls_key_or_the_repl_after_run() -> None:
+    diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,1 +1,30 @@\n" + "".join(f"+x{n} = {n}\n" for n in range(30))
+    from clients.cli.diffview import RUN_HINT, fold_hint
+
+    for given, hint in ((fold_hint("Ctrl-O"), "(Ctrl-O unfolds · /diff shows all)"),
+                        (RUN_HINT, "(`ai-coding -c` then /diff session shows all)")):
+        out = io.StringIO()
+        renderer = EventRenderer(Console(file=out, width=100, color_system=None), fold_hint=given)
+        renderer.handle(_event(tool_started=loop_pb2.ToolStarted(call_id="c1", tool="edit", title="Editing · calc.py")))
+        renderer.handle(_event(tool_finished=loop_pb2.ToolFinished(result=common_pb2.ToolResult(
+            call_id="c1", tool="edit", ok=True, output="Edited calc.py.", data_json=_edit_data(diff)))))
+        assert out.getvalue().splitlines()[-1] == f"    … 19 more lines {hint}"
+        assert renderer.diffs.folded is not None and renderer.diffs.folded.path == "calc.py"
+
+
+def test_a_saved_record_gives_back_its_writes_and_edits_for_slash_diff_session() -> None:
+    from clients.cli.diffview import recorded_changes
+
+    messages = [
+        {"role": "user", "content": "change calc"},
+        {"role": "assistant", "content": "", "toolCalls": [
+            {"id": "e1", "name": "edit", "arguments": '{"path": "calc.py"}'},
+            {"id": "w1", "name": "write", "arguments": json.dumps({"path": "new.py", "content": "x = 1\n"})},
+            {"id": "e2", "name": "edit", "arguments": "{}"},
+            {"id": "r1", "name": "read", "arguments": "{}"}]},
+        {"role": "tool", "toolCallId": "e1", "content": "Edited calc.py: 1 replacement.\n" + EDIT_DIFF},
+        {"role": "tool", "toolCallId": "w1", "content": "Created new.py (1 lines)."},
+        {"role": "tool", "toolCallId": "e2", "content": "edit_no_match: old_string is not in calc.py"},
+        {"role": "tool", "toolCallId": "r1", "content": "Edited calc.py: 1 replacement.\n" + EDIT_DIFF},
+    ]
+    changes = recorded_changes(json.dumps(messages))
+    assert [(c.path, c.created) for c in changes] == [("calc.py", False), ("new.py", True)]
+    assert changes[0].diff == EDIT_DIFF and changes[1].diff.endswith("+x = 1\n")
+    assert recorded_changes("not json") == [] and recorded_changes('{"a": 1}') == []

@@ -80,3 +80,42 @@ def test_the_terminal_ticker_erases_its_line_before_any_output_and_at_close() ->
     assert rendered[-1].endswith("\r\x1b[2K")  # the status line was gone when the event was rendered
     ticker.close()
     assert out.getvalue().endswith("\r\x1b[2K")
+
+
+def _job_result(tool: str, status: str, job_id: str = "job-1", runtime: float = 0.0, code: int | None = None
+                ) -> views.ToolResult:
+    import json
+
+    return views.ToolResult(call_id=f"c-{tool}", tool=tool, ok=True, data_json=json.dumps(
+        {"job_id": job_id, "name": "npm run dev", "command": "npm run dev", "status": status, "exit_code": code,
+         "runtime_s": runtime}))
+
+
+def test_a_started_job_is_on_the_background_line_until_a_result_or_a_listing_says_it_ended() -> None:
+    from clients.cli.progress import JobState
+
+    p = Progress()
+    p.feed(ev(views.ToolFinished(result=_job_result("job_start", "running"))), now=10.0)
+    assert p.in_background and p.line(22.0) == "background: $ npm run dev 12s"
+    p.feed(ev(views.ToolFinished(result=_job_result("job_output", "running", runtime=5))), now=15.0)
+    assert p.line(22.0) == "background: $ npm run dev 12s"  # the first sighting keeps its start
+    ended = JobState.of({"job_id": "job-1", "name": "npm run dev", "status": "exited", "exit_code": 0,
+                         "runtime_s": 13.2})
+    assert ended is not None and p.job_seen(ended, now=23.0) and not p.in_background and p.line(24.0) == ""
+    assert ended.ended_line() == "⟲ background job job-1 (npm run dev) exited 0 · 13.2s"
+    assert not p.job_seen(ended, now=24.0)  # said once
+
+
+def test_a_stopped_job_leaves_the_line_and_a_job_started_elsewhere_joins_it_with_its_age() -> None:
+    from clients.cli.progress import JobState
+
+    p = Progress()
+    p.feed(ev(views.ToolFinished(result=_job_result("job_start", "running"))), now=0.0)
+    p.feed(ev(views.ToolFinished(result=_job_result("job_stop", "stopped", code=-9))), now=1.0)
+    assert not p.in_background
+    other = JobState.of({"job_id": "job-2", "command": "sleep 100", "status": "running", "runtime_s": 30})
+    assert other is not None and not p.job_seen(other, now=100.0)
+    assert p.line(100.0) == "background: $ sleep 100 30s"
+    failed = views.ToolResult(call_id="x", tool="job_start", ok=False, data_json='{"job_id": "job-3"}')
+    p.feed(ev(views.ToolFinished(result=failed)), now=100.0)
+    assert list(p.jobs) == ["job-2"]

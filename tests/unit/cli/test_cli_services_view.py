@@ -6,18 +6,18 @@ from typing import Any
 
 import pytest
 
-from clients.cli import convert, views
+from clients.cli import convert, service_views
 from clients.cli import services_view as view
 from clients.cli.repl.service_commands import PendingForget, confirm_prompt, parse_memory_args, style_overview
 from clients.cli.slash import completions, help_text, subcommand_completions
 
 
-def note(id: str, text: str, **fields: Any) -> views.Note:
-    return views.Note(id=id, text=text, **{"kind": "fact", "importance": 2, **fields})
+def note(id: str, text: str, **fields: Any) -> service_views.Note:
+    return service_views.Note(id=id, text=text, **{"kind": "fact", "importance": 2, **fields})
 
 
-def server(name: str, state: int, **fields: Any) -> views.ServerStatus:
-    return views.ServerStatus(name=name, state=state, **{"attempts": 1, "type": "local", **fields})
+def server(name: str, state: int, **fields: Any) -> service_views.ServerStatus:
+    return service_views.ServerStatus(name=name, state=state, **{"attempts": 1, "type": "local", **fields})
 
 
 def test_notes_are_grouped_by_kind_with_counts_pins_scenes_and_evidence() -> None:

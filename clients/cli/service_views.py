@@ -1,0 +1,66 @@
+"""Memory notes and MCP servers as the client shows them: plain values.
+
+:mod:`clients.cli.convert` builds them from the memory service's and the MCP gateway's answers;
+stdlib only, like :mod:`clients.cli.views`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Note:
+    id: str = ""
+    text: str = ""
+    kind: str = ""
+    importance: int = 0
+    pinned: bool = False
+    scene: str = ""
+    evidence: str = ""
+    scope: str = ""
+    source_message_ids: tuple[str, ...] = ()
+    hits: int = 0
+    last_used: float = 0.0
+    created: float = 0.0
+    updated: float = 0.0
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    note: Note = field(default_factory=Note)
+    score: float = 0.0
+    relevance: float = 0.0
+    matched_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recall:
+    hits: tuple[RecallHit, ...] = ()
+    diagnostics_json: str = ""
+    rendered: str = ""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str = ""
+    type: str = ""
+    state: int = 0
+    """The ``ServerState`` number (``services_view.state_name`` says it as a word)."""
+    reason: str = ""
+    tool_count: int = 0
+    attempts: int = 0
+    next_retry_in_s: float = 0.0
+    auto_approve: bool = False
+    degraded: bool = False
+    degraded_reason: str = ""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    server: str = ""
+    tool: str = ""
+    qualified_name: str = ""
+    description: str = ""
+    input_schema_json: str = ""
+    permission: str = ""

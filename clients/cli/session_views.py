@@ -1,0 +1,59 @@
+"""Saved and open sessions as the client shows them (open, list, detail, a command's reply): plain values.
+
+:mod:`clients.cli.convert` builds them from the loop's answers; stdlib only, like :mod:`clients.cli.views`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpenedSession:
+    session_id: str = ""
+    message_count: int = 0
+    last_seq: int = 0
+    model: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session_id: str = ""
+    created: float = 0.0
+    last_activity: float = 0.0
+    preview: str = ""
+    message_count: int = 0
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class UnreadableSession:
+    """A saved session the loop could not read: its file, why, and what to do."""
+
+    session_id: str = ""
+    path: str = ""
+    reason: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class SessionList:
+    """ListSessions: the readable sessions (newest first) and the ones that could not be read."""
+
+    sessions: tuple[SessionSummary, ...] = ()
+    unreadable: tuple[UnreadableSession, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionDetail:
+    summary: SessionSummary
+    messages_json: str = ""
+    plan_json: str = ""
+    """The last /plan run's receipts (JSON; "" when none), replayed as step headers."""
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    text: str = ""
+    data_json: str = ""

@@ -1,0 +1,1 @@
+"""Background jobs (job_start) as a session feature: /jobs lists them."""
