@@ -5,7 +5,8 @@
 For the working tree ("head") and, with ``--base REV``, that commit in a temporary worktree
 (bench/baseline.py), one after the other, each in its own private HOME and runtime dir:
 
-- ``ai-coding up``; after it settles, the RSS of the supervisor and each service (idle; target: the
+- ``ai-coding up``; the CPU ms each process spent until every service was SERVING (and 3 s later:
+  work started right after SERVING, such as the memory service's warm-up); after it settles, the RSS of the supervisor and each service (idle; target: the
   total under 160 MB), and their PSS (shared library pages split between the processes sharing them);
 - short turns, each what ``ai-coding run`` does (OpenSession, one turn over ConverseBatched to
   turn_finished, the fake model answering one line), one after another from this process; the
@@ -105,7 +106,12 @@ def measure(tree: Tree, base: Path, marks: list[int], clients: int) -> None:
             state = json.loads((run_dir / "supervisor.json").read_text())
             pids = {"supervisor": int(state["pid"]),
                     **{name: int(s["pid"]) for name, s in state["services"].items() if s.get("pid")}}
+            started = {name: cpu_ms(pid) for name, pid in pids.items()}
             time.sleep(3)  # let start-up work that follows SERVING finish
+            settled = {name: cpu_ms(pid) for name, pid in pids.items()}
+            print(f"[{tree.label}] CPU ms to SERVING: " + ", ".join(f"{n} {v:.0f}" for n, v in started.items())
+                  + f" | total {sum(started.values()):.0f} ms (the services start side by side on {os.cpu_count()} "
+                  "cores); after settling: " + ", ".join(f"{n} {v:.0f}" for n, v in settled.items()))
             idle = {name: rss_mb(pid) for name, pid in pids.items()}
             idle_pss = {name: pss_mb(pid) for name, pid in pids.items()}
             print(f"[{tree.label}] idle RSS: " + ", ".join(f"{n} {v:.0f}" for n, v in idle.items())

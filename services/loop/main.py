@@ -233,6 +233,7 @@ def build(config: Config) -> ServiceDef:
 
     async def on_start() -> None:
         watch.append(asyncio.create_task(hold_while_busy(runtime, runtime_dir(config))))
+        watch.append(asyncio.create_task(runtime.sweep()))
 
     async def on_shutdown() -> None:
         for task in watch:

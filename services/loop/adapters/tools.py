@@ -38,6 +38,11 @@ OLD_CHANNEL_GRACE_S = 120.0
 log = logging.getLogger("ai_coding.loop")
 GRANT_SCOPES = {GrantScope.DENY: tools_pb2.EGRESS_GRANT_SCOPE_DENY, GrantScope.ONCE: tools_pb2.EGRESS_GRANT_SCOPE_ONCE,
                 GrantScope.SESSION: tools_pb2.EGRESS_GRANT_SCOPE_SESSION}
+# Every session lists the same few tool specs: one ToolDef (with its parsed schema and its model-facing
+# dict) per distinct spec, shared by all sessions, instead of ~20 parsed schemas each (a third of what
+# a short session held, and most of the loop's RSS growth over 1,000 short sessions: bench/footprint.py).
+# ToolDef is frozen and nothing writes into its schema. Past this many distinct specs the cache starts over.
+MAX_SHARED_TOOL_DEFS = 512
 UNAVAILABLE_HINT = "The tool service is down or restarting; retry the call shortly or continue without it."
 
 
@@ -98,6 +103,17 @@ class GrpcToolRunner:
         self._client: tools_pb2_grpc.ToolRuntimeStub | None = None
         # What each open session was opened with, to open it again in a restarted tools service.
         self._opened: dict[str, tuple[str, list[str]]] = {}
+        self._defs: dict[bytes, ToolDef] = {}
+
+    def _shared_def(self, spec: common_pb2.ToolSpec) -> ToolDef:
+        """``spec`` as a ToolDef, the same object for every session listing the same spec."""
+        key = spec.SerializeToString(deterministic=True)
+        known = self._defs.get(key)
+        if known is None:
+            if len(self._defs) >= MAX_SHARED_TOOL_DEFS:
+                self._defs.clear()
+            known = self._defs[key] = tool_spec_to_def(spec)
+        return known
 
     @property
     def _stub(self) -> tools_pb2_grpc.ToolRuntimeStub:
@@ -190,7 +206,7 @@ class GrpcToolRunner:
             ))
         except grpc.RpcError as err:
             raise ToolServiceError(f"tools service: {_describe(err)}") from None
-        return [tool_spec_to_def(spec) for spec in response.tools]
+        return [self._shared_def(spec) for spec in response.tools]
 
     async def call(
         self, session_id: str, call_id: str, tool: str, arguments_json: str, timeout_seconds: float,

@@ -241,6 +241,12 @@ class SessionStore:
                 state.handle.close()
             state.handle = None
 
+    def forget(self, session_id: str) -> None:
+        """Close the session's journal and drop what the store keeps of it in memory (it is
+        evicted): its next load reads the generation from disk again."""
+        self.close(session_id)
+        self._state.pop(session_id, None)
+
     def compact(self, session: Session) -> None:
         """Write the full snapshot atomically and start a fresh journal."""
         self._make_dir()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 
 from services.kernel.errors import ConfigError
@@ -15,9 +16,17 @@ from services.loop.session.deps import LoopDeps, SessionOptions
 from services.loop.session.runtime import SessionRuntime
 from services.loop.tools.project_mcp import ProjectServers
 
-# Idle sessions kept in memory beyond this are dropped (least recently used first);
-# they stay on disk and are loaded again by the next OpenSession.
+# Idle sessions kept in memory beyond this are dropped (least recently used first), and so is
+# one left idle for IDLE_SESSION_SECONDS (swept every EVICT_SWEEP_SECONDS); either stays on disk
+# and is loaded again by its next OpenSession or Converse. One held session costs the loop about
+# 50-100 KB for a short one (bench/footprint.py) plus its event window (up to LoopDeps.event_window
+# events of ~200 B): 100 full windows would be ~400 MB, hence the time limit.
 MAX_IDLE_SESSIONS = 100
+IDLE_SESSION_SECONDS = 600.0
+EVICT_SWEEP_SECONDS = 30.0
+# Evicted sessions remembered (workspace, options) so a client's next Converse finds its session
+# without a new OpenSession; the oldest are forgotten past this (~1 KB each).
+MAX_EVICTED_REMEMBERED = 1000
 
 
 ENVIRONMENT_HINT = ("The services keep the environment they were started with: after exporting a variable, "
@@ -103,6 +112,7 @@ class LoopRuntime:
         session.model = client.model_name
         crashed = mark_crashed_turn(session.messages, session.open_turn)
         session.open_turn = {}
+        self._evicted.pop(session.id, None)
         rt = SessionRuntime(session, store, deps, client, options)
         if crashed:
             rt.save()
@@ -117,14 +127,32 @@ class LoopRuntime:
 
     async def _evict_idle(self, keep: str) -> None:
         idle = [rt for sid, rt in self.sessions.items() if rt.quiet and sid != keep]
-        victims = sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]
+        await self._evict(sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)])
+
+    async def evict_stale(self, now: float | None = None) -> int:
+        """Drop from memory every session idle (quiet, nobody following) for IDLE_SESSION_SECONDS;
+        how many were dropped."""
+        cutoff = (time.time() if now is None else now) - IDLE_SESSION_SECONDS
+        victims = [rt for rt in self.sessions.values() if rt.quiet and not rt.busy and rt.session.updated < cutoff]
+        await self._evict(victims)
+        return len(victims)
+
+    async def sweep(self, every: float = EVICT_SWEEP_SECONDS) -> None:
+        """Run :meth:`evict_stale` every ``every`` seconds (a task of the service)."""
+        while True:
+            await asyncio.sleep(every)
+            await self.evict_stale()
+
+    async def _evict(self, victims: list[SessionRuntime]) -> None:
         # Take every victim out before the first await: an open that overlaps this one must not
         # pick the same sessions again (it did, and its `del` raised KeyError).
         for rt in victims:
             del self.sessions[rt.session.id]
             self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
             rt.store.compact(rt.session)
-            rt.store.close(rt.session.id)
+            rt.store.forget(rt.session.id)
+        while len(self._evicted) > MAX_EVICTED_REMEMBERED:
+            del self._evicted[next(iter(self._evicted))]
         for rt in victims:
             await self.deps.tools.close_session(rt.session.id)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from clients.cli.entry import fast_path
+from clients.cli.entry import exit_status, fast_path
 
 
 @pytest.mark.parametrize(("args", "how"), [
@@ -32,3 +33,40 @@ def test_version_from_the_entry_module_matches_the_full_apps() -> None:
     full = subprocess.run([sys.executable, "-m", "clients.cli.main", "--version"], capture_output=True, text=True,
                           timeout=60, check=True).stdout
     assert fast == full and fast.startswith("ai-coding ")
+
+
+def _entry(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` and then the console script's main with ``args``, in a fresh interpreter."""
+    launch = f"{code}\nimport sys\nsys.argv = ['ai-coding', *{list(args)!r}]\nfrom clients.cli.entry import main\nmain()"
+    return subprocess.run([sys.executable, "-c", launch], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_command_that_returns_still_runs_the_atexit_handlers_and_flushes_its_output(tmp_path: Path) -> None:
+    mark = tmp_path / "atexit-ran"
+    done = _entry(f"import atexit, pathlib\natexit.register(pathlib.Path({str(mark)!r}).write_text, 'yes')",
+                  "--help")
+    full = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['ai-coding', '--help']\n"
+                           "from clients.cli.main import main\nmain()"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == full.stdout and mark.read_text() == "yes"
+
+
+def test_a_failing_command_keeps_its_exit_status_and_its_message() -> None:
+    done = _entry("", "run", "--timeout", "-1", "x")
+    assert done.returncode == 2 and "--timeout -1 is negative" in done.stderr
+
+
+def test_a_thread_of_the_command_still_running_is_waited_for(tmp_path: Path) -> None:
+    mark = tmp_path / "thread-finished"
+    code = ("import threading, time, pathlib\n"
+            f"threading.Thread(target=lambda: (time.sleep(0.5), pathlib.Path({str(mark)!r}).write_text('done'))).start()")
+    done = _entry(code, "--help")
+    assert done.returncode == 0 and mark.read_text() == "done"
+
+
+@pytest.mark.parametrize(("code", "status", "printed"), [
+    (None, 0, ""), (0, 0, ""), (3, 3, ""), ("no workspace", 1, "no workspace\n"),
+])
+def test_the_exit_status_is_the_one_sys_exit_gives(code: object, status: int, printed: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert exit_status(code) == status
+    assert capsys.readouterr().err == printed
