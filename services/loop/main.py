@@ -13,7 +13,7 @@ from typing import Any
 
 from ai_coding.v1 import loop_pb2_grpc
 
-from services.kernel.config import Config, effective_config_report, layer_stamp, load_config
+from services.kernel.config import Config, effective_config_report, layer_stamp, load_config, restart_notes
 from services.kernel.endpoints import endpoint_for, runtime_dir
 from services.kernel.errors import ConfigError
 from services.kernel.invocation import effective_environment
@@ -197,23 +197,6 @@ class WorkspaceDeps:
         config = load_config(workspace, user_data=self.base.data)
         config.sources = {**self.base.sources, **config.sources}
         return config
-
-
-RESTART_SECTIONS = ("tracing", "endpoints", "supervisor", "mcp")
-"""User-layer sections read once by a service at its start (the tracing exporter, sockets, the
-supervisor, the gateway's servers): an edit applies only after a restart, said in one line."""
-
-
-def restart_notes(started: Config, now: Config) -> list[str]:
-    """One line naming the restart-only sections of the user layer that differ from what the
-    services started with (a project's own ``mcp`` servers are opened per session: not counted)."""
-    changed = [key for key in RESTART_SECTIONS
-               if not now.source_of(key).startswith("project:") and started.get(key) != now.get(key)]
-    if not changed:
-        return []
-    names = ", ".join(f"`{key}`" for key in changed)
-    return [f"config {names} changed since the services started and applies after a restart: run "
-            "`ai-coding down` (the next command starts them again)"]
 
 
 def build(config: Config) -> ServiceDef:

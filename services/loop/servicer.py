@@ -94,7 +94,7 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             entry = store.list_entry(sid)
             if isinstance(entry, UnreadableSession):
                 unreadable.append(convert.unreadable_to_proto(entry))
-            elif entry is not None and entry.message_count > 0:  # a run refused before its first turn
+            elif entry is not None and entry.message_count > 0:  # an empty file an older version wrote
                 summaries.append(convert.summary_to_proto(entry, False))
         summaries.sort(key=lambda s: s.last_activity, reverse=True)
         return loop_pb2.ListSessionsResponse(sessions=summaries, unreadable=unreadable)

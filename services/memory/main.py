@@ -8,7 +8,7 @@ import logging
 import grpc
 from ai_coding.v1 import memory_pb2_grpc as pb_grpc
 
-from services.kernel.config import Config
+from services.kernel.config import Config, LiveSection
 from services.kernel.endpoints import PROTO_SERVICE
 from services.kernel.server import ServiceDef
 from services.memory.service import MemoryEngine, warm
@@ -20,10 +20,10 @@ log = logging.getLogger("ai_coding.memory")
 
 def build(config: Config) -> ServiceDef:
     """The memory service: one MemoryEngine (stores open per workspace on first use)."""
-    settings = config.section(MemorySettings, "memory")
+    settings = LiveSection(config, MemorySettings, "memory", on_warning=lambda warning: log.warning("%s", warning))
     for warning in config.warnings:  # a bad value was left out: the service runs on its default
         log.warning("%s", warning)
-    engine = MemoryEngine(settings)
+    engine = MemoryEngine(settings)  # follows the user file's `memory` section without a restart
     servicer = MemoryServicer(engine)
 
     def register(server: grpc.aio.Server) -> None:

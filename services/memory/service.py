@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from services.kernel.config import LiveSection
 from services.kernel.ids import new_id
 from services.memory.embeddings import Embedder, SemanticLayer
 from services.memory.errors import InvalidRequest, NoteNotFound, StoreUnavailable
@@ -63,11 +64,25 @@ CONSTRAINT_DECISIONS = 5
 class MemoryEngine:
     """Notes, recall, constraints, consolidate and the history archive for any number of workspaces."""
 
-    def __init__(self, settings: MemorySettings, embedder: Embedder | None = None) -> None:
-        self.settings = settings
+    def __init__(self, settings: MemorySettings | LiveSection[MemorySettings], embedder: Embedder | None = None) -> None:
+        self._live = settings if isinstance(settings, LiveSection) else None
+        self._settings = settings.get() if isinstance(settings, LiveSection) else settings
         self._stores: dict[Path, MemoryStore] = {}
         self._lock = threading.Lock()
-        self._semantic = SemanticLayer(settings.embeddings, embedder)
+        self._embedder = embedder
+        self._semantic = SemanticLayer(self._settings.embeddings, embedder)
+
+    @property
+    def settings(self) -> MemorySettings:
+        """The ``memory`` section as the user's config file holds it now (followed without a restart;
+        a changed ``embeddings`` subsection starts a new semantic layer)."""
+        if self._live is not None:
+            fresh = self._live.get()
+            if fresh is not self._settings:
+                if fresh.embeddings != self._settings.embeddings:
+                    self._semantic = SemanticLayer(fresh.embeddings, self._embedder)
+                self._settings = fresh
+        return self._settings
 
     # ------------------------------------------------------------ stores
 

@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from ai_coding.v1 import memory_pb2 as pb
+from ai_coding.v1.memory_pb2_grpc import MemoryStub
 
 from services.fake_model import FakeModelServer
+from services.kernel.channels import sync_channel
+from services.kernel.endpoints import endpoint_for
 from tests.support.cli_stack import cli
 
 DEMO_SERVER = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
@@ -93,12 +97,44 @@ def test_a_key_variable_exported_after_the_services_started_is_used(box: Box) ->
     assert headers.get("authorization") == "Bearer late"
 
 
+def _restart_lines(printed: str) -> list[str]:
+    return [line for line in printed.splitlines() if "applies only after it restarts" in line]
+
+
 def test_an_edit_that_needs_a_restart_says_so_in_one_line(box: Box) -> None:
-    assert "changed since the services started" not in box.run()[1]
+    assert _restart_lines(box.run()[1]) == []
     box.write_config("alpha", "tracing: {otlp: {endpoint: 'http://127.0.0.1:9/v1/traces'}}\n")
-    _, printed = box.run()
-    lines = [line for line in printed.splitlines() if "changed since the services started" in line]
-    assert len(lines) == 1 and "`tracing`" in lines[0] and "ai-coding down" in lines[0]
+    lines = _restart_lines(box.run()[1])
+    assert len(lines) == 1 and "`tracing`" in lines[0] and "the loop service" in lines[0], lines
+    assert "`ai-coding down`" in lines[0]
+
+
+def test_an_edit_to_the_tools_section_names_the_tools_service_until_it_restarts(box: Box) -> None:
+    assert _restart_lines(box.run()[1]) == []
+    box.write_config("alpha", "tools:\n  sandbox:\n    env_allow: [AIC_EXTRA]\n")
+    lines = _restart_lines(box.run()[1])
+    assert len(lines) == 1 and "config `tools` changed since the tools service started" in lines[0], lines
+    assert "`ai-coding down`" in lines[0]
+    assert cli(box.env, "down").returncode == 0
+    assert _restart_lines(box.run()[1]) == []  # started again on the edited file: nothing to say
+
+
+def test_the_memory_service_follows_its_section_without_a_restart(box: Box) -> None:
+    assert cli(box.env, "up").returncode == 0
+    channel = sync_channel(endpoint_for("memory", env=box.env))
+    stub = MemoryStub(channel)
+    ws = str(box.workspace)
+    stub.WriteNote(pb.WriteNoteRequest(workspace=ws, note=pb.NoteCandidate(text="Builds use uv", kind="decision")),
+                   timeout=30)
+    assert [h.note.text for h in stub.Recall(pb.RecallRequest(workspace=ws, query="builds uv"), timeout=30).hits] == [
+        "Builds use uv"]
+    box.write_config("alpha", "memory:\n  enabled: false\n")
+    off = stub.Recall(pb.RecallRequest(workspace=ws, query="builds uv"), timeout=30)
+    assert list(off.hits) == [] and "switched off" in off.rendered
+    box.write_config("alpha")
+    assert len(stub.Recall(pb.RecallRequest(workspace=ws, query="builds uv"), timeout=30).hits) == 1
+    channel.close()
+    assert _restart_lines(box.run()[1]) == []  # nothing to restart for it
 
 
 def _servers(box: Box) -> dict[str, dict[str, object]]:

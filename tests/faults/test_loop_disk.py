@@ -15,8 +15,8 @@ def test_an_unwritable_journal_degrades_with_an_event_and_the_turn_completes(
     stack = make_stack([{"match": "hello", "text": "Hi there."}])
     sid = stack.open().session_id
     journal = workspace / ".ai-coding" / "sessions" / f"{sid}.journal"
-    journal.unlink()
-    journal.mkdir()  # appending to it now fails, even as root
+    assert not journal.exists()  # a session is written from its first turn on
+    journal.mkdir(parents=True)  # writing or appending to it fails, even as root
     events = stack.start(sid, "hello").drain()
     end = finished(events)
     assert status_name(end) == "completed" and end.text == "Hi there."

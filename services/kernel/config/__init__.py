@@ -38,7 +38,8 @@ One module per concern: ``keys`` (spelling, known keys), ``layer_io`` (finding a
 files), ``project_filter`` (trust and tightening of a project layer), ``overrides`` (the
 environment layer), ``merge``, ``loader`` (``load_config``: all of the above in order),
 ``state`` (``Config``), ``sections`` (typed views), ``expansion`` (``${VAR}``), ``masking``,
-``report`` (what ``config show`` prints), ``fingerprint`` (``layer_stamp``), ``template``
+``report`` (what ``config show`` prints), ``fingerprint`` (``layer_stamp``), ``live`` (a
+section followed while a service runs, and which sections need a restart), ``template``
 (``config init``). Import what you need from this package; the modules are its layout.
 """
 
@@ -64,6 +65,7 @@ from services.kernel.config.layer_io import (
     read_yaml_file,
     user_config_path,
 )
+from services.kernel.config.live import START_ONLY, LiveSection, restart_notes
 from services.kernel.config.loader import load_config
 from services.kernel.config.masking import SECRET_KEY_WORDS, is_secret_key, mask_secret
 from services.kernel.config.merge import merge
@@ -93,11 +95,13 @@ __all__ = [
     "PROJECT_FILES",
     "SAFETY_WORDS",
     "SECRET_KEY_WORDS",
+    "START_ONLY",
     "TIGHTEN_RULES",
     "TRUST_ENV",
     "USER_CONFIG_TEMPLATE",
     "VAR_REFERENCE",
     "Config",
+    "LiveSection",
     "declares_itself",
     "effective_config_report",
     "expand_vars",
@@ -116,6 +120,7 @@ __all__ = [
     "project_trusted",
     "read_yaml_file",
     "referenced_vars",
+    "restart_notes",
     "unknown_key_warnings",
     "user_config_path",
 ]

@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 
 from services.kernel.ids import new_id
 from services.kernel.statedir import ensure_state_dir
-from services.loop.core.errors import SessionNotFound, SessionStorageError, SessionUnreadable
+from services.loop.core.errors import SessionNotFound, SessionUnreadable
 from services.loop.core.pairing import repair_pairing
 from services.loop.core.record import (
     JOURNALED_WHEN_CHANGED,
@@ -45,6 +45,13 @@ from services.loop.core.record import (
     message_from_disk,
     message_to_disk,
     preview_text,
+)
+from services.loop.core.session_files import (
+    aside_path,
+    atomic_write,
+    check_writable,
+    owner_name,
+    storage_error,
 )
 
 __all__ = ["Message", "Session", "SessionStore", "SessionSummary", "UnreadableSession", "message_from_disk",
@@ -84,6 +91,8 @@ class SessionStore:
         self.dir = Path(workspace) / SESSIONS_DIR
         self.fsync = fsync
         self._state: dict[str, _JournalState] = {}
+        self._unwritten: set[str] = set()
+        """Sessions from :meth:`new` not saved yet."""
 
     def snapshot_path(self, session_id: str) -> Path:
         return self.dir / f"{session_id}.json"
@@ -104,7 +113,7 @@ class SessionStore:
     def reserve_seq(self, session_id: str, mark: int) -> None:
         """Record that event numbers up to ``mark`` may be issued (before the first of them is)."""
         self._make_dir()
-        _atomic_write(self.seq_path(session_id), f"{mark}\n".encode(), self.fsync)
+        atomic_write(self.seq_path(session_id), f"{mark}\n".encode(), self.fsync)
 
     def reserved_seq(self, session_id: str) -> int | None:
         """The last reserved event number, or None when there is none or it cannot be read."""
@@ -118,7 +127,7 @@ class SessionStore:
         summary = session.summary()
         doc = {"id": summary.id, "createdAt": summary.created, "updatedAt": summary.updated,
                "preview": summary.preview, "messageCount": summary.message_count}
-        _atomic_write(self.summary_path(session.id), json.dumps(doc, ensure_ascii=False).encode(), False)
+        atomic_write(self.summary_path(session.id), json.dumps(doc, ensure_ascii=False).encode(), False)
 
     def summary(self, session_id: str) -> SessionSummary:
         """A session's list view: from its summary file when that is newer than the data,
@@ -147,7 +156,7 @@ class SessionStore:
             return UnreadableSession(session_id, str(self._data_file(session_id)), BOTH_CORRUPT, err.hint)
         except OSError as err:
             path = err.filename or str(self._data_file(session_id))
-            hint = (f"Make it readable by the loop service (user {_user()})" if err.errno in (errno.EACCES, errno.EPERM)
+            hint = (f"Make it readable by the loop service (user {owner_name()})" if err.errno in (errno.EACCES, errno.EPERM)
                     else "Restore it from a backup")
             return UnreadableSession(session_id, str(path), str(err.strerror or err).lower(),
                                      f"{hint}, or move it out of {self.dir}.")
@@ -156,14 +165,26 @@ class SessionStore:
         snap = self.snapshot_path(session_id)
         return snap if snap.exists() else self.journal_path(session_id)
 
+    def new(self, model: str = "") -> Session:
+        """A new empty session, not on disk until its first :meth:`save` (a turn reaching the model),
+        so a run refused before that leaves no file; a folder it could not be written to is refused now."""
+        check_writable(self.dir)
+        session = Session(id=new_id(), workspace=self.workspace, model=model)
+        self._unwritten.add(session.id)
+        return session
+
     def create(self, model: str = "") -> Session:
         """A new empty session, written to disk at once."""
-        session = Session(id=new_id(), workspace=self.workspace, model=model)
+        session = self.new(model)
         try:
             self.compact(session)
         except OSError as err:
             raise storage_error(err, self.dir) from None
         return session
+
+    def written(self, session_id: str) -> bool:
+        """Whether this store has written the session (or loaded it from disk)."""
+        return session_id in self._state
 
     def ids(self) -> list[str]:
         """Every session id with a snapshot or a journal."""
@@ -196,6 +217,11 @@ class SessionStore:
 
     def save(self, session: Session) -> None:
         """Persist what changed since the last save (appends one journal record)."""
+        if session.id in self._unwritten:
+            # As create() would have: an empty snapshot first, so every message is in the journal
+            # (a corrupt first snapshot then loses nothing the journal holds).
+            self._unwritten.discard(session.id)
+            self.compact(session, with_messages=False)
         state = self._state.get(session.id)
         if state is None or len(session.messages) < state.saved_count:
             self.compact(session)
@@ -246,19 +272,22 @@ class SessionStore:
         evicted): its next load reads the generation from disk again."""
         self.close(session_id)
         self._state.pop(session_id, None)
+        self._unwritten.discard(session_id)
 
-    def compact(self, session: Session) -> None:
-        """Write the full snapshot atomically and start a fresh journal."""
+    def compact(self, session: Session, *, with_messages: bool = True) -> None:
+        """Write the full snapshot atomically and start a fresh journal (``with_messages=False``: a
+        snapshot of the session's state without its messages, which the journal is to hold)."""
         self._make_dir()
         self.close(session.id)  # the journal file is about to be replaced
+        self._unwritten.discard(session.id)
         state = self._state.setdefault(session.id, _JournalState())
         state.generation += 1
-        doc = {**session.meta(), "generation": state.generation,
-               "messages": [message_to_disk(m) for m in session.messages]}
-        _atomic_write(self.snapshot_path(session.id), json.dumps(doc, ensure_ascii=False).encode(), self.fsync)
+        messages = session.messages if with_messages else []
+        doc = {**session.meta(), "generation": state.generation, "messages": [message_to_disk(m) for m in messages]}
+        atomic_write(self.snapshot_path(session.id), json.dumps(doc, ensure_ascii=False).encode(), self.fsync)
         header = (json.dumps({"generation": state.generation}) + "\n").encode()
-        _atomic_write(self.journal_path(session.id), header, self.fsync)
-        state.saved_count = len(session.messages)
+        atomic_write(self.journal_path(session.id), header, self.fsync)
+        state.saved_count = len(messages)
         state.journal_bytes = len(header)
         state.written = {key: doc[key] for key in JOURNALED_WHEN_CHANGED if key in doc}
         self.write_summary(session)
@@ -299,7 +328,7 @@ class SessionStore:
         replay = self._replay_journal(journal, generation, session, warnings)
         journal_now = journal
         if replay.unused and quarantine:
-            journal_now = _aside_path(journal)
+            journal_now = aside_path(journal)
             os.replace(journal, journal_now)
             warnings.append(f"journal of {session_id}: kept the records it could not apply in {journal_now.name}")
         if not session.messages and (generation < 0 or not snap.exists()) and (replay.unused or not journal.exists()):
@@ -323,7 +352,7 @@ class SessionStore:
             if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
                 raise ValueError("not a session object")
         except ValueError as exc:
-            aside = _aside_path(path)
+            aside = aside_path(path)
             if quarantine:
                 os.replace(path, aside)
             messages = salvage_messages(raw.decode("utf-8", errors="replace"))
@@ -407,17 +436,6 @@ class _Replay:
     """True when some bytes of the journal were not applied (they must be kept aside)."""
 
 
-def _aside_path(path: Path) -> Path:
-    """A fresh ``<name>.corrupt-<time>`` next to ``path`` (never an existing file)."""
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
-    n = 2
-    while aside.exists():
-        aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
-        n += 1
-    return aside
-
-
 def salvage_messages(text: str) -> list[Message]:
     """Decode as many complete message objects as possible from a damaged snapshot."""
     start = text.find('"messages"')
@@ -455,40 +473,3 @@ def _unreadable(session_id: str, folder: Path, warnings: list[str], journal: Pat
         f"session {session_id} cannot be read: {BOTH_CORRUPT} ({where})",
         hint="Restore those files from a backup, or start a new session; `ai-coding sessions list` shows the others.",
     )
-
-
-def _user() -> str:
-    try:
-        import pwd
-
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except (ImportError, KeyError):
-        return str(os.geteuid())
-
-
-def storage_error(err: OSError, folder: Path) -> SessionStorageError:
-    """One sentence for a session file that cannot be written: which file, why, what to do."""
-    path = err.filename or str(folder)
-    if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        hint = f"Free disk space on the filesystem of {folder}, then continue the session with --session."
-    elif err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        hint = f"Make {folder} writable (or run in a workspace you can write to)."
-    else:
-        hint = f"Check the disk and the permissions of {folder}."
-    return SessionStorageError(f"cannot write the session file {path}: {err.strerror or err}.", hint=hint)
-
-
-def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
-            fh.write(data)
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        raise OSError(err.errno, err.strerror, str(path)) from err  # the file meant, not its temporary twin
-    finally:
-        # On a read-only filesystem unlink fails with EROFS, not ENOENT: that must not hide the real error.
-        with contextlib.suppress(OSError):
-            tmp.unlink()

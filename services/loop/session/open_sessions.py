@@ -75,8 +75,9 @@ class LoopRuntime:
                 deps.model_for(model)  # before the session file: no model means no session is written
             except ConfigError as err:
                 raise with_environment_hint(err, options.client_env is not None) from None
-            return await self._start(store, deps, workspace, store.create(model), model, options, config_warnings)
-        sid = store.resolve(session_id)
+            return await self._start(store, deps, workspace, store.new(model), model, options, config_warnings)
+        # A session nothing was said in yet is only in memory (no file until its first turn).
+        sid = session_id if session_id in self.sessions else store.resolve(session_id)
         lock, openers = self._opening.setdefault(sid, (asyncio.Lock(), [0]))
         openers[0] += 1
         try:
@@ -148,8 +149,9 @@ class LoopRuntime:
         # pick the same sessions again (it did, and its `del` raised KeyError).
         for rt in victims:
             del self.sessions[rt.session.id]
-            self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
-            rt.store.compact(rt.session)
+            rt.persist_for_good()
+            if rt.store.written(rt.session.id):  # a session never written is forgotten with its runtime
+                self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
             rt.store.forget(rt.session.id)
         while len(self._evicted) > MAX_EVICTED_REMEMBERED:
             del self._evicted[next(iter(self._evicted))]

@@ -288,7 +288,13 @@ class SessionRuntime(SessionHost):
             turn.stop_reason = reason
             task.cancel()
             await asyncio.wait({task}, timeout=5.0)
-        self.store.compact(self.session)
+        self.persist_for_good()
+
+    def persist_for_good(self) -> None:
+        """Fold the session into one snapshot and close its files (it leaves memory). A session no turn
+        ever reached the model in, and nothing saved, leaves no file: there is nothing to resume."""
+        if self.session.messages or self.store.written(self.session.id):
+            self.store.compact(self.session)
         self.store.close(self.session.id)
 
     def _reserve_seq(self, mark: int) -> None:

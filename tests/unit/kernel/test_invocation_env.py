@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from services.kernel.config import Config
+from services.kernel.config import Config, restart_notes
 from services.kernel.invocation import client_environment, effective_environment
-from services.loop.main import restart_notes
 from services.mcp_gateway.settings import ServerSettings
 from services.mcp_gateway.sidecar_watch import sidecar_delta
 
@@ -28,6 +27,18 @@ def test_a_restart_only_section_of_the_user_layer_is_named_once() -> None:
                  sources={"tracing": "user:/c.yaml"})
     notes = restart_notes(started, now)
     assert len(notes) == 1 and "`tracing`" in notes[0] and "`ai`" not in notes[0]
+    assert "the loop service" in notes[0] and "`ai-coding down`" in notes[0]
+
+
+def test_each_process_whose_start_only_sections_changed_is_named_with_its_sections() -> None:
+    started = Config(data={"tools": {"sandbox": {"network": "off"}}, "memory": {"default_k": 5}})
+    now = Config(data={"tools": {"sandbox": {"network": "host"}}, "memory": {"default_k": 9},
+                       "net": {"pinned_hosts": {"r.corp": "10.0.0.5"}}})
+    notes = restart_notes(started, now)
+    assert [n.split(" changed since ")[1].split(" started")[0] for n in notes] == [
+        "the tools service", "the mcp_gateway service"]
+    assert notes[0].startswith("config `tools`, `net` changed") and notes[1].startswith("config `net` changed")
+    assert not any("memory" in n for n in notes)  # the memory service follows its section live
     project = Config(data={"mcp": {"servers": [1]}}, sources={"mcp": "project:/w/ai-coding.yaml"})
     assert restart_notes(Config(), project) == []
 
