@@ -77,8 +77,8 @@ def test_what_the_loop_remembers_of_evicted_sessions_stays_bounded(make_stack: C
 
     monkeypatch.setattr(runtime_module, "MAX_IDLE_SESSIONS", 2)
     monkeypatch.setattr(runtime_module, "MAX_EVICTED_REMEMBERED", 3)
-    stack = make_stack([], with_tools=True)
-    opened = [stack.open().session_id for _ in range(8)]
+    stack = make_stack([{"text": "done", "repeat": "forever"}], with_tools=True)
+    opened = [stack.turn(f"task {i}")[0] for i in range(8)]  # a turn each: a session never written is not kept
     runtime = stack.runtime
     assert list(runtime._evicted) == opened[2:5]  # the three most recently evicted, oldest first
     assert len(runtime.sessions) == 3 and all(sid not in runtime.store(str(stack.workspace))._state
