@@ -68,6 +68,7 @@ PARTS: dict[str, type[Any]] = {
     "ai_coding.v1.Note": views.Note,
     "ai_coding.v1.RecallHit": views.RecallHit,
     "ai_coding.v1.ServerStatus": views.ServerStatus,
+    "ai_coding.v1.ServerLogLine": views.ServerLogLine,
 }
 # Enums with a view enum; any other (``ServerState``) stays its number.
 ENUMS: dict[str, type[enum.Enum]] = {

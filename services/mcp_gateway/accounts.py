@@ -48,7 +48,9 @@ class Accounts:
 
         auth = None
         elicit = None
+        kept = None
         if self.gateway is not None:
+            kept = self.gateway.supervisor(settings.name).log
             broker, server = self.gateway.elicitations, settings.name
 
             async def elicit(message: str, mode: str, schema: Mapping[str, Any], url: str) -> ElicitReply:
@@ -67,7 +69,7 @@ class Accounts:
                 return (await broker.elicit(server, message, "url", {}, url)).action
 
             auth = build_provider(settings, self.store, flow, mark, StepUp(lambda: broker.busy(server), ask))
-        async with open_session(settings, auth, elicit) as session:
+        async with open_session(settings, auth, elicit, kept) as session:
             yield session
 
     async def login(self, name: str) -> tuple[str, ServerView]:

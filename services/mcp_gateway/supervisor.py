@@ -30,6 +30,7 @@ from services.mcp_gateway.domain import (
     State,
 )
 from services.mcp_gateway.errors import NeedsAuth, TransportFailure
+from services.mcp_gateway.notices import kept_lines
 from services.mcp_gateway.policy import backoff_delay, call_timeout_s
 from services.mcp_gateway.settings import ServerSettings
 
@@ -54,6 +55,8 @@ class ServerSupervisor:
         self._failures = 0
         self._retry_at = 0.0
         self.degraded_reason = ""
+        self.log = kept_lines()
+        """What the server logged this gateway run, across reconnects (its opener fills it)."""
         self._session: McpSession | None = None
         self._wake = asyncio.Event()
         self._drop = asyncio.Event()
@@ -117,8 +120,8 @@ class ServerSupervisor:
     def _sign_in_reason(self) -> str:
         return f"sign in required: run `ai-coding mcp login {self.settings.name}`"
 
-    def view(self) -> ServerView:
-        """A snapshot for ListServers."""
+    def view(self, log_lines: int = 0) -> ServerView:
+        """A snapshot for ListServers, with the newest ``log_lines`` kept log lines."""
         retry = max(0.0, self._retry_at - time.monotonic()) if self.state in (State.FAILED,) else 0.0
         return ServerView(
             name=self.settings.name,
@@ -131,6 +134,7 @@ class ServerSupervisor:
             auto_approve=self.settings.auto_approve,
             degraded=bool(self.degraded_reason),
             degraded_reason=self.degraded_reason,
+            log=tuple(self.log)[-log_lines:] if log_lines > 0 else (),
         )
 
     async def wait_settled(self, timeout: float) -> State:
