@@ -44,7 +44,7 @@ class Accounts:
     async def open(self, settings: ServerSettings) -> AsyncIterator[McpSession]:
         """The gateway's session opener: OAuth-aware for remote servers."""
         from services.mcp_gateway.connection import open_session
-        from services.mcp_gateway.oauth import StepUp, build_provider
+        from services.mcp_gateway.oauth import NoPlaceholderRegistration, StepUp, build_provider
 
         auth = None
         elicit = None
@@ -69,6 +69,8 @@ class Accounts:
                 return (await broker.elicit(server, message, "url", {}, url)).action
 
             auth = build_provider(settings, self.store, flow, mark, StepUp(lambda: broker.busy(server), ask))
+            provider = auth
+            sup.waiting_on = lambda: provider.waiting if isinstance(provider, NoPlaceholderRegistration) else ""
         async with open_session(settings, auth, elicit, kept) as session:
             yield session
 
