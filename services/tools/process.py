@@ -212,7 +212,11 @@ async def run_command(argv: Sequence[str], env: Mapping[str, str], cwd: Path, ti
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(pump), limits.KILL_GRACE_SECONDS)
     finally:
-        await asyncio.shield(proc.kill_tree())
+        kill_group(proc.pid)
+        # What left the group too; a cancelled call still sweeps (in the background), never skips the rest.
+        sweep = asyncio.ensure_future(asyncio.to_thread(reaper.kill_marked, proc.token))
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(sweep)
         if proc.returncode is None:
             proc.kill()
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):
