@@ -68,6 +68,7 @@ PARTS: dict[str, type[Any]] = {
     "ai_coding.v1.Note": service_views.Note,
     "ai_coding.v1.RecallHit": service_views.RecallHit,
     "ai_coding.v1.ServerStatus": service_views.ServerStatus,
+    "ai_coding.v1.ServerLogLine": service_views.ServerLogLine,
 }
 # Enums with a view enum; any other (``ServerState``) stays its number.
 ENUMS: dict[str, type[enum.Enum]] = {

@@ -42,6 +42,15 @@ class Recall:
 
 
 @dataclass(frozen=True)
+class ServerLogLine:
+    """One line a server logged: an MCP log message, or (level ``stderr``) a local server's stderr."""
+
+    level: str = ""
+    logger: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class ServerStatus:
     name: str = ""
     type: str = ""
@@ -54,6 +63,8 @@ class ServerStatus:
     auto_approve: bool = False
     degraded: bool = False
     degraded_reason: str = ""
+    log: tuple[ServerLogLine, ...] = ()
+    """The newest kept log lines, oldest first (only when they were asked for)."""
 
 
 @dataclass(frozen=True)

@@ -128,7 +128,13 @@ def server_line(status: ServerStatus) -> str:
 
 
 def server_lines(servers: Sequence[ServerStatus]) -> list[str]:
-    """``/mcp`` and ``ai-coding mcp status``: one line per server, or how to add one."""
+    """``/mcp`` and ``ai-coding mcp status``: one line per server, or how to add one; under each,
+    the log lines it carries (``mcp status --logs``)."""
     if not servers:
         return ["no MCP servers configured (add one with `ai-coding mcp add`)"]
-    return [server_line(s) for s in servers]
+    lines: list[str] = []
+    for status in servers:
+        lines.append(server_line(status))
+        lines.extend(f"      {line.level:<8} {line.logger + ': ' if line.logger else ''}{line.text}"
+                     for line in status.log)
+    return lines

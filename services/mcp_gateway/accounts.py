@@ -44,11 +44,13 @@ class Accounts:
     async def open(self, settings: ServerSettings) -> AsyncIterator[McpSession]:
         """The gateway's session opener: OAuth-aware for remote servers."""
         from services.mcp_gateway.connection import open_session
-        from services.mcp_gateway.oauth import StepUp, build_provider
+        from services.mcp_gateway.oauth import NoPlaceholderRegistration, StepUp, build_provider
 
         auth = None
         elicit = None
+        kept = None
         if self.gateway is not None:
+            kept = self.gateway.supervisor(settings.name).log
             broker, server = self.gateway.elicitations, settings.name
 
             async def elicit(message: str, mode: str, schema: Mapping[str, Any], url: str) -> ElicitReply:
@@ -67,7 +69,9 @@ class Accounts:
                 return (await broker.elicit(server, message, "url", {}, url)).action
 
             auth = build_provider(settings, self.store, flow, mark, StepUp(lambda: broker.busy(server), ask))
-        async with open_session(settings, auth, elicit) as session:
+            provider = auth
+            sup.waiting_on = lambda: provider.waiting if isinstance(provider, NoPlaceholderRegistration) else ""
+        async with open_session(settings, auth, elicit, kept) as session:
             yield session
 
     async def login(self, name: str) -> tuple[str, ServerView]:

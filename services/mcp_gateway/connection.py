@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 import warnings
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -36,7 +37,7 @@ from services.kernel.config import expand_vars
 from services.kernel.errors import ConfigError
 from services.kernel.host_process import DEFAULT_PATH, safe_path
 from services.mcp_gateway.catalog import ToolEntry
-from services.mcp_gateway.domain import CallOutcome, ElicitHandler, Progress, ProgressSink
+from services.mcp_gateway.domain import CallOutcome, ElicitHandler, LogLine, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
 from services.mcp_gateway.notices import DEFAULT_LEVEL, ServerNotices
 from services.mcp_gateway.settings import ServerSettings
@@ -346,15 +347,17 @@ def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
 
 @asynccontextmanager
 async def open_session(settings: ServerSettings, auth: httpx2.Auth | None = None,
-                       elicit: ElicitHandler | None = None) -> AsyncIterator[SdkSession]:
+                       elicit: ElicitHandler | None = None,
+                       log_lines: deque[LogLine] | None = None) -> AsyncIterator[SdkSession]:
     """Connect and handshake; leaving the block closes the session (and kills a local server).
-    With ``elicit``, the client announces elicitation and the server's requests go to it."""
+    With ``elicit``, the client announces elicitation and the server's requests go to it; what the
+    server logs (and a local server's stderr) is kept in ``log_lines``."""
     if settings.type == "local":
-        async with _local_session(settings, elicit) as session:
+        async with _local_session(settings, elicit, log_lines) as session:
             yield session
         return
     headers = expanded(settings.headers, "headers", settings.name)
-    notices = ServerNotices(settings.name)
+    notices = ServerNotices(settings.name, log_lines)
     if settings.transport == "sse":
         async with _client(sse_client(settings.url, headers=headers or None, auth=auth), notices, elicit) as client:
             yield await _started(SdkSession(settings.name, client, notices))
@@ -372,16 +375,17 @@ async def _started(session: SdkSession) -> SdkSession:
 
 
 @asynccontextmanager
-async def _local_session(settings: ServerSettings, elicit: ElicitHandler | None) -> AsyncIterator[SdkSession]:
+async def _local_session(settings: ServerSettings, elicit: ElicitHandler | None,
+                         log_lines: deque[LogLine] | None) -> AsyncIterator[SdkSession]:
     """A stdio session whose startup failure names the server's last stderr line."""
     params = stdio_parameters(settings)
-    tail = StderrTail(settings.name)
+    tail = StderrTail(settings.name, log_lines)
     ready = False
     try:
         await tail.start()
         assert tail.writer is not None
         transport: Any = stdio_client(params, errlog=tail.writer)
-        notices = ServerNotices(settings.name)
+        notices = ServerNotices(settings.name, log_lines)
         async with _client(transport, notices, elicit) as client:
             tail.close_writer()
             ready = True

@@ -35,6 +35,7 @@ def status_to_proto(view: ServerView) -> mcp_gateway_pb2.ServerStatus:
         auto_approve=view.auto_approve,
         degraded=view.degraded,
         degraded_reason=view.degraded_reason,
+        log=[mcp_gateway_pb2.ServerLogLine(level=line.level, logger=line.logger, text=line.text) for line in view.log],
     )
 
 

@@ -25,6 +25,15 @@ class State(Enum):
 
 
 @dataclass(frozen=True)
+class LogLine:
+    """One line a server logged: an MCP log message, or (level ``stderr``) a local server's stderr."""
+
+    level: str
+    logger: str
+    text: str
+
+
+@dataclass(frozen=True)
 class ServerView:
     """A snapshot of one server for ListServers and the client's /mcp panel."""
 
@@ -40,6 +49,8 @@ class ServerView:
     """True once the server has failed at least once since the gateway started (sticky)."""
     degraded_reason: str = ""
     """Why it first failed: the loop emits one Degraded event per server with this text."""
+    log: tuple[LogLine, ...] = ()
+    """Its newest kept log lines, oldest first (only when asked for)."""
 
 
 @dataclass(frozen=True)

@@ -97,11 +97,12 @@ class Gateway:
         for invalid in bad:
             self._invalid[invalid.name] = invalid.reason
 
-    def servers(self) -> list[ServerView]:
-        """Each server's state, invalid entries included (as failed); a hand-edited sidecar is read first."""
+    def servers(self, log_lines: int = 0) -> list[ServerView]:
+        """Each server's state, invalid entries included (as failed); a hand-edited sidecar is read first.
+        With ``log_lines``, each view carries that many of the server's newest kept log lines."""
         self.refresh_sidecar()
         views = [replace(v, degraded=True, degraded_reason=self._stale[v.name])
-                 if v.name in self._stale else v for v in (s.view() for s in self.supervisors.values())]
+                 if v.name in self._stale else v for v in (s.view(log_lines) for s in self.supervisors.values())]
         for name, reason in self._invalid.items():
             views.append(ServerView(name=name, type="?", state=State.FAILED, reason=reason, degraded=True,
                                     degraded_reason=reason))

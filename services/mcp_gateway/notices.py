@@ -3,7 +3,9 @@
 ``notifications/tools/list_changed`` sets :attr:`ServerNotices.tools_changed`; the server's owner
 task (services/mcp_gateway/supervisor.py) lists the tools again, so the next catalog has them
 (the loop sees a changed catalog: one declared cache break). ``notifications/message`` goes to the
-gateway's log (``ai-coding logs mcp_gateway``) and the newest :data:`KEEP` per server are kept.
+gateway's log (``ai-coding logs mcp_gateway``) and the newest :data:`KEEP` per server are kept
+for the gateway's run, across reconnects, with a local server's stderr lines
+(``ai-coding mcp status --logs N`` shows them).
 The level the gateway asks for (``logging/setLevel``) is the server's ``log_level`` setting.
 """
 
@@ -13,8 +15,9 @@ import asyncio
 import json
 import logging
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
+
+from services.mcp_gateway.domain import LogLine
 
 log = logging.getLogger("ai_coding.mcp_gateway.server_log")
 
@@ -27,11 +30,9 @@ _PYTHON_LEVEL = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging
                  "emergency": logging.CRITICAL}
 
 
-@dataclass(frozen=True)
-class LogLine:
-    level: str
-    logger: str
-    text: str
+def kept_lines() -> deque[LogLine]:
+    """A server's kept log lines (its supervisor holds them for the gateway's run)."""
+    return deque(maxlen=KEEP)
 
 
 def log_text(data: Any) -> str:
@@ -43,10 +44,10 @@ def log_text(data: Any) -> str:
 class ServerNotices:
     """One connection's notifications (made before the SDK client, handed to it as callbacks)."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, lines: deque[LogLine] | None = None) -> None:
         self.server = server
         self.tools_changed = asyncio.Event()
-        self.lines: deque[LogLine] = deque(maxlen=KEEP)
+        self.lines: deque[LogLine] = lines if lines is not None else kept_lines()
 
     async def on_message(self, message: Any) -> None:
         """The SDK's ``message_handler``: server notifications (and transport exceptions, ignored here)."""

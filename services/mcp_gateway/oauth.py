@@ -262,6 +262,9 @@ class NoPlaceholderRegistration(OAuthClientProvider):
     instead; a server that asks for no sign-in never gets that far."""
 
     refuse_registration: tuple[str, Callable[[], None]] | None = None
+    waiting = ""
+    """The OAuth endpoint (discovery, registration, token) whose answer the flow waits for now:
+    a connect that runs out of time says which one hung."""
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super().async_auth_flow(request)
@@ -272,7 +275,9 @@ class NoPlaceholderRegistration(OAuthClientProvider):
                     name, mark = self.refuse_registration
                     mark()
                     raise NeedsAuth(f"server {name!r} requires sign-in", hint=f"Run `ai-coding mcp login {name}`.")
+                self.waiting = "" if outgoing.url == request.url else str(outgoing.url.copy_with(query=None))
                 response = yield outgoing
+                self.waiting = ""
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return

@@ -21,6 +21,18 @@ def call_timeout_s(requested_s: float, execution_ms: int) -> float:
     return min(requested_s, limit) if requested_s > 0 else limit
 
 
+def deadline_key(server: str, key: str, ms: int) -> str:
+    """Which setting a deadline came from, as a reason names it: the key, its value and the server."""
+    return f"`timeout.{key}: {ms}` of MCP server {server!r}"
+
+
+def call_deadline_source(server: str, requested_s: float, execution_ms: int) -> str:
+    """What set the limit :func:`call_timeout_s` chose: the server's ``timeout.execution``, or the caller."""
+    if requested_s > 0 and requested_s < execution_ms / 1000.0:
+        return f"the caller's limit; the server's is {deadline_key(server, 'execution', execution_ms)}"
+    return deadline_key(server, "execution", execution_ms)
+
+
 def qualified_tool(server: str, tool: str) -> str:
     """Accept ``tool`` or ``server__tool`` and return the bare remote name."""
     prefix = f"{server}__"

@@ -31,7 +31,7 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
 
     async def ListServers(self, request: mcp_gateway_pb2.ListServersRequest,
                           context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ListServersResponse:
-        views = self._gateway.servers()
+        views = self._gateway.servers(max(0, request.log_lines))
         return mcp_gateway_pb2.ListServersResponse(servers=[convert.status_to_proto(v) for v in views])
 
     async def GetCatalog(self, request: mcp_gateway_pb2.GetCatalogRequest,

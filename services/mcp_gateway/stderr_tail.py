@@ -11,7 +11,10 @@ import collections
 import contextlib
 import logging
 import os
+from collections.abc import MutableSequence
 from typing import TextIO
+
+from services.mcp_gateway.domain import LogLine
 
 log = logging.getLogger("ai_coding.mcp_gateway.stderr")
 
@@ -41,8 +44,10 @@ class _Reader(asyncio.Protocol):
 class StderrTail:
     """A pipe for a child's stderr and the last ``TAIL_LINES`` lines that came through it."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, kept: MutableSequence[LogLine] | None = None) -> None:
         self._server = server
+        self._kept = kept
+        """The server's kept log (``mcp status --logs``): every line goes there too, as ``stderr``."""
         self.lines: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.eof = asyncio.Event()
         read_fd, write_fd = os.pipe()
@@ -59,6 +64,8 @@ class StderrTail:
         line = raw.decode("utf-8", "replace").rstrip()
         if line:
             self.lines.append(line)
+            if self._kept is not None:
+                self._kept.append(LogLine("stderr", "", line[:2000]))
             log.debug("%s: %s", self._server, line)
 
     def close_writer(self) -> None:

@@ -30,12 +30,17 @@ from services.mcp_gateway.domain import (
     State,
 )
 from services.mcp_gateway.errors import NeedsAuth, TransportFailure
-from services.mcp_gateway.policy import backoff_delay, call_timeout_s
+from services.mcp_gateway.notices import kept_lines
+from services.mcp_gateway.policy import backoff_delay, call_deadline_source, call_timeout_s, deadline_key
 from services.mcp_gateway.settings import ServerSettings
 
 log = logging.getLogger("ai_coding.mcp_gateway.supervisor")
 
 CLOSE_BOUND_S = 8.0
+SESSION_CLOSE_BOUND_S = {"local": 8.0, "remote": 2.0}
+"""Leaving a dropped session: a local one gets the SDK's shielded stdio shutdown (up to ~7 s: stdin
+close, SIGTERM, SIGKILL), a remote one its DELETE; past this the exit is cancelled, which ends any
+request still open (a remote call the server stalled kept it waiting for the SDK's 300 s read timeout)."""
 
 
 class ServerSupervisor:
@@ -54,7 +59,14 @@ class ServerSupervisor:
         self._failures = 0
         self._retry_at = 0.0
         self.degraded_reason = ""
+        self.waiting_on: Callable[[], str] = lambda: ""
+        """The OAuth endpoint the connect waits for now ("" when none; the opener sets it)."""
+        self.log = kept_lines()
+        """What the server logged this gateway run, across reconnects (its opener fills it)."""
         self._session: McpSession | None = None
+        self._in_flight = 0
+        self._abandoned = False
+        """A call on this (remote) session ran past its deadline: its HTTP request may still be open."""
         self._wake = asyncio.Event()
         self._drop = asyncio.Event()
         self._changed = asyncio.Condition()
@@ -114,11 +126,15 @@ class ServerSupervisor:
         self._drop.set()
         self._wake.set()
 
+    def _waiting_on(self) -> str:
+        url = self.waiting_on()
+        return f" while waiting for the OAuth endpoint {url}" if url else ""
+
     def _sign_in_reason(self) -> str:
         return f"sign in required: run `ai-coding mcp login {self.settings.name}`"
 
-    def view(self) -> ServerView:
-        """A snapshot for ListServers."""
+    def view(self, log_lines: int = 0) -> ServerView:
+        """A snapshot for ListServers, with the newest ``log_lines`` kept log lines."""
         retry = max(0.0, self._retry_at - time.monotonic()) if self.state in (State.FAILED,) else 0.0
         return ServerView(
             name=self.settings.name,
@@ -131,6 +147,7 @@ class ServerSupervisor:
             auto_approve=self.settings.auto_approve,
             degraded=bool(self.degraded_reason),
             degraded_reason=self.degraded_reason,
+            log=tuple(self.log)[-log_lines:] if log_lines > 0 else (),
         )
 
     async def wait_settled(self, timeout: float) -> State:
@@ -204,6 +221,10 @@ class ServerSupervisor:
                         self._limiter.release()
                         holding = False
                     await self._park(session, tools)
+                    # Leaving the session is bounded too: a request the server stalled (a call that
+                    # ran past its deadline) would otherwise hold the SDK's exit until its read timeout.
+                    phase = "closing"
+                    scope.deadline = anyio.current_time() + SESSION_CLOSE_BOUND_S.get(self.settings.type, 8.0)
         except Exception:
             if not self._parked:
                 raise
@@ -215,14 +236,22 @@ class ServerSupervisor:
             if holding:
                 self._limiter.release()
         if scope.cancelled_caught:
+            if phase == "closing":
+                log.warning("mcp server %s: leaving its old session took too long; it was cut off",
+                            self.settings.name)
+                return
             if phase == "startup":
-                raise TimeoutError(f"did not become ready within {startup:g}s")
-            raise TimeoutError(f"tools/list did not answer within {timeouts.catalog / 1000.0:g}s")
+                waiting = self._waiting_on()
+                raise TimeoutError(f"did not become ready within {startup:g}s{waiting} "
+                                   f"({deadline_key(self.settings.name, 'startup', timeouts.startup)})")
+            raise TimeoutError(f"tools/list did not answer within {timeouts.catalog / 1000.0:g}s "
+                               f"({deadline_key(self.settings.name, 'catalog', timeouts.catalog)})")
 
     async def _park(self, session: McpSession, tools: list[ToolEntry]) -> None:
         self._parked = True
         self.tools = self._visible(tools)
         self._session = session
+        self._abandoned = False
         self._failures = 0
         self.login_pending = False
         self._hold_for_auth = False
@@ -305,6 +334,7 @@ class ServerSupervisor:
         limit) for a connection in progress; a broken transport starts a reconnect. The limit
         does not count ``user_seconds()``: time the server's questions waited for the user."""
         limit = call_timeout_s(timeout_s, self.settings.timeout.execution)
+        source = call_deadline_source(self.settings.name, timeout_s, self.settings.timeout.execution)
         started = time.monotonic()
         if self.state in (State.CONNECTING, State.RECONNECTING):
             await self.wait_settled(limit)
@@ -313,6 +343,7 @@ class ServerSupervisor:
             return self._not_ready()
         remaining = max(0.001, limit - (time.monotonic() - started))
         asked_before = user_seconds() if user_seconds is not None else 0.0
+        self._in_flight += 1
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + remaining) as scope:
                 base = scope.deadline
@@ -323,9 +354,11 @@ class ServerSupervisor:
                 finally:
                     if stretch is not None:
                         stretch.cancel()
-            return _timed_out(what, limit, started)
+            self._abandoned = True
+            return _timed_out(what, limit, source, started)
         except TimeoutError:
-            return _timed_out(what, limit, started)
+            self._abandoned = True
+            return _timed_out(what, limit, source, started)
         except TransportFailure as exc:
             if self.auth_required:
                 return await self._needs_auth_again(session, started)
@@ -336,6 +369,21 @@ class ServerSupervisor:
             return CallOutcome(False, f"{exc.message}; the gateway is reconnecting", error_code="mcp_transport_failed",
                                error_message=exc.message, hint="Retry the call in a moment.",
                                duration_ms=(time.monotonic() - started) * 1000)
+        finally:
+            self._in_flight -= 1
+            await self._end_abandoned(session)
+
+    async def _end_abandoned(self, session: McpSession) -> None:
+        """Stopping to wait for a remote call does not end its HTTP request: the SDK reads on (up to its
+        300 s read timeout) from a server that stalled. Once no other call uses the session, it is
+        replaced, which closes its connections; a local server's call ends with the cancel it is sent."""
+        if not self._abandoned or self._in_flight or self.settings.type != "remote" or self._session is not session:
+            return
+        self._abandoned = False
+        log.info("mcp server %s: a call ran past its deadline; reconnecting to close its connection",
+                 self.settings.name)
+        await self._set(State.RECONNECTING, "reconnecting: a call ran past its deadline")
+        self._drop.set()
 
     async def _needs_auth_again(self, session: McpSession, started: float) -> CallOutcome:
         """The server wants a new authorization mid-call (say more scope) and nobody completed it: the
@@ -373,8 +421,8 @@ async def _stretch(scope: anyio.CancelScope, base: float, user_seconds: Callable
         scope.deadline = base + (user_seconds() - before)
 
 
-def _timed_out(what: str, limit: float, started: float) -> CallOutcome:
-    return CallOutcome(False, f"{what} did not answer within {limit:g}s",
+def _timed_out(what: str, limit: float, source: str, started: float) -> CallOutcome:
+    return CallOutcome(False, f"{what} did not answer within {limit:g}s ({source})",
                        error_code="tool_timeout", error_message="the call timed out",
                        hint="Retry with a smaller request, or use another tool.", limit_hit="timeout",
                        duration_ms=(time.monotonic() - started) * 1000)

@@ -12,6 +12,13 @@ extension the ``mcp`` 2.x SDK does not implement yet, so the gateway asks for 20
 
 When the caller stops waiting (the user interrupted the turn, the call timed out), ``tasks/cancel``
 goes to the server before the call ends, so the task does not run on behind it.
+
+The SDK (``mcp`` 2.3) has no public call for step 1: ``ClientSession.call_tool`` builds its own
+params (no ``task``) and ``send_request`` validates a ``tools/call`` answer as a ``CallToolResult``;
+its public ``ResultClaim`` extensions hook only the 2026-07-28 wire, and the Tasks extension of that
+revision has no Python package. :func:`send_task_call` is the one place that uses the SDK's private
+dispatcher; ``tests/unit/mcp_gateway/test_mcp_gateway_task_adapter.py`` fails when the SDK changes
+what it relies on (or gains the public call, so this can move to it).
 """
 
 from __future__ import annotations
@@ -47,14 +54,27 @@ def is_task_only(tool: Any) -> bool:
     return execution is not None and getattr(execution, "task_support", None) == "required"
 
 
+class TaskCallUnsupported(RuntimeError):
+    """The installed SDK no longer has what :func:`send_task_call` relies on."""
+
+
+async def send_task_call(session: Any, tool: str, arguments: dict[str, Any]) -> types.CreateTaskResult:
+    """Step 1: the task-augmented ``tools/call`` on an SDK ``ClientSession``, answered by the task.
+
+    Not ``session.send_request``: it checks every tools/call answer against CallToolResult, and the
+    answer to a task-augmented call is a CreateTaskResult. The SDK's dispatcher sends it as is."""
+    params = types.CallToolRequestParams(name=tool, arguments=arguments, task=types.TaskMetadata(ttl=TTL_MS))
+    send = getattr(getattr(session, "_dispatcher", None), "send_raw_request", None)
+    if send is None:
+        raise TaskCallUnsupported(f"the mcp SDK's ClientSession has no _dispatcher.send_raw_request any more, so the "
+                                  f"task-only tool {tool!r} cannot be called; use the SDK's public task call")
+    raw = await send("tools/call", params.model_dump(by_alias=True, mode="json", exclude_none=True), {})
+    return types.CreateTaskResult.model_validate(raw, by_name=False)
+
+
 async def call_as_task(session: Any, tool: str, arguments: dict[str, Any], report: Report) -> types.CallToolResult:
     """Run ``tool`` as a task on the SDK ``session`` (a ``ClientSession``) and return its result."""
-    params = types.CallToolRequestParams(name=tool, arguments=arguments, task=types.TaskMetadata(ttl=TTL_MS))
-    # Not session.send_request: it checks every tools/call answer against CallToolResult, and the
-    # answer to a task-augmented call is a CreateTaskResult. The SDK's dispatcher sends it as is.
-    raw = await session._dispatcher.send_raw_request(
-        "tools/call", params.model_dump(by_alias=True, mode="json", exclude_none=True), {})
-    task = types.CreateTaskResult.model_validate(raw, by_name=False).task
+    task = (await send_task_call(session, tool, arguments)).task
     task_id = task.task_id
     try:
         steps = 0

@@ -1,5 +1,7 @@
 """Background jobs: long-running commands in the same sandbox, with bounded
-output buffers, stopped (whole process group) on request or at CloseSession."""
+output buffers, stopped on request or at CloseSession. Stopping a job, or its
+command exiting, ends every process it started (its group, and through the
+``reaper`` marker the ones that left it: ``setsid``, a daemon's double fork)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 from services.tools import limits
 from services.tools.errors import ToolError
 from services.tools.output import RingBuffer, TextDecoder
-from services.tools.process import Spawned, kill_group, spawn
+from services.tools.process import Spawned, spawn
 
 
 @dataclass
@@ -47,14 +49,22 @@ async def _read(job: Job, on_end: Callable[[], None] | None = None) -> None:
     try:
         stream = job.process.stdout
         decoder = TextDecoder()
-        while data := await stream.read(65536):
-            job.buffer.feed(decoder.feed(data))
-        job.buffer.feed(decoder.feed(b"", final=True))
+        reading = asyncio.create_task(_drain(stream, job, decoder))
         await job.process.wait()
         job.ended = time.monotonic()
+        # The job is its command: what it left behind (a detached child holding the pipe or not) ends now.
+        await job.process.kill_tree()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reading, 5)
     finally:
         if on_end is not None:
             on_end()
+
+
+async def _drain(stream: asyncio.StreamReader, job: Job, decoder: TextDecoder) -> None:
+    while data := await stream.read(65536):
+        job.buffer.feed(decoder.feed(data))
+    job.buffer.feed(decoder.feed(b"", final=True))
 
 
 class JobTable:
@@ -92,7 +102,7 @@ class JobTable:
         was_running = job.process.returncode is None
         if was_running:
             job.stopped = True
-        kill_group(job.process.pid)
+        await job.process.kill_tree()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(job.process.wait(), 10)
         if job.reader is not None:

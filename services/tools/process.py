@@ -1,5 +1,6 @@
 """Running one command: its own process group, streamed output at a bounded
-rate, head+tail cap, timeout and cancellation that kill the whole group."""
+rate, head+tail cap, timeout and cancellation that kill the whole group and
+every process it started (``reaper``: also the ones that left the group)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.tools import limits
+from services.tools import limits, reaper
 from services.tools.domain import Emit
 from services.tools.output import HeadTailBuffer, TextDecoder
 
@@ -45,10 +46,12 @@ class Spawned:
     most on a busy 2-core machine.
     """
 
-    def __init__(self, popen: subprocess.Popen[bytes], stdout: asyncio.StreamReader) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], stdout: asyncio.StreamReader, token: str) -> None:
         self.popen = popen
         self.pid = popen.pid
         self.stdout = stdout
+        self.token = token
+        """The ``reaper`` marker every process of this command carries."""
 
     @property
     def returncode(self) -> int | None:
@@ -81,6 +84,11 @@ class Spawned:
         with contextlib.suppress(ProcessLookupError):
             self.popen.kill()
 
+    async def kill_tree(self) -> None:
+        """SIGKILL the command's group and every process it started that left the group."""
+        kill_group(self.pid)
+        await asyncio.to_thread(reaper.kill_marked, self.token)
+
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
@@ -96,11 +104,18 @@ def _die_with_service() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+_GUARDIAN = reaper.Guardian()
+"""One per process, started with its first command; it ends when the process does (never before:
+runtimes of one process share it, and a clean shutdown has ended its commands already)."""
+
+
 async def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Spawned:
     """Start ``argv`` as the leader of a new session/process group, stdout+stderr on one pipe."""
+    _GUARDIAN.ensure()
+    token = reaper.new_run_token()
     popen = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, cwd=str(cwd), env=dict(env), start_new_session=True,
-                             preexec_fn=_die_with_service)
+                             stderr=subprocess.STDOUT, cwd=str(cwd), env=reaper.marked_env(dict(env), token),
+                             start_new_session=True, preexec_fn=_die_with_service)
     assert popen.stdout is not None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20, loop=loop)
@@ -110,7 +125,7 @@ async def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Spawn
         kill_group(popen.pid)
         popen.wait()
         raise
-    return Spawned(popen, reader)
+    return Spawned(popen, reader, token)
 
 
 class _Throttle:
@@ -198,6 +213,10 @@ async def run_command(argv: Sequence[str], env: Mapping[str, str], cwd: Path, ti
             await asyncio.wait_for(asyncio.shield(pump), limits.KILL_GRACE_SECONDS)
     finally:
         kill_group(proc.pid)
+        # What left the group too; a cancelled call still sweeps (in the background), never skips the rest.
+        sweep = asyncio.ensure_future(asyncio.to_thread(reaper.kill_marked, proc.token))
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(sweep)
         if proc.returncode is None:
             proc.kill()
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):

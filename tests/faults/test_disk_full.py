@@ -119,4 +119,4 @@ def test_a_subagent_whose_worktree_cannot_be_made_names_the_cause_and_frees_its_
     feature = stack.runtime.sessions[sid].feature(SubagentsFeature)
     assert feature is not None
     manager = feature.manager
-    assert all(run.finished for run in manager.runs.values()), [r.status for r in manager.runs.values()]
+    assert all(run.finished for run in manager.table.runs.values()), [r.status for r in manager.table.runs.values()]

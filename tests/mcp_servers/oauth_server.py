@@ -6,7 +6,9 @@ page: the redirect goes straight back to the client's callback with a code),
 and keeps codes and tokens in memory. The MCP endpoint ``/mcp`` answers 401
 without a valid bearer token.
 
-    python tests/mcp_servers/oauth_server.py PORT
+    python tests/mcp_servers/oauth_server.py PORT [PUBLIC_PORT]
+
+PUBLIC_PORT: the port clients reach it on, when a proxy stands in front (its metadata names it).
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class AutoApproveProvider:
 
 
 def make_server(port: int) -> MCPServer:
+    """The server whose metadata (issuer, resource) says ``http://127.0.0.1:{port}``."""
     base = f"http://127.0.0.1:{port}"
     server = MCPServer(
         "secure",
@@ -115,4 +118,5 @@ def make_server(port: int) -> MCPServer:
 
 
 if __name__ == "__main__":
-    make_server(int(sys.argv[1])).run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    public = int(sys.argv[2]) if len(sys.argv) > 2 else int(sys.argv[1])
+    make_server(public).run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

@@ -36,12 +36,17 @@ def _gateway(command: str, body: Callable[[McpClient], Awaitable[T]]) -> T:
 
 
 @app.command("status")
-def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+           logs: int = typer.Option(0, "--logs", min=0, max=100, metavar="N",
+                                    help="Also show each server's last N log lines (its log messages and "
+                                         "a local server's stderr).")) -> None:
     """Each server's state, tool count and failure reason; exits 1 when a server has failed."""
-    servers = _gateway("status", lambda client: client.servers())
+    servers = _gateway("status", lambda client: client.servers(logs))
     if as_json:
         print(json.dumps({"servers": [{"name": s.name, "type": s.type, "state": view.state_name(s), "reason": s.reason,
-                                       "tools": s.tool_count, "attempts": s.attempts} for s in servers]}))
+                                       "tools": s.tool_count, "attempts": s.attempts,
+                                       **({"log": [{"level": ln.level, "logger": ln.logger, "text": ln.text}
+                                                   for ln in s.log]} if logs else {})} for s in servers]}))
     else:
         for line in view.server_lines(servers):
             print(line)

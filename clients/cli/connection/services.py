@@ -122,10 +122,10 @@ class McpClient:
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         return await _call("MCP gateway", self.endpoint, what, call)
 
-    async def servers(self) -> list[service_views.ServerStatus]:
-        """Every configured server's status."""
+    async def servers(self, log_lines: int = 0) -> list[service_views.ServerStatus]:
+        """Every configured server's status, with its newest ``log_lines`` log lines."""
         response = await self._run("/mcp", lambda: self._stub.ListServers(
-            mcp_gateway_pb2.ListServersRequest(), timeout=view.LIST_TIMEOUT))
+            mcp_gateway_pb2.ListServersRequest(log_lines=log_lines), timeout=view.LIST_TIMEOUT))
         return [_status(status) for status in response.servers]
 
     async def catalog(self) -> list[service_views.CatalogEntry]:

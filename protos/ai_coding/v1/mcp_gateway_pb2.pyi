@@ -62,6 +62,7 @@ class ServerStatus(_message.Message):
     AUTO_APPROVE_FIELD_NUMBER: _builtins.int
     DEGRADED_FIELD_NUMBER: _builtins.int
     DEGRADED_REASON_FIELD_NUMBER: _builtins.int
+    LOG_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     type: _builtins.str
     """"local" or "remote"."""
@@ -78,6 +79,10 @@ class ServerStatus(_message.Message):
     sees this set, with degraded_reason as its text.
     """
     degraded_reason: _builtins.str
+    @_builtins.property
+    def log(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServerLogLine]:
+        """The server's newest kept log lines, oldest first: only when ListServersRequest.log_lines asks."""
+
     def __init__(
         self,
         *,
@@ -91,25 +96,59 @@ class ServerStatus(_message.Message):
         auto_approve: _builtins.bool = ...,
         degraded: _builtins.bool = ...,
         degraded_reason: _builtins.str = ...,
+        log: _abc.Iterable[Global___ServerLogLine] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "auto_approve", b"auto_approve", "degraded", b"degraded", "degraded_reason", b"degraded_reason", "name", b"name", "next_retry_in_s", b"next_retry_in_s", "reason", b"reason", "state", b"state", "tool_count", b"tool_count", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "auto_approve", b"auto_approve", "degraded", b"degraded", "degraded_reason", b"degraded_reason", "log", b"log", "name", b"name", "next_retry_in_s", b"next_retry_in_s", "reason", b"reason", "state", b"state", "tool_count", b"tool_count", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ServerStatus: _TypeAlias = ServerStatus  # noqa: Y015
 
 @_typing.final
-class ListServersRequest(_message.Message):
+class ServerLogLine(_message.Message):
+    """One line a server logged: an MCP log message (notifications/message), or a local server's stderr."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
+    LEVEL_FIELD_NUMBER: _builtins.int
+    LOGGER_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    level: _builtins.str
+    """The MCP level ("debug" .. "emergency"), or "stderr"."""
+    logger: _builtins.str
+    text: _builtins.str
     def __init__(
         self,
+        *,
+        level: _builtins.str = ...,
+        logger: _builtins.str = ...,
+        text: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["level", b"level", "logger", b"logger", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServerLogLine: _TypeAlias = ServerLogLine  # noqa: Y015
+
+@_typing.final
+class ListServersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOG_LINES_FIELD_NUMBER: _builtins.int
+    log_lines: _builtins.int
+    """How many of each server's newest kept log lines to include (0: none; the gateway keeps 100)."""
+    def __init__(
+        self,
+        *,
+        log_lines: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["log_lines", b"log_lines"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -10,24 +10,47 @@ Receipts are saved with the session (``Session.plan``) and replayed by /resume.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from enum import StrEnum
+from typing import Any, assert_never
 
 from services.loop.core.feature import StateSlot
 from services.loop.core.turn_events import PlanStepReceipt
 
-OUTCOMES = ("done", "blocked", "stalled", "open")
-GRADES = ("verified", "on-claim", "fiat", "n/a")
+
+class ReceiptOutcome(StrEnum):
+    """What a plan item came to (the value is the wire and saved form)."""
+
+    DONE = "done"
+    BLOCKED = "blocked"
+    """Its step failed, or its verify failed after the repairs."""
+    STALLED = "stalled"
+    """Its step ended without the model marking it done."""
+    OPEN = "open"
+    """Not run (dropped, the step cap reached, the run ended first)."""
 
 
-def grade(outcome: str, verify: str, verdicts: list[bool], attested: bool) -> str:
+class ProofGrade(StrEnum):
+    """How well a receipt's ``done`` is proved (the value is the wire and saved form)."""
+
+    VERIFIED = "verified"
+    ON_CLAIM = "on-claim"
+    FIAT = "fiat"
+    NOT_APPLICABLE = "n/a"
+
+
+def grade(outcome: ReceiptOutcome, verify: str, verdicts: list[bool], attested: bool) -> ProofGrade:
     """The proof grade of an item's receipt."""
-    if outcome != "done":
-        return "n/a"
-    if not attested:
-        return "fiat"
-    if verify:
-        return "verified" if verdicts and verdicts[-1] is True else "on-claim"
-    return "on-claim"
+    match outcome:
+        case ReceiptOutcome.BLOCKED | ReceiptOutcome.STALLED | ReceiptOutcome.OPEN:
+            return ProofGrade.NOT_APPLICABLE
+        case ReceiptOutcome.DONE:
+            if not attested:
+                return ProofGrade.FIAT
+            if verify and verdicts and verdicts[-1] is True:
+                return ProofGrade.VERIFIED
+            return ProofGrade.ON_CLAIM
+        case _:
+            assert_never(outcome)
 
 
 Receipt = PlanStepReceipt
@@ -40,8 +63,11 @@ def receipt_from_json(raw: Any) -> Receipt | None:
         return None
     known = {f.name for f in fields(Receipt)}
     try:
-        return Receipt(**{k: v for k, v in raw.items() if k in known})
-    except TypeError:
+        values = {k: v for k, v in raw.items() if k in known}
+        values["outcome"] = ReceiptOutcome(str(values.get("outcome")))
+        values["grade"] = ProofGrade(str(values.get("grade")))
+        return Receipt(**values)
+    except (TypeError, ValueError):  # a field missing or of another shape, an outcome or grade we do not know
         return None
 
 
@@ -74,12 +100,12 @@ def saved_receipts(plan: dict[str, Any], item_ids: set[str] | None = None) -> li
 
 def unproven(receipts: list[Receipt]) -> list[str]:
     """Ids of items without proof (any grade but ``verified``)."""
-    return [r.item_id for r in receipts if r.grade != "verified"]
+    return [r.item_id for r in receipts if r.grade != ProofGrade.VERIFIED]
 
 
 def report_text(goal: str, receipts: list[Receipt], refusal: str = "") -> str:
     """The plan's final report: one line per item, then every item without proof, by id."""
-    done = sum(1 for r in receipts if r.outcome == "done")
+    done = sum(1 for r in receipts if r.outcome == ReceiptOutcome.DONE)
     lines = [f"[plan] report: {done}/{len(receipts)} items done · goal: {goal}"]
     if refusal:
         lines.append(f"  refused: {refusal}")

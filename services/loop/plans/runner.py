@@ -28,7 +28,15 @@ from services.loop.core.tasks import TERMINAL, TaskItem, TaskState, todo_write
 from services.loop.core.turn_events import EventBody, PlanReport, PlanStepStarted, TurnFinished, TurnStarted
 from services.loop.plans.paths import outside_workspace_paths
 from services.loop.plans.prompts import planning_prompt, step_seed
-from services.loop.plans.receipts import PLAN, PlanRecord, Receipt, grade, report_text, unproven
+from services.loop.plans.receipts import (
+    PLAN,
+    PlanRecord,
+    Receipt,
+    ReceiptOutcome,
+    grade,
+    report_text,
+    unproven,
+)
 from services.loop.plans.step import step_context
 from services.loop.policy.turn import Decision, Facts, Status, decide, status_of
 from services.loop.tools.todo_tool import task_list_event
@@ -152,16 +160,16 @@ class PlanRunner:
         """Run one item; returns its receipt and, when the run must end, the step turn that ended it."""
         cap = self.host.settings.plan_max_step_turns
         if item.status == "completed":  # done during planning: nothing ran, nothing proved
-            return self._receipt(item, index, "done", attested=False), None
+            return self._receipt(item, index, ReceiptOutcome.DONE, attested=False), None
         if item.status == "dropped":
-            return self._receipt(item, index, "open", note="dropped"), None
+            return self._receipt(item, index, ReceiptOutcome.OPEN, note="dropped"), None
         if cap and self.step_turns >= cap:
-            return self._receipt(item, index, "open", note=f"plan_max_step_turns ({cap}) reached"), None
+            return self._receipt(item, index, ReceiptOutcome.OPEN, note=f"plan_max_step_turns ({cap}) reached"), None
         started = todo_write(self._state(), {"update": [{"id": item.id, "status": "in_progress"}]},
                              enforce_dependencies=self.host.settings.enforce_dependencies)
         if not started.ok:
             self._mark(item.id, "blocked")
-            return self._receipt(item, index, "blocked", note=started.error_code), None
+            return self._receipt(item, index, ReceiptOutcome.BLOCKED, note=started.error_code), None
         self._set_state(started.state)
         self.emit_body(PlanStepStarted(index=index, total=total, item_id=item.id, content=item.content))
         began = time.monotonic()
@@ -173,18 +181,18 @@ class PlanRunner:
         note = self.ctx.take_note()
         after = self._state().get(item.id)
         if _ends_run(status):
-            return self._receipt(item, index, "open", note=f"step ended {self._why(turn)}", cost=cost), turn
+            return self._receipt(item, index, ReceiptOutcome.OPEN, note=f"step ended {self._why(turn)}", cost=cost), turn
         if item.verify:
             verdicts = turn.ctx.acceptance.verdicts if isinstance(turn.ctx.acceptance, FixedAcceptance) else []
             if status is Status.COMPLETED and verdicts and verdicts[-1]:
                 self._mark(item.id, "completed")
-                return self._receipt(item, index, "done", verdicts=verdicts, note=note, cost=cost), None
+                return self._receipt(item, index, ReceiptOutcome.DONE, verdicts=verdicts, note=note, cost=cost), None
             self._mark(item.id, "blocked")
-            return self._receipt(item, index, "blocked", verdicts=verdicts, note=self._why(turn), cost=cost), None
+            return self._receipt(item, index, ReceiptOutcome.BLOCKED, verdicts=verdicts, note=self._why(turn), cost=cost), None
         if after is not None and after.status == "completed":
-            return self._receipt(item, index, "done", note=note, cost=cost), None
+            return self._receipt(item, index, ReceiptOutcome.DONE, note=note, cost=cost), None
         note = "the model did not mark it done" + (f" ({self._why(turn)})" if status is not Status.COMPLETED else "")
-        return self._receipt(item, index, "stalled", note=note, cost=cost), None
+        return self._receipt(item, index, ReceiptOutcome.STALLED, note=note, cost=cost), None
 
     async def _turn(self, seed: str, *, item_id: str, verify: str, label: str, prefix: str) -> pipeline.Turn:
         """One planning or step turn on a fresh step context."""
@@ -211,7 +219,7 @@ class PlanRunner:
     def _leave_open(self, items: list[TaskItem], first_index: int) -> None:
         """Receipts for items the run will not reach (every item gets one)."""
         for index, item in enumerate(items, start=first_index):
-            receipt = self._receipt(item, index, "open", note="not run")
+            receipt = self._receipt(item, index, ReceiptOutcome.OPEN, note="not run")
             self.receipts.append(receipt)
             self.emit_body(receipt)
         self._save_receipts()
@@ -231,7 +239,7 @@ class PlanRunner:
         self.ctx.session.task_state = state
         self.emit_body(task_list_event(state))
 
-    def _receipt(self, item: TaskItem, index: int, outcome: str, *, attested: bool = True,
+    def _receipt(self, item: TaskItem, index: int, outcome: ReceiptOutcome, *, attested: bool = True,
                  verdicts: list[bool] | None = None, note: str = "", cost: StepCost | None = None) -> Receipt:
         total, cost = len(self._state().items), cost or StepCost()
         return Receipt(index=index, total=total, item_id=item.id, content=item.content, outcome=outcome,
@@ -249,7 +257,7 @@ class PlanRunner:
         return f"{status}: {turn.reason}" if turn.reason else status
 
     def _facts(self, *, refusal: str = "", interrupted: bool = False, engine_error: str = "") -> Facts:
-        unfinished = [f"{r.item_id} ({r.outcome})" for r in self.receipts if r.outcome != "done"]
+        unfinished = [f"{r.item_id} ({r.outcome})" for r in self.receipts if r.outcome != ReceiptOutcome.DONE]
         return Facts(made_tool_calls=False, round_iterations=0, plan_run=True, plan_unfinished=unfinished,
                      plan_refusal=refusal, interrupted=interrupted, engine_error=engine_error,
                      tokens_used=self.usage.total_tokens)
@@ -267,7 +275,7 @@ class PlanRunner:
         text = report_text(goal, self.receipts, decision.reason if decision.rule == "plan_incomplete"
                            and "not run" in decision.reason else "")
         self.emit_body(PlanReport(goal=goal, total=len(self.receipts),
-                                  done=sum(1 for r in self.receipts if r.outcome == "done"),
+                                  done=sum(1 for r in self.receipts if r.outcome == ReceiptOutcome.DONE),
                                   unproven=unproven(self.receipts), text=text))
         self.host.messages.append({"role": "assistant", "content": text, "_ts": time.time()})
         self.host.context.end_turn(self.number, status.value, f"/plan {self.topic}", text.splitlines()[0], [])

@@ -6,10 +6,10 @@ import json
 
 from services.loop.core.domain import Usage
 from services.loop.core.turn_events import SubagentFinished
-from services.loop.subagents.packet import SubagentPacket
+from services.loop.subagents.packet import PacketStatus, SubagentPacket
 
 
-def broken_end(run_id: str, name: str, status: str, reason: str, elapsed: float, isolation_note: str = ""
+def broken_end(run_id: str, name: str, status: PacketStatus, reason: str, elapsed: float, isolation_note: str = ""
                ) -> tuple[SubagentPacket, SubagentFinished]:
     """The packet the parent gets and the event every client sees, both naming ``reason``."""
     packet = SubagentPacket(run_id=run_id, name=name, status=status, exit_reason=reason, elapsed_ms=elapsed,

@@ -44,18 +44,18 @@ class SubagentsFeature(Feature):
 
     def commands(self) -> dict[str, Command]:
         async def tasks(args: str) -> tuple[str, str]:
-            return self.manager.command(args)
+            return self.manager.table.command(args)
 
         return {"tasks": tasks}
 
     def resolve(self, resolution: Resolution) -> bool:
-        return self.manager.resolve(resolution)
+        return self.manager.table.resolve(resolution)
 
     async def opened(self) -> None:
         await self.manager.clean_orphans()  # worktrees of a loop that crashed with children running
 
     def busy(self) -> bool:
-        return self.manager.running()
+        return self.manager.table.running()
 
     async def shutdown(self) -> None:
         await self.manager.shutdown()

@@ -1,18 +1,15 @@
-"""The ``subAgent`` tool of one session: foreground and background child runs, the runs table, /tasks.
+"""The ``subAgent`` tool of one session: foreground and background child runs.
 
-A session owns one ``SubagentManager`` (runtime.SessionRuntime builds it and
-registers ``tool_def()``). Every run takes a slot of the ``max_parallel_subagents``
-capacity; a full capacity is an immediate tool error, never a silent queue.
-A foreground call waits for its child and returns the packet; a background
-call returns the run id at once, and the end arrives as a ``background_task_done``
-event in the originating session plus a row of the runs table, never as a
-second tool message. The table keeps ``MAX_ROWS`` rows (finished ones pruned
-first) and lives in memory only: a restarted loop has lost it, and says so
-from the running-run markers the dead loop left (``/tasks`` lists them as lost).
+A session owns one ``SubagentManager`` (the subagents feature builds it and registers
+``tool_defs()``). Every run takes a slot of the ``max_parallel_subagents`` capacity; a full
+capacity is an immediate tool error, never a silent queue. A foreground call waits for its
+child and returns the packet; a background call returns the run id at once, and the end
+arrives as a ``background_task_done`` event in the originating session plus a row of the runs
+table (``runs.RunsTable``), never as a second tool message.
 
-Seam for hooks (``subagent.start`` / ``subagent.end``): ``hooks`` holds
-``SubagentHook`` objects; ``before_start`` may refuse a run (its reason is the
-tool error), ``after_end`` sees the packet.
+Seam for hooks (``subagent.start`` / ``subagent.end``): ``hooks`` holds ``SubagentHook``
+objects; ``before_start`` may refuse a run (its reason is the tool error), ``after_end`` sees
+the packet.
 """
 
 from __future__ import annotations
@@ -21,17 +18,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from services.kernel.errors import AiCodingError
-from services.kernel.statedir import ensure_state_dir
 from services.loop.core.domain import ToolCall, ToolOutcome
 from services.loop.core.ports import ModelClient, ToolContext, ToolDef
 from services.loop.core.turn_events import (
@@ -69,73 +61,29 @@ from services.loop.subagents.ending import broken_end
 from services.loop.subagents.held import apply_holding_back, held_note
 from services.loop.subagents.packet import (
     FINAL_TEXT_CHARS,
-    STATUS_OF_TURN,
+    PacketStatus,
     SubagentPacket,
     packet_summary,
-    read_json_object,
+    status_of_turn,
     task_label,
     usage_dict,
 )
+from services.loop.subagents.records import (
+    RUNNING_DIR,
+    clear_marker,
+    collect_lost,
+    mark_running,
+    write_transcript,
+)
+from services.loop.subagents.runs import MAX_ROWS, RunRecord, RunsTable, SubagentHook, SubagentLimits
 from services.loop.turn.pipeline import Turn
+
+__all__ = ["MAX_ROWS", "RUNNING_DIR", "RunRecord", "SubagentHook", "SubagentLimits", "SubagentManager"]
 
 log = logging.getLogger("ai_coding.loop")
 
-MAX_ROWS = 200
-TRANSCRIPTS_DIR = Path(".ai-coding") / "transcripts" / "subagents"
-RUNNING_DIR = TRANSCRIPTS_DIR / "running"
 # A foreground child ends this long before its parent's clock, so its packet still reaches the parent.
 PARENT_MARGIN_S = 2.0
-
-class SubagentHook(Protocol):
-    """Called around every run (hooks' ``subagent.start`` / ``subagent.end``)."""
-
-    def before_start(self, run: RunRecord) -> str | None:
-        """A reason to refuse the run, or None."""
-        ...
-
-    def after_end(self, run: RunRecord, packet: SubagentPacket) -> None: ...
-
-
-@dataclass
-class RunRecord:
-    """One row of the runs table."""
-
-    run_id: str
-    name: str
-    task: str
-    background: bool
-    call_id: str
-    started: float = field(default_factory=time.time)
-    status: str = "running"
-    ended: float = 0.0
-    tokens: int = 0
-    stopping: bool = False
-    """``/tasks stop`` asked for it; the status changes when the child has actually ended."""
-    packet: SubagentPacket | None = None
-    turn: Turn | None = field(default=None, repr=False)
-    tree: worktree.Worktree | None = field(default=None, repr=False)
-    isolation_note: str = ""
-    task_handle: asyncio.Task[SubagentPacket] | None = field(default=None, repr=False)
-
-    @property
-    def finished(self) -> bool:
-        return self.status != "running"
-
-    def elapsed_seconds(self) -> float:
-        return (self.ended or time.time()) - self.started
-
-    def scope(self) -> SubagentScope:
-        return SubagentScope(run_id=self.run_id, name=self.name, call_id=self.call_id, task=self.task[:200])
-
-
-@dataclass(frozen=True)
-class SubagentLimits:
-    timeout_seconds: float
-    max_iterations: int
-    token_budget: int
-    max_parallel: int
-    isolation: bool = True
-
 
 class SubagentManager:
     """The runs of one session."""
@@ -149,9 +97,8 @@ class SubagentManager:
         self._emit = emit
         self._limits = limits
         self._model_for = model_for
-        self.runs: OrderedDict[str, RunRecord] = OrderedDict()
+        self.table = RunsTable(collect_lost(workspace, session_id))
         self.hooks: list[SubagentHook] = []
-        self.lost: list[dict[str, Any]] = self._collect_lost()
 
     # -- the tool --
 
@@ -182,7 +129,7 @@ class SubagentManager:
             except AiCodingError as err:
                 return ToolOutcome.error(call.id, call.name, ErrorCode.UNKNOWN_MODEL, f"{err}; omit 'model' to use this one")
         limits = self._limits()
-        running = sum(1 for r in self.runs.values() if not r.finished)
+        running = self.table.running_count()
         if running >= limits.max_parallel:
             return ToolOutcome.error(call.id, call.name, ErrorCode.SUBAGENT_CAPACITY,
                                  f"{running} subagent(s) already run (max_parallel_subagents={limits.max_parallel}); "
@@ -215,10 +162,10 @@ class SubagentManager:
             return ChildHost(run.run_id, view, settings, lambda body: self._emit(body, run.scope()),
                              only_tools=list(only) if only is not None else None, workspace=workspace)
 
-        self._add(run)
+        self.table.add(run)
         run.task_handle = asyncio.create_task(self._run(run, host_for, isolate, text, schema))
         if run.background:
-            self._mark_running(run)
+            mark_running(self.workspace, self.session_id, run)
             return ToolOutcome(call.id, call.name, True,
                                json.dumps({"run_id": run.run_id, "name": run.name, "status": "running",
                                            "background": True,
@@ -227,7 +174,7 @@ class SubagentManager:
         try:
             packet = await asyncio.shield(run.task_handle)
         except asyncio.CancelledError:
-            self.stop(run.run_id)
+            self.table.stop(run.run_id)
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await run.task_handle
             raise
@@ -242,19 +189,19 @@ class SubagentManager:
             return await self._run_child(run, host_for, isolate, text, schema, started)
         except asyncio.CancelledError:
             if not run.finished:
-                self._end_broken(run, "cancelled", "the run was cancelled", started)
+                self._end_broken(run, PacketStatus.CANCELLED, "the run was cancelled", started)
             raise
         except Exception as exc:
             log.exception("subagent %s failed outside its turn", run.run_id)
-            return self._end_broken(run, "failed", f"{type(exc).__name__}: {exc}"[:300], started)
+            return self._end_broken(run, PacketStatus.FAILED, f"{type(exc).__name__}: {exc}"[:300], started)
 
-    def _end_broken(self, run: RunRecord, status: str, reason: str, started: float) -> SubagentPacket:
+    def _end_broken(self, run: RunRecord, status: PacketStatus, reason: str, started: float) -> SubagentPacket:
         packet, event = broken_end(run.run_id, run.name, status, reason, elapsed_ms(started), run.isolation_note)
         run.packet, run.status, run.ended = packet, status, time.time()
         with contextlib.suppress(Exception):  # the state above is what matters; the rest is best effort
             self._emit(event, run.scope())
             if run.background:
-                self._clear_marker(run.run_id)
+                clear_marker(self.workspace, run.run_id)
         return packet
 
     async def _run_child(self, run: RunRecord, host_for: Callable[[str], ChildHost], isolate: bool, text: str,
@@ -287,7 +234,7 @@ class SubagentManager:
         packet = self._packet(run, host, turn, started, schema)
         await self._settle_tree(run, packet)
         run.packet, run.status, run.ended, run.tokens = packet, packet.status, time.time(), host.usage.total_tokens
-        packet.transcript_path = self._write_transcript(run, host, packet)
+        packet.transcript_path = write_transcript(self.workspace, self.session_id, run, host.messages, packet)
         self._emit(SubagentFinished(run_id=run.run_id, name=run.name, status=packet.status,
                                     truncated=packet.truncated, exit_reason=packet.exit_reason, usage=host.usage,
                                     elapsed_ms=packet.elapsed_ms,
@@ -298,7 +245,7 @@ class SubagentManager:
             except Exception:  # a hook's failure is its own
                 log.exception("subagent end hook failed")
         if run.background:
-            self._clear_marker(run.run_id)
+            clear_marker(self.workspace, run.run_id)
             self._emit(SubagentTaskDone(run_id=run.run_id, name=run.name, status=packet.status,
                                         summary=packet_summary(packet), elapsed_ms=packet.elapsed_ms, usage=host.usage,
                                         origin_session_id=self.session_id,
@@ -309,14 +256,14 @@ class SubagentManager:
                 schema: dict[str, Any] | None) -> SubagentPacket:
         ends = [e for e in host.events if isinstance(e, TurnFinished)]
         turn_status = turn.status.value if turn.status is not None else "failed"
-        status = STATUS_OF_TURN.get(turn_status, "failed")
+        status = status_of_turn(turn.status)
         if run.stopping or turn.stop_reason == "interrupted":
-            status = "cancelled"
+            status = PacketStatus.CANCELLED
         final = turn.final_text or (ends[-1].handoff if ends else "")
         packet = SubagentPacket(
             run_id=run.run_id, name=run.name, status=status,
-            truncated=status in ("max_iterations", "timeout", "cancelled"),
-            exit_reason=(ends[-1].reason if ends else "") or ("" if status == "completed" else turn_status),
+            truncated=status.truncated,
+            exit_reason=(ends[-1].reason if ends else "") or ("" if status is PacketStatus.COMPLETED else turn_status),
             usage=usage_dict(host.usage), final_text=final[:FINAL_TEXT_CHARS],
             files_changed=changed_files(turn), iterations=turn.iterations, elapsed_ms=elapsed_ms(started),
             denied_calls=denied_calls(turn), workspace=host.workspace)
@@ -363,8 +310,8 @@ class SubagentManager:
         run_id = args.get("run_id")
         if not isinstance(run_id, str) or not run_id:
             raise ValueError("subagent_apply needs 'run_id': the id from the subAgent packet")
-        named = [r for r in self.runs.values() if r.name == run_id and r.tree is not None]
-        run = self.runs.get(run_id) or self.find(run_id) or (named[-1] if len(named) == 1 else None)
+        named = [r for r in self.table.runs.values() if r.name == run_id and r.tree is not None]
+        run = self.table.runs.get(run_id) or self.table.find(run_id) or (named[-1] if len(named) == 1 else None)
         if run is None or run.tree is None or not run.finished:
             why = ("it is still running" if run is not None and not run.finished else
                    "it has no worktree changes to apply (none made, already applied, or from before a restart)")
@@ -392,131 +339,8 @@ class SubagentManager:
             log.warning("cleaning orphaned subagent worktrees in %s failed: %s", self.workspace, err)
             return []
 
-    # -- the table --
-
-    def _add(self, run: RunRecord) -> None:
-        self.runs[run.run_id] = run
-        while len(self.runs) > MAX_ROWS:
-            oldest = next((rid for rid, r in self.runs.items() if r.finished), None)
-            if oldest is None:
-                break
-            del self.runs[oldest]
-
-    def running(self) -> bool:
-        """Whether a child still runs (a stream following the session stays open until none does)."""
-        return any(not r.finished for r in self.runs.values())
-
-    def find(self, prefix: str) -> RunRecord | None:
-        matches = [r for rid, r in self.runs.items() if rid.startswith(prefix)]
-        return matches[0] if len(matches) == 1 else None
-
-    def stop(self, run_id: str) -> bool:
-        """Cancel a running child (its packet says cancelled; a background run still gets its event)."""
-        run = self.runs.get(run_id)
-        if run is None or run.finished or run.stopping or run.task_handle is None:
-            return False
-        run.stopping = True
-        if run.turn is not None:
-            run.turn.stop_reason = "interrupted"
-        run.task_handle.cancel()
-        return True
-
-    def resolve(self, resolution: Any) -> bool:
-        """Settle a child's approval (its request id names the run)."""
-        for run in self.runs.values():
-            if run.turn is not None and not run.finished and run.turn.pending.resolve(resolution):
-                return True
-        return False
-
     async def shutdown(self) -> None:
-        for run in list(self.runs.values()):
-            self.stop(run.run_id)
-        handles = [r.task_handle for r in self.runs.values() if r.task_handle is not None]
-        if handles:
-            await asyncio.wait(handles, timeout=5.0)
-
-    def command(self, args: str) -> tuple[str, str]:
-        """``/tasks`` (list) and ``/tasks stop ID``."""
-        words = args.split()
-        if words and words[0] == "stop":
-            if len(words) != 2:
-                return "usage: /tasks stop <run id>", json.dumps({"error": "usage"})
-            run = self.find(words[1])
-            if run is None:
-                return f"no run {words[1]!r} (see /tasks)", json.dumps({"error": "unknown_run"})
-            if not self.stop(run.run_id):
-                return f"run {run.run_id} already ended ({run.status})", json.dumps({"error": "finished"})
-            return f"stopping run {run.run_id} ({run.name})", json.dumps({"stopped": run.run_id})
-        if words:
-            return "usage: /tasks  or  /tasks stop <run id>", json.dumps({"error": "usage"})
-        rows: list[dict[str, Any]] = [{"run_id": r.run_id, "name": r.name,
-                                       "status": "stopping" if r.stopping and not r.finished else r.status, "background": r.background,
-                 "elapsed_seconds": round(r.elapsed_seconds(), 1), "tokens": r.tokens} for r in self.runs.values()]
-        lines = [f"{r['run_id']}  {r['name'][:30]:<30}  {r['status']:<14} {r['elapsed_seconds']:>7.1f}s "
-                 f"{r['tokens']:>8} tok" for r in rows]
-        for lost in self.lost:
-            lines.append(f"{lost['run_id']}  {str(lost.get('name', ''))[:30]:<30}  lost: the loop restarted while "
-                         "it ran (runs are not resumed)")
-        if not lines:
-            lines = ["no subagent runs in this session"]
-        return "\n".join(lines), json.dumps({"runs": rows, "lost": self.lost})
-
-    # -- files --
-
-    def _write_transcript(self, run: RunRecord, host: ChildHost, packet: SubagentPacket) -> str:
-        relative = TRANSCRIPTS_DIR / f"{run.run_id}.json"
-        doc = {"run_id": run.run_id, "session_id": self.session_id, "name": run.name, "task": run.task,
-               "background": run.background, "packet": packet.to_json(),
-               "messages": [{k: v for k, v in m.items() if not k.startswith("_")} for m in host.messages]}
-        try:
-            ensure_state_dir(self.workspace)
-            path = Path(self.workspace) / relative
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            path.write_text(json.dumps(doc, ensure_ascii=False, default=str), encoding="utf-8")
-        except OSError as err:
-            log.error("writing the transcript of subagent %s failed: %s", run.run_id, err)
-            return ""
-        return str(relative)
-
-    def _mark_running(self, run: RunRecord) -> None:
-        try:
-            ensure_state_dir(self.workspace)
-            folder = Path(self.workspace) / RUNNING_DIR
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            (folder / f"{run.run_id}.json").write_text(json.dumps(
-                {"run_id": run.run_id, "session_id": self.session_id, "name": run.name, "pid": os.getpid(),
-                 "started": run.started}), encoding="utf-8")
-        except OSError as err:
-            log.error("marking subagent %s as running failed: %s", run.run_id, err)
-
-    def _clear_marker(self, run_id: str) -> None:
-        with contextlib.suppress(OSError):
-            (Path(self.workspace) / RUNNING_DIR / f"{run_id}.json").unlink()
-
-    def _collect_lost(self) -> list[dict[str, Any]]:
-        """Background runs of this session that a dead loop left running: lost, never resumed.
-
-        A marker whose loop is gone moves to ``lost/`` (kept, so every later look says so too, also
-        from a second runtime of the same session); the newest ``MAX_ROWS`` are listed."""
-        folder = Path(self.workspace) / RUNNING_DIR
-        lost_dir = folder / "lost"
-        if not folder.is_dir():
-            return []
-        for marker in sorted(folder.glob("*.json")):
-            doc = read_json_object(marker)
-            if doc is None or doc.get("session_id") != self.session_id or doc.get("pid") == os.getpid():
-                continue  # another session's, or ours: still running in this loop
-            with contextlib.suppress(OSError):
-                lost_dir.mkdir(mode=0o700, exist_ok=True)
-                os.replace(marker, lost_dir / marker.name)
-        lost: list[dict[str, Any]] = []
-        for marker in sorted(lost_dir.glob("*.json")) if lost_dir.is_dir() else []:
-            doc = read_json_object(marker)
-            if doc is not None and doc.get("session_id") == self.session_id:
-                lost.append({"run_id": str(doc.get("run_id", marker.stem)), "name": str(doc.get("name", "")),
-                             "status": "lost", "started": doc.get("started", 0)})
-        lost.sort(key=lambda row: float(row["started"] or 0))
-        return lost[-MAX_ROWS:]
+        await self.table.stop_all()
 
 
 def _new_run_id() -> str:

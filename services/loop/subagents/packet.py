@@ -4,19 +4,79 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from services.loop.core.domain import ToolOutcome, Usage
+from services.loop.policy.turn import Status
 
-# The child's turn status -> the packet's status (completed / max_iterations / timeout / failed / cancelled).
-STATUS_OF_TURN = {"completed": "completed", "max_iterations": "max_iterations", "budget": "max_iterations",
-                  "timeout": "timeout", "interrupted": "cancelled", "approval_stop": "cancelled",
-                  "failed": "failed"}
-# The packet's status -> the tool result's machine code ("" for a plain success).
-ERROR_CODES = {"timeout": "child_timeout", "max_iterations": "child_max_iterations", "failed": "child_error",
-               "cancelled": "child_error"}
 FINAL_TEXT_CHARS = 20_000
+
+
+class PacketStatus(StrEnum):
+    """How a child run ended, as the packet, the events and /tasks say it (the value is the wire form)."""
+
+    COMPLETED = "completed"
+    MAX_ITERATIONS = "max_iterations"
+    """The child's step or token budget ran out: a success that is marked truncated."""
+    TIMEOUT = "timeout"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the child stopped before it finished its task."""
+        match self:
+            case PacketStatus.MAX_ITERATIONS | PacketStatus.TIMEOUT | PacketStatus.CANCELLED:
+                return True
+            case PacketStatus.COMPLETED | PacketStatus.FAILED:
+                return False
+            case _:
+                assert_never(self)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the parent's tool result is a success (max_iterations still carries its code)."""
+        match self:
+            case PacketStatus.COMPLETED | PacketStatus.MAX_ITERATIONS:
+                return True
+            case PacketStatus.TIMEOUT | PacketStatus.FAILED | PacketStatus.CANCELLED:
+                return False
+            case _:
+                assert_never(self)
+
+    @property
+    def error_code(self) -> str:
+        """The tool result's machine code ("" for a plain success)."""
+        match self:
+            case PacketStatus.COMPLETED:
+                return ""
+            case PacketStatus.MAX_ITERATIONS:
+                return "child_max_iterations"
+            case PacketStatus.TIMEOUT:
+                return "child_timeout"
+            case PacketStatus.FAILED | PacketStatus.CANCELLED:
+                return "child_error"
+            case _:
+                assert_never(self)
+
+
+def status_of_turn(status: Status | None) -> PacketStatus:
+    """The packet's status for the way the child's turn ended (None: it never ended properly)."""
+    match status:
+        case Status.COMPLETED:
+            return PacketStatus.COMPLETED
+        case Status.MAX_ITERATIONS | Status.BUDGET:
+            return PacketStatus.MAX_ITERATIONS
+        case Status.TIMEOUT:
+            return PacketStatus.TIMEOUT
+        case Status.INTERRUPTED | Status.APPROVAL_STOP:
+            return PacketStatus.CANCELLED
+        case Status.FAILED | Status.ACCEPTANCE_FAILED | Status.PLAN_INCOMPLETE | None:
+            return PacketStatus.FAILED
+        case _:
+            assert_never(status)
 
 
 @dataclass
@@ -25,7 +85,7 @@ class SubagentPacket:
 
     run_id: str
     name: str
-    status: str
+    status: PacketStatus
     truncated: bool = False
     exit_reason: str = ""
     usage: dict[str, int] = field(default_factory=dict)
@@ -50,10 +110,11 @@ class SubagentPacket:
 
     @property
     def error_code(self) -> str:
-        return ERROR_CODES.get(self.status, "")
+        return self.status.error_code
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["status"] = str(self.status)
         data["error"] = self.error_code
         return data
 
@@ -62,7 +123,7 @@ class SubagentPacket:
         machine code, max_iterations is a success that still carries ``child_max_iterations``."""
         text = json.dumps(self.to_json(), ensure_ascii=False, indent=1)
         code = self.error_code
-        ok = self.status in ("completed", "max_iterations")
+        ok = self.status.ok
         message = f"the subagent ended {self.status}" + (f" ({self.exit_reason})" if self.exit_reason else "")
         return ToolOutcome(call_id, "subAgent", ok, text, data=self.to_json(), error_code=code,
                            error_message=message if code else "")

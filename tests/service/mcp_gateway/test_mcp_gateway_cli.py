@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from clients.cli.commands.mcp import app
 from .conftest import DEMO, demo_server
 
 AI_CODING = str(Path(sys.executable).parent / "ai-coding")
+NOISY = "import sys; print('set NOISY_TOKEN first', file=sys.stderr); sys.exit(3)"
 
 
 def _up() -> None:
@@ -36,7 +38,8 @@ def served(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     so a lone gateway process would be raced by a second one."""
     config = isolated_home / "cfg.yaml"
     config.write_text(yaml.safe_dump({"mcp": {"servers": [
-        demo_server("demo"), {"name": "ghost", "type": "local", "command": ["no-such-mcp-server-xyz"]}]}}))
+        demo_server("demo"), {"name": "ghost", "type": "local", "command": ["no-such-mcp-server-xyz"]},
+        {"name": "noisy", "type": "local", "command": [sys.executable, "-c", NOISY]}]}}))
     monkeypatch.setenv("AI_CODING_CONFIG", str(config))
     try:
         _up()
@@ -112,3 +115,18 @@ def test_with_nothing_running_list_starts_the_services_and_says_how_to_add_a_ser
         assert CliRunner().invoke(app, ["status"]).exit_code == 0  # nothing failed
     finally:
         _down()
+
+
+def test_status_with_logs_shows_each_servers_last_lines_under_it(served: Path) -> None:
+    out = _until(["status", "--logs", "5"], "set NOISY_TOKEN first")
+    lines = out.splitlines()
+    noisy = next(i for i, line in enumerate(lines) if line.lstrip().startswith("noisy"))
+    assert lines[noisy + 1].split() == ["stderr", "set", "NOISY_TOKEN", "first"], out
+    plain = CliRunner().invoke(app, ["status"]).output.splitlines()  # its reason names the last line, nothing more
+    assert not any(line.split()[:1] == ["stderr"] for line in plain), plain
+    as_json = CliRunner().invoke(app, ["status", "--json", "--logs", "1"]).output
+    rows = {row["name"]: row for row in json.loads(as_json)["servers"]}
+    assert rows["noisy"]["log"] == [{"level": "stderr", "logger": "", "text": "set NOISY_TOKEN first"}]
+    assert rows["ghost"]["log"] == []
+    refused = CliRunner().invoke(app, ["status", "--logs", "-1"])
+    assert refused.exit_code == 2

@@ -68,3 +68,36 @@ def test_log_messages_at_the_asked_level_and_above_are_kept(
                             "mcp server library/library [error] error: hello"], said
 
     asyncio.run(scenario())
+
+
+def test_list_servers_carries_the_newest_kept_log_lines_only_when_asked(gateway: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with gateway([library()]) as gw:
+            await gw.wait_state("library", pb.SERVER_STATE_CONNECTED)
+            _, result = await gw.call("library", "log_something", '{"text": "shelf"}')
+            assert result.ok, result.error
+            for _ in range(50):
+                asked = await gw.stub.ListServers(pb.ListServersRequest(log_lines=2), timeout=10)
+                if len(asked.servers[0].log) == 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert [(line.level, line.logger, line.text) for line in asked.servers[0].log] == [
+                ("warning", "library", "warning: shelf"), ("error", "library", "error: shelf")]
+            assert not (await gw.servers())["library"].log  # not asked: not sent
+
+    asyncio.run(scenario())
+
+
+def test_a_local_server_that_dies_at_start_shows_its_stderr_among_its_log_lines(gateway: Callable[..., Any]) -> None:
+    dying = {"name": "dying", "type": "local",
+             "command": [sys.executable, "-c", "import sys; print('config file missing: /etc/dying.toml', "
+                                               "file=sys.stderr); sys.exit(3)"]}
+
+    async def scenario() -> None:
+        async with gateway([dying]) as gw:
+            await gw.wait_state("dying", pb.SERVER_STATE_FAILED)
+            asked = await gw.stub.ListServers(pb.ListServersRequest(log_lines=10), timeout=10)
+            lines = [(line.level, line.text) for line in asked.servers[0].log]
+            assert ("stderr", "config file missing: /etc/dying.toml") in lines, lines
+
+    asyncio.run(scenario())

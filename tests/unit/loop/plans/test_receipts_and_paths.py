@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from services.loop.plans.paths import outside_workspace_paths
-from services.loop.plans.receipts import Receipt, grade, plan_record, report_text, saved_receipts
+from services.loop.plans.receipts import (
+    ProofGrade,
+    Receipt,
+    ReceiptOutcome,
+    grade,
+    plan_record,
+    receipt_from_json,
+    report_text,
+    saved_receipts,
+)
 
 
 @pytest.mark.parametrize(("outcome", "verify", "verdicts", "attested", "want"), [
@@ -20,7 +29,15 @@ from services.loop.plans.receipts import Receipt, grade, plan_record, report_tex
 ])
 def test_the_grade_follows_the_verdicts_not_the_presence_of_a_verify(
         outcome: str, verify: str, verdicts: list[bool], attested: bool, want: str) -> None:
-    assert grade(outcome, verify, verdicts, attested) == want
+    assert grade(ReceiptOutcome(outcome), verify, verdicts, attested) is ProofGrade(want)
+
+
+def test_a_saved_receipt_reads_back_as_enums_and_one_with_an_unknown_outcome_or_grade_is_skipped() -> None:
+    raw = {"index": 1, "total": 1, "item_id": "1", "content": "a", "outcome": "done", "grade": "fiat"}
+    back = receipt_from_json(raw)
+    assert back is not None and back.outcome is ReceiptOutcome.DONE and back.grade is ProofGrade.FIAT
+    assert receipt_from_json({**raw, "outcome": "finished"}) is None
+    assert receipt_from_json({**raw, "grade": "proven"}) is None
 
 
 def test_receipts_of_items_no_longer_on_the_list_are_dropped_and_broken_ones_skipped() -> None:

@@ -7,25 +7,28 @@ import os
 from pathlib import Path
 from typing import Any
 
-from services.loop.subagents.manager import MAX_ROWS, RUNNING_DIR, RunRecord, SubagentLimits, SubagentManager
+from services.loop.subagents.manager import SubagentLimits, SubagentManager
+from services.loop.subagents.packet import PacketStatus
+from services.loop.subagents.records import RUNNING_DIR
+from services.loop.subagents.runs import MAX_ROWS, RunRecord, RunsTable
 
 
-def manager(workspace: Path, session_id: str = "s1") -> SubagentManager:
+def manager(workspace: Path, session_id: str = "s1") -> RunsTable:
     def no_parent() -> Any:
         raise AssertionError("no child runs in these tests")
 
     return SubagentManager(session_id, str(workspace), no_parent, lambda body, scope: None,
-                           lambda: SubagentLimits(60, 5, 0, 4))
+                           lambda: SubagentLimits(60, 5, 0, 4)).table
 
 
 def test_the_table_keeps_200_rows_pruning_the_oldest_finished_ones_and_never_a_running_one(tmp_path: Path) -> None:
     subagents = manager(tmp_path)
     running = RunRecord("run-live", "live", "keeps running", True, "c0")
-    subagents._add(running)
+    subagents.add(running)
     for i in range(MAX_ROWS + 5):
         row = RunRecord(f"run-{i}", f"n{i}", "t", True, f"c{i}")
-        row.status = "completed"
-        subagents._add(row)
+        row.status = PacketStatus.COMPLETED
+        subagents.add(row)
     assert len(subagents.runs) == MAX_ROWS
     assert "run-live" in subagents.runs and "run-0" not in subagents.runs and f"run-{MAX_ROWS + 4}" in subagents.runs
     assert subagents.running()
@@ -35,8 +38,8 @@ def test_tasks_lists_rows_and_stop_refuses_unknown_finished_and_malformed_reques
     subagents = manager(tmp_path)
     assert subagents.command("")[0] == "no subagent runs in this session"
     done = RunRecord("sa-abc123", "lister", "list files", True, "c1")
-    done.status, done.tokens = "completed", 1234
-    subagents._add(done)
+    done.status, done.tokens = PacketStatus.COMPLETED, 1234
+    subagents.add(done)
     text, data = subagents.command("")
     assert "sa-abc123" in text and "lister" in text and "completed" in text and "1234 tok" in text
     assert json.loads(data)["runs"][0]["tokens"] == 1234

@@ -1,0 +1,141 @@
+"""Every process a command starts dies with it, also the ones that left its process group.
+
+A command runs as the leader of its own process group, and killing the group ends it and
+what it forked, but a descendant that calls ``setsid`` (``setsid sleep 1000 &``, a daemon's
+double fork) is in another group and survives, reparented to PID 1. In the bwrap sandbox the
+PID namespace ends them all; with the sandbox off (``tools.sandbox.mode: none``) this module
+does: every command carries ``AI_CODING_TOOLS_RUN=<owner>/<n>`` in its environment, which
+its descendants inherit whatever group or session they move to, and ending the command kills
+every process of ours whose environment holds that value (read from ``/proc``, so it finds a
+process however far it was reparented). cgroups would be exact but need a delegated
+hierarchy, which an unprivileged service rarely has; a process that clears its environment
+(``env -i``) escapes this net, a limit of running without the sandbox.
+
+When the service itself is killed (SIGKILL: nothing of it runs), a guardian child it started
+sees its pipe close and kills every marked process of that owner; a service that starts also
+sweeps the marked processes of owners that are gone (the guardian was killed too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+MARKER = "AI_CODING_TOOLS_RUN"
+# Kill rounds: a process forking while it is killed can add a child after a scan; each round
+# finds those. Measured: a `while :; do setsid sleep 9 & done` loop is gone after 2-3 rounds.
+_ROUNDS = 20
+_counter = itertools.count(1)
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (field 22 of /proc/PID/stat), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_token(pid: int | None = None) -> str:
+    """This service's name in the marker: its pid and start time (a reused pid is another owner)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}.{_start_time(pid) or 0}"
+
+
+def new_run_token() -> str:
+    """The marker value of one command started now by this service."""
+    return f"{owner_token()}/{next(_counter)}"
+
+
+def marked_env(env: dict[str, str], token: str) -> dict[str, str]:
+    return {**env, MARKER: token}
+
+
+def _marks() -> dict[int, str]:
+    """Every process of ours that carries a marker, and its value (others' environs are unreadable)."""
+    found: dict[int, str] = {}
+    needle = f"{MARKER}=".encode()
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        start = environ.find(needle)
+        if start < 0 or (start > 0 and environ[start - 1] != 0):
+            continue
+        end = environ.find(b"\0", start)
+        found[int(name)] = environ[start + len(needle):end if end >= 0 else None].decode(errors="replace")
+    return found
+
+
+def kill_marked(prefix: str) -> int:
+    """SIGKILL every process whose marker is ``prefix`` or starts with ``prefix/``; how many were killed.
+
+    Blocking (it reads /proc): call it off the event loop."""
+    killed = 0
+    for _ in range(_ROUNDS):
+        victims = [pid for pid, value in _marks().items() if value == prefix or value.startswith(prefix + "/")]
+        if not victims:
+            break
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+def sweep_dead_owners() -> int:
+    """Kill the marked processes of services that are gone (run at a tools service's start)."""
+    owners = {value.split("/", 1)[0] for value in _marks().values()}
+    killed = 0
+    for owner in owners:
+        pid, _, started = owner.partition(".")
+        if pid.isdigit() and _start_time(int(pid)) == started:
+            continue  # that service still runs: its processes are its own
+        killed += kill_marked(owner)
+    return killed
+
+
+class Guardian:
+    """A child process that outlives a SIGKILL of this service just long enough to end its commands.
+
+    It reads a pipe whose write end only this service holds; when the service dies the pipe
+    reads end-of-file and the guardian kills every process marked with the service's owner."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def ensure(self) -> None:
+        """Start the guardian once (cheap to call before every command)."""
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        env = {k: v for k, v in os.environ.items() if k != MARKER}
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        self._proc = subprocess.Popen([sys.executable, "-m", "services.tools.reaper", owner_token()],
+                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      env=env, start_new_session=True, close_fds=True)
+
+
+def _guard(owner: str) -> None:
+    """The guardian's body: wait for the service's end (EOF on stdin), then end its commands."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a supervisor's TERM to the group is the service's to handle
+    with contextlib.suppress(OSError):
+        while os.read(0, 4096):
+            pass
+    kill_marked(owner)
+
+
+if __name__ == "__main__":
+    _guard(sys.argv[1])
