@@ -17,10 +17,9 @@ from services.loop.checkpoints.port import CheckpointPort
 from services.loop.checkpoints.rewind import RewindRefused
 from services.loop.checkpoints.state import SLOT, Step, TurnMark
 from services.loop.core.events import Event
-from services.loop.core.feature import Command, Feature, FeatureHost, StateSlot
-from services.loop.core.tasks import TaskState
+from services.loop.core.feature import Command, Feature, FeatureHost, RewindPoint, StateSlot
+from services.loop.core.sessions import Session
 from services.loop.core.turn_events import (
-    CompactionEnded,
     Notice,
     PlanStepReceipt,
     PlanStepStarted,
@@ -67,8 +66,6 @@ class CheckpointsFeature(Feature):
                                          after if isinstance(after, str) else ""))
             if isinstance(after, str):
                 self.state.last_seen = after
-        elif isinstance(body, CompactionEnded):
-            self.state.compacted_turn = event.turn
         elif isinstance(body, PlanStepStarted):
             self.plan_step = (event.turn, len(self.state.steps_of(event.turn)) + 1)
         elif isinstance(body, PlanStepReceipt) and body.outcome != "done" and self.plan_step is not None:
@@ -79,9 +76,15 @@ class CheckpointsFeature(Feature):
                                                                                  body.outcome, turn, first, len(ran))))
 
     def turn_ended(self) -> None:
+        """Record the turn's end: its todo list and every other slot as saved (what a rewind restores)."""
         mark = max(self.state.turns, key=lambda t: t.turn, default=None)
         if mark is not None:
-            mark.task_state = self.host.session.task_state.to_json()
+            session = self.host.session
+            mark.task_state = session.task_state.to_json()
+            mark.saved = self.state.keep_slots({k: v for k, v in session.slots.items() if k != SLOT.key})
+
+    def rewind(self, session: Session, point: RewindPoint) -> None:
+        self.state.cut(point.turn)
 
     def before_save(self) -> None:
         SLOT.write(self.host.session, self.state)
@@ -89,7 +92,7 @@ class CheckpointsFeature(Feature):
     # -- the user's commands --
 
     def commands(self) -> dict[str, Command]:
-        return {"rewind": self.rewind, "undo": self.undo, "redo": self.redo, "checkpoints": self.listing}
+        return {"rewind": self.rewind_command, "undo": self.undo, "redo": self.redo, "checkpoints": self.listing}
 
     def _refusal(self) -> tuple[str, str] | None:
         if self.port is None:
@@ -142,7 +145,7 @@ class CheckpointsFeature(Feature):
             text = text.replace("/redo re-applies what this took away.", "/undo takes the turn back again.")
         return text, data
 
-    async def rewind(self, args: str) -> tuple[str, str]:
+    async def rewind_command(self, args: str) -> tuple[str, str]:
         try:
             ask = rewind.parse(args)
         except RewindRefused as exc:
@@ -176,24 +179,20 @@ class CheckpointsFeature(Feature):
         later = [t for t in self.state.turns if t.turn > turn]
         if not later:
             raise RewindRefused(f"the conversation is at turn {turn} already")
-        if self.state.turn(turn) is None and turn != 0:
+        mark = self.state.turn(turn)
+        if mark is None and turn != 0:
             raise RewindRefused(f"there is no turn {turn} in this session; see /rewind")
-        if self.state.compacted_turn > turn:
-            raise RewindRefused(f"the conversation was compacted in turn {self.state.compacted_turn}, after turn {turn}: "
-                                "its messages cannot be cut there; rewind the code only (--code)")
+        if mark is not None and mark.saved is None:
+            raise RewindRefused(f"turn {turn} was recorded before conversation rewinds kept the session's state; "
+                                "rewind the code only (--code)")
 
     def _rewind_conversation(self, turn: int) -> str:
-        """Keep turns 1..``turn``: their messages and todo list; later turns' steps are forgotten."""
-        session = self.host.session
-        cut = min(t.message_index for t in self.state.turns if t.turn > turn)
-        dropped = len(session.messages) - cut
-        del session.messages[cut:]
+        """Keep turns 1..``turn``: the session and every feature's state as they were at its end."""
+        later = [t for t in self.state.turns if t.turn > turn]
+        first = min(later, key=lambda t: t.message_index)
         mark = self.state.turn(turn)
-        session.task_state = TaskState.from_json(mark.task_state) if mark is not None else TaskState()
-        self.state.turns = [t for t in self.state.turns if t.turn <= turn]
-        self.state.steps = [s for s in self.state.steps if s.turn <= turn]
-        self.state.undone = [u for u in self.state.undone if u <= turn]
-        self.host.save()
+        point = self.state.point(turn, first.message_index, first.at)
+        dropped = self.host.rewind_conversation(point, mark.task_state if mark is not None else {})
         return f"Rewound the conversation to the end of turn {turn} ({dropped} later messages dropped)."
 
     async def _prune(self) -> tuple[str, str]:

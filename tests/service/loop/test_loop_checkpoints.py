@@ -16,6 +16,7 @@ from services.fake_model import FakeModelServer
 from services.kernel.config import Config
 from services.kernel.endpoints import AuthSettings, Endpoint
 from services.kernel.server import create_server
+from services.loop.core.sessions import SessionStore
 from services.loop.main import build as build_loop
 from services.tools.main import build as build_tools
 from tests.service.loop.harness import (
@@ -140,3 +141,50 @@ def test_a_plan_step_that_does_not_pass_offers_its_rollback_and_the_rewind_takes
     assert (workspace / "made.txt").exists()
     command(stack, session, "rewind", f"{target} --code")
     assert not (workspace / "made.txt").exists()
+
+
+def _session_file(workspace: Path, session: str) -> dict[str, object]:
+    """The session's meta as a restarted loop reads it (snapshot and journal)."""
+    return SessionStore(workspace).read(session)[0].meta()
+
+
+def test_a_conversation_rewound_to_turn_2_sends_exactly_the_request_turn_3_sent(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    """After turn 2: a turn 3 (a todo, an acceptance item), a /compact, a /plan run (receipts) as
+    turn 4. Rewound to turn 2, the same prompt sends byte for byte the request turn 3 sent, and the
+    session file holds none of what came after turn 2."""
+    third = [{"match": "again from turn two", "tool_calls": [todo(add=[{"content": "gamma task"}])]},
+             {"text": "three"}]
+    stack = make_stack([
+        {"tool_calls": [todo(add=[{"content": "alpha task"}])]}, {"text": "one"}, {"text": "two"},
+        *third,
+        {"match": "Write the updated checkpoint", "text": "A summary of the first turns."},
+        {"match": "[plan] Topic: make it", "tool_calls": [todo(goal="make it", add=[{"content": "make made.txt"}])]},
+        {"match": "[ ] 1. make made.txt", "text": "Planned."},
+        {"match": "[plan step 1/1]", "text": "Not marking it."},
+        *third,
+    ], with_tools=True)
+    session, _ = stack.turn("turn one")
+    stack.turn("turn two", session)
+    before = len(stack.fake.chat_requests)
+    stack.turn("again from turn two", session)
+    sent_by_turn_3 = stack.fake.chat_requests[before].body
+    command(stack, session, "accept", '"it holds" -- true')
+    assert command(stack, session, "compact")[1].get("changed") is True
+    Conversation(stack.stub, loop_pb2.ClientMessage(plan=loop_pb2.StartPlan(session_id=session, topic="make it")),
+                 timeout=120).drain()
+    saved = _session_file(workspace, session)
+    assert saved.get("plan") and saved.get("acceptance"), sorted(saved)
+
+    text, data = command(stack, session, "rewind", "2 --conversation")
+    assert data.get("conversation_turns") == 2, text
+    saved = _session_file(workspace, session)
+    assert "plan" not in saved and "acceptance" not in saved, sorted(saved)
+    assert saved["turns"] == 2 and "gamma" not in json.dumps(saved["taskState"])
+
+    before = len(stack.fake.chat_requests)
+    stack.turn("again from turn two", session)
+    assert stack.fake.chat_requests[before].body == sent_by_turn_3
+    got = stack.stub.GetSession(loop_pb2.GetSessionRequest(workspace=str(workspace), session_id=session), timeout=30)
+    said = [m.get("content") for m in json.loads(got.messages_json) if m.get("role") == "user"]
+    assert said == ["turn one", "turn two", "again from turn two"], said
