@@ -39,7 +39,7 @@ from clients.cli.diffview import diff_command
 from clients.cli.driver import TurnDriver
 from clients.cli.progress import REPL_KEYS, Progress, tick_while
 from clients.cli.render import EventRenderer, background_done_line, last_tool_text
-from clients.cli.repl import mcp_complete, resume
+from clients.cli.repl import mcp_complete, resume, rewind_picker
 from clients.cli.repl.keys import build_bindings
 from clients.cli.repl.recovery import OFFERED, ServiceRestorer, lost_turn
 from clients.cli.repl.service_commands import (
@@ -312,7 +312,7 @@ class Repl:
         elif name in ("memory", "mcp"):
             await self._service_command(name, args)
         else:
-            await self._loop_command(name, args)
+            await (rewind_picker.run(self) if rewind_picker.opens(name, args) else self._loop_command(name, args))
         return ""
 
     def _plan(self, topic: str) -> None:

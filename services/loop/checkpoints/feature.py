@@ -13,7 +13,7 @@ from services.kernel.errors import reason_of
 from services.loop.adapters.tools import GrpcToolRunner
 from services.loop.checkpoints import rewind
 from services.loop.checkpoints.grpc_port import GrpcCheckpoints
-from services.loop.checkpoints.port import CheckpointPort
+from services.loop.checkpoints.port import CheckpointPort, FileDelta
 from services.loop.checkpoints.rewind import RewindRefused
 from services.loop.checkpoints.state import SLOT, Step, TurnMark
 from services.loop.core.events import Event
@@ -217,22 +217,36 @@ class CheckpointsFeature(Feature):
             return await self._prune()
         lines: list[str] = []
         rows: list[dict[str, Any]] = []
-        sid = self.host.session.id
+        turns: list[dict[str, Any]] = []
         for mark in sorted(self.state.turns, key=lambda t: t.turn):
             steps = self.state.steps_of(mark.turn)
             undone = " (undone)" if mark.turn in self.state.undone else ""
             lines.append(f"turn {mark.turn}{undone} · {rewind.clock(mark.at)} · {mark.prompt[:60]!r}")
             for step in steps:
-                try:
-                    deltas = await self.port.diff(sid, step.checkpoint, step.after) if step.after else []
-                except grpc.RpcError:
-                    deltas = []
+                deltas = await self._diff(step.checkpoint, step.after)
                 lines.append(f"  {mark.turn}.{step.step} · {rewind.clock(step.at)} · {step.tool} · "
                              f"{rewind.delta_text(deltas)}")
                 rows.append({"turn": mark.turn, "step": step.step, "tool": step.tool, "checkpoint": step.checkpoint,
-                             "at": step.at, "files": [{"path": d.path, "kind": d.kind, "added": d.added,
-                                                       "removed": d.removed} for d in deltas]})
+                             "at": step.at, "files": _files(deltas)})
+            whole = await self._diff(steps[0].checkpoint, steps[-1].after) if steps else []
+            turns.append({"turn": mark.turn, "at": mark.at, "prompt": mark.prompt, "undone": bool(undone),
+                          "steps": len(steps), "conversation": mark.saved is not None, "files": _files(whole)})
         if not lines:
-            return _data("No checkpoints yet: no turn of this session changed the workspace.", steps=[])
+            return _data("No checkpoints yet: no turn of this session changed the workspace.", steps=[], turns=[])
         lines.append("Rewind with /rewind TURN[.STEP] [--code|--conversation]; /undo takes back the last turn.")
-        return _data("\n".join(lines), steps=rows)
+        return _data("\n".join(lines), steps=rows, turns=turns)
+
+    async def _diff(self, before: str, after: str) -> list[FileDelta]:
+        """What changed between two checkpoints ([] when one is missing: pruned, or the service is down)."""
+        assert self.port is not None
+        if not before or not after:
+            return []
+        try:
+            return await self.port.diff(self.host.session.id, before, after)
+        except grpc.RpcError:
+            return []
+
+
+def _files(deltas: list[FileDelta]) -> list[dict[str, Any]]:
+    return [{"path": d.path, "kind": d.kind, "added": d.added, "removed": d.removed, "binary": d.binary}
+            for d in deltas]
