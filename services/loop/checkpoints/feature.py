@@ -3,6 +3,7 @@ checkpoint after every turn, and /rewind, /undo, /redo, /checkpoints."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -18,7 +19,7 @@ from services.loop.checkpoints.rewind import RewindRefused
 from services.loop.checkpoints.state import SLOT, Step, TurnMark
 from services.loop.core.events import Event
 from services.loop.core.feature import Command, Feature, FeatureHost, RewindPoint, StateSlot
-from services.loop.core.sessions import Session
+from services.loop.core.sessions import Session, SessionStore
 from services.loop.core.turn_events import (
     Notice,
     PlanStepReceipt,
@@ -44,6 +45,7 @@ class CheckpointsFeature(Feature):
         super().__init__()
         self.host = host
         self.state = SLOT.read(host.session)
+        self.pruning: asyncio.Task[None] | None = None
         self.plan_step: tuple[int, int] | None = None
         """(turn, first step number) of the running /plan step."""
         runner = host.runner
@@ -74,6 +76,28 @@ class CheckpointsFeature(Feature):
             if ran and turn == event.turn:
                 self.host.emit_now(Notice(level="info", text=rewind.plan_rollback(body.index, body.total,
                                                                                  body.outcome, turn, first, len(ran))))
+
+    async def opened(self) -> None:
+        """Checkpoints of the workspace's deleted sessions go with them (in the background: a sweep
+        of a big store must not hold up the session's opening)."""
+        if self.port is not None and self.pruning is None:
+            self.pruning = asyncio.create_task(self._prune_orphans())
+
+    async def _prune_orphans(self) -> None:
+        assert self.port is not None
+        session = self.host.session
+        try:
+            live = await asyncio.to_thread(SessionStore(session.workspace).ids)
+            dropped = await self.port.prune_orphans(session.id, live)
+        except (grpc.RpcError, OSError) as err:
+            log.info("checkpoints: pruning the deleted sessions' checkpoints failed: %s", err)
+            return
+        if dropped:
+            log.info("checkpoints: dropped %d checkpoints of deleted sessions of %s", dropped, session.workspace)
+
+    async def shutdown(self) -> None:
+        if self.pruning is not None and not self.pruning.done():
+            self.pruning.cancel()
 
     def turn_ended(self) -> None:
         """Record the turn's end: its todo list and every other slot as saved (what a rewind restores)."""

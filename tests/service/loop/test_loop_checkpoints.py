@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import grpc
-from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+from ai_coding.v1 import loop_pb2, loop_pb2_grpc, tools_pb2, tools_pb2_grpc
 
 from services.fake_model import FakeModelServer
 from services.kernel.config import Config
@@ -188,3 +189,25 @@ def test_a_conversation_rewound_to_turn_2_sends_exactly_the_request_turn_3_sent(
     got = stack.stub.GetSession(loop_pb2.GetSessionRequest(workspace=str(workspace), session_id=session), timeout=30)
     said = [m.get("content") for m in json.loads(got.messages_json) if m.get("role") == "user"]
     assert said == ["turn one", "turn two", "again from turn two"], said
+
+
+def test_opening_a_session_drops_the_checkpoints_of_the_workspaces_deleted_sessions(
+        make_stack: Callable[..., LoopStack], workspace: Path, short_dir: Path, isolated_home: Path) -> None:
+    stack = make_stack([bash("echo kept > kept.txt"), {"text": "done"}], with_tools=True)
+    kept, _ = stack.turn("a session that stays")
+    tools = tools_pb2_grpc.ToolRuntimeStub(grpc.insecure_channel(f"unix:{short_dir}/tools.sock"))
+    tools.OpenSession(tools_pb2.OpenSessionRequest(session_id="deleted-one", workspace_root=str(workspace)),
+                      timeout=30)
+    tools.CreateCheckpoint(tools_pb2.CreateCheckpointRequest(session_id="deleted-one", label="x"), timeout=30)
+    tools.CloseSession(tools_pb2.CloseSessionRequest(session_id="deleted-one"), timeout=30)  # its loop is gone
+
+    def sessions_with_checkpoints() -> set[str]:  # the store's refs, every session's
+        return {json.loads(p.read_text())["session_id"]
+                for p in isolated_home.glob("**/ai-coding/checkpoints/*/refs/cp-*.json")}
+
+    assert sessions_with_checkpoints() == {kept, "deleted-one"}
+    stack.open()  # another session opens: the workspace's sessions are `kept` and this one
+    deadline = time.monotonic() + 30
+    while "deleted-one" in sessions_with_checkpoints() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sessions_with_checkpoints() == {kept}
