@@ -16,7 +16,7 @@ from services.loop.checkpoints import rewind
 from services.loop.checkpoints.grpc_port import GrpcCheckpoints
 from services.loop.checkpoints.port import CheckpointPort, FileDelta
 from services.loop.checkpoints.rewind import RewindRefused
-from services.loop.checkpoints.state import SLOT, Step, TurnMark
+from services.loop.checkpoints.state import SLOT, VALUES, Step, TurnMark
 from services.loop.core.events import Event
 from services.loop.core.feature import Command, Feature, FeatureHost, RewindPoint, StateSlot
 from services.loop.core.sessions import Session, SessionStore
@@ -39,12 +39,13 @@ class CheckpointsFeature(Feature):
     """Keeps ``checkpoints`` in the session record; restores only on the user's command."""
 
     name = "checkpoints"
-    slots: tuple[StateSlot[Any], ...] = (SLOT,)
+    slots: tuple[StateSlot[Any], ...] = (SLOT, VALUES)
 
     def __init__(self, host: FeatureHost, port: CheckpointPort | None = None) -> None:
         super().__init__()
         self.host = host
         self.state = SLOT.read(host.session)
+        self.state.blobs = VALUES.read(host.session)
         self.pruning: asyncio.Task[None] | None = None
         self.plan_step: tuple[int, int] | None = None
         """(turn, first step number) of the running /plan step."""
@@ -105,13 +106,15 @@ class CheckpointsFeature(Feature):
         if mark is not None:
             session = self.host.session
             mark.task_state = session.task_state.to_json()
-            mark.saved = self.state.keep_slots({k: v for k, v in session.slots.items() if k != SLOT.key})
+            mark.saved = self.state.keep_slots({k: v for k, v in session.slots.items()
+                                                if k not in (SLOT.key, VALUES.key)})
 
     def rewind(self, session: Session, point: RewindPoint) -> None:
         self.state.cut(point.turn)
 
     def before_save(self) -> None:
         SLOT.write(self.host.session, self.state)
+        VALUES.write(self.host.session, self.state.blobs)
 
     # -- the user's commands --
 

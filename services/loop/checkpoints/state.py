@@ -104,8 +104,6 @@ def decode(raw: Any) -> CheckpointState:
                                         {str(k): str(v) for k, v in saved.items()} if isinstance(saved, dict) else None))
     state.last_seen, state.redo = str(raw.get("lastSeen", "")), str(raw.get("redo", ""))
     state.undone = [u for u in raw.get("undone") or [] if isinstance(u, int)]
-    blobs = raw.get("slotValues")
-    state.blobs = dict(blobs) if isinstance(blobs, dict) else {}
     return state
 
 
@@ -119,8 +117,13 @@ def encode(state: CheckpointState) -> Any:
                    "taskState": t.task_state, **({"saved": t.saved} if t.saved is not None else {})}
                   for t in state.turns],
         "lastSeen": state.last_seen, "redo": state.redo, "undone": state.undone,
-        "slotValues": state.blobs,
+
     }
 
 
 SLOT: StateSlot[CheckpointState] = StateSlot("checkpoints", decode, encode)
+VALUES: StateSlot[dict[str, Any]] = StateSlot(
+    "rewindValues", decode=lambda raw: dict(raw) if isinstance(raw, dict) else {},
+    encode=lambda blobs: dict(blobs) or None)
+"""``CheckpointState.blobs`` in a key of its own: it changes at turn ends only, so the journal
+record of every step (which carries ``checkpoints``) does not repeat it (core/record.py)."""

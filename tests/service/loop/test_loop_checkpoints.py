@@ -176,6 +176,7 @@ def test_a_conversation_rewound_to_turn_2_sends_exactly_the_request_turn_3_sent(
                  timeout=120).drain()
     saved = _session_file(workspace, session)
     assert saved.get("plan") and saved.get("acceptance"), sorted(saved)
+    assert saved.get("rewindValues"), sorted(saved)  # every turn end's slot values survive a loop restart
 
     text, data = command(stack, session, "rewind", "2 --conversation")
     assert data.get("conversation_turns") == 2, text
