@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("", "ask the model to review the current git diff"),
     "config": ("", "the effective configuration"),
     "compact": ("", "compact the history now"),
-    "rewind": ("[TURN[.STEP] --code|--conversation]", "list the turns and steps, or rewind files and/or conversation"),
+    "rewind": ("[TURN[.STEP] --code|--conversation]", "pick a turn to go back to (arrow keys), or rewind files and/or conversation to TURN"),
     "undo": ("", "take back the last turn's changes to the files (shell commands' too)"),
     "redo": ("", "re-apply what the last rewind or undo took away"),
     "checkpoints": ("[prune]", "the checkpoints of this session's steps with the files each changed; prune drops them"),

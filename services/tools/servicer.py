@@ -34,6 +34,9 @@ class ToolRuntimeServicer(CheckpointRpcs, tools_pb2_grpc.ToolRuntimeServicer):
     def _root_of(self, session_id: str) -> Path:
         return self.runtime.session_root(session_id)
 
+    def _open_sessions(self) -> set[str]:
+        return set(self.runtime.sessions)
+
     async def OpenSession(self, request: tools_pb2.OpenSessionRequest,
                           context: grpc.aio.ServicerContext) -> tools_pb2.OpenSessionResponse:
         try:

@@ -50,9 +50,10 @@ class TmuxRepl:
         self._tmux("send-keys", "-t", self.name, "-l", text)
         self._tmux("send-keys", "-t", self.name, "Enter")
 
-    def key(self, name: str) -> None:
-        """Press one key, in tmux's names (``C-o``, ``Escape``)."""
-        self._tmux("send-keys", "-t", self.name, name)
+    def key(self, *keys: str) -> None:
+        """Press keys by their tmux names (``Up``, ``Enter``, ``Escape``)."""
+        for key in keys:
+            self._tmux("send-keys", "-t", self.name, key)
 
     def close(self) -> None:
         self._tmux("kill-server")

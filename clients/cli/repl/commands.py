@@ -9,6 +9,7 @@ from clients.cli.connection.loop import ClientError
 from clients.cli.cost import cost_report
 from clients.cli.diffview import diff_command
 from clients.cli.render import last_tool_text
+from clients.cli.repl import rewind_picker
 from clients.cli.repl.host import ReplHost
 from clients.cli.repl.service_commands import mcp_command, memory_command
 from clients.cli.slash import SlashCommand, help_text
@@ -53,6 +54,8 @@ class SlashCommands:
             self._plan(args)
         elif name in ("memory", "mcp"):
             await self._service_command(name, args)
+        elif rewind_picker.opens(name, args):
+            await rewind_picker.run(self.repl)
         else:
             await self._loop_command(name, args)
         return ""

@@ -1,7 +1,8 @@
 """The REPL's keys.
 
 Enter hands lines over; y/a/n/s answer approvals; digits and arrows pick options; Esc cancels
-the tool batch (denies a pending approval, answers a question empty); Ctrl-C aborts or exits;
+the tool batch (denies a pending approval, answers a question empty), and twice on an idle empty
+line opens the /rewind picker; Ctrl-C aborts or exits;
 Ctrl-D exits; Ctrl-Y copies the last tool call; Ctrl-O shows the last folded diff whole.
 """
 
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 
 UNFOLD_KEY = "Ctrl-O"
 """Shows the last folded diff whole (as Claude Code's ctrl+o expands output); its folded line names it."""
+
+
+DOUBLE_ESCAPE_SECONDS = 1.5
+"""Two Esc presses on an empty line this close open /rewind (a lone Esc takes ~0.5 s to be told
+from the start of a key's escape sequence, so the window is wider than a double click's)."""
 
 
 def build_bindings(repl: KeyHost) -> KeyBindings:
@@ -78,6 +84,8 @@ def build_bindings(repl: KeyHost) -> KeyBindings:
         choice = cycle_option(list(pending.options), event.current_buffer.text, step)
         event.current_buffer.set_document(Document(choice), bypass_readonly=True)
 
+    last_escape = [0.0]
+
     @kb.add("escape", eager=True)
     def _escape(event: KeyPressEvent) -> None:
         if repl.renderer.pending_question is not None:
@@ -87,7 +95,12 @@ def build_bindings(repl: KeyHost) -> KeyBindings:
         elif repl.turn_running:
             repl.interrupt(views.Scope.BATCH, "cancelling the running tools…")
         else:
+            now, empty = time.monotonic(), not event.current_buffer.text
             event.current_buffer.reset()
+            if empty and now - last_escape[0] < DOUBLE_ESCAPE_SECONDS:
+                now = 0.0
+                repl.submit_line("/rewind")  # a double Esc opens the rewind picker, as in Claude Code
+            last_escape[0] = now
 
     @kb.add("c-c")
     def _ctrl_c(event: KeyPressEvent) -> None:

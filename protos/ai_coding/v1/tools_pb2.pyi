@@ -714,18 +714,28 @@ class PruneCheckpointsRequest(_message.Message):
 
     SESSION_ID_FIELD_NUMBER: _builtins.int
     KEEP_LAST_FIELD_NUMBER: _builtins.int
+    ORPHANS_FIELD_NUMBER: _builtins.int
+    LIVE_SESSIONS_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     keep_last: _builtins.int
     """Keep the session's last N checkpoints (0: drop them all)."""
+    orphans: _builtins.bool
+    """Instead: drop the checkpoints of every session of the workspace not named in live_sessions
+    (deleted sessions) and not open in this service.
+    """
+    @_builtins.property
+    def live_sessions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
         session_id: _builtins.str = ...,
         keep_last: _builtins.int = ...,
+        orphans: _builtins.bool = ...,
+        live_sessions: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["keep_last", b"keep_last", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["keep_last", b"keep_last", "live_sessions", b"live_sessions", "orphans", b"orphans", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -3,6 +3,7 @@ checkpoint after every turn, and /rewind, /undo, /redo, /checkpoints."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -13,14 +14,13 @@ from services.kernel.errors import reason_of
 from services.loop.adapters.tools import GrpcToolRunner
 from services.loop.checkpoints import rewind
 from services.loop.checkpoints.grpc_port import GrpcCheckpoints
-from services.loop.checkpoints.port import CheckpointPort
+from services.loop.checkpoints.port import CheckpointPort, FileDelta
 from services.loop.checkpoints.rewind import RewindRefused
-from services.loop.checkpoints.state import SLOT, Step, TurnMark
+from services.loop.checkpoints.state import SLOT, VALUES, Step, TurnMark
 from services.loop.core.events import Event
-from services.loop.core.feature import Command, Feature, FeatureHost, StateSlot
-from services.loop.core.tasks import TaskState
+from services.loop.core.feature import Command, Feature, FeatureHost, RewindPoint, StateSlot
+from services.loop.core.sessions import Session, SessionStore
 from services.loop.core.turn_events import (
-    CompactionEnded,
     Notice,
     PlanStepReceipt,
     PlanStepStarted,
@@ -39,12 +39,14 @@ class CheckpointsFeature(Feature):
     """Keeps ``checkpoints`` in the session record; restores only on the user's command."""
 
     name = "checkpoints"
-    slots: tuple[StateSlot[Any], ...] = (SLOT,)
+    slots: tuple[StateSlot[Any], ...] = (SLOT, VALUES)
 
     def __init__(self, host: FeatureHost, port: CheckpointPort | None = None) -> None:
         super().__init__()
         self.host = host
         self.state = SLOT.read(host.session)
+        self.state.blobs = VALUES.read(host.session)
+        self.pruning: asyncio.Task[None] | None = None
         self.plan_step: tuple[int, int] | None = None
         """(turn, first step number) of the running /plan step."""
         runner = host.runner
@@ -67,8 +69,6 @@ class CheckpointsFeature(Feature):
                                          after if isinstance(after, str) else ""))
             if isinstance(after, str):
                 self.state.last_seen = after
-        elif isinstance(body, CompactionEnded):
-            self.state.compacted_turn = event.turn
         elif isinstance(body, PlanStepStarted):
             self.plan_step = (event.turn, len(self.state.steps_of(event.turn)) + 1)
         elif isinstance(body, PlanStepReceipt) and body.outcome != "done" and self.plan_step is not None:
@@ -78,18 +78,48 @@ class CheckpointsFeature(Feature):
                 self.host.emit_now(Notice(level="info", text=rewind.plan_rollback(body.index, body.total,
                                                                                  body.outcome, turn, first, len(ran))))
 
+    async def opened(self) -> None:
+        """Checkpoints of the workspace's deleted sessions go with them (in the background: a sweep
+        of a big store must not hold up the session's opening)."""
+        if self.port is not None and self.pruning is None:
+            self.pruning = asyncio.create_task(self._prune_orphans())
+
+    async def _prune_orphans(self) -> None:
+        assert self.port is not None
+        session = self.host.session
+        try:
+            live = await asyncio.to_thread(SessionStore(session.workspace).ids)
+            dropped = await self.port.prune_orphans(session.id, live)
+        except (grpc.RpcError, OSError) as err:
+            log.info("checkpoints: pruning the deleted sessions' checkpoints failed: %s", err)
+            return
+        if dropped:
+            log.info("checkpoints: dropped %d checkpoints of deleted sessions of %s", dropped, session.workspace)
+
+    async def shutdown(self) -> None:
+        if self.pruning is not None and not self.pruning.done():
+            self.pruning.cancel()
+
     def turn_ended(self) -> None:
+        """Record the turn's end: its todo list and every other slot as saved (what a rewind restores)."""
         mark = max(self.state.turns, key=lambda t: t.turn, default=None)
         if mark is not None:
-            mark.task_state = self.host.session.task_state.to_json()
+            session = self.host.session
+            mark.task_state = session.task_state.to_json()
+            mark.saved = self.state.keep_slots({k: v for k, v in session.slots.items()
+                                                if k not in (SLOT.key, VALUES.key)})
+
+    def rewind(self, session: Session, point: RewindPoint) -> None:
+        self.state.cut(point.turn)
 
     def before_save(self) -> None:
         SLOT.write(self.host.session, self.state)
+        VALUES.write(self.host.session, self.state.blobs)
 
     # -- the user's commands --
 
     def commands(self) -> dict[str, Command]:
-        return {"rewind": self.rewind, "undo": self.undo, "redo": self.redo, "checkpoints": self.listing}
+        return {"rewind": self.rewind_command, "undo": self.undo, "redo": self.redo, "checkpoints": self.listing}
 
     def _refusal(self) -> tuple[str, str] | None:
         if self.port is None:
@@ -142,7 +172,7 @@ class CheckpointsFeature(Feature):
             text = text.replace("/redo re-applies what this took away.", "/undo takes the turn back again.")
         return text, data
 
-    async def rewind(self, args: str) -> tuple[str, str]:
+    async def rewind_command(self, args: str) -> tuple[str, str]:
         try:
             ask = rewind.parse(args)
         except RewindRefused as exc:
@@ -176,24 +206,20 @@ class CheckpointsFeature(Feature):
         later = [t for t in self.state.turns if t.turn > turn]
         if not later:
             raise RewindRefused(f"the conversation is at turn {turn} already")
-        if self.state.turn(turn) is None and turn != 0:
+        mark = self.state.turn(turn)
+        if mark is None and turn != 0:
             raise RewindRefused(f"there is no turn {turn} in this session; see /rewind")
-        if self.state.compacted_turn > turn:
-            raise RewindRefused(f"the conversation was compacted in turn {self.state.compacted_turn}, after turn {turn}: "
-                                "its messages cannot be cut there; rewind the code only (--code)")
+        if mark is not None and mark.saved is None:
+            raise RewindRefused(f"turn {turn} was recorded before conversation rewinds kept the session's state; "
+                                "rewind the code only (--code)")
 
     def _rewind_conversation(self, turn: int) -> str:
-        """Keep turns 1..``turn``: their messages and todo list; later turns' steps are forgotten."""
-        session = self.host.session
-        cut = min(t.message_index for t in self.state.turns if t.turn > turn)
-        dropped = len(session.messages) - cut
-        del session.messages[cut:]
+        """Keep turns 1..``turn``: the session and every feature's state as they were at its end."""
+        later = [t for t in self.state.turns if t.turn > turn]
+        first = min(later, key=lambda t: t.message_index)
         mark = self.state.turn(turn)
-        session.task_state = TaskState.from_json(mark.task_state) if mark is not None else TaskState()
-        self.state.turns = [t for t in self.state.turns if t.turn <= turn]
-        self.state.steps = [s for s in self.state.steps if s.turn <= turn]
-        self.state.undone = [u for u in self.state.undone if u <= turn]
-        self.host.save()
+        point = self.state.point(turn, first.message_index, first.at)
+        dropped = self.host.rewind_conversation(point, mark.task_state if mark is not None else {})
         return f"Rewound the conversation to the end of turn {turn} ({dropped} later messages dropped)."
 
     async def _prune(self) -> tuple[str, str]:
@@ -218,22 +244,36 @@ class CheckpointsFeature(Feature):
             return await self._prune()
         lines: list[str] = []
         rows: list[dict[str, Any]] = []
-        sid = self.host.session.id
+        turns: list[dict[str, Any]] = []
         for mark in sorted(self.state.turns, key=lambda t: t.turn):
             steps = self.state.steps_of(mark.turn)
             undone = " (undone)" if mark.turn in self.state.undone else ""
             lines.append(f"turn {mark.turn}{undone} · {rewind.clock(mark.at)} · {mark.prompt[:60]!r}")
             for step in steps:
-                try:
-                    deltas = await self.port.diff(sid, step.checkpoint, step.after) if step.after else []
-                except grpc.RpcError:
-                    deltas = []
+                deltas = await self._diff(step.checkpoint, step.after)
                 lines.append(f"  {mark.turn}.{step.step} · {rewind.clock(step.at)} · {step.tool} · "
                              f"{rewind.delta_text(deltas)}")
                 rows.append({"turn": mark.turn, "step": step.step, "tool": step.tool, "checkpoint": step.checkpoint,
-                             "at": step.at, "files": [{"path": d.path, "kind": d.kind, "added": d.added,
-                                                       "removed": d.removed} for d in deltas]})
+                             "at": step.at, "files": _files(deltas)})
+            whole = await self._diff(steps[0].checkpoint, steps[-1].after) if steps else []
+            turns.append({"turn": mark.turn, "at": mark.at, "prompt": mark.prompt, "undone": bool(undone),
+                          "steps": len(steps), "conversation": mark.saved is not None, "files": _files(whole)})
         if not lines:
-            return _data("No checkpoints yet: no turn of this session changed the workspace.", steps=[])
+            return _data("No checkpoints yet: no turn of this session changed the workspace.", steps=[], turns=[])
         lines.append("Rewind with /rewind TURN[.STEP] [--code|--conversation]; /undo takes back the last turn.")
-        return _data("\n".join(lines), steps=rows)
+        return _data("\n".join(lines), steps=rows, turns=turns)
+
+    async def _diff(self, before: str, after: str) -> list[FileDelta]:
+        """What changed between two checkpoints ([] when one is missing: pruned, or the service is down)."""
+        assert self.port is not None
+        if not before or not after:
+            return []
+        try:
+            return await self.port.diff(self.host.session.id, before, after)
+        except grpc.RpcError:
+            return []
+
+
+def _files(deltas: list[FileDelta]) -> list[dict[str, Any]]:
+    return [{"path": d.path, "kind": d.kind, "added": d.added, "removed": d.removed, "binary": d.binary}
+            for d in deltas]

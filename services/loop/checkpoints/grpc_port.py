@@ -38,3 +38,8 @@ class GrpcCheckpoints:
         response = await self.runner.rpc(session_id, "PruneCheckpoints", tools_pb2.PruneCheckpointsRequest(
             session_id=session_id))
         return int(response.dropped)
+
+    async def prune_orphans(self, session_id: str, live_sessions: list[str]) -> int:
+        response = await self.runner.rpc(session_id, "PruneCheckpoints", tools_pb2.PruneCheckpointsRequest(
+            session_id=session_id, orphans=True, live_sessions=live_sessions), timeout=RESTORE_DEADLINE_S)
+        return int(response.dropped)

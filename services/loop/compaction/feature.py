@@ -7,8 +7,9 @@ from typing import Any
 from services.loop.compaction.command import budget_command, compact_command
 from services.loop.compaction.keeper import ContextKeeper
 from services.loop.compaction.state import CompactionState
-from services.loop.core.feature import Command, Feature, FeatureHost, StateSlot
+from services.loop.core.feature import Command, Feature, FeatureHost, RewindPoint, StateSlot
 from services.loop.core.ports import ModelClient, ToolDef
+from services.loop.core.sessions import Session
 
 COMPACTION = StateSlot[CompactionState]("compaction", decode=CompactionState.from_json,
                                         encode=lambda state: state.to_json())
@@ -56,6 +57,10 @@ class CompactionFeature(Feature):
     def before_save(self) -> None:
         COMPACTION.write(self.host.session, self.keeper.state)
         DIGESTS.write(self.host.session, list(self.keeper.digests))
+
+    def rewind(self, session: Session, point: RewindPoint) -> None:
+        super().rewind(session, point)
+        self.keeper.rewound(COMPACTION.read(session), DIGESTS.read(session))
 
     def reconfigure(self, deps: Any) -> None:
         self.keeper.reconfigure(deps.compaction, self.host.model)

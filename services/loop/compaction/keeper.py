@@ -139,6 +139,14 @@ class ContextKeeper:
         keeper.digests = [str(d) for d in ring][-settings.working_memory_keep:] if isinstance(ring, list) else []
         return keeper
 
+    def rewound(self, state: CompactionState, digests: list[str]) -> None:
+        """The conversation went back to an earlier turn: take the state it had then and forget every
+        cache of the longer history (the view, its byte count, the provider's last token figure)."""
+        self.state, self.digests, self.note, self.compacted_this_turn = state, digests, "", False
+        self._view, self._view_generation, self._repairs_seen = HistoryView(), state.compactions, 0
+        self._history_bytes = RunningBytes(envelope_floor(self.settings))
+        self._observed, self._ours, self._digests = _Observed(), 0, Digests()
+
     def reconfigure(self, settings: CompactionSettings, model: ModelClient) -> None:
         """The config was reloaded: its ``compaction`` section (thresholds, layers, ring size) applies
         from the next request on; the state and what it covers stay."""

@@ -12,8 +12,8 @@ default that contributes nothing, so a feature states only what it adds.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from services.loop.core.approvals import Resolution
@@ -43,14 +43,40 @@ Command = Callable[[str], Awaitable[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
+class RewindPoint:
+    """Where a conversation rewind takes a session back to: the end of turn ``turn``."""
+
+    turn: int
+    messages: int
+    """How many messages of the record are kept (the ones of turns 1..``turn``)."""
+    saved: Mapping[str, Any] = field(default_factory=dict)
+    """Every state slot's raw JSON as it was saved at the end of that turn (a key left out had no value)."""
+    since: float = 0.0
+    """When the first dropped turn started (work started since belongs to the dropped turns)."""
+
+
+@dataclass(frozen=True)
 class StateSlot(Generic[T]):
     """A feature's persisted state: one key of the session file's meta (camelCase, the spec's
     shape), with its own codec. ``decode`` gets the key's raw JSON (None when absent) and must
-    accept anything a corrupt file holds; ``encode`` returning None leaves the key out."""
+    accept anything a corrupt file holds; ``encode`` returning None leaves the key out.
+
+    A conversation rewind puts every slot back to its value at the end of the turn it keeps (the
+    checkpoints feature records each slot's raw JSON at every turn's end), so a new feature's state
+    rewinds with the conversation for free; ``rewind`` replaces that for a slot whose value must be
+    derived instead (current value, point -> value at the point)."""
 
     key: str
     decode: Callable[[Any], T]
     encode: Callable[[T], Any]
+    rewind: Callable[[T, RewindPoint], T] | None = None
+
+    def rewound(self, session: Session, point: RewindPoint) -> None:
+        """Put this slot of ``session`` back to its value at ``point``."""
+        if self.rewind is not None:
+            self.write(session, self.rewind(self.read(session), point))
+        else:
+            self.write(session, self.decode(point.saved.get(self.key)))
 
     def read(self, session: Session) -> T:
         """This slot's value in ``session`` (decoded from its raw JSON; absent: ``decode(None)``)."""
@@ -134,6 +160,12 @@ class FeatureHost(Protocol):
         """Run ``run(turn number)`` as the session's next turn (queued behind a running one)."""
         ...
 
+    def rewind_conversation(self, point: RewindPoint, task_state: dict[str, Any]) -> int:
+        """Take the idle session back to ``point``: cut its messages, set its todo list to
+        ``task_state`` and its turn count to ``point.turn``, and rewind every feature
+        (``SessionFeature.rewind``); saves. Returns how many messages were dropped."""
+        ...
+
 
 class SessionFeature(Protocol):
     """One feature of a session, as the runtime composes it."""
@@ -156,6 +188,7 @@ class SessionFeature(Protocol):
     def turn_ended(self) -> None: ...
     def after_turn(self) -> None: ...
     def before_save(self) -> None: ...
+    def rewind(self, session: Session, point: RewindPoint) -> None: ...
     def busy(self) -> bool: ...
     def reconfigure(self, deps: Any) -> None: ...
     def model_changed(self, model: ModelClient) -> None: ...
@@ -215,6 +248,13 @@ class Feature:
 
     def before_save(self) -> None:
         """The session is about to be saved: put live state into the record."""
+
+    def rewind(self, session: Session, point: RewindPoint) -> None:
+        """The conversation went back to ``point``: every slot takes its value there. A feature
+        that keeps live state (or work under way) beyond its slots overrides this, calls it, then
+        re-reads its slots (or stops what belongs to the dropped turns)."""
+        for slot in self.slots:
+            slot.rewound(session, point)
 
     def busy(self) -> bool:
         """Work of this feature still runs between turns (the session stays followed and in memory)."""

@@ -127,7 +127,7 @@ class Session:
 _OWN_KEYS = frozenset({"id", "workspace", "model", "createdAt", "updatedAt", "taskState", "lastSeq", "turns",
                        "allowedTools", "usage", "harvestCursor", "generation", "messages", "openTurn",
                        "permissionMode"})
-JOURNALED_WHEN_CHANGED = ("compaction", "turnDigests")
+JOURNALED_WHEN_CHANGED = ("compaction", "turnDigests", "checkpoints", "rewindValues")
 """Bulky slots a journal record carries only when their value changed: a record without one keeps it."""
 
 

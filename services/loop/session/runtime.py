@@ -25,7 +25,7 @@ from services.loop.core.crash_marks import open_turn_mark
 from services.loop.core.domain import InterruptScope
 from services.loop.core.errors import BadRequest
 from services.loop.core.events import EventLog, resume_point
-from services.loop.core.feature import Feature, SessionFeature
+from services.loop.core.feature import Feature, RewindPoint, SessionFeature
 from services.loop.core.instructions import load_notes, notes_cut_warning, render_notes
 from services.loop.core.ports import (
     AcceptanceSource,
@@ -33,6 +33,7 @@ from services.loop.core.ports import (
     TurnHooks,
 )
 from services.loop.core.sessions import Session, SessionStore, storage_error
+from services.loop.core.tasks import TaskState
 from services.loop.core.turn_events import Degraded, EventBody, InputQueued, SubagentScope
 from services.loop.policy.guards import compile_bash_policy
 from services.loop.policy.permissions import PermissionMode, opening_mode
@@ -112,6 +113,8 @@ class SessionRuntime(SessionHost):
         self._context = _role(self.features, "context", None)
         self._hooks: TurnHooks = _role(self.features, "hooks", PassHooks())
         self._acceptance: AcceptanceSource = _role(self.features, "acceptance", NoAcceptance())
+        self._loads_at: dict[int, list[str]] = {}
+        """The deferred tools loaded at the end of each turn this process ran (live state, as the loads)."""
 
     def emit_now(self, body: EventBody, scope: SubagentScope | None = None) -> None:
         """Emit ``body`` as part of the running (or last) turn."""
@@ -297,6 +300,27 @@ class SessionRuntime(SessionHost):
             self.store.compact(self.session)
         self.store.close(self.session.id)
 
+    def rewind_conversation(self, point: RewindPoint, task_state: dict[str, Any]) -> int:
+        """Take the idle session back to the end of turn ``point.turn``: its messages, todo list and
+        turn count, and every feature's state (``SessionFeature.rewind``); saves (the shorter record
+        rewrites the snapshot). What stays: usage and cost (spent is spent), approvals granted for
+        the session, the event numbers. Returns how many messages were dropped."""
+        if not self.idle:
+            raise BadRequest("a turn is running", hint="Rewind when it has ended (or interrupt it first).")
+        session = self.session
+        dropped = max(0, len(session.messages) - point.messages)
+        del session.messages[point.messages:]
+        session.task_state = TaskState.from_json(task_state) if task_state else TaskState()
+        session.turns = point.turn
+        session.harvest_cursor = min(session.harvest_cursor, point.messages)
+        if point.turn in self._loads_at:
+            self.tools.reset_loads(self._loads_at[point.turn])
+        self._loads_at = {turn: loads for turn, loads in self._loads_at.items() if turn <= point.turn}
+        for feature in self.features:
+            feature.rewind(session, point)
+        self.save()
+        return dropped
+
     def _reserve_seq(self, mark: int) -> None:
         try:
             self.store.reserve_seq(self.session.id, mark)
@@ -319,6 +343,7 @@ class SessionRuntime(SessionHost):
             self.events.emit(turn, Degraded(component="session_save", reason=str(storage_error(err, self.store.dir))))
 
     def end_of_turn(self) -> None:
+        self._loads_at[self.session.turns] = self.tools.loads()
         try:
             self.store.maybe_compact(self.session)
         except OSError as err:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from services.loop.core.approvals import Resolution
-from services.loop.core.feature import Command, Feature, FeatureHost
+from services.loop.core.feature import Command, Feature, FeatureHost, RewindPoint
 from services.loop.core.ports import ToolDef
+from services.loop.core.sessions import Session
 from services.loop.core.turn_events import EventBody, SubagentScope
 from services.loop.subagents.apply_offer import OfferApply
 from services.loop.subagents.child import ParentView
@@ -53,6 +54,9 @@ class SubagentsFeature(Feature):
 
     async def opened(self) -> None:
         await self.manager.clean_orphans()  # worktrees of a loop that crashed with children running
+
+    def rewind(self, session: Session, point: RewindPoint) -> None:
+        self.manager.table.forget_since(point.since)
 
     def busy(self) -> bool:
         return self.manager.table.running()

@@ -118,6 +118,15 @@ class RunsTable:
         run.task_handle.cancel()
         return True
 
+    def forget_since(self, since: float) -> int:
+        """The conversation went back to before ``since``: children started since belong to turns
+        that are gone; stop the ones still running and drop them all from the table. Returns how many."""
+        doomed = [r for r in self.runs.values() if r.started >= since]
+        for run in doomed:
+            self.stop(run.run_id)
+            del self.runs[run.run_id]
+        return len(doomed)
+
     def resolve(self, resolution: Any) -> bool:
         """Settle a child's approval (its request id names the run)."""
         for run in self.runs.values():

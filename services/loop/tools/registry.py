@@ -74,6 +74,14 @@ class ToolRegistry:
                 self.loaded.add(name)
                 self._load_order.append(name)
 
+    def loads(self) -> list[str]:
+        """The deferred tools loaded so far, in the order they were."""
+        return list(self._load_order)
+
+    def reset_loads(self, names: list[str]) -> None:
+        """Only ``names`` loaded, in that order (a conversation rewind: as at that turn's end)."""
+        self.loaded, self._load_order = set(names), list(names)
+
     def search(self, query: str, limit: int = 5) -> list[ToolDef]:
         """Deferred tools ranked by how many query words their name and description contain."""
         # Distinct words, at most 64: a 10 MB query must not cost words x tools substring scans.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from services.loop.core.events import Event
-from services.loop.core.feature import Feature, FeatureHost
+from services.loop.core.feature import Feature, FeatureHost, RewindPoint
+from services.loop.core.sessions import Session
 from services.loop.core.turn_events import Degraded
 from services.loop.tracing.writer import TraceWriter
 
@@ -39,6 +42,10 @@ class TracingFeature(Feature):
     def turn_ended(self) -> None:
         if self.trace is not None:
             self.trace.end_turn()
+
+    def rewind(self, session: Session, point: RewindPoint) -> None:
+        if self.trace is not None:
+            self.trace.rewind(point.turn, int(time.time()))
 
     async def shutdown(self) -> None:
         if self.export is not None:

@@ -294,6 +294,21 @@ class TraceWriter:
                 self._fh.flush()
         self._write_summary()
 
+    def rewind(self, turn: int, stamp: int) -> None:
+        """The conversation went back to the end of ``turn``: later turns' files are set aside as
+        ``rewound-<stamp>-turn-<n>.jsonl`` (kept, not listed) and leave the summary, so a turn that
+        takes one of their numbers again gets a file of its own."""
+        self._close()
+        with contextlib.suppress(OSError):
+            for path in self.dir.glob("turn-*.jsonl"):
+                number = path.stem.removeprefix("turn-")
+                if number.isdigit() and int(number) > turn:
+                    path.rename(path.with_name(f"rewound-{stamp}-{path.name}"))
+        summary = self._load_summary()
+        summary["turns"] = [t for t in summary["turns"] if not isinstance(t.get("turn"), int) or t["turn"] <= turn]
+        self._summary_due = True
+        self._write_summary()
+
     def _close(self) -> None:
         if self._fh is None:
             return

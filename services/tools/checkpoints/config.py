@@ -13,6 +13,9 @@ class CheckpointsConfig:
     """Take a checkpoint before every write, edit, bash and job_start call (rewind and undo need it)."""
     max_store_mb: int = 2048
     """Cap of one workspace's store; over it the oldest checkpoints go first. 0 = no cap."""
+    max_age_days: float = 30.0
+    """Checkpoints older than this many days are dropped (when the next one is taken). 0 = kept
+    until the size cap or their session's pruning drops them."""
     max_files: int = 200_000
     """A workspace with more files than this is not checkpointed (each step would walk them all
     once after a restart); every changing call's result then says so."""

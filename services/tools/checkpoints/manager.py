@@ -49,7 +49,8 @@ class CheckpointManager:
             if store is None:
                 home = self.base / workspace_key(root)
                 home.mkdir(parents=True, exist_ok=True, mode=0o700)
-                store = CheckpointStore(home, root, self.rules(), self.config.max_store_mb * 1024 * 1024)
+                store = CheckpointStore(home, root, self.rules(), self.config.max_store_mb * 1024 * 1024,
+                                        self.config.max_age_days * 86_400)
                 self.stores[root] = store
         return store
 

@@ -63,6 +63,10 @@ class CheckpointRpcs:
     def _root_of(self, session_id: str) -> Path:
         raise NotImplementedError
 
+    def _open_sessions(self) -> set[str]:
+        """Sessions registered with this service now (live even before their loop wrote their file)."""
+        raise NotImplementedError
+
     async def _store(self, session_id: str, context: grpc.aio.ServicerContext) -> CheckpointStore:
         try:
             return self.runtime_checkpoints.manager.store(self._root_of(session_id))
@@ -120,5 +124,9 @@ class CheckpointRpcs:
     async def PruneCheckpoints(self, request: tools_pb2.PruneCheckpointsRequest,
                                context: grpc.aio.ServicerContext) -> tools_pb2.PruneCheckpointsResponse:
         store = await self._store(request.session_id, context)
-        dropped, freed = await asyncio.to_thread(store.prune, request.session_id, max(0, request.keep_last))
+        if request.orphans:
+            live = {*request.live_sessions, *self._open_sessions()}
+            dropped, freed = await asyncio.to_thread(store.prune_orphans, live)
+        else:
+            dropped, freed = await asyncio.to_thread(store.prune, request.session_id, max(0, request.keep_last))
         return tools_pb2.PruneCheckpointsResponse(dropped=dropped, bytes_freed=freed)

@@ -73,8 +73,11 @@ def _dump(path: Path, data: object, durable: bool = False) -> None:
 class CheckpointStore:
     """Checkpoints of the workspace at ``root``, kept in ``home`` (outside it)."""
 
-    def __init__(self, home: Path, root: Path, rules: Rules, max_store_bytes: int) -> None:
+    def __init__(self, home: Path, root: Path, rules: Rules, max_store_bytes: int, max_age_s: float = 0.0) -> None:
         self.home, self.root, self.rules, self.max_store_bytes = home, root, rules, max_store_bytes
+        self.max_age_s = max_age_s
+        self._oldest: float | None = None
+        """When the oldest checkpoint was taken (None: not known; read again at the next one)."""
         self.objects = ObjectStore(home / "objects")
         self.refs = home / "refs"
         self.refs.mkdir(exist_ok=True)
@@ -213,6 +216,17 @@ class CheckpointStore:
                 (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
             return len(doomed), self._sweep()
 
+    def prune_orphans(self, live_sessions: set[str]) -> tuple[int, int]:
+        """Drop the checkpoints of sessions not in ``live_sessions`` (deleted or pruned ones), then
+        the objects nothing references. (checkpoints dropped, bytes freed)."""
+        with self.lock:
+            doomed = [c for c in self.checkpoints() if c.session_id not in live_sessions]
+            for checkpoint in doomed:
+                (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+            if doomed:
+                log.info("checkpoints: dropped %d checkpoints of deleted sessions of %s", len(doomed), self.root)
+            return len(doomed), self._sweep() if doomed else 0
+
     def size(self) -> int:
         if self._size is None:
             self._size = self.objects.size()
@@ -228,10 +242,33 @@ class CheckpointStore:
         self.cache.skipped = {p: v for p, v in self.cache.skipped.items() if p in self.cache.dirs}
         self.cache.counts = {p: v for p, v in self.cache.counts.items() if p in self.cache.dirs}
         self._size = None
+        self._oldest = None
         return freed
 
+    def _enforce_age(self, keep: str) -> None:
+        """Drop checkpoints older than ``max_age_s`` (never ``keep``). The refs are read only when
+        the oldest one's time is not known or is past the limit, so a checkpoint costs no listing."""
+        if self.max_age_s <= 0:
+            return
+        cutoff = time.time() - self.max_age_s
+        if self._oldest is None:
+            self._oldest = min((c.created for c in self.checkpoints()), default=time.time())
+        if self._oldest >= cutoff:
+            return
+        found = self.checkpoints()
+        doomed = [c for c in found if c.created < cutoff and c.checkpoint_id != keep]
+        for checkpoint in doomed:
+            (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+        gone = {c.checkpoint_id for c in doomed}
+        self._oldest = min((c.created for c in found if c.checkpoint_id not in gone), default=time.time())
+        if doomed:
+            log.info("checkpoints: dropped %d checkpoints of %s older than the age limit", len(doomed), self.root)
+            self._sweep()
+
     def _enforce_cap(self, keep: str) -> None:
-        """Over ``max_store_bytes``: drop the oldest checkpoints (never ``keep``) until under it."""
+        """Past the age limit, then over ``max_store_bytes``: drop the oldest checkpoints (never
+        ``keep``), until none is too old and the store is under its cap."""
+        self._enforce_age(keep)
         if self.max_store_bytes <= 0 or self.size() <= self.max_store_bytes:
             return
         for checkpoint in self.checkpoints():

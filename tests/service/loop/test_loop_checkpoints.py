@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import grpc
-from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+from ai_coding.v1 import loop_pb2, loop_pb2_grpc, tools_pb2, tools_pb2_grpc
 
 from services.fake_model import FakeModelServer
 from services.kernel.config import Config
 from services.kernel.endpoints import AuthSettings, Endpoint
 from services.kernel.server import create_server
+from services.loop.core.sessions import SessionStore
 from services.loop.main import build as build_loop
 from services.tools.main import build as build_tools
 from tests.service.loop.harness import (
@@ -140,3 +142,73 @@ def test_a_plan_step_that_does_not_pass_offers_its_rollback_and_the_rewind_takes
     assert (workspace / "made.txt").exists()
     command(stack, session, "rewind", f"{target} --code")
     assert not (workspace / "made.txt").exists()
+
+
+def _session_file(workspace: Path, session: str) -> dict[str, object]:
+    """The session's meta as a restarted loop reads it (snapshot and journal)."""
+    return SessionStore(workspace).read(session)[0].meta()
+
+
+def test_a_conversation_rewound_to_turn_2_sends_exactly_the_request_turn_3_sent(
+        make_stack: Callable[..., LoopStack], workspace: Path) -> None:
+    """After turn 2: a turn 3 (a todo, an acceptance item), a /compact, a /plan run (receipts) as
+    turn 4. Rewound to turn 2, the same prompt sends byte for byte the request turn 3 sent, and the
+    session file holds none of what came after turn 2."""
+    third = [{"match": "again from turn two", "tool_calls": [todo(add=[{"content": "gamma task"}])]},
+             {"text": "three"}]
+    stack = make_stack([
+        {"tool_calls": [todo(add=[{"content": "alpha task"}])]}, {"text": "one"}, {"text": "two"},
+        *third,
+        {"match": "Write the updated checkpoint", "text": "A summary of the first turns."},
+        {"match": "[plan] Topic: make it", "tool_calls": [todo(goal="make it", add=[{"content": "make made.txt"}])]},
+        {"match": "[ ] 1. make made.txt", "text": "Planned."},
+        {"match": "[plan step 1/1]", "text": "Not marking it."},
+        *third,
+    ], with_tools=True)
+    session, _ = stack.turn("turn one")
+    stack.turn("turn two", session)
+    before = len(stack.fake.chat_requests)
+    stack.turn("again from turn two", session)
+    sent_by_turn_3 = stack.fake.chat_requests[before].body
+    command(stack, session, "accept", '"it holds" -- true')
+    assert command(stack, session, "compact")[1].get("changed") is True
+    Conversation(stack.stub, loop_pb2.ClientMessage(plan=loop_pb2.StartPlan(session_id=session, topic="make it")),
+                 timeout=120).drain()
+    saved = _session_file(workspace, session)
+    assert saved.get("plan") and saved.get("acceptance"), sorted(saved)
+    assert saved.get("rewindValues"), sorted(saved)  # every turn end's slot values survive a loop restart
+
+    text, data = command(stack, session, "rewind", "2 --conversation")
+    assert data.get("conversation_turns") == 2, text
+    saved = _session_file(workspace, session)
+    assert "plan" not in saved and "acceptance" not in saved, sorted(saved)
+    assert saved["turns"] == 2 and "gamma" not in json.dumps(saved["taskState"])
+
+    before = len(stack.fake.chat_requests)
+    stack.turn("again from turn two", session)
+    assert stack.fake.chat_requests[before].body == sent_by_turn_3
+    got = stack.stub.GetSession(loop_pb2.GetSessionRequest(workspace=str(workspace), session_id=session), timeout=30)
+    said = [m.get("content") for m in json.loads(got.messages_json) if m.get("role") == "user"]
+    assert said == ["turn one", "turn two", "again from turn two"], said
+
+
+def test_opening_a_session_drops_the_checkpoints_of_the_workspaces_deleted_sessions(
+        make_stack: Callable[..., LoopStack], workspace: Path, short_dir: Path, isolated_home: Path) -> None:
+    stack = make_stack([bash("echo kept > kept.txt"), {"text": "done"}], with_tools=True)
+    kept, _ = stack.turn("a session that stays")
+    tools = tools_pb2_grpc.ToolRuntimeStub(grpc.insecure_channel(f"unix:{short_dir}/tools.sock"))
+    tools.OpenSession(tools_pb2.OpenSessionRequest(session_id="deleted-one", workspace_root=str(workspace)),
+                      timeout=30)
+    tools.CreateCheckpoint(tools_pb2.CreateCheckpointRequest(session_id="deleted-one", label="x"), timeout=30)
+    tools.CloseSession(tools_pb2.CloseSessionRequest(session_id="deleted-one"), timeout=30)  # its loop is gone
+
+    def sessions_with_checkpoints() -> set[str]:  # the store's refs, every session's
+        return {json.loads(p.read_text())["session_id"]
+                for p in isolated_home.glob("**/ai-coding/checkpoints/*/refs/cp-*.json")}
+
+    assert sessions_with_checkpoints() == {kept, "deleted-one"}
+    stack.open()  # another session opens: the workspace's sessions are `kept` and this one
+    deadline = time.monotonic() + 30
+    while "deleted-one" in sessions_with_checkpoints() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sessions_with_checkpoints() == {kept}

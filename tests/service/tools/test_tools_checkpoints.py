@@ -180,3 +180,50 @@ def test_a_workspace_over_max_files_is_not_checkpointed_and_every_changing_call_
         svc.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1"))
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "tools.checkpoints.max_files" in str(caught.value.details())
+
+
+def _refs(home: Path) -> list[Path]:
+    return sorted(home.glob("**/ai-coding/checkpoints/*/refs/cp-*.json"))
+
+
+def test_the_checkpoints_of_a_deleted_session_go_and_an_open_ones_stay(service: ThreadedToolService,
+                                                                      workspace: Path) -> None:
+    seed(workspace)
+    for session in ("gone", "still-open"):
+        service.open(session, str(workspace))
+        _, result = service.call(session, "bash", json.dumps({"command": f"echo {session} > {session}.txt"}))
+        assert result.ok, result.output
+    bash(service, "head -c 100000 /dev/urandom > s1.bin")
+    service.stub.CloseSession(tools_pb2.CloseSessionRequest(session_id="gone"))
+    service.call("s1", "bash", json.dumps({"command": "rm gone.txt"}))  # its content only "gone" had
+
+    pruned = service.stub.PruneCheckpoints(tools_pb2.PruneCheckpointsRequest(
+        session_id="s1", orphans=True, live_sessions=["s1"]))
+    assert pruned.dropped == 2 and pruned.bytes_freed > 0  # "gone": before and after its step
+    left = {c.session_id for c in service.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(
+        session_id="s1")).checkpoints}
+    assert "gone" not in left
+    for session in ("s1", "still-open"):
+        assert service.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id=session)).checkpoints
+
+
+def test_checkpoints_past_the_age_limit_are_dropped_when_the_next_is_taken(
+        make_service: Callable[..., ThreadedToolService], workspace: Path, isolated_home: Path) -> None:
+    seed(workspace)
+    first = make_service({"checkpoints": {"max_age_days": 30}})
+    first.open("s1", str(workspace))
+    bash(first, "head -c 100000 /dev/urandom > old.bin", call_id="c1")
+    bash(first, "rm old.bin", call_id="c2")
+    refs = _refs(isolated_home)
+    assert len(refs) == 4
+    for ref in refs[:3]:  # all but the one after old.bin was removed: 40 days ago
+        raw = json.loads(ref.read_text())
+        raw["created"] -= 40 * 86_400
+        ref.write_text(json.dumps(raw))
+
+    second = make_service({"checkpoints": {"max_age_days": 30}})  # a restarted service (a store of its own)
+    second.open("s1", str(workspace))
+    bash(second, "echo new > new.txt", call_id="c3")
+    assert [r.name for r in _refs(isolated_home)] == ["cp-000004.json", "cp-000005.json", "cp-000006.json"]
+    listed = second.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1"))
+    assert listed.store_bytes < 100_000  # old.bin's content went with the only checkpoints that held it
