@@ -69,6 +69,8 @@ def violations_in(tree: ast.Module, path: Path) -> list[str]:
             while parent is not None and not isinstance(parent, ast.Compare | ast.stmt):
                 if isinstance(parent, ast.Dict) and up in parent.keys and path in TABLES:
                     break
+                if isinstance(parent, ast.MatchValue):  # ``case Status.X:`` reads a status, as == does
+                    break
                 up, parent = parent, parents.get(parent)
             else:
                 if not isinstance(parent, ast.Compare):
@@ -105,5 +107,9 @@ def test_the_check_catches_a_status_chosen_by_hand() -> None:
     table = ours + 'NAMES = {Status.FAILED: "engine error"}\nok = s is Status.COMPLETED\n'
     assert violations(table, Path("services/loop/policy/handoff.py")) == []
     assert len(violations(table, Path("services/loop/tracing/writer.py"))) == 1
+    matched = ours + "def name(s):\n    match s:\n        case Status.FAILED | Status.TIMEOUT:\n            return 1\n"
+    assert violations(matched, Path("services/loop/subagents/packet.py")) == []
+    chosen_in_case = ours + "def name(s):\n    match s:\n        case 1:\n            return Status.FAILED\n"
+    assert len(violations(chosen_in_case, Path("services/loop/subagents/packet.py"))) == 1
     otel = "from opentelemetry.trace import Status\nstatus = Status(code)\n"
     assert violations(otel, Path("services/loop/tracing/live.py")) == []

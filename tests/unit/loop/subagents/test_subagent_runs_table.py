@@ -69,17 +69,16 @@ def test_a_marker_left_by_a_dead_loop_lists_the_run_as_lost_and_another_sessions
     assert sorted(p.name for p in folder.glob("*.json")) == ["broken.json", "sa-other.json", "sa-ours.json"]
 
 
-
 def test_a_rewind_stops_and_forgets_the_children_the_dropped_turns_started(tmp_path: Path) -> None:
     async def run() -> None:
         subagents = manager(tmp_path)
         earlier = RunRecord("sa-early", "early", "kept", True, "c1", started=100.0)
-        earlier.status = "completed"
+        earlier.status = PacketStatus.COMPLETED
         later = RunRecord("sa-late", "late", "started in a dropped turn", True, "c2", started=200.0)
         handle: asyncio.Task[Any] = asyncio.ensure_future(asyncio.sleep(60))
         later.task_handle = handle
-        subagents._add(earlier)
-        subagents._add(later)
+        subagents.add(earlier)
+        subagents.add(later)
         assert subagents.forget_since(150.0) == 1
         await asyncio.sleep(0)
         assert list(subagents.runs) == ["sa-early"] and handle.cancelled() and not subagents.running()
