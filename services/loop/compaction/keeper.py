@@ -268,8 +268,10 @@ class ContextKeeper:
                        permission=Level.ALLOW, deferred=True)]
 
     def archived_something(self) -> bool:
-        """Has compaction taken messages out of the view into the archive (a checkpoint or an omission)?"""
-        return self.state.checkpoint is not None or bool(self.state.omissions)
+        """Has compaction taken something out of the view into the archive (a checkpoint, an omission,
+        or a tool output it enveloped: its envelope names history_search)?"""
+        return self.state.checkpoint is not None or bool(self.state.omissions) or any(
+            o.layer == "L2" for o in self.state.overlays.values())
 
     async def _search_handler(self, ctx: ToolContext, call: ToolCall, args: HistorySearchArgs) -> ToolOutcome:
         return await self.history.search(call.id, args)
