@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "protos")]
 
 from services.fake_model import FakeModelServer  # noqa: E402
+from services.loop.compaction.feature import CompactionFeature  # noqa: E402
+from services.loop.compaction.history import HistorySearchArgs  # noqa: E402
 from services.loop.compaction.keeper import ContextKeeper  # noqa: E402
 from services.loop.compaction.layers import Inputs  # noqa: E402
 from services.loop.compaction.pipeline import compact  # noqa: E402
@@ -49,6 +52,7 @@ from services.loop.compaction.transcripts import Transcripts  # noqa: E402
 from tests.service.loop.harness import LoopStack, model_config  # noqa: E402
 
 BIG_OUTPUT = "head -c 15000 /dev/urandom | base64 -w 100"
+FIRST_INSTRUCTION = "refactor the parser"
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -128,8 +132,27 @@ def pipeline_times(messages: int, runs: int, base: Path) -> dict[str, list[float
     return times
 
 
-def session_bytes(base: Path, steps: int, enabled: bool) -> tuple[int, int, int, int, int]:
-    """(bytes sent, requests, summary requests, compactions, summary bytes) for one scripted session."""
+@dataclass(frozen=True)
+class SessionBytes:
+    """What one scripted session sent the model, and what stayed findable."""
+
+    sent: int
+    requests: int
+    summaries: int
+    compactions: int
+    summary_bytes: int
+    last_request: int
+    first_instruction_kept: bool
+    """The user's first instruction byte for byte in the last request."""
+    elided: int
+    """Tool outputs not in the last request whole."""
+    retrievable: int
+    """Of those, how many ``history_search`` finds (a slice of each from its middle as the query)."""
+
+
+def session_bytes(base: Path, steps: int, enabled: bool, window: int | None = 32_000) -> SessionBytes:
+    """One scripted session of ``steps`` bash calls printing ~20 KB each (``window``: the model's
+    context window, None for the default)."""
     work = Path(tempfile.mkdtemp(dir=base))
     (work / "ws").mkdir()
     sock_dir = Path(tempfile.mkdtemp(prefix="aicc-", dir="/tmp"))
@@ -139,11 +162,17 @@ def session_bytes(base: Path, steps: int, enabled: bool) -> tuple[int, int, int,
         {"text": "finished"}]}
     with FakeModelServer(script) as fake:
         config = model_config(fake.url, max_tool_iterations=steps + 5, duplicate_call_threshold=0)
-        config["models"]["fake"].update(context_window=32_000, max_tokens=4000)
+        config["models"]["fake"].update(max_tokens=4000, **({"context_window": window} if window else {}))
         config["compaction"] = {"enabled": enabled}
         stack = LoopStack(sock_dir, work / "ws", fake, config, with_tools=True)
         try:
-            _, events = stack.turn("refactor the parser")
+            sid, events = stack.turn(FIRST_INSTRUCTION)
+            rt = stack.runtime.sessions[sid]
+            outputs = [(i, str(m["content"])) for i, m in enumerate(rt.session.messages) if m.get("role") == "tool"]
+            last = json.dumps(fake.chat_requests[-1].body)
+            elided = [(i, o) for i, o in outputs if json.dumps(o)[1:-1] not in last]
+            keeper = rt.feature(CompactionFeature).keeper
+            found = sum(_findable(keeper, i, o) for i, o in elided)
         finally:
             stack.close()
             shutil.rmtree(sock_dir, ignore_errors=True)
@@ -152,7 +181,16 @@ def session_bytes(base: Path, steps: int, enabled: bool) -> tuple[int, int, int,
         summaries = sum(SUMMARY_MARKER in r.last_message for r in chat)
         compactions = sum(e.WhichOneof("event") == "compaction_ended" for e in events)
         summary_bytes = sum(len(json.dumps(r.body)) for r in chat if SUMMARY_MARKER in r.last_message)
-    return sent, len(chat), summaries, compactions, summary_bytes
+    return SessionBytes(sent, len(chat), summaries, compactions, summary_bytes, len(last),
+                        FIRST_INSTRUCTION in last, len(elided), found)
+
+
+def _findable(keeper: ContextKeeper, index: int, output: str) -> bool:
+    """Does history_search (this session's archive) find message ``index`` first, asked for a line
+    from the middle of its output?"""
+    lines = output.splitlines()
+    hit = keeper.history_search("bench", HistorySearchArgs(lines[len(lines) // 2], 1))
+    return hit.ok and hit.data.get("hits") == [index]
 
 
 def opencode_bytes(base: Path, steps: int, binary: str) -> tuple[int, int, int, int]:
@@ -202,17 +240,22 @@ def main() -> None:
             print(f"  per request with a state (view + estimate): p50 {statistics.median(t['view']):5.2f} ms  "
                   f"p95 {pct(t['view'], 0.95):5.2f} ms   baseline json.dumps(history): "
                   f"p50 {statistics.median(t['dumps']):6.1f} ms")
-        with_c = session_bytes(base, args.steps, True)
-        without = session_bytes(base, args.steps, False)
-        print(f"{args.steps}-step session, ~20 KB outputs, context_window 32000:")
-        print(f"  with compaction:    {with_c[0] / 1e6:7.2f} MB in {with_c[1]} requests "
-              f"({with_c[2]} summary requests, {with_c[4] / 1e6:.2f} MB of them; {with_c[3]} compactions)")
-        print(f"  without compaction: {without[0] / 1e6:7.2f} MB in {without[1]} requests")
-        print(f"  ratio with/without: {with_c[0] / without[0]:.2f}")
+        for window in (None, 32_000):
+            with_c = session_bytes(base, args.steps, True, window)
+            without = session_bytes(base, args.steps, False, window)
+            print(f"{args.steps}-step session, ~20 KB outputs, context_window {window or 'default (128000)'}:")
+            print(f"  with compaction:    {with_c.sent / 1e6:7.2f} MB in {with_c.requests} requests "
+                  f"({with_c.summaries} summary requests, {with_c.summary_bytes / 1e6:.2f} MB of them; "
+                  f"{with_c.compactions} compactions){'   target < 1.70 MB' if window is None else ''}")
+            print(f"    last request {with_c.last_request / 1e3:.0f} KB; the first instruction in it: "
+                  f"{'yes' if with_c.first_instruction_kept else 'NO'}; elided outputs history_search "
+                  f"finds: {with_c.retrievable} of {with_c.elided}")
+            print(f"  without compaction: {without.sent / 1e6:7.2f} MB in {without.requests} requests")
+            print(f"  ratio with/without: {with_c.sent / without.sent:.2f}")
         if args.opencode:
             oc = opencode_bytes(base, args.steps, args.opencode)
             print(f"  OpenCode:           {oc[0] / 1e6:7.2f} MB in {oc[1]} requests ({oc[2]} summary requests, "
-                  f"{oc[3]} bash calls run)   ours/OpenCode: {with_c[0] / oc[0]:.2f}")
+                  f"{oc[3]} bash calls run)   ours/OpenCode: {with_c.sent / oc[0]:.2f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

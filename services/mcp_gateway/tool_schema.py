@@ -8,56 +8,62 @@ the prompt prefix cache holds. MCP calls are not parallel-safe (remote side effe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from services.kernel.tool_args import arg, schema_of
+
 MCP_CALL_NAME = "mcp_call"
-
-MCP_CALL_SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": MCP_CALL_NAME,
-        "description": (
-            "Call a tool on a connected MCP server. The MCP tool catalog lists what exists as "
-            "server__tool with its arguments; pass the server and the tool separately."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "server": {"type": "string", "description": "Server name (the part before __)."},
-                "tool": {"type": "string", "description": "Tool name on that server (the part after __)."},
-                "input": {"type": "object", "description": "The tool's arguments as a JSON object."},
-            },
-            "required": ["server", "tool", "input"],
-            "additionalProperties": False,
-        },
-    },
-}
-
+MCP_DESCRIBE_NAME = "mcp_describe"
+MCP_RESOURCES_NAME = "mcp_resources"
 MCP_CALL_PARALLEL_SAFE = False
 
-MCP_DESCRIBE_NAME = "mcp_describe"
+_SERVER = "Server name (the part before __)."
 
-MCP_DESCRIBE_SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": MCP_DESCRIBE_NAME,
-        "description": (
-            "Show one MCP tool's full description and JSON input schema, or with only a server, that "
-            "server's tools with their arguments and purpose (the catalog may only name them). Use it "
-            "before mcp_call when the arguments are not in the catalog, nested or unclear."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "server": {"type": "string", "description": "Server name (the part before __)."},
-                "tool": {"type": "string",
-                         "description": "Tool name on that server (the part after __); omit to list the server."},
-            },
-            "required": ["server"],
-            "additionalProperties": False,
-        },
-    },
-}
+
+@dataclass(frozen=True)
+class McpCallArgs:
+    """``mcp_call``'s arguments; ``input`` is then checked against the MCP tool's own input schema."""
+
+    server: str = arg(_SERVER)
+    tool: str = arg("Tool name on that server (the part after __).")
+    input: dict[str, Any] = arg("The tool's arguments as a JSON object.")
+
+
+@dataclass(frozen=True)
+class McpDescribeArgs:
+    """``mcp_describe``'s arguments."""
+
+    server: str = arg(_SERVER)
+    tool: str | None = arg("Tool name on that server (the part after __); omit to list the server.", None)
+
+
+@dataclass(frozen=True)
+class McpResourcesArgs:
+    """``mcp_resources``'s arguments."""
+
+    server: str = arg("Server name.")
+    uri: str | None = arg("The resource to read; omit to list them.", None)
+
+
+MCP_CALL_DESCRIPTION = ("Call a tool on a connected MCP server. The MCP tool catalog lists what exists as "
+                        "server__tool with its arguments; pass the server and the tool separately.")
+MCP_DESCRIBE_DESCRIPTION = (
+    "Show one MCP tool's full description and JSON input schema, or with only a server, that "
+    "server's tools with their arguments and purpose (the catalog may only name them). Use it "
+    "before mcp_call when the arguments are not in the catalog, nested or unclear.")
+MCP_RESOURCES_DESCRIPTION = (
+    "Read what an MCP server offers besides tools: without uri, list its resources and resource "
+    "templates; with uri, read one (a template's URI with its {parts} filled in).")
+
+
+def _function(name: str, description: str, args: type[Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema_of(args)}}
+
+
+MCP_CALL_SCHEMA = _function(MCP_CALL_NAME, MCP_CALL_DESCRIPTION, McpCallArgs)
+MCP_DESCRIBE_SCHEMA = _function(MCP_DESCRIBE_NAME, MCP_DESCRIBE_DESCRIPTION, McpDescribeArgs)
+MCP_RESOURCES_SCHEMA = _function(MCP_RESOURCES_NAME, MCP_RESOURCES_DESCRIPTION, McpResourcesArgs)
 
 
 def server_key(server: str) -> str:
@@ -68,26 +74,3 @@ def server_key(server: str) -> str:
 def describe_text(qualified_name: str, description: str, input_schema_json: str) -> str:
     """What ``mcp_describe`` answers for one tool: its name, whole description and input schema."""
     return f"{qualified_name}\n\n{description.strip() or '(no description)'}\n\ninput schema:\n{input_schema_json}"
-
-
-MCP_RESOURCES_NAME = "mcp_resources"
-
-MCP_RESOURCES_SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": MCP_RESOURCES_NAME,
-        "description": (
-            "Read what an MCP server offers besides tools: without uri, list its resources and resource "
-            "templates; with uri, read one (a template's URI with its {parts} filled in)."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "server": {"type": "string", "description": "Server name."},
-                "uri": {"type": "string", "description": "The resource to read; omit to list them."},
-            },
-            "required": ["server"],
-            "additionalProperties": False,
-        },
-    },
-}

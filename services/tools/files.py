@@ -10,7 +10,6 @@ import secrets
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from services.tools import limits
 from services.tools.domain import ToolOutput
@@ -24,6 +23,7 @@ from services.tools.paths import (
     read_inside,
     resolve_path,
 )
+from services.tools.schemas import EditArgs, ReadArgs, WriteArgs
 
 
 def _existing_file(path: Path, shown: str) -> None:
@@ -55,9 +55,9 @@ def number_lines(lines: Sequence[str], first: int) -> str:
     return "\n".join(out)
 
 
-def read_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker) -> ToolOutput:
+def read_file(args: ReadArgs, roots: Sequence[Path], tracker: FileStateTracker) -> ToolOutput:
     """Line-numbered page of a text file; records the file's snapshot."""
-    path = resolve_path(args["path"], roots)
+    path = resolve_path(args.path, roots)
     shown = display_path(path, roots)
     _existing_file(path, shown)
     size = path.stat().st_size
@@ -68,8 +68,7 @@ def read_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
     text = decode_text(data, shown)
     tracker.record(path, snapshot_of(path, data))
     lines = text.splitlines()
-    offset = int(args.get("offset", 1))
-    limit = int(args.get("limit", limits.READ_DEFAULT_LIMIT))
+    offset, limit = args.offset, args.limit
     page = lines[offset - 1 : offset - 1 + limit]
     last = offset - 1 + len(page)
     more = last < len(lines)
@@ -145,7 +144,7 @@ def process_umask() -> int:
     return 0o022
 
 
-def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+def write_file(args: WriteArgs, roots: Sequence[Path], tracker: FileStateTracker,
                dry_run: bool = False) -> ToolOutput:
     """Create or replace a file (replacing needs a fresh read in this session); ``dry_run`` runs every
     check and returns the diff without writing."""
@@ -153,12 +152,12 @@ def write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTr
         return _write_file(args, roots, tracker, dry_run)
 
 
-def _write_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+def _write_file(args: WriteArgs, roots: Sequence[Path], tracker: FileStateTracker,
                 dry_run: bool) -> ToolOutput:
-    path = resolve_path(args["path"], roots)
+    path = resolve_path(args.path, roots)
     check_not_protected(path, roots)
     shown = display_path(path, roots)
-    content: str = args["content"]
+    content = args.content
     before = ""
     existed = path.exists()
     if existed:
@@ -191,7 +190,7 @@ def _check_write_size(content: str, shown: str) -> None:
                         "Split it into several smaller files, or generate it with a bash command.")
 
 
-def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+def edit_file(args: EditArgs, roots: Sequence[Path], tracker: FileStateTracker,
               dry_run: bool = False) -> ToolOutput:
     """Exact string replacement with the stale-read guard; returns a unified diff (and only that
     when ``dry_run``)."""
@@ -199,16 +198,15 @@ def edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTra
         return _edit_file(args, roots, tracker, dry_run)
 
 
-def _edit_file(args: dict[str, Any], roots: Sequence[Path], tracker: FileStateTracker,
+def _edit_file(args: EditArgs, roots: Sequence[Path], tracker: FileStateTracker,
                dry_run: bool) -> ToolOutput:
-    path = resolve_path(args["path"], roots)
+    path = resolve_path(args.path, roots)
     check_not_protected(path, roots)
     shown = display_path(path, roots)
     _existing_file(path, shown)
     tracker.check_writable(path, shown)
     before = decode_text(read_inside(path, shown, roots), shown)
-    after, count = replace_exact(before, args["old_string"], args["new_string"],
-                                 bool(args.get("replace_all", False)), shown)
+    after, count = replace_exact(before, args.old_string, args.new_string, args.replace_all, shown)
     _check_write_size(after, shown)
     if dry_run:
         diff = unified_diff(before, after, shown)

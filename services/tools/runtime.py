@@ -58,6 +58,10 @@ from services.tools.sandbox import (
 from services.tools.schemas import (
     SPECS_BY_NAME,
     TOOL_SPECS,
+    BashArgs,
+    JobArgs,
+    JobStartArgs,
+    NoArgs,
     ToolSpecData,
     parse_arguments,
     validate_arguments,
@@ -144,7 +148,8 @@ class Session:
         return 0.0 if busy else now - self.last_used
 
 
-Handler = Callable[[Session, dict[str, Any], float, Emit], Awaitable[ToolOutput]]
+Handler = Callable[[Session, Any, float, Emit], Awaitable[ToolOutput]]
+"""A tool: its session, its parsed arguments (the tool's arguments dataclass), the time bound, chunks."""
 
 
 class ToolRuntime:
@@ -297,10 +302,10 @@ class ToolRuntime:
     def _bound(own: float, bound: float) -> float:
         return min(own, bound) if bound > 0 else own
 
-    def _threaded(self, fn: Callable[[Session, dict[str, Any]], ToolOutput]) -> Handler:
+    def _threaded(self, fn: Callable[[Session, Any], ToolOutput]) -> Handler:
         """A blocking file tool run in a worker thread under the file-tool deadline."""
 
-        async def handler(session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+        async def handler(session: Session, args: Any, bound: float, emit: Emit) -> ToolOutput:
             timeout = self._bound(limits.FILE_TOOL_TIMEOUT, bound)
             try:
                 return await asyncio.wait_for(asyncio.to_thread(fn, session, args), timeout)
@@ -363,16 +368,16 @@ class ToolRuntime:
                           self.shown_paths, egress)
         return argv, env
 
-    async def _bash_verdict(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
-        command: str = args["command"]
+    async def _bash_verdict(self, session: Session, args: BashArgs, bound: float, emit: Emit) -> ToolOutput:
+        command = args.command
         reason = await self._denied(command)
         writes = await off_loop(writes_files, command)
         verdict = f"denied: {reason}" if reason else ("writes files" if writes else "runs without writing files")
         return ToolOutput(verdict, {"denied": reason, "writes_files": writes, "dry_run": True})
 
-    async def _bash(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
-        command: str = args["command"]
-        timeout = self._bound(float(args.get("timeout_seconds", limits.BASH_DEFAULT_TIMEOUT)), bound)
+    async def _bash(self, session: Session, args: BashArgs, bound: float, emit: Emit) -> ToolOutput:
+        command = args.command
+        timeout = self._bound(args.timeout_seconds, bound)
         gate = await self._open_gate(session, ask=True)
         held: list[str] = []
         try:
@@ -400,14 +405,14 @@ class ToolRuntime:
             output += read_only_note(result.output, session.sandbox.mode, hidden_top_level())
         return ToolOutput(output + note, data, "output_cap" if result.cut_chars else "")
 
-    async def _job_start(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
-        command: str = args["command"]
+    async def _job_start(self, session: Session, args: JobStartArgs, bound: float, emit: Emit) -> ToolOutput:
+        command = args.command
         gate = await self._open_gate(session)
         held: list[str] = []
         try:
             argv, env = await self._command_argv(session, command, gate)  # makes the placeholders
             held = placeholders.lease(session.roots)
-            job = await session.jobs.start(argv, env, session.roots[0], command, args.get("name", ""),
+            job = await session.jobs.start(argv, env, session.roots[0], command, args.name,
                                            on_end=lambda: placeholders.release(held))
         except BaseException:
             placeholders.release(held)
@@ -427,8 +432,8 @@ class ToolRuntime:
         finally:
             await gate.close()
 
-    async def _job_output(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
-        job = session.jobs.get(args["job_id"])
+    async def _job_output(self, session: Session, args: JobArgs, bound: float, emit: Emit) -> ToolOutput:
+        job = session.jobs.get(args.job_id)
         text, lost = job.buffer.read_new(limits.JOB_OUTPUT_MAX_CHARS)
         info = job.describe()
         head = f"[{job.job_id} {info['status']}" + (f", exit code {info['exit_code']}" if info["exit_code"]
@@ -437,13 +442,13 @@ class ToolRuntime:
             head += f"\n[... {lost:,} older characters were dropped ...]"
         return ToolOutput(f"{head}\n{text}" if text else f"{head}\n(no new output)", {**info, "dropped_chars": lost})
 
-    async def _job_list(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
+    async def _job_list(self, session: Session, args: NoArgs, bound: float, emit: Emit) -> ToolOutput:
         jobs = [job.describe() for job in session.jobs.jobs.values()]
         lines = [f"{j['job_id']}  {j['status']:<8} {j['runtime_s']:>8.1f}s  {j['command'][:80]}" for j in jobs]
         return ToolOutput("\n".join(lines) if lines else "No jobs.", {"jobs": jobs})
 
-    async def _job_stop(self, session: Session, args: dict[str, Any], bound: float, emit: Emit) -> ToolOutput:
-        job = session.jobs.get(args["job_id"])
+    async def _job_stop(self, session: Session, args: JobArgs, bound: float, emit: Emit) -> ToolOutput:
+        job = session.jobs.get(args.job_id)
         was_running = await session.jobs.stop(job)
         text = f"Stopped {job.job_id}." if was_running else f"{job.job_id} had already ended."
         return ToolOutput(text, job.describe())

@@ -1,134 +1,155 @@
-"""The tools' JSON schemas (what the model sees) and argument validation.
-
-The validator covers the subset the schemas use (object of typed properties,
-required, no unknown fields, minimum/maximum, enum) and names the field in
-every error, so the model can fix its call.
+"""The tools' arguments: one dataclass per tool gives its JSON schema (what the model sees) and
+the parse of a call (services/kernel/tool_args.py, the same check and error sentences the loop
+uses for its own tools), naming the field in every error so the model can fix its call.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from services.kernel.tool_args import ArgumentError, arg, parse_args, schema_of
 from services.tools import limits
 from services.tools.errors import ToolError
+
+_PATH = "Relative to the workspace root, or absolute inside it."
+# Longest value a path or pattern may hold: a longer one cannot work (Linux PATH_MAX is 4096; rg
+# gets the pattern as one argv string, at most 128 KiB), so it is refused with its length before
+# any work; checked, not sent (every schema byte is paid on every step).
+PATH_MAX_CHARS = 4096
+PATTERN_MAX_CHARS = 65_536
+
+
+@dataclass(frozen=True)
+class ReadArgs:
+    path: str = arg(_PATH, max_chars=PATH_MAX_CHARS)
+    offset: int = arg("First line (1-based).", 1, minimum=1)
+    limit: int = arg(f"Lines to return (default {limits.READ_DEFAULT_LIMIT}).", limits.READ_DEFAULT_LIMIT,
+                     minimum=1, maximum=100_000)
+
+
+@dataclass(frozen=True)
+class WriteArgs:
+    path: str = arg(_PATH, max_chars=PATH_MAX_CHARS)
+    content: str = arg("The complete new content.")
+
+
+@dataclass(frozen=True)
+class EditArgs:
+    path: str = arg(_PATH, max_chars=PATH_MAX_CHARS)
+    old_string: str = arg("Exact text, whitespace and indentation included.")
+    new_string: str = arg()
+    replace_all: bool = False
+
+
+@dataclass(frozen=True)
+class GlobArgs:
+    pattern: str = arg("Relative to path.", max_chars=PATTERN_MAX_CHARS)
+    path: str = arg("Directory (default: the workspace root).", ".", max_chars=PATH_MAX_CHARS)
+    max_results: int = arg("", limits.GLOB_DEFAULT_MAX, minimum=1, maximum=limits.GLOB_MAX)
+
+
+@dataclass(frozen=True)
+class GrepArgs:
+    pattern: str = arg(max_chars=PATTERN_MAX_CHARS)
+    path: str = arg("File or directory (default: the workspace root).", ".", max_chars=PATH_MAX_CHARS)
+    glob: str = arg("Only files matching this glob, e.g. `*.py`.", "", max_chars=PATTERN_MAX_CHARS)
+    case_insensitive: bool = False
+    max_results: int = arg("", limits.GREP_DEFAULT_MAX_HITS, minimum=1, maximum=limits.GREP_MAX_HITS)
+
+
+@dataclass(frozen=True)
+class BashArgs:
+    command: str = arg("The command line.")
+    timeout_seconds: float = arg("", limits.BASH_DEFAULT_TIMEOUT, exclusive_minimum=0, maximum=limits.BASH_MAX_TIMEOUT)
+    description: str = arg("Five to ten words saying what the command does.", "")
+
+
+@dataclass(frozen=True)
+class JobStartArgs:
+    command: str = arg("The command line.")
+    name: str = arg("A short label.", "")
+
+
+@dataclass(frozen=True)
+class JobArgs:
+    job_id: str = arg("The id job_start returned.")
+
+
+@dataclass(frozen=True)
+class NoArgs:
+    pass
 
 
 @dataclass(frozen=True)
 class ToolSpecData:
-    """A tool as ListTools describes it."""
+    """A tool as ListTools describes it; ``args`` is its one definition (schema and parse)."""
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    args: type[Any]
     permission: str
     parallel_safe: bool
     deferred: bool = False
 
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema the model is sent (``schema_of(args)``)."""
+        return schema_of(self.args)
 
-def _obj(required: list[str], **props: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-
-
-def _s(desc: str) -> dict[str, Any]:
-    return {"type": "string", "description": desc}
-
-
-_PATH = _s("File path, relative to the workspace root or absolute inside it.")
 
 TOOL_SPECS: tuple[ToolSpecData, ...] = (
     ToolSpecData(
         "read",
-        "Read a text file with line numbers. Page with offset (1-based first line) and limit. "
-        "Files over 10 MB and binary files are refused. Reading records the file's state so write/edit "
-        "can detect changes made since.",
-        _obj(["path"], path=_PATH,
-             offset={"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
-             limit={"type": "integer", "minimum": 1, "maximum": 100_000,
-                    "description": f"Lines to return (default {limits.READ_DEFAULT_LIMIT})."}),
-        "allow", True),
+        "Read a text file with line numbers; page with offset and limit. Binary files and files over 10 MB "
+        "are refused.",
+        ReadArgs, "allow", True),
     ToolSpecData(
         "write",
-        "Create a file or replace its whole content. Replacing an existing file requires reading it first "
-        "in this session, and fails if it changed since.",
-        _obj(["path", "content"], path=_PATH, content=_s("The complete new content.")),
-        "warn", False),
+        "Create a file or replace its whole content. An existing file must have been read in this session "
+        "and not changed since.",
+        WriteArgs, "warn", False),
     ToolSpecData(
         "edit",
-        "Replace an exact string in a file. old_string must match exactly once unless replace_all is true. "
-        "The file must have been read in this session and not changed since. Returns a unified diff.",
-        _obj(["path", "old_string", "new_string"], path=_PATH,
-             old_string=_s("Exact text to find, including whitespace and indentation."),
-             new_string=_s("Replacement text."),
-             replace_all={"type": "boolean", "description": "Replace every occurrence (default false)."}),
-        "warn", False),
+        "Replace an exact string in a file (read in this session, not changed since). old_string must match "
+        "exactly once unless replace_all. Returns a unified diff.",
+        EditArgs, "warn", False),
     ToolSpecData(
         "glob",
-        "Find files by glob pattern (`**/*.py`, `src/*.ts`, `*.{js,jsx}`), newest first. "
-        "Skips .git and files ignored by .gitignore.",
-        _obj(["pattern"], pattern=_s("Glob pattern relative to path."),
-             path=_s("Directory to search (default: the workspace root)."),
-             max_results={"type": "integer", "minimum": 1, "maximum": limits.GLOB_MAX}),
-        "allow", True),
+        "Find files by glob pattern (`**/*.py`, `*.{js,jsx}`), newest first; skips .git and .gitignore'd files.",
+        GlobArgs, "allow", True),
     ToolSpecData(
         "grep",
-        "Search file contents with a regular expression. Hits come as `path:line: text` (lines cut at "
-        "300 characters). Skips hidden, binary and .gitignore'd files.",
-        _obj(["pattern"], pattern=_s("Regular expression."),
-             path=_s("File or directory to search (default: the workspace root)."),
-             glob=_s("Only search files whose name matches this glob, e.g. `*.py`."),
-             case_insensitive={"type": "boolean"},
-             max_results={"type": "integer", "minimum": 1, "maximum": limits.GREP_MAX_HITS}),
-        "allow", True),
+        "Search file contents with a regular expression; hits come as `path:line: text`. Skips hidden, binary "
+        "and .gitignore'd files.",
+        GrepArgs, "allow", True),
     ToolSpecData(
         "bash",
-        "Run a shell command (bash, Linux) in the workspace, inside a sandbox. Default timeout 60 s; "
-        "set timeout_seconds (up to 600) for longer commands instead of wrapping them in timeout/nohup. "
-        "Output over 50,000 characters keeps the head and tail. Use job_start for servers and watchers.",
-        _obj(["command"], command=_s("The command line."),
-             timeout_seconds={"type": "number", "exclusiveMinimum": 0, "maximum": limits.BASH_MAX_TIMEOUT,
-                              "description": "Seconds before the command is killed (default 60, max 600)."},
-             description=_s("Five to ten words saying what the command does.")),
-        "warn", False),
+        "Run a bash command in the workspace (Linux, sandboxed). It is killed after timeout_seconds (default "
+        "60): set up to 600 for a long command instead of timeout/nohup. Output over 50,000 characters keeps "
+        "head and tail. Servers and watchers: job_start.",
+        BashArgs, "warn", False),
     ToolSpecData(
         "job_start",
         "Start a background shell command (a server, a watcher) in the sandbox; returns its job id. "
         "Read its output with job_output. Jobs stop when the session closes.",
-        _obj(["command"], command=_s("The command line."), name=_s("A short label.")),
-        "warn", False, deferred=True),
+        JobStartArgs, "warn", False, deferred=True),
     ToolSpecData(
         "job_output",
         "New output of a background job since the last job_output call, with its status.",
-        _obj(["job_id"], job_id=_s("The id job_start returned.")),
-        "allow", True, deferred=True),
+        JobArgs, "allow", True, deferred=True),
     ToolSpecData(
         "job_list",
         "List this session's background jobs with status and runtime.",
-        _obj([]),
-        "allow", True, deferred=True),
+        NoArgs, "allow", True, deferred=True),
     ToolSpecData(
         "job_stop",
         "Stop a background job (its whole process group).",
-        _obj(["job_id"], job_id=_s("The id job_start returned.")),
-        "warn", False, deferred=True),
+        JobArgs, "warn", False, deferred=True),
 )
 
 SPECS_BY_NAME = {spec.name: spec for spec in TOOL_SPECS}
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
-    "array": (list,),
-}
-
-
-def _type_ok(value: Any, json_type: str) -> bool:
-    if json_type in ("integer", "number") and isinstance(value, bool):
-        return False
-    if json_type == "integer" and isinstance(value, float) and value.is_integer():
-        return True
-    return isinstance(value, _JSON_TYPES[json_type])
 
 
 def _invalid(message: str, hint: str = "") -> ToolError:
@@ -154,38 +175,10 @@ def parse_arguments(arguments_json: str) -> dict[str, Any]:
     return value
 
 
-# Longest value a string field may hold, whatever the tool: a longer one cannot work (Linux PATH_MAX
-# is 4096; rg and bash get the pattern and command as one argv string, at most 128 KiB), so it is
-# refused with its length before any work; kept out of the schemas the model reads every step.
-FIELD_MAX_CHARS = {"path": 4096, "pattern": 65_536, "glob": 65_536}
-
-
-def validate_arguments(spec: ToolSpecData, args: dict[str, Any]) -> dict[str, Any]:
-    """Check ``args`` against ``spec``'s schema; the first problem found names its field."""
-    schema = spec.parameters
-    props: dict[str, Any] = schema["properties"]
-    for name in schema["required"]:
-        if name not in args or args[name] is None:
-            raise _invalid(f"`{spec.name}` needs the field `{name}`")
-    for name, value in args.items():
-        if name not in props:
-            allowed = ", ".join(props) or "none"
-            raise _invalid(f"`{spec.name}` has no field `{name}` (fields: {allowed})")
-        prop = props[name]
-        if value is None:
-            continue
-        if not _type_ok(value, prop["type"]):
-            raise _invalid(f"field `{name}` must be a {prop['type']}, not {type(value).__name__}")
-        longest = FIELD_MAX_CHARS.get(name)
-        if longest is not None and isinstance(value, str) and len(value) > longest:
-            raise _invalid(f"field `{name}` is {len(value):,} characters; at most {longest:,} can work",
-                           f"Send a shorter `{name}`.")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise _invalid(f"field `{name}` must be a finite number (got {value})")
-        if "minimum" in prop and value < prop["minimum"]:
-            raise _invalid(f"field `{name}` must be at least {prop['minimum']} (got {value})")
-        if "exclusiveMinimum" in prop and value <= prop["exclusiveMinimum"]:
-            raise _invalid(f"field `{name}` must be more than {prop['exclusiveMinimum']} (got {value})")
-        if "maximum" in prop and value > prop["maximum"]:
-            raise _invalid(f"field `{name}` must be at most {prop['maximum']} (got {value})")
-    return {k: v for k, v in args.items() if v is not None}
+def validate_arguments(spec: ToolSpecData, args: dict[str, Any]) -> Any:
+    """``args`` parsed by ``spec``'s definition (an instance of ``spec.args``); the first problem
+    found is an ``invalid_arguments`` error naming its field."""
+    try:
+        return parse_args(spec.args, args)
+    except ArgumentError as err:
+        raise _invalid(str(err)) from None

@@ -29,6 +29,7 @@ from services.tools.globmatch import (
     expand_braces,
 )
 from services.tools.paths import display_path, is_inside, resolve_path
+from services.tools.schemas import GlobArgs, GrepArgs
 
 
 def _is_range_dash(members: str, k: int) -> bool:
@@ -201,13 +202,13 @@ def _walk(root: Path, directory: Path, rules: _IgnoreRules, skip_hidden: bool) -
             yield Path(entry.path), rel
 
 
-def glob_files(args: dict[str, Any], roots: Sequence[Path]) -> ToolOutput:
+def glob_files(args: GlobArgs, roots: Sequence[Path]) -> ToolOutput:
     """Files matching a glob under ``path``, newest first; symlinks leaving the roots are filtered."""
-    base = resolve_path(args.get("path", "."), roots)
+    base = resolve_path(args.path, roots)
     if not base.is_dir():
-        raise ToolError("not_found", f"{args.get('path')} is not a directory", "Pass a directory as path.")
-    regex = glob_to_regex(args["pattern"].removeprefix("./"))
-    cap = int(args.get("max_results", limits.GLOB_DEFAULT_MAX))
+        raise ToolError("not_found", f"{args.path} is not a directory", "Pass a directory as path.")
+    regex = glob_to_regex(args.pattern.removeprefix("./"))
+    cap = args.max_results
     found: list[tuple[float, str]] = []
     filtered = 0
     for full, _rel in walk_files(base, base, skip_hidden=False):
@@ -225,7 +226,7 @@ def glob_files(args: dict[str, Any], roots: Sequence[Path]) -> ToolOutput:
     found.sort(key=lambda item: (-item[0], item[1]))
     paths = [p for _m, p in found[:cap]]
     limit_hit = "result_cap" if len(found) > cap else ""
-    output = "\n".join(paths) if paths else f"No files match {args['pattern']}."
+    output = "\n".join(paths) if paths else f"No files match {args.pattern}."
     if limit_hit:
         output += f"\n[{len(found) - cap} more matches: narrow the pattern or path]"
     return ToolOutput(output, {"paths": paths, "total": len(found), "symlinks_filtered": filtered}, limit_hit)
@@ -301,23 +302,23 @@ def _grep_rg(rg: str, pattern: str, root: Path, start: Path, glob: str, ignore_c
     return hits, False
 
 
-def grep_files(args: dict[str, Any], roots: Sequence[Path], rg: str | None) -> ToolOutput:
+def grep_files(args: GrepArgs, roots: Sequence[Path], rg: str | None) -> ToolOutput:
     """Regex search; ``rg`` is the ripgrep program or None for the Python fallback."""
-    pattern: str = args["pattern"]
-    ignore_case = bool(args.get("case_insensitive", False))
+    pattern = args.pattern
+    ignore_case = args.case_insensitive
     try:
         regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         raise ToolError("invalid_arguments", f"field `pattern` is not a valid regex: {exc}",
                         "Fix the regular expression (escape special characters such as `(`).") from None
     root = roots[0]
-    start = resolve_path(args.get("path", "."), roots)
+    start = resolve_path(args.path, roots)
     if not start.exists():
-        raise ToolError("not_found", f"{args.get('path')} does not exist", "Check the path with glob.")
+        raise ToolError("not_found", f"{args.path} does not exist", "Check the path with glob.")
     if not start.is_relative_to(root):
         root = next(r for r in roots if start.is_relative_to(r))
-    cap = int(args.get("max_results", limits.GREP_DEFAULT_MAX_HITS))
-    glob = args.get("glob", "")
+    cap = args.max_results
+    glob = args.glob
     if rg:
         hits, more = _grep_rg(rg, pattern, root, start, glob, ignore_case, cap)
     else:

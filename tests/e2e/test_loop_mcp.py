@@ -22,6 +22,7 @@ from tests.service.loop.harness import (
     status_name,
     workspace,
 )
+from tests.support.mcp_wait import wait_state
 from tests.support.trust import trust_workspace
 
 __all__ = ["fake", "make_stack", "workspace"]
@@ -211,18 +212,7 @@ def test_an_elicitation_in_a_session_nobody_answers_is_declined_without_a_questi
 
 
 def _wait_state(stack: LoopStack, name: str, state: int) -> None:
-    channel = grpc.insecure_channel(stack.gateway.address.replace("unix://", "unix:"))
-    gateway = mcp_gateway_pb2_grpc.McpGatewayStub(channel)
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            servers = gateway.ListServers(mcp_gateway_pb2.ListServersRequest(), timeout=10).servers
-            if {s.name: s.state for s in servers}.get(name) == state:
-                return
-            time.sleep(0.1)
-    finally:
-        channel.close()
-    raise AssertionError(f"MCP server {name} never reached state {state}")
+    wait_state(stack, name, state)
 
 
 def test_a_failed_server_is_warned_about_once_per_session_not_every_turn(

@@ -125,7 +125,8 @@ def test_a_schema_too_large_or_not_an_object_is_refused_before_any_child_runs(
     stack = make_stack(script(parent_calls({"task": "never runs", "output_schema": big},
                                            {"task": "never runs either", "output_schema": ["a"]})))
     _, events = stack.turn(f"{PARENT}: bad schemas")
-    assert result_codes(events) == [(False, "schema_too_large"), (False, "schema_invalid")]
+    # The mistyped one is refused before the batch runs; the oversized one by the tool itself.
+    assert sorted(result_codes(events)) == [(False, "invalid_arguments"), (False, "schema_too_large")]
     assert not any(e.WhichOneof("event") == "subagent_started" for e in events)
     assert not any("never runs" in json.dumps(r.messages[:2]) and r.messages[1].get("role") == "user"
                    and "never runs" in str(r.messages[1].get("content")) for r in stack.fake.chat_requests)

@@ -68,6 +68,8 @@ class GrpcMcpClient:
             described={**server_listings(response.entries),
                        **{e.qualified_name: describe_text(e.qualified_name, e.description, e.input_schema_json)
                           for e in response.entries}},
+            schemas={e.qualified_name or f"{e.server}__{e.tool}": _schema(e.input_schema_json)
+                     for e in response.entries},
         )
 
     async def resources(self, call_id: str, server: str, uri: str, timeout_seconds: float) -> ToolOutcome:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.loop.compaction.command import budget_command, compact_command
-from services.loop.compaction.keeper import ContextKeeper
+from services.loop.compaction.keeper import AFTER_COMPACTION, ContextKeeper
 from services.loop.compaction.state import CompactionState
 from services.loop.core.feature import Command, Feature, FeatureHost, RewindPoint, StateSlot
 from services.loop.core.ports import ModelClient, ToolDef
@@ -43,7 +43,7 @@ class CompactionFeature(Feature):
     def installed(self) -> None:
         self.keeper.reveal = self.host.tools.load
         if self.keeper.archived_something():
-            self.host.tools.load(["history_search"])
+            self.host.tools.load(AFTER_COMPACTION)
 
     def commands(self) -> dict[str, Command]:
         async def compact(args: str) -> tuple[str, str]:

@@ -16,8 +16,8 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
+from services.kernel.tool_args import arg
 from services.loop.compaction.transcripts import Transcripts
 from services.loop.core.domain import ToolOutcome
 from services.loop.core.errors import AuxiliaryError
@@ -33,11 +33,12 @@ PUSH_BATCH_BYTES = 2_000_000
 MEMORY_TIMEOUT_S = 10.0
 
 
-def search_arguments(arguments: dict[str, Any]) -> tuple[str, int]:
-    """``(query, k)`` from the model's arguments; k defaults to 3 and is at most 10."""
-    query = str(arguments.get("query") or "").strip()
-    k = arguments.get("k", 3)
-    return query, k if isinstance(k, int) and 1 <= k <= 10 else 3
+@dataclass(frozen=True)
+class HistorySearchArgs:
+    """``history_search``'s arguments (their schema is what the model is sent)."""
+
+    query: str = arg("Words the message contains.")
+    k: int = arg("At most this many (3).", 3, minimum=1, maximum=10)
 
 
 def hits_outcome(call_id: str, hits: list[ArchivedRecord], note: str = "") -> ToolOutcome:
@@ -58,10 +59,10 @@ def empty_query(call_id: str) -> ToolOutcome:
                        error_code=ErrorCode.INVALID_ARGUMENTS, error_message="query is empty")
 
 
-def local_search(transcripts: Transcripts, session_id: str, call_id: str, arguments: dict[str, Any],
+def local_search(transcripts: Transcripts, session_id: str, call_id: str, args: HistorySearchArgs,
                  note: str = "") -> ToolOutcome:
     """history_search over the local archive."""
-    query, k = search_arguments(arguments)
+    query, k = args.query.strip(), args.k
     if not query:
         return empty_query(call_id)
     found = transcripts.search(session_id, query, k)
@@ -113,11 +114,11 @@ class HistoryIndex:
             await self.memory.archive_messages(self._workspace, self.session_id, pending[:end], MEMORY_TIMEOUT_S)
             del pending[:end]
 
-    async def search(self, call_id: str, arguments: dict[str, Any]) -> ToolOutcome:
+    async def search(self, call_id: str, args: HistorySearchArgs) -> ToolOutcome:
         """history_search: the memory service's index, else the local archive (said in the result)."""
         if self.memory is None:
-            return local_search(self.transcripts, self.session_id, call_id, arguments)
-        query, k = search_arguments(arguments)
+            return local_search(self.transcripts, self.session_id, call_id, args)
+        query, k = args.query.strip(), args.k
         if not query:
             return empty_query(call_id)
         try:
@@ -127,7 +128,7 @@ class HistoryIndex:
             hits = await self.memory.search_history(self._workspace, self.session_id, query, k, MEMORY_TIMEOUT_S)
         except (AuxiliaryError, TimeoutError) as err:
             why = err.detail if isinstance(err, AuxiliaryError) else "it did not answer in time"
-            return local_search(self.transcripts, self.session_id, call_id, arguments,
+            return local_search(self.transcripts, self.session_id, call_id, args,
                                 note=f"(the memory service is unavailable ({why}); searched this session's "
                                      "local archive instead)")
         return hits_outcome(call_id, hits)

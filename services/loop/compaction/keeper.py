@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from services.loop.compaction.history import HistoryIndex, local_search
+from services.kernel.tool_args import arg
+from services.loop.compaction.history import HistoryIndex, HistorySearchArgs, local_search
 from services.loop.compaction.layers import Inputs, envelope_floor, stale_tool_tokens
 from services.loop.compaction.pipeline import Outcome, compact
 from services.loop.compaction.settings import Budget, CompactionSettings, budget_for
@@ -31,32 +32,26 @@ from services.loop.core.turn_events import CompactionEnded, CompactionStarted, D
 from services.loop.model.settings import ModelSettings
 from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level
+from services.loop.tools.args import define
 from services.loop.turn.prompt import HistoryView, tools_bytes
 
 Message = dict[str, Any]
 Emit = Callable[[EventBody], None]
 
-CHECKPOINT_WRITE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "checkpoint_write",
-        "description": "Say in one sentence where this turn stands; later turns see it after a compaction "
-                       "(memory_write is for other sessions).",
-        "parameters": {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]},
-    },
-}
-HISTORY_SEARCH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "history_search",
-        "description": "Search this session's messages that compaction took out of the context (tool outputs "
-                       "too); returns the best matches in full.",
-        "parameters": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "Words the message contains."},
-            "k": {"type": "integer", "minimum": 1, "maximum": 10, "description": "At most this many (3)."}},
-            "required": ["query"]},
-    },
-}
+@dataclass(frozen=True)
+class CheckpointNoteArgs:
+    """``checkpoint_write``'s arguments."""
+
+    note: str = arg()
+
+
+AFTER_COMPACTION = ("history_search", "checkpoint_write")
+"""The deferred tools a session is offered once compaction has archived something."""
+CHECKPOINT_WRITE_DESCRIPTION = ("Say in one sentence where this turn stands; later turns see it after a compaction "
+                                "(memory_write is for other sessions).")
+HISTORY_SEARCH_DESCRIPTION = ("Search this session's messages that compaction took out of the context (tool outputs "
+                              "too); returns the best matches in full.")
+
 
 def model_limits(model: ModelClient) -> tuple[str, int | None, int | None]:
     """``(entry name, context window, max output tokens)`` of a model client, as far as it says."""
@@ -244,7 +239,7 @@ class ContextKeeper:
             save()  # the new state is durable before any request uses it
         self.history.archived()
         if self.reveal is not None and self.archived_something():
-            self.reveal(["history_search"])
+            self.reveal(list(AFTER_COMPACTION))
         self.last_estimate = outcome.after_tokens
         emit(CompactionEnded(layers=list(outcome.layers), estimated_before=outcome.before_tokens,
                              estimated_after=outcome.after_tokens))
@@ -271,34 +266,38 @@ class ContextKeeper:
     # -- tools ---------------------------------------------------------------------------------------
 
     def tool_defs(self) -> list[ToolDef]:
-        """history_search and checkpoint_write, answered from this session's state. history_search is
-        deferred: offered from the step after the first compaction that archived something (before,
-        there is nothing to search; a model naming it is still answered)."""
-        return [ToolDef.from_spec(HISTORY_SEARCH_TOOL, permission=Level.ALLOW, deferred=True,
-                                  handler=self._search_handler),
-                ToolDef.from_spec(CHECKPOINT_WRITE_TOOL, permission=Level.ALLOW, handler=self._note_handler)]
+        """history_search and checkpoint_write, answered from this session's state. Both are deferred:
+        offered from the step after the first compaction that archived something (before, there is
+        nothing to search, and a note only matters once a digest stands in for the turns; a /plan
+        run offers checkpoint_write from its start; a model naming either is still answered)."""
+        return [define("history_search", HISTORY_SEARCH_DESCRIPTION, HistorySearchArgs, self._search_handler,
+                       permission=Level.ALLOW, deferred=True),
+                define("checkpoint_write", CHECKPOINT_WRITE_DESCRIPTION, CheckpointNoteArgs, self._note_handler,
+                       permission=Level.ALLOW, deferred=True)]
 
     def archived_something(self) -> bool:
-        """Has compaction taken messages out of the view into the archive (a checkpoint or an omission)?"""
-        return self.state.checkpoint is not None or bool(self.state.omissions)
+        """Has compaction taken something out of the view into the archive (a checkpoint, an omission,
+        or a tool output it enveloped: its envelope names history_search)?"""
+        return self.state.checkpoint is not None or bool(self.state.omissions) or any(
+            o.layer == "L2" for o in self.state.overlays.values())
 
-    async def _search_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        return await self.history.search(call.id, arguments)
+    async def _search_handler(self, ctx: ToolContext, call: ToolCall, args: HistorySearchArgs) -> ToolOutcome:
+        return await self.history.search(call.id, args)
 
-    async def _note_handler(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        return self.checkpoint_write(call.id, arguments)
+    async def _note_handler(self, ctx: ToolContext, call: ToolCall, args: CheckpointNoteArgs) -> ToolOutcome:
+        return self.checkpoint_write(call.id, args)
 
-    def checkpoint_write(self, call_id: str, arguments: dict[str, Any]) -> ToolOutcome:
-        note = str(arguments.get("note") or "").strip()
+    def checkpoint_write(self, call_id: str, args: CheckpointNoteArgs) -> ToolOutcome:
+        note = args.note.strip()
         if not note:
             return ToolOutcome(call_id, "checkpoint_write", False, "invalid_arguments: send {\"note\": \"...\"}",
                                error_code=ErrorCode.INVALID_ARGUMENTS, error_message="note is empty")
         self.note = _one_line(note, self.settings.working_memory_note_chars)
         return ToolOutcome(call_id, "checkpoint_write", True, f"noted: {self.note}")
 
-    def history_search(self, call_id: str, arguments: dict[str, Any]) -> ToolOutcome:
+    def history_search(self, call_id: str, args: HistorySearchArgs) -> ToolOutcome:
         """history_search over the local archive (the tool asks the memory service first: ``history``)."""
-        return local_search(self.transcripts, self.session_id, call_id, arguments)
+        return local_search(self.transcripts, self.session_id, call_id, args)
 
 
 def pinned_index(messages: list[Message], request: str) -> int:

@@ -272,6 +272,9 @@ def l2_envelopes(inp: Inputs, state: CompactionState) -> tuple[CompactionState, 
         if previous is None or previous.content != text:
             rewritten += 1
         overlays[i] = Overlay("L2", inp.digests.of(messages, i), text)
+    # history_search finds an elided output by its words, as it finds an archived message (the
+    # archive appends each message once).
+    inp.transcripts.archive(inp.session_id, messages, [i for i, o in overlays.items() if o.layer == "L2"])
     return replace(state, overlays=overlays), LayerStat("L2", rewritten=rewritten, skipped=skipped)
 
 

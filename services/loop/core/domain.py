@@ -163,6 +163,8 @@ class McpCatalog:
     """Server name -> why it failed (sticky; the loop reports each server once)."""
     described: dict[str, str] = field(default_factory=dict)
     """``server__tool`` -> what ``mcp_describe`` answers (full description and input schema)."""
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``server__tool`` -> its input schema as the server declared it (``mcp_call`` checks input with it)."""
 
 
 def wait_limit(remaining: float) -> float | None:

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from services.kernel.elicit import ElicitAsk, ElicitReply
+from services.kernel.tool_args import check_json, parse_args
 from services.loop.core.acceptance import AcceptanceItem
 from services.loop.core.approvals import Pending
 from services.loop.core.domain import (
@@ -279,6 +280,19 @@ class ToolDef:
     """None: a tools-service tool (``ToolRunner.call`` runs it)."""
     args: type[Any] | None = field(default=None, compare=False)
     """The arguments dataclass ``parameters`` and the handler's parse come from (tools/args.py), if any."""
+    refine: Callable[[Any], None] | None = field(default=None, compare=False)
+    """A further check of the parsed arguments before anything runs (``mcp_call``: its ``input``
+    against the MCP tool's own schema); raises ``ArgumentError``."""
+
+    def check(self, arguments: dict[str, Any]) -> None:
+        """Raise ``ArgumentError`` when ``arguments`` do not fit this tool: its arguments dataclass,
+        else its JSON schema (a tools-service or MCP tool's own), checked the same way."""
+        if self.args is None:
+            check_json(self.parameters, arguments)
+            return
+        parsed = parse_args(self.args, arguments)
+        if self.refine is not None:
+            self.refine(parsed)
 
     @property
     def local(self) -> bool:
@@ -290,14 +304,6 @@ class ToolDef:
         """The Chat Completions tool dict the model is sent."""
         return {"type": "function",
                 "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
-
-    @classmethod
-    def from_spec(cls, spec: dict[str, Any], *, permission: Level = Level.WARN, parallel_safe: bool = False,
-                  deferred: bool = False, handler: ToolHandler | None = None) -> ToolDef:
-        """A ToolDef from a Chat Completions tool dict (a schema another package owns)."""
-        fn = spec["function"]
-        return cls(fn["name"], fn.get("description", ""), fn.get("parameters", {"type": "object"}),
-                   permission=permission, parallel_safe=parallel_safe, deferred=deferred, handler=handler)
 
 
 # -- the turn and its session (pipeline.Turn <- runtime.SessionRuntime) --

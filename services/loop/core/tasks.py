@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
+from services.kernel.tool_args import arg, schema_of
 from services.loop.core.errors import LoopError
 
-STATUSES = ("pending", "in_progress", "completed", "blocked", "dropped")
+Status = Literal["pending", "in_progress", "completed", "blocked", "dropped"]
+STATUSES: tuple[str, ...] = get_args(Status)
 TERMINAL = frozenset({"completed", "dropped"})
 OPEN = frozenset({"pending", "in_progress", "blocked"})
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "blocked": "[!]", "dropped": "[-]"}
@@ -250,44 +252,35 @@ def render_task_state(state: TaskState) -> str:
     return "<task-state>\n" + "\n".join(body) + "\n</task-state>"
 
 
-_ITEM_DEPS = {"type": "array", "items": {"type": "string"},
-              "description": "Ids of items that must be completed (or dropped) before this one starts."}
+@dataclass(frozen=True)
+class TodoAdd:
+    """One item ``todo_write`` adds."""
 
-TODO_WRITE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "todo_write",
-        "description": (
-            "Keep the task list for multi-step work. `add` new items (ids are assigned if omitted; "
-            "depends_on only on existing ids), `update` an item's status as you go "
-            "(pending, in_progress, completed, blocked, dropped). One call may do both; it applies all or nothing."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string", "description": "The overall goal, in one sentence."},
-                "add": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"id": {"type": "string"}, "content": {"type": "string"},
-                                       "depends_on": _ITEM_DEPS,
-                                       "verify": {"type": "string", "description": (
-                                           "Optional shell command whose exit code 0 proves the item done "
-                                           "(run in the sandbox when a /plan step finishes).")}},
-                        "required": ["content"],
-                    },
-                },
-                "update": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"id": {"type": "string"}, "status": {"type": "string", "enum": list(STATUSES)},
-                                       "content": {"type": "string"}},
-                        "required": ["id"],
-                    },
-                },
-            },
-        },
-    },
-}
+    content: str = arg()
+    id: str | None = None
+    depends_on: list[str] | None = arg("Ids to complete (or drop) first.", None)
+    verify: str | None = arg("Command whose exit 0 proves it done (run when a /plan step ends).", None)
+
+
+@dataclass(frozen=True)
+class TodoUpdate:
+    """One item's change."""
+
+    id: str = arg()
+    status: Status | None = None
+    content: str | None = None
+
+
+@dataclass(frozen=True)
+class TodoArgs:
+    """``todo_write``'s arguments (their schema is what the model is sent)."""
+
+    goal: str | None = arg("The overall goal, one sentence.", None)
+    add: list[TodoAdd] | None = None
+    update: list[TodoUpdate] | None = None
+
+
+TODO_DESCRIPTION = ("Keep the task list for multi-step work: `add` items (ids assigned if omitted; depends_on only "
+                    "on existing ids), `update` an item's status as you go. One call applies all or nothing.")
+TODO_WRITE_TOOL: dict[str, Any] = {"type": "function", "function": {
+    "name": "todo_write", "description": TODO_DESCRIPTION, "parameters": schema_of(TodoArgs)}}

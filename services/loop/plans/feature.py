@@ -56,6 +56,7 @@ class PlansFeature(Feature):
                              reason="plan_outside_workspace")
 
         async def run(number: int) -> None:
+            self.host.tools.load(["checkpoint_write"])  # each step leaves its progress line with it
             await PlanRunner(self._context(), topic, number).run()
 
         self.host.enqueue(f"/plan {topic}", run)

@@ -14,10 +14,7 @@ from services.loop.core.ports import (
     McpClient,
     MemoryClient,
     ModelClient,
-    ToolCall,
-    ToolContext,
     ToolDef,
-    ToolOutcome,
     ToolRunner,
     TurnContext,
     TurnHooks,
@@ -29,8 +26,8 @@ from services.loop.policy.guards import CompiledBashPolicy
 from services.loop.policy.permissions import PermissionMode, Verdict, decide_permission, mcp_gate
 from services.loop.policy.settings import LoopSettings
 from services.loop.session.deps import LoopDeps, SessionOptions
-from services.loop.tools.local_tools import local_tools, mcp_describe_outcome, mcp_describe_tool
-from services.loop.tools.mcp_resources import MCP_RESOURCES
+from services.loop.tools.local_tools import local_tools
+from services.loop.tools.mcp_tools import mcp_tools
 from services.loop.tools.registry import ToolRegistry
 from services.loop.tools.todo_tool import TodoTool
 from services.loop.tools.webfetch import webfetch_tool
@@ -160,12 +157,9 @@ class SessionHost:
         """The loop's own tools for this session: todo_write (on this session's task state), the
         stateless ones of local_tools, and mcp_describe (on the catalog this session fetched);
         the features register theirs."""
-        tools = [self.todo.tool_def(), *local_tools(interactive, self.deps.memory is not None, self.deps.mcp is not None),
+        tools = [self.todo.tool_def(), *local_tools(interactive, self.deps.memory is not None),
                  webfetch_tool(self.net)]
-        if self.deps.mcp is not None:  # it reads the catalog this session last fetched
-            tools += [mcp_describe_tool(self._mcp_describe), MCP_RESOURCES]  # mcp_resources: deferred, last
+        if self.deps.mcp is not None:  # they read the catalog this session last fetched
+            tools += mcp_tools(lambda: self.tail.mcp_schemas, lambda: self.tail.mcp_described)
         return tools
-
-    async def _mcp_describe(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        return mcp_describe_outcome(call.id, self.tail.mcp_described, arguments)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from services.kernel.errors import AiCodingError
@@ -28,26 +29,28 @@ from services.loop.skills.registry import (
     override_dirs,
 )
 from services.loop.skills.skill import SKILL_FILE, Skill
+from services.loop.tools.args import define, doc
 
 Emit = Callable[[EventBody], None]
 MAX_FILE_CHARS = 60_000
 
-SKILL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "The skill's name from the catalog; omit it to list every skill."},
-        "file": {"type": "string", "description": "A file of the skill to read (as listed), instead of SKILL.md."},
-    },
-}
-PROPOSE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "Short name: letters, digits, '.', '_' or '-'."},
-        "description": {"type": "string", "description": "One line saying when to use it (the catalog shows it)."},
-        "body": {"type": "string", "description": "The instructions, in Markdown."},
-    },
-    "required": ["name", "description", "body"],
-}
+
+
+@dataclass(frozen=True)
+class SkillArgs:
+    """``skill``'s arguments."""
+
+    name: str | None = doc("The skill's name from the catalog; omit it to list every skill.", None)
+    file: str | None = doc("A file of the skill to read (as listed), instead of SKILL.md.", None)
+
+
+@dataclass(frozen=True)
+class ProposeArgs:
+    """``skill_propose``'s arguments."""
+
+    name: str = doc("Short name: letters, digits, '.', '_' or '-'.")
+    description: str = doc("One line saying when to use it (the catalog shows it).")
+    body: str = doc("The instructions, in Markdown.")
 
 
 class SessionSkills:
@@ -85,16 +88,16 @@ class SessionSkills:
 
     def tool_defs(self) -> list[ToolDef]:
         return [
-            ToolDef("skill", "Read a skill from the catalog: its instructions (SKILL.md) and the list of its "
-                             "files; pass `file` to read one of them. With no name, list every skill.",
-                    SKILL_SCHEMA, permission=Level.ALLOW, parallel_safe=True, deferred=True, handler=self._skill),
-            ToolDef("skill_propose", "Propose a new skill (reusable instructions for a kind of task) for the user "
-                                     "to review; it enters the catalog only once they approve it (/skills).",
-                    PROPOSE_SCHEMA, permission=Level.ALLOW, deferred=True, handler=self._propose),
+            define("skill", "Read a skill from the catalog: its instructions (SKILL.md) and the list of its "
+                            "files; pass `file` to read one of them. With no name, list every skill.",
+                   SkillArgs, self._skill, permission=Level.ALLOW, parallel_safe=True, deferred=True),
+            define("skill_propose", "Propose a new skill (reusable instructions for a kind of task) for the user "
+                                    "to review; it enters the catalog only once they approve it (/skills).",
+                   ProposeArgs, self._propose, permission=Level.ALLOW, deferred=True),
         ]
 
-    async def _skill(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        name = str(arguments.get("name") or "").strip()
+    async def _skill(self, ctx: ToolContext, call: ToolCall, args: SkillArgs) -> ToolOutcome:
+        name = (args.name or "").strip()
         if not name:
             return self._list(call)
         skill = self.current.skills.get(name)
@@ -103,7 +106,7 @@ class SessionSkills:
             return ToolOutcome.error(call.id, call.name, ErrorCode.UNKNOWN_SKILL, f"no skill named {name!r}; skills: {known}")
         data = {"name": skill.name, "version": skill.version, "status": skill.status, "source": skill.source,
                 "files": list(skill.files)}
-        wanted = str(arguments.get("file") or "").strip()
+        wanted = (args.file or "").strip()
         if wanted:
             return self._file(call, skill, wanted, data)
         if skill.broken:
@@ -134,12 +137,11 @@ class SessionSkills:
                            for s in self.current.skills.values()]}
         return ToolOutcome(call.id, call.name, True, "\n".join(rows) or "no skills installed", data=data)
 
-    async def _propose(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        name = str(arguments.get("name") or "").strip()
+    async def _propose(self, ctx: ToolContext, call: ToolCall, args: ProposeArgs) -> ToolOutcome:
+        name = args.name.strip()
         if name in self.current.skills:
             raise ValueError(f"a skill named {name!r} exists already; propose another name")
-        folder = library.propose(self.library, name, str(arguments.get("description") or ""),
-                                 str(arguments.get("body") or ""))
+        folder = library.propose(self.library, name, args.description, args.body)
         return ToolOutcome(call.id, call.name, True,
                            f"proposed skill {name!r}: it waits for the user's review (/skills) and is not usable "
                            "until approved", data={"name": name, "pending": str(folder)})

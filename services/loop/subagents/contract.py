@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from services.kernel.tool_args import arg
 from services.loop.core.errors import LoopError
 from services.loop.policy.codes import ErrorCode
 
@@ -25,25 +26,28 @@ MAX_SCHEMA_CHARS = 4000
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n(.*?)```", re.S)
 
 
-# The subAgent and subagent_apply tools as the model is sent them.
-SUBAGENT_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "task": {"type": "string", "description": "Self-contained: the child sees only this and context."},
-        "name": {"type": "string", "description": "Short label."},
-        "context": {"type": "string"},
-        "background": {"type": "boolean", "description": "Return a run id now; the result comes later."},
-        "output_schema": {"type": "object", "description": "JSON Schema ('required' checked) for the "
-                                                           "child's final JSON: the packet gets 'facts'."},
-        "tools": {"type": "array", "items": {"type": "string"}},
-        "model": {"type": "string"},
-        "isolation": {"type": "string", "enum": ["worktree", "shared"]},
-    },
-    "required": ["task"],
-}
-APPLY_PARAMETERS: dict[str, Any] = {
-    "type": "object", "properties": {"run_id": {"type": "string", "description": "Run id (or the child's name)."}},
-    "required": ["run_id"]}
+@dataclass(frozen=True)
+class SubAgentArgs:
+    """``subAgent``'s arguments (their schema is what the model is sent)."""
+
+    task: str = arg("Self-contained: the child sees only this and context.")
+    name: str | None = arg("Short label.", None)
+    context: str | None = None
+    background: bool | None = arg("Return a run id now; the result comes later.", None)
+    output_schema: dict[str, Any] | None = arg("JSON Schema of the child's final JSON ('required' checked): "
+                                               "packet 'facts'.", None)
+    tools: list[str] | None = None
+    model: str | None = None
+    isolation: Literal["worktree", "shared"] | None = None
+
+
+@dataclass(frozen=True)
+class ApplyArgs:
+    """``subagent_apply``'s arguments."""
+
+    run_id: str = arg("Run id (or the child's name).")
+
+
 APPLY_DESCRIPTION = ("Apply the changes a subagent left in its git worktree (the packet's 'worktree') to your "
                      "tree, all or nothing; a conflict applies nothing.")
 SUBAGENT_DESCRIPTION = ("Delegate a task to a child agent (fresh history, own limits, no subAgent). Returns a "

@@ -49,10 +49,10 @@ from services.loop.subagents.child import (
 )
 from services.loop.subagents.contract import (
     APPLY_DESCRIPTION,
-    APPLY_PARAMETERS,
     SUBAGENT_DESCRIPTION,
-    SUBAGENT_PARAMETERS,
+    ApplyArgs,
     SchemaRefused,
+    SubAgentArgs,
     check_schema,
     parse_facts,
     schema_instructions,
@@ -76,6 +76,7 @@ from services.loop.subagents.records import (
     write_transcript,
 )
 from services.loop.subagents.runs import MAX_ROWS, RunRecord, RunsTable, SubagentHook, SubagentLimits
+from services.loop.tools.args import define
 from services.loop.turn.pipeline import Turn
 
 __all__ = ["MAX_ROWS", "RUNNING_DIR", "RunRecord", "SubagentHook", "SubagentLimits", "SubagentManager"]
@@ -103,27 +104,24 @@ class SubagentManager:
     # -- the tool --
 
     def tool_defs(self) -> list[ToolDef]:
-        return [ToolDef("subAgent", SUBAGENT_DESCRIPTION, SUBAGENT_PARAMETERS, permission=Level.ALLOW,
-                        handler=self.handle),
-                ToolDef("subagent_apply", APPLY_DESCRIPTION, APPLY_PARAMETERS, permission=Level.WARN,
-                        deferred=True, handler=self.apply_handle)]
+        return [define("subAgent", SUBAGENT_DESCRIPTION, SubAgentArgs, self.handle, permission=Level.ALLOW),
+                define("subagent_apply", APPLY_DESCRIPTION, ApplyArgs, self.apply_handle, permission=Level.WARN,
+                       deferred=True)]
 
-    async def handle(self, ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
-        task = args.get("task")
-        if not isinstance(task, str) or not task.strip():
+    async def handle(self, ctx: ToolContext, call: ToolCall, args: SubAgentArgs) -> ToolOutcome:
+        task = args.task
+        if not task.strip():
             raise ValueError("subAgent needs 'task': a non-empty string saying what the child must do")
         schema: dict[str, Any] | None = None
-        if "output_schema" in args and args["output_schema"] is not None:
+        if args.output_schema is not None:
             try:
-                schema = check_schema(args["output_schema"])
+                schema = check_schema(args.output_schema)
             except SchemaRefused as err:
                 return ToolOutcome.error(call.id, call.name, err.code, str(err))
-        only = args.get("tools")
-        if only is not None and (not isinstance(only, list) or not all(isinstance(t, str) for t in only)):
-            raise ValueError("'tools' must be a list of tool names")
+        only = args.tools
         view = self._parent()
-        model_name = args.get("model")
-        if isinstance(model_name, str) and model_name and self._model_for is not None:
+        model_name = args.model
+        if model_name and self._model_for is not None:
             try:
                 view.model = self._model_for(model_name)
             except AiCodingError as err:
@@ -134,15 +132,15 @@ class SubagentManager:
             return ToolOutcome.error(call.id, call.name, ErrorCode.SUBAGENT_CAPACITY,
                                  f"{running} subagent(s) already run (max_parallel_subagents={limits.max_parallel}); "
                                  "wait for one to finish (/tasks) or do this step yourself")
-        name = str(args.get("name") or "").strip()[:60] or task_label(task)
-        run = RunRecord(_new_run_id(), name, task.strip(), bool(args.get("background")), call.id)
+        name = (args.name or "").strip()[:60] or task_label(task)
+        run = RunRecord(_new_run_id(), name, task.strip(), bool(args.background), call.id)
         for hook in self.hooks:
             reason = hook.before_start(run)
             if reason:
                 return ToolOutcome.error(call.id, call.name, ErrorCode.SUBAGENT_REFUSED, reason)
         text = task.strip()
-        if isinstance(args.get("context"), str) and args["context"].strip():
-            text += f"\n\nContext from the agent that delegated this:\n{args['context'].strip()}"
+        if args.context and args.context.strip():
+            text += f"\n\nContext from the agent that delegated this:\n{args.context.strip()}"
         if schema is not None:
             text += "\n\n" + schema_instructions(schema)
         timeout = limits.timeout_seconds
@@ -151,10 +149,7 @@ class SubagentManager:
             timeout = min(timeout, left) if timeout > 0 else left
             timeout = max(timeout, 1.0) if timeout != float("inf") else 0.0
         settings = child_settings(view.settings, timeout, limits.max_iterations, limits.token_budget)
-        isolation = args.get("isolation")
-        if isolation not in (None, "worktree", "shared"):
-            raise ValueError("'isolation' must be 'worktree' or 'shared' (default: worktree for a child that may "
-                             "write, in a git repository)")
+        isolation = args.isolation
         may_write = only is None or bool({"write", "edit", "bash"} & set(only))
         isolate = isolation == "worktree" or (isolation is None and limits.isolation and may_write)
 
@@ -305,10 +300,10 @@ class SubagentManager:
                            "diff_stat": changes.stat,
                            "apply": f"call subagent_apply with run_id {run.run_id} to apply these changes to your tree"}
 
-    async def apply_handle(self, ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
+    async def apply_handle(self, ctx: ToolContext, call: ToolCall, args: ApplyArgs) -> ToolOutcome:
         """``subagent_apply``: the child's diff into the parent's tree, all or nothing."""
-        run_id = args.get("run_id")
-        if not isinstance(run_id, str) or not run_id:
+        run_id = args.run_id
+        if not run_id:
             raise ValueError("subagent_apply needs 'run_id': the id from the subAgent packet")
         named = [r for r in self.table.runs.values() if r.name == run_id and r.tree is not None]
         run = self.table.runs.get(run_id) or self.table.find(run_id) or (named[-1] if len(named) == 1 else None)

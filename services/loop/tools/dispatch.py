@@ -17,6 +17,7 @@ from typing import Any
 
 from services.kernel.offloop import CheckTimeout, off_loop
 from services.kernel.titles import tool_title
+from services.kernel.tool_args import ArgumentError
 from services.loop.core.approvals import Decision, Pending, RequestKind, Resolution, is_allowed
 from services.loop.core.domain import call_deadline, wait_limit
 from services.loop.core.errors import ApprovalStop, AuxiliaryError
@@ -148,7 +149,8 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
         return ToolOutcome.error(call.id, call.name, ErrorCode.TRUNCATED_CALL, call.parse_error)
     if call.parse_error:
         return ToolOutcome.error(call.id, call.name, ErrorCode.INVALID_ARGUMENTS,
-                             f"the arguments are not a JSON object ({call.parse_error}); send valid JSON")
+                                 f"the arguments are not a JSON object ({call.parse_error}); send the "
+                                 "arguments again as one valid JSON object")
     tool = ctx.registry.get(call.name)
     if tool is None:
         names = ", ".join(ctx.registry.names())
@@ -157,7 +159,7 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     if tool.deferred:
         ctx.registry.load([call.name])  # the model knew the name; load it rather than bounce
     arguments = _args(call)
-    refused = await _guarded(ctx, call, arguments)
+    refused = _misfit(call, tool, arguments) or await _guarded(ctx, call, arguments)
     if refused is not None:
         return refused
     hooked = await ctx.before_tool(call, arguments)
@@ -165,7 +167,7 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
         return hooked
     if hooked is not call:  # rewritten: the guards and the gate judge what will run, never what was asked
         call, arguments = hooked, _args(hooked)
-        refused = await _guarded(ctx, call, arguments)
+        refused = _misfit(call, tool, arguments) or await _guarded(ctx, call, arguments)
         if refused is not None:
             return refused
     verdict = await _gated(ctx, tool, arguments)
@@ -184,6 +186,16 @@ async def _precheck(ctx: DispatchContext, call: ToolCall, earlier: list[ToolCall
     return ToolOutcome.error(call.id, call.name, ErrorCode.DENIED_BY_USER,
                          f"the user did not approve this {call.name} call ({resolution.source}); "
                          "do not retry it unchanged")
+
+
+def _misfit(call: ToolCall, tool: ToolDef, arguments: dict[str, Any]) -> ToolOutcome | None:
+    """The uniform refusal of arguments that do not fit ``tool``'s definition, before anything runs
+    (no approval is asked for a call that cannot work)."""
+    try:
+        tool.check(arguments)
+    except ArgumentError as err:
+        return ToolOutcome.error(call.id, call.name, ErrorCode.INVALID_ARGUMENTS, str(err))
+    return None
 
 
 async def _gated(ctx: DispatchContext, tool: ToolDef, arguments: dict[str, Any]) -> Verdict:

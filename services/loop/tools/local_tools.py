@@ -1,4 +1,5 @@
-"""Tools the loop answers itself: tool_search, ask_user, memory_search/memory_write, mcp_call.
+"""Tools the loop answers itself: tool_search, ask_user, memory_search/memory_write (the MCP ones:
+mcp_tools.py).
 
 Each is a ``ports.ToolDef`` with its handler (todo_write is the session
 runtime's, as it changes the session's task state). Their schemas are kept
@@ -13,17 +14,16 @@ fails the call gets an error result and the turn emits a Degraded event
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from services.loop.core.approvals import Decision, RequestKind, Resolution
 from services.loop.core.domain import call_deadline
-from services.loop.core.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolHandler, ToolOutcome
-from services.loop.core.turn_events import QuestionAsked, QuestionResolved, ToolChunk
+from services.loop.core.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolOutcome
+from services.loop.core.turn_events import QuestionAsked, QuestionResolved
 from services.loop.policy.codes import ErrorCode
 from services.loop.policy.permissions import Level
-from services.loop.tools.args import define
+from services.loop.tools.args import define, schema_of
 from services.mcp_gateway.elicitation import (
     ElicitAsk,
     ElicitReply,
@@ -32,8 +32,12 @@ from services.mcp_gateway.elicitation import (
     parse_field,
     question_text,
 )
-from services.mcp_gateway.tool_schema import MCP_CALL_SCHEMA, MCP_DESCRIBE_SCHEMA
-from services.memory.tools_schema import MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA
+from services.memory.tools_schema import (
+    MEMORY_SEARCH_DESCRIPTION,
+    MEMORY_WRITE_DESCRIPTION,
+    MemorySearchArgs,
+    MemoryWriteArgs,
+)
 
 # Calls to the loop's own tools wait at most this long for an auxiliary service.
 LOCAL_CALL_TIMEOUT_S = 30.0
@@ -144,37 +148,28 @@ async def _memory_write(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) 
     return ToolOutcome(call.id, call.name, True, await ctx.memory.write(ctx.workspace, args, _timeout(ctx)))
 
 
-async def _mcp_call(ctx: ToolContext, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
-    if ctx.mcp is None:
-        return unavailable(call)
-    emit = ctx.emit
-    return await ctx.mcp.call(call.id, str(args.get("server", "")), str(args.get("tool", "")), mcp_input_json(args),
-                              call_deadline(ctx.remaining()),
-                              lambda c: emit(ToolChunk(call_id=call.id, stream=c.stream, text=c.text)),
-                              elicit_asker(ctx))
-
-
 TOOL_SEARCH = define(
-    "tool_search", "Find and load tools not listed yet (background jobs, memory_write, MCP, acceptance_propose). Query: keywords.",
+    "tool_search", "Find and load tools not listed yet (background jobs, memory search/write, MCP, skills, "
+                   "acceptance_propose). Query: keywords.",
     ToolSearchArgs, _tool_search, permission=Level.ALLOW,
 )
 ASK_USER = define("ask_user", "Ask the user one question when a decision needs them; returns their answer.",
                   AskUserArgs, _ask_user, permission=Level.ALLOW)
-# The memory service and the MCP gateway own these schemas (every parameter the spec gives them).
-MEMORY_SEARCH = ToolDef.from_spec(MEMORY_SEARCH_SCHEMA, permission=Level.ALLOW, handler=_memory_search)
-MEMORY_WRITE = ToolDef.from_spec(MEMORY_WRITE_SCHEMA, permission=Level.ALLOW, deferred=True, handler=_memory_write)
-MCP_CALL = ToolDef.from_spec(MCP_CALL_SCHEMA, permission=Level.WARN, deferred=True, handler=_mcp_call)
+# The memory service owns these definitions (every parameter the spec gives them); the dispatcher
+# checks a call against them, and the memory adapter parses with them into the service's query.
+MEMORY_SEARCH = ToolDef("memory_search", MEMORY_SEARCH_DESCRIPTION, schema_of(MemorySearchArgs), permission=Level.ALLOW,
+                        deferred=True, handler=_memory_search, args=MemorySearchArgs)
+MEMORY_WRITE = ToolDef("memory_write", MEMORY_WRITE_DESCRIPTION, schema_of(MemoryWriteArgs), permission=Level.ALLOW,
+                       deferred=True, handler=_memory_write, args=MemoryWriteArgs)
 
 
-def local_tools(interactive: bool, has_memory: bool, has_mcp: bool) -> list[ToolDef]:
+def local_tools(interactive: bool, has_memory: bool) -> list[ToolDef]:
     """The loop's own stateless tools for a session (ask_user only when someone can answer)."""
     tools = [TOOL_SEARCH]
     if interactive:
         tools.append(ASK_USER)
     if has_memory:
         tools += [MEMORY_SEARCH, MEMORY_WRITE]
-    if has_mcp:
-        tools.append(MCP_CALL)
     return tools
 
 
@@ -190,25 +185,3 @@ def tool_search_outcome(call_id: str, found: list[ToolDef]) -> ToolOutcome:
 
 def unavailable(call: ToolCall) -> ToolOutcome:
     return ToolOutcome.error(call.id, call.name, ErrorCode.UNAVAILABLE, f"{call.name} is not available in this session")
-
-
-def mcp_describe_outcome(call_id: str, described: dict[str, str], arguments: dict[str, Any]) -> ToolOutcome:
-    """The ``mcp_describe`` answer from the last catalog: one tool's whole description and schema, or
-    (no tool given) the server's tools, kept under ``server__``."""
-    qualified = f"{arguments.get('server') or ''}__{arguments.get('tool') or ''}"
-    text = described.get(qualified)
-    if text is None:
-        what = f"MCP tool {qualified!r}" if arguments.get("tool") else f"MCP server {arguments.get('server')!r}"
-        return ToolOutcome.error(call_id, "mcp_describe", ErrorCode.UNKNOWN_TOOL,
-                                 f"no {what} is connected; use a server (and tool) name from the MCP catalog")
-    return ToolOutcome(call_id, "mcp_describe", True, text)
-
-
-def mcp_describe_tool(handler: ToolHandler) -> ToolDef:
-    """``mcp_describe``, answered by ``handler`` (the session runtime holds the catalog it reads)."""
-    return ToolDef.from_spec(MCP_DESCRIBE_SCHEMA, permission=Level.ALLOW, deferred=True, handler=handler)
-
-
-def mcp_input_json(arguments: dict[str, Any]) -> str:
-    value = arguments.get("input") or {}
-    return json.dumps(value if isinstance(value, dict) else {})

@@ -8,14 +8,15 @@ is registered per session (``tool_def``) rather than listed in local_tools.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from services.loop.core.ports import ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.core.sessions import Session
-from services.loop.core.tasks import TODO_WRITE_TOOL, TaskState, todo_write
+from services.loop.core.tasks import TODO_DESCRIPTION, TaskState, TodoArgs, todo_write
 from services.loop.core.turn_events import TaskItem, TaskListUpdated
 from services.loop.policy.permissions import Level
+from services.loop.tools.args import define
 
 
 def task_list_event(state: TaskState) -> TaskListUpdated:
@@ -40,10 +41,11 @@ class TodoTool:
         return [item.content for item in self.state().open_items()]
 
     def tool_def(self) -> ToolDef:
-        return ToolDef.from_spec(TODO_WRITE_TOOL, permission=Level.ALLOW, handler=self._handle)
+        return define("todo_write", TODO_DESCRIPTION, TodoArgs, self._handle, permission=Level.ALLOW)
 
-    async def _handle(self, ctx: ToolContext, call: ToolCall, arguments: dict[str, Any]) -> ToolOutcome:
-        result = todo_write(self.state(), arguments, enforce_dependencies=self._enforce())
+    async def _handle(self, ctx: ToolContext, call: ToolCall, args: TodoArgs) -> ToolOutcome:
+        # The parsed arguments' shape is checked; what they mean (ids, dependencies) is todo_write's.
+        result = todo_write(self.state(), dataclasses.asdict(args), enforce_dependencies=self._enforce())
         if result.ok:
             self.session.task_state = result.state
             ctx.emit(task_list_event(result.state))

@@ -10,13 +10,14 @@ past ``AUXILIARY_TIMEOUT_S`` or on failure the turn goes on without their part
 and reports a Degraded event (each failed MCP server once per session, a
 failing gateway once per turn; the last catalog stays). What the catalog says
 about permissions and full tool descriptions is kept for the gate
-(``mcp_permissions``) and ``mcp_describe`` (``mcp_described``).
+(``mcp_permissions``), ``mcp_describe`` (``mcp_described``) and ``mcp_call`` (``mcp_schemas``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from services.loop.core.errors import AuxiliaryError
 from services.loop.core.ports import McpClient, MemoryClient
@@ -45,6 +46,7 @@ class SessionTail:
         self.mcp_permissions: dict[str, str] = {}
         """``server__tool`` -> "allow" / "warn" / "deny", from the last catalog."""
         self.mcp_described: dict[str, str] = {}
+        self.mcp_schemas: dict[str, dict[str, Any]] = {}
         """``server__tool`` -> what ``mcp_describe`` answers (full description and input schema)."""
         self._reported: set[str] = set()
         self._gateway_reported = False
@@ -85,6 +87,7 @@ class SessionTail:
             return
         self.mcp_permissions = catalog.permissions
         self.mcp_described = catalog.described
+        self.mcp_schemas = catalog.schemas
         for server, why in catalog.degraded.items():
             if server not in self._reported:
                 self._reported.add(server)

@@ -13,7 +13,7 @@ def test_a_turn_with_a_local_tool_call_streams_numbered_events_and_completes(
         make_stack: Callable[..., LoopStack], workspace: Path) -> None:
     stack = make_stack([
         {"match": "find a job tool", "text": "Looking.", "tool_calls": [
-            {"name": "tool_search", "arguments": {"query": "memory write"}}]},
+            {"name": "tool_search", "arguments": {"query": "spreadsheet pivot"}}]},
         {"match": "no deferred tool matches", "text": "No such tool here."},
     ])
     sid, events = stack.turn("find a job tool")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 from services.memory.harvest import EXTRACTOR_PROMPT, extractor_prompt, parse_candidates
-from services.memory.model import Action
-from services.memory.tools_schema import HISTORY_SEARCH_SCHEMA, MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA
+from services.memory.model import KINDS, Action
+from services.memory.tools_schema import MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA, Kind
 
 
 def test_a_fenced_array_with_prose_around_it_parses() -> None:
@@ -41,8 +42,8 @@ def test_tool_schemas_are_openai_functions_with_the_spec_parameters() -> None:
         "query", "k", "kind", "evidence", "scope", "scene", "since_days", "include_near_misses"
     }
     assert MEMORY_WRITE_SCHEMA["function"]["parameters"]["required"] == ["text"]
-    assert HISTORY_SEARCH_SCHEMA["function"]["name"] == "history_search"
-    json.dumps([MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA, HISTORY_SEARCH_SCHEMA])
+    assert set(get_args(Kind)) == set(KINDS)
+    json.dumps([MEMORY_SEARCH_SCHEMA, MEMORY_WRITE_SCHEMA])
 
 
 def test_tool_arguments_are_validated_with_a_sentence_saying_what_to_send() -> None:
@@ -60,5 +61,5 @@ def test_tool_arguments_are_validated_with_a_sentence_saying_what_to_send() -> N
     assert (c.kind, c.importance, c.action, c.evidence) == ("decision", 5, Action.ADD, "model")
     with pytest.raises(ToolArgumentError, match="`target_id` is required with action SUPERSEDE"):
         parse_write_args({"text": "Builds use pip", "action": "supersede"})
-    with pytest.raises(ToolArgumentError, match="`kind` must be one of fact, decision"):
+    with pytest.raises(ToolArgumentError, match="`kind` must be one of 'fact', 'decision'"):
         parse_write_args({"text": "Builds use pip", "kind": "gossip"})

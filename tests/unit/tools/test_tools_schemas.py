@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.tools.errors import ToolError
-from services.tools.schemas import SPECS_BY_NAME, TOOL_SPECS, parse_arguments, validate_arguments
+from services.tools.schemas import SPECS_BY_NAME, TOOL_SPECS, BashArgs, parse_arguments, validate_arguments
 
 
 def error_of(tool: str, args: dict[str, object]) -> ToolError:
@@ -48,8 +48,8 @@ def test_a_bash_timeout_above_600_seconds_is_refused_naming_the_limit() -> None:
 
 
 def test_valid_arguments_pass_through() -> None:
-    assert validate_arguments(SPECS_BY_NAME["bash"], {"command": "ls", "timeout_seconds": 5}) == {
-        "command": "ls", "timeout_seconds": 5}
+    assert validate_arguments(SPECS_BY_NAME["bash"], {"command": "ls", "timeout_seconds": 5}) == BashArgs(
+        "ls", 5.0)
 
 
 def test_permissions_follow_the_spec_table() -> None:

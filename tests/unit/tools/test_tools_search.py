@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from services.tools.schemas import GlobArgs, GrepArgs
 from services.tools.search import format_hit, glob_files, glob_to_regex, grep_files
 
 
@@ -46,7 +48,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_glob_skips_ignored_files_filters_escaping_symlinks_and_lists_newest_first(tree: Path) -> None:
-    out = glob_files({"pattern": "**/*.py"}, [tree])
+    out = glob_files(GlobArgs("**/*.py"), [tree])
     paths = out.data["paths"]
     assert paths[0] == "src/pkg/util.py"
     assert set(paths) == {"src/pkg/util.py", "src/main.py", ".hidden/h.py"}
@@ -54,7 +56,7 @@ def test_glob_skips_ignored_files_filters_escaping_symlinks_and_lists_newest_fir
 
 
 def test_grep_prints_path_line_text_and_cuts_long_lines(tree: Path) -> None:
-    out = grep_files({"pattern": "TODO"}, [tree], None)
+    out = grep_files(GrepArgs("TODO"), [tree], None)
     lines = out.output.splitlines()
     assert "src/pkg/util.py:1: # TODO: split" in lines
     long = next(line for line in lines if line.startswith("src/main.py:3:"))
@@ -62,7 +64,7 @@ def test_grep_prints_path_line_text_and_cuts_long_lines(tree: Path) -> None:
 
 
 def test_grep_skips_hidden_binary_ignored_and_symlinked_files(tree: Path) -> None:
-    text = grep_files({"pattern": "TODO"}, [tree], None).output
+    text = grep_files(GrepArgs("TODO"), [tree], None).output
     for absent in ("generated", "build", "log", "hidden", "binary", "outside", "huge"):
         assert absent not in text, absent
 
@@ -72,9 +74,9 @@ def test_grep_skips_hidden_binary_ignored_and_symlinked_files(tree: Path) -> Non
     {"pattern": "TODO"}, {"pattern": "todo", "case_insensitive": True}, {"pattern": "TODO", "path": "src"},
     {"pattern": "TODO", "glob": "*.py"}, {"pattern": "TODO", "max_results": 2}, {"pattern": "^import"},
 ])
-def test_ripgrep_and_the_python_fallback_print_the_same_hits(tree: Path, args: dict[str, object]) -> None:
-    with_rg = grep_files(dict(args), [tree], shutil.which("rg"))
-    fallback = grep_files(dict(args), [tree], None)
+def test_ripgrep_and_the_python_fallback_print_the_same_hits(tree: Path, args: dict[str, Any]) -> None:
+    with_rg = grep_files(GrepArgs(**args), [tree], shutil.which("rg"))
+    fallback = grep_files(GrepArgs(**args), [tree], None)
     assert with_rg.output == fallback.output and with_rg.limit_hit == fallback.limit_hit
     assert with_rg.data["engine"] == "ripgrep" and fallback.data["engine"] == "python"
 
@@ -84,7 +86,7 @@ def test_a_pattern_ripgrep_rejects_is_an_invalid_arguments_error_naming_why(tree
     from services.tools.errors import ToolError
 
     with pytest.raises(ToolError) as info:
-        grep_files({"pattern": "(?=TODO)"}, [tree], shutil.which("rg"))
+        grep_files(GrepArgs("(?=TODO)"), [tree], shutil.which("rg"))
     assert info.value.code == "invalid_arguments" and "look-around" in info.value.message
 
 

@@ -7,8 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from services.fake_model import FakeModelServer
-from services.loop.compaction.keeper import ContextKeeper, pinned_index
+from services.kernel.tool_args import ArgumentError, parse_args
+from services.loop.compaction.history import HistorySearchArgs
+from services.loop.compaction.keeper import CheckpointNoteArgs, ContextKeeper, pinned_index
 from services.loop.compaction.settings import CompactionSettings, budget_for
 from services.loop.compaction.summary import SUMMARY_MARKER
 from services.loop.compaction.transcripts import Transcripts
@@ -97,8 +101,8 @@ def test_the_working_memory_ring_keeps_the_newest_and_shows_only_on_a_compacted_
 
 def test_checkpoint_write_replaces_the_result_sentence_of_the_turns_digest(tmp_path: Path) -> None:
     k = keeper(tmp_path, working_memory_note_chars=40)
-    assert not k.checkpoint_write("c1", {"note": "  "}).ok
-    out = k.checkpoint_write("c2", {"note": "README missing; ask the user which file to document " * 3})
+    assert not k.checkpoint_write("c1", CheckpointNoteArgs("  ")).ok
+    out = k.checkpoint_write("c2", CheckpointNoteArgs("README missing; ask the user which file to document " * 3))
     assert out.ok and len(k.note) == 40
     k.end_turn(1, "max_iterations", "document it", "long answer", [])
     assert "README missing" in k.digests[-1] and "long answer" not in k.digests[-1] and k.note == ""
@@ -108,11 +112,13 @@ def test_history_search_finds_archived_messages_and_says_so_when_nothing_matches
     k = keeper(tmp_path)
     messages = history(3, 100)
     messages[4]["content"] = "the migration failed with ERR_LOCKED on table users"
-    assert k.history_search("c1", {"query": "ERR_LOCKED"}).output.startswith("no archived message")
+    assert k.history_search("c1", HistorySearchArgs("ERR_LOCKED")).output.startswith("no archived message")
     k.transcripts.archive("s1", messages, range(0, 6))
-    found = k.history_search("c2", {"query": "ERR_LOCKED users"})
+    found = k.history_search("c2", HistorySearchArgs("ERR_LOCKED users"))
     assert found.ok and found.data["hits"][0] == 4 and "ERR_LOCKED on table users" in found.output
-    assert not k.history_search("c3", {}).ok
+    assert not k.history_search("c3", HistorySearchArgs("  ")).ok
+    with pytest.raises(ArgumentError, match="`query` is required"):
+        parse_args(HistorySearchArgs, {})
 
 
 def test_the_pinned_request_is_the_newest_user_message_with_the_turns_text() -> None:

@@ -69,7 +69,8 @@ def test_l1_does_not_run_once_a_checkpoint_exists(tmp_path: Path) -> None:
 
 
 def test_l2_envelopes_old_results_with_content_addressed_bodies_and_keeps_the_recent_ones(tmp_path: Path) -> None:
-    s = CompactionSettings(keep_recent_tool_results=2, l2_window_chars=50, l2_window_budget=1000)
+    s = CompactionSettings(keep_recent_tool_results=2, keep_recent_tool_tokens=10**9, l2_window_chars=50,
+                           l2_window_budget=1000)  # the count decides here, not the token budget
     messages = history(5, 3000)
     messages[2]["content"] = messages[4]["content"]  # two results with the same body
     messages[6]["content"] = "tiny"  # shorter than an envelope: stays
@@ -83,6 +84,19 @@ def test_l2_envelopes_old_results_with_content_addressed_bodies_and_keeps_the_re
                                ".ai-coding/transcripts/elided/")
     assert len(list((tmp_path / ".ai-coding/transcripts/elided").iterdir())) == 1  # one body, written once
     assert messages[tools[0]]["content"][:50] in envelope and messages[tools[0]]["content"][-50:] in envelope
+
+
+def test_an_enveloped_output_is_found_by_history_search_by_a_word_only_its_body_has(tmp_path: Path) -> None:
+    s = CompactionSettings(keep_recent_tool_results=1, l2_window_chars=50, l2_window_budget=1000)
+    messages = history(3, 3000)
+    tools = [i for i, m in enumerate(messages) if m["role"] == "tool"]
+    messages[tools[0]]["content"] = "x" * 1500 + " ERR_QUOTA_7731 in the middle " + "y" * 1500
+    state, _ = l2_envelopes(inputs(messages, tmp_path, settings=s), CompactionState())
+    assert "ERR_QUOTA_7731" not in build_view(messages, state)[tools[0]]["content"]  # elided
+    found = Transcripts(tmp_path).search("s1", "ERR_QUOTA_7731", 1)
+    assert [f.index for f in found] == [tools[0]] and "ERR_QUOTA_7731" in found[0].text
+    l2_envelopes(inputs(messages, tmp_path, settings=s), state)  # the next step: archived once, not again
+    assert len(Transcripts(tmp_path).records("s1")) == len(tools) - 1
 
 
 def test_l2_window_budget_goes_to_the_newest_envelopes_first(tmp_path: Path) -> None:
