@@ -11,6 +11,18 @@ from pathlib import Path
 import pytest
 
 import services.kernel  # noqa: F401  (first: gRPC's fork handlers off; tests fork with gRPC live)
+from tests.support import run_checks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    run_checks.register(config)
+    # Each pytest process (each xdist worker too) gets a private XDG_RUNTIME_DIR: a test that starts
+    # services without its own AI_CODING_RUNTIME_DIR must not reach the default runtime dir, which
+    # another worker, another checkout's run or the user's own services share.
+    private = Path(tempfile.mkdtemp(prefix="aic-xdg-", dir="/tmp"))
+    os.chmod(private, 0o700)
+    os.environ["XDG_RUNTIME_DIR"] = str(private)
+    config.add_cleanup(lambda: shutil.rmtree(private, ignore_errors=True))
 
 
 @pytest.fixture

@@ -11,17 +11,21 @@ from services.fake_model.server import FakeModelServer, RecordedRequest
 from services.loop.plans import runner
 from services.loop.policy.turn import Decision, Facts, decide
 from services.loop.turn import pipeline
+from tests.support import run_checks
 
-REACHED: set[str] = set()
-"""``Decision.rule`` of every decide() answer given to a turn during this run (the loop runs in
-process in the LoopStack tests; test_decide_branches.py reads this)."""
+_IN_AN_E2E_TEST = [False]
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _record_decide_rules() -> Iterator[None]:
+    """Records the ``Decision.rule`` of every decide() answer given to a turn of an e2e test (the loop
+    runs in process in the LoopStack tests): tests/support/run_checks.py checks after the run that
+    every rule was reached. Only e2e tests count, whatever runs after them in the same process."""
+
     def recording(facts: Facts) -> Decision:
         decision = decide(facts)
-        REACHED.add(decision.rule)
+        if _IN_AN_E2E_TEST[0]:
+            run_checks.record("decide.rule", decision.rule)
         return decision
 
     patch = pytest.MonkeyPatch()
@@ -29,6 +33,13 @@ def _record_decide_rules() -> Iterator[None]:
     patch.setattr(runner, "decide", recording)  # a /plan run's end
     yield
     patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def _an_e2e_test_runs(_record_decide_rules: None) -> Iterator[None]:
+    _IN_AN_E2E_TEST[0] = True
+    yield
+    _IN_AN_E2E_TEST[0] = False
 
 
 SEEN: list[RecordedRequest] = []
@@ -64,6 +75,3 @@ def _named_tools_are_offered() -> Iterator[None]:
                          for where, names in gaps.items()]
     if problems:
         pytest.fail("tools named but not offered:\n" + "\n".join(sorted(set(problems))), pytrace=False)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``runs_last`` run after every other collected test, whatever their file's name."""
-    items.sort(key=lambda item: item.get_closest_marker("runs_last") is not None)

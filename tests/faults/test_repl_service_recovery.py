@@ -116,9 +116,12 @@ def test_the_loop_killed_mid_turn_the_repl_recovers_and_keeps_the_sessions_permi
 def test_an_idle_repl_whose_supervisor_died_brings_it_back_and_answers_the_next_prompt_without_an_error(
         stack: Stack, repl: TmuxRepl) -> None:
     stack.model.load_script([{"match": "hello", "text": "Hello back."}])
-    supervisor = read_pid(_rdir(stack))
-    assert supervisor and pid_alive(supervisor)
+    supervisor, loop = read_pid(_rdir(stack)), _loop_pid(stack)
+    assert supervisor and pid_alive(supervisor) and loop is not None
     os.kill(supervisor, signal.SIGKILL)
+    # Its services go with it (SIGTERM, then they drain): typed before the loop is gone, the old loop
+    # could still take the turn and answer it, and no supervisor would be needed.
+    assert wait_until(lambda: not pid_alive(loop), 60), "the loop outlived its supervisor"
     repl.line("hello after the crash")  # sent while the services are down: resent once they are back
     screen = repl.wait_for("Hello back.", timeout=90)
     assert "error:" not in screen, screen

@@ -172,6 +172,18 @@ def wait_limit(remaining: float) -> float | None:
     return None if math.isinf(remaining) else remaining
 
 
+ANSWER_GRACE_S = 1.0
+"""How long past the turn's clock a wait for the user's answer may last."""
+
+
+def answer_wait_limit(remaining: float) -> float | None:
+    """How long a wait for the user's answer (an approval, a question) may last when the turn has
+    ``remaining`` seconds: past the clock by ``ANSWER_GRACE_S``, so the turn's clock, which ends the
+    turn and clears what is still pending as ``turn_ended``, is what ends it (with the same deadline
+    the two timers raced: under load the answer's fired first and the turn cleared nothing)."""
+    return wait_limit(max(remaining, 0.0) + ANSWER_GRACE_S)
+
+
 def call_deadline(remaining: float, floor: float = 0.5) -> float:
     """The deadline to give a call to another service: what the clock leaves (at least ``floor``),
     capped at ``CALL_CAP_WITHOUT_CLOCK_S``."""

@@ -3,8 +3,10 @@
 ``subagent.start`` / ``subagent.end`` hang on the subagent manager's ``SubagentHook`` seam (it
 calls its hooks synchronously around each child run); ``compact.before`` / ``compact.after``
 follow the session's ``compaction_started`` / ``compaction_ended`` events. These points only
-observe, so each run of their hooks is a task of its own (serial per point, in config order)
-that never delays or changes what it observes.
+observe, so their hooks run in tasks of their own that never delay or change what they observe;
+the tasks run one after another in the order their points happened (a child's ``subagent.end``
+hooks start after its ``subagent.start`` hooks ended, not beside them), each point's hooks in
+config order.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class ObservingHooks:
         self.engine = engine
         self.emit = emit
         self._tasks: set[asyncio.Task[None]] = set()
+        self._last: asyncio.Task[None] | None = None
 
     # -- subagents.manager.SubagentHook --
 
@@ -106,6 +109,13 @@ class ObservingHooks:
     def _spawn(self, point: HookPoint, payload: dict[str, Any]) -> None:
         if not self.engine.settings.at(point):
             return
-        task = asyncio.get_running_loop().create_task(self.engine.observe(point, payload, self.emit))
+        task = asyncio.get_running_loop().create_task(self._observe_after(self._last, point, payload))
+        self._last = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _observe_after(self, previous: asyncio.Task[None] | None, point: HookPoint,
+                             payload: dict[str, Any]) -> None:
+        if previous is not None:
+            await asyncio.wait({previous})  # whatever it ended with; our own cancel still propagates
+        await self.engine.observe(point, payload, self.emit)

@@ -19,7 +19,7 @@ from services.kernel.offloop import CheckTimeout, off_loop
 from services.kernel.titles import tool_title
 from services.kernel.tool_args import ArgumentError
 from services.loop.core.approvals import Decision, Pending, RequestKind, Resolution, is_allowed
-from services.loop.core.domain import call_deadline, wait_limit
+from services.loop.core.domain import answer_wait_limit, call_deadline
 from services.loop.core.errors import ApprovalStop, AuxiliaryError
 from services.loop.core.ports import (
     McpClient,
@@ -239,7 +239,7 @@ async def _ask_approval(ctx: DispatchContext, call: ToolCall, arguments: dict[st
     ctx.emit(ApprovalRequested(request_id=request_id, call_id=call.id, tool=call.name,
                                arguments_json=call.arguments_json, preview=preview, reason=reason))
     try:
-        resolution = await asyncio.wait_for(future, timeout=wait_limit(max(ctx.remaining(), 0.01)))
+        resolution = await asyncio.wait_for(future, timeout=answer_wait_limit(ctx.remaining()))
     except TimeoutError:
         ctx.pending.forget(request_id)
         resolution = Resolution(request_id, Decision.DENY, source="timeout")

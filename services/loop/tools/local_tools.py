@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.loop.core.approvals import Decision, RequestKind, Resolution
-from services.loop.core.domain import call_deadline
+from services.loop.core.domain import answer_wait_limit, call_deadline
 from services.loop.core.ports import ElicitAsker, ToolCall, ToolContext, ToolDef, ToolOutcome
 from services.loop.core.turn_events import QuestionAsked, QuestionResolved
 from services.loop.policy.codes import ErrorCode
@@ -82,7 +82,9 @@ async def ask_question(ctx: ToolContext, question: str, options: list[str]) -> R
     request_id, future = ctx.pending.open(RequestKind.QUESTION)
     ctx.emit(QuestionAsked(request_id=request_id, question=question, options=options))
     try:
-        resolution = await asyncio.wait_for(future, timeout=max(min(ctx.remaining(), ctx.ask_timeout_seconds), 0.01))
+        limit = answer_wait_limit(ctx.remaining())
+        limit = ctx.ask_timeout_seconds if limit is None else min(limit, ctx.ask_timeout_seconds)
+        resolution = await asyncio.wait_for(future, timeout=max(limit, 0.01))
     except TimeoutError:
         ctx.pending.forget(request_id)
         resolution = Resolution(request_id, Decision.DENY, source="timeout")
