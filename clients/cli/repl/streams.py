@@ -112,12 +112,25 @@ class TurnStreams:
         return not problem
 
     async def _reopen(self) -> bool:
-        """Open the current session again (a restarted loop service forgot it); False if that fails."""
+        """Open the current session again (a restarted loop service forgot it); False if that fails.
+
+        A session nothing was said in yet was never written, so a restarted loop has nothing to open
+        again: the REPL moves to a new session then (nothing is lost; the id changes)."""
         try:
             await self.repl.client.open_session(self.repl.workspace, self.repl.session_id)
         except ClientError as err:
-            self.repl.error(str(err))
-            return False
+            if err.reason != "session_not_found":
+                self.repl.error(str(err))
+                return False
+            try:
+                opened = await self.repl.client.open_session(self.repl.workspace, "")
+            except ClientError as again:
+                self.repl.error(str(again))
+                return False
+            await self.repl.switch_to(opened, redraw=False)
+            self.repl.note("the loop service restarted before this session's first message: "
+                           "continuing in a new session")
+            return True
         self.repl.note("the loop service restarted; session re-opened")
         return True
 
@@ -140,14 +153,17 @@ class TurnStreams:
         async def resend(err: ClientError) -> bool:
             nonlocal deadline
             deadline = deadline or time.monotonic() + START_RETRY_SECONDS
-            return await self._can_resend(err, deadline)
+            again = await self._can_resend(err, deadline)
+            driver.session_id = self.repl.session_id  # a re-open may have moved the REPL to a new session
+            return again
 
         def use(stream: TurnStream) -> None:
             self._turn_stream = stream
 
-        return TurnDriver(self.repl.client, self.repl.session_id, self.deliver,
-                          until=lambda event: isinstance(event.body, views.TurnFinished) and not self.repl.queued,
-                          resend=resend, on_stream=use, plan=plan)
+        driver = TurnDriver(self.repl.client, self.repl.session_id, self.deliver,
+                            until=lambda event: isinstance(event.body, views.TurnFinished) and not self.repl.queued,
+                            resend=resend, on_stream=use, plan=plan)
+        return driver
 
     async def _follow_turn(self, driver: TurnDriver, stream: TurnStream, text: str = "",
                            files: Sequence[attachments.Attachment] = ()) -> None:
