@@ -20,7 +20,7 @@ def test_concurrent_reopens_of_an_evicted_session_share_one_runtime(
     from services.loop.session import open_sessions as runtime_module
 
     built: list[str] = []
-    original = runtime_module.SessionRuntime
+    original = runtime_module.SessionRuntime  # type: ignore[attr-defined]
 
     class Counting(original):  # type: ignore[misc, valid-type]
         def __init__(self, session: Any, *args: Any, **kwargs: Any) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from ai_coding.v1 import loop_pb2
+from ai_coding.v1 import common_pb2, loop_pb2
 
 from tests.service.loop.harness import Conversation, LoopStack, fake, make_stack, workspace
 from tests.support.egress_sites import SECRET_PAGE, Origin, served
@@ -31,8 +31,8 @@ def stack_for(make_stack: Callable[..., LoopStack], web: Origin) -> LoopStack:
                        {"text": "done"}], with_tools=tools)
 
 
-def run_answering(stack: LoopStack, decision: int, *, interactive: bool
-                  ) -> tuple[list[loop_pb2.ApprovalRequested], loop_pb2.ToolResult]:
+def run_answering(stack: LoopStack, decision: loop_pb2.ApprovalDecision.ValueType, *, interactive: bool
+                  ) -> tuple[list[loop_pb2.ApprovalRequested], common_pb2.ToolResult]:
     session_id = stack.open(auto_approve=True, interactive=interactive).session_id
     asked: list[loop_pb2.ApprovalRequested] = []
 
@@ -51,7 +51,8 @@ def run_answering(stack: LoopStack, decision: int, *, interactive: bool
                                                    (loop_pb2.APPROVAL_DECISION_ALLOW_ALWAYS, True),
                                                    (loop_pb2.APPROVAL_DECISION_DENY, False)])
 def test_an_unlisted_host_is_asked_even_under_auto_approve_and_the_answer_decides(
-        make_stack: Callable[..., LoopStack], web: Origin, isolated_home: Path, decision: int, reaches: bool) -> None:
+        make_stack: Callable[..., LoopStack], web: Origin, isolated_home: Path, decision: loop_pb2.ApprovalDecision.ValueType,
+        reaches: bool) -> None:
     stack = stack_for(make_stack, web)
     asked, result = run_answering(stack, decision, interactive=True)
     assert [a.tool for a in asked] == ["network"]

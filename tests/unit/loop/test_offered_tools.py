@@ -5,7 +5,7 @@ e2e checker that enforces it reads names exactly."""
 from __future__ import annotations
 
 from services.loop.core.ports import ToolDef
-from services.loop.policy.permissions import Level, decide_permission
+from services.loop.policy.permissions import Level, PermissionMode, decide_permission
 from services.loop.subagents.apply_offer import OfferApply
 from services.loop.subagents.packet import SubagentPacket
 from services.loop.tools.registry import ToolRegistry
@@ -39,7 +39,7 @@ def test_a_child_with_changes_makes_subagent_apply_offered_and_asked_like_an_edi
     offer.after_end(None, SubagentPacket(run_id="r", name="n", status="completed",  # type: ignore[arg-type]
                                          worktree={"path": "/w", "branch": "b"}))
     assert [t.name for t in registry.visible()][-1] == "subagent_apply"
-    verdict = decide_permission("subagent_apply", {"run_id": "r"}, set(), "confirm")
+    verdict = decide_permission("subagent_apply", {"run_id": "r"}, set(), PermissionMode.CONFIRM)
     assert verdict.level is Level.WARN and "unknown tool" not in verdict.reason
 
 

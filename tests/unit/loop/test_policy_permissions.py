@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from services.loop.policy.guards import compile_bash_policy
-from services.loop.policy.permissions import Level, decide_permission, mcp_gate
+from services.loop.policy.permissions import Level, PermissionMode, decide_permission, mcp_gate
 from services.loop.policy.settings import BashPolicy
 
 
@@ -40,13 +40,13 @@ def test_an_unknown_tool_warns() -> None:
      "bash -c 'sudo reboot'"],
 )
 def test_hard_deny_bash_commands_are_denied(command: str) -> None:
-    v = decide_permission("bash", {"command": command}, mode="auto")
+    v = decide_permission("bash", {"command": command}, mode=PermissionMode.AUTO)
     assert v.level is Level.DENY, command
 
 
 def test_ordinary_bash_warns_and_auto_mode_allows_it() -> None:
     assert decide_permission("bash", {"command": "pytest -q"}).level is Level.WARN
-    assert decide_permission("bash", {"command": "pytest -q"}, mode="auto").level is Level.ALLOW
+    assert decide_permission("bash", {"command": "pytest -q"}, mode=PermissionMode.AUTO).level is Level.ALLOW
 
 
 def test_allow_always_for_a_program_covers_that_program_only() -> None:
@@ -67,17 +67,17 @@ def test_a_tool_grant_turns_warn_into_allow() -> None:
 
 def test_bash_policy_deny_and_confirm_apply_even_with_grants() -> None:
     policy = compile_bash_policy(BashPolicy(deny=["^terraform apply"], confirm=["^git push"]))
-    v = decide_permission("bash", {"command": "terraform apply"}, {"bash"}, "auto", bash_policy=policy)
+    v = decide_permission("bash", {"command": "terraform apply"}, {"bash"}, PermissionMode.AUTO, bash_policy=policy)
     assert v.level is Level.DENY
-    v = decide_permission("bash", {"command": "git push origin x"}, {"bash"}, "auto", bash_policy=policy)
+    v = decide_permission("bash", {"command": "git push origin x"}, {"bash"}, PermissionMode.AUTO, bash_policy=policy)
     assert v.level is Level.WARN
 
 
 def test_readonly_mode_denies_writes_including_bash_that_writes_files() -> None:
-    assert decide_permission("edit", {"path": "a"}, mode="readonly").level is Level.DENY
-    assert decide_permission("bash", {"command": "echo x > f"}, mode="readonly").level is Level.DENY
-    assert decide_permission("bash", {"command": "ls"}, mode="readonly").level is Level.WARN
-    assert decide_permission("read", {"path": "a"}, mode="readonly").level is Level.ALLOW
+    assert decide_permission("edit", {"path": "a"}, mode=PermissionMode.READONLY).level is Level.DENY
+    assert decide_permission("bash", {"command": "echo x > f"}, mode=PermissionMode.READONLY).level is Level.DENY
+    assert decide_permission("bash", {"command": "ls"}, mode=PermissionMode.READONLY).level is Level.WARN
+    assert decide_permission("read", {"path": "a"}, mode=PermissionMode.READONLY).level is Level.ALLOW
 
 
 def test_a_broken_argument_fails_closed() -> None:
@@ -89,28 +89,28 @@ def test_a_broken_argument_fails_closed() -> None:
 
 
 def test_an_mcp_servers_deny_beats_auto_mode_and_an_always_grant() -> None:
-    v = mcp_gate("gh", "delete_repo", {"gh__delete_repo": "deny"}, "auto", {"mcp:gh__delete_repo"})
+    v = mcp_gate("gh", "delete_repo", {"gh__delete_repo": "deny"}, PermissionMode.AUTO, {"mcp:gh__delete_repo"})
     assert v.level is Level.DENY and "gh__delete_repo" in v.reason
 
 
 def test_an_mcp_servers_allow_beats_read_only_mode() -> None:
-    assert mcp_gate("gh", "list", {"gh__list": "allow"}, "readonly", ()).level is Level.ALLOW
+    assert mcp_gate("gh", "list", {"gh__list": "allow"}, PermissionMode.READONLY, ()).level is Level.ALLOW
 
 
 def test_read_only_mode_denies_an_mcp_tool_the_server_leaves_to_the_session() -> None:
-    assert mcp_gate("gh", "create_issue", {}, "readonly", {"mcp:gh__create_issue"}).level is Level.DENY
+    assert mcp_gate("gh", "create_issue", {}, PermissionMode.READONLY, {"mcp:gh__create_issue"}).level is Level.DENY
 
 
 def test_an_mcp_tool_asks_once_then_an_always_answer_allows_it_for_the_session() -> None:
-    first = mcp_gate("gh", "create_issue", {"gh__create_issue": "warn"}, "confirm", ())
+    first = mcp_gate("gh", "create_issue", {"gh__create_issue": "warn"}, PermissionMode.CONFIRM, ())
     assert first.level is Level.WARN and first.grant_key == "mcp:gh__create_issue"
-    again = mcp_gate("gh", "create_issue", {}, "confirm", [first.grant_key])
+    again = mcp_gate("gh", "create_issue", {}, PermissionMode.CONFIRM, [first.grant_key])
     assert again.level is Level.ALLOW and again.reason == "allowed always this session"
-    assert mcp_gate("gh", "other", {}, "confirm", [first.grant_key]).level is Level.WARN
+    assert mcp_gate("gh", "other", {}, PermissionMode.CONFIRM, [first.grant_key]).level is Level.WARN
 
 
 def test_auto_mode_allows_an_mcp_tool_without_a_grant() -> None:
-    v = mcp_gate("gh", "create_issue", {}, "auto", ())
+    v = mcp_gate("gh", "create_issue", {}, PermissionMode.AUTO, ())
     assert (v.level, v.reason) == (Level.ALLOW, "auto mode")
 
 

@@ -35,7 +35,7 @@ def test_every_oneof_field_has_exactly_one_payload_class() -> None:
 def test_payload_fields_are_the_proto_message_fields(cls: type[EventBody]) -> None:
     message = loop_pb2.TurnEvent.DESCRIPTOR.fields_by_name[cls.kind].message_type
     assert message is not None
-    assert [f.name for f in fields(cls)] == [f.name for f in message.fields]  # type: ignore[arg-type]
+    assert [f.name for f in fields(cls)] == [f.name for f in message.fields]
 
 
 _SAMPLES: dict[type, Any] = {str: "x", bool: True, int: 3, float: 1.5, Usage: Usage(1, 2, 3, cached_tokens=1),
@@ -51,7 +51,7 @@ _SAMPLES: dict[type, Any] = {str: "x", bool: True, int: 3, float: 1.5, Usage: Us
 @pytest.mark.parametrize("cls", body_classes(), ids=lambda c: c.__name__)
 def test_every_payload_converts_with_its_values(cls: type[EventBody]) -> None:
     hints = get_type_hints(cls, vars(turn_events))
-    body = cls(**{f.name: _SAMPLES[hints[f.name]] for f in fields(cls)})  # type: ignore[arg-type]
+    body = cls(**{f.name: _SAMPLES[hints[f.name]] for f in fields(cls)})
     log = EventLog("s1")
     pb = event_to_proto(log.emit(2, body))
     assert pb.WhichOneof("event") == cls.kind and pb.seq == 1 and pb.turn == 2

@@ -13,6 +13,7 @@ from services.loop.core.domain import ToolCall, ToolOutcome
 from services.loop.core.turn_events import EventBody, HookRun
 from services.loop.hooks.config import parse_hooks
 from services.loop.hooks.engine import HookEngine
+from services.loop.policy.codes import ErrorCode
 from services.loop.subagents.child import ChildHooks
 
 
@@ -28,7 +29,7 @@ def test_a_childs_hooks_keep_their_injected_context_apart_from_the_parents(tmp_p
     async def run() -> tuple[str, str, str]:
         parent = HookEngine(settings, "s1", str(tmp_path))
         await parent.turn_start(1, "go", emitted.append)
-        failed = ToolOutcome.error("c1", "bash", "exit_1", "no")
+        failed = ToolOutcome.error("c1", "bash", ErrorCode.TOOL_TIMEOUT, "no")
         await parent.tool_after(ToolCall("c1", "bash", json.dumps({"command": "parent-cmd"})), failed, emitted.append)
         child = ChildHooks(parent)
         await child.tool_after(ToolCall("c2", "bash", json.dumps({"command": "child-cmd"})), failed, emitted.append)
