@@ -268,3 +268,8 @@ class Feature:
 
     async def shutdown(self) -> None:
         """The session stops (service shutdown): cancel what runs."""
+
+
+def feature_role(features: list[SessionFeature], role: str, default: Any) -> Any:
+    """The first feature's answer for one of the turn's roles (context window, hooks, acceptance)."""
+    return next((getattr(f, role) for f in features if getattr(f, role) is not None), default)

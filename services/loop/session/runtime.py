@@ -25,7 +25,7 @@ from services.loop.core.crash_marks import open_turn_mark
 from services.loop.core.domain import InterruptScope
 from services.loop.core.errors import BadRequest
 from services.loop.core.events import EventLog, resume_point
-from services.loop.core.feature import Feature, RewindPoint, SessionFeature
+from services.loop.core.feature import Feature, RewindPoint, SessionFeature, feature_role
 from services.loop.core.instructions import load_notes, notes_cut_warning, render_notes
 from services.loop.core.ports import (
     AcceptanceSource,
@@ -110,10 +110,9 @@ class SessionRuntime(SessionHost):
         keys = [slot.key for feature in self.features for slot in feature.slots]
         if len(keys) != len(set(keys)):
             raise AssertionError(f"two session features keep state under one key: {sorted(keys)}")
-        self._context = _role(self.features, "context", None)
-        self._hooks: TurnHooks = _role(self.features, "hooks", PassHooks())
-        self._acceptance: AcceptanceSource = _role(self.features, "acceptance", NoAcceptance())
-        self._loads_at: dict[int, list[str]] = {}
+        self._context = feature_role(self.features, "context", None)
+        self._hooks: TurnHooks = feature_role(self.features, "hooks", PassHooks())
+        self._acceptance: AcceptanceSource = feature_role(self.features, "acceptance", NoAcceptance())
         """The deferred tools loaded at the end of each turn this process ran (live state, as the loads)."""
 
     def emit_now(self, body: EventBody, scope: SubagentScope | None = None) -> None:
@@ -313,9 +312,7 @@ class SessionRuntime(SessionHost):
         session.task_state = TaskState.from_json(task_state) if task_state else TaskState()
         session.turns = point.turn
         session.harvest_cursor = min(session.harvest_cursor, point.messages)
-        if point.turn in self._loads_at:
-            self.tools.reset_loads(self._loads_at[point.turn])
-        self._loads_at = {turn: loads for turn, loads in self._loads_at.items() if turn <= point.turn}
+        self.tools.rewind_to(point.turn)
         for feature in self.features:
             feature.rewind(session, point)
         self.save()
@@ -343,15 +340,10 @@ class SessionRuntime(SessionHost):
             self.events.emit(turn, Degraded(component="session_save", reason=str(storage_error(err, self.store.dir))))
 
     def end_of_turn(self) -> None:
-        self._loads_at[self.session.turns] = self.tools.loads()
+        self.tools.turn_ended(self.session.turns)
         try:
             self.store.maybe_compact(self.session)
         except OSError as err:
             log.error("compacting session %s failed: %s", self.session.id, err)
         for feature in self.features:
             feature.turn_ended()
-
-
-def _role(features: list[SessionFeature], role: str, default: Any) -> Any:
-    """The first feature's answer for one of the turn's roles (context window, hooks, acceptance)."""
-    return next((getattr(f, role) for f in features if getattr(f, role) is not None), default)

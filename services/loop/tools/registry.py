@@ -31,6 +31,8 @@ class ToolRegistry:
         self.loaded: set[str] = set()
         """Deferred tools loaded (by ``tool_search``, by naming them, or by the step that makes them relevant)."""
         self._load_order: list[str] = []
+        self._loads_at: dict[int, list[str]] = {}
+        """What was loaded at the end of each turn of this process (a conversation rewind goes back to one)."""
         self.set_local(local)
 
     def set_remote(self, tools: Iterable[ToolDef]) -> None:
@@ -74,13 +76,17 @@ class ToolRegistry:
                 self.loaded.add(name)
                 self._load_order.append(name)
 
-    def loads(self) -> list[str]:
-        """The deferred tools loaded so far, in the order they were."""
-        return list(self._load_order)
+    def turn_ended(self, turn: int) -> None:
+        """Remember what was loaded at the end of ``turn`` (for :meth:`rewind_to`)."""
+        self._loads_at[turn] = list(self._load_order)
 
-    def reset_loads(self, names: list[str]) -> None:
-        """Only ``names`` loaded, in that order (a conversation rewind: as at that turn's end)."""
-        self.loaded, self._load_order = set(names), list(names)
+    def rewind_to(self, turn: int) -> None:
+        """The conversation went back to the end of ``turn``: only what was loaded then stays loaded,
+        in that order (a turn of another loop process is unknown: the loads stay as they are)."""
+        if turn in self._loads_at:
+            names = self._loads_at[turn]
+            self.loaded, self._load_order = set(names), list(names)
+        self._loads_at = {t: loads for t, loads in self._loads_at.items() if t <= turn}
 
     def search(self, query: str, limit: int = 5) -> list[ToolDef]:
         """Deferred tools ranked by how many query words their name and description contain."""
