@@ -58,8 +58,10 @@ def _directory(params: dict[str, Any]) -> tuple[str, str]:
 class Agent:
     """One editor connection: its sessions, and one loop client."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, client_caps: dict[str, Any] | None = None) -> None:
         self.version = version
+        self.client_caps = client_caps if client_caps is not None else {}
+        """The editor's ``clientCapabilities`` from ``initialize`` (the dict is the one main.py fills)."""
         self.conn: Connection | None = None
         self.sessions: dict[str, Session] = {}
         self._client: LoopClient | None = None
@@ -111,7 +113,15 @@ class Agent:
     # ---- methods ----
 
     async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        given = params.get("clientCapabilities")
+        self.client_caps.clear()
+        self.client_caps.update(given if isinstance(given, dict) else {})
         return mapping.capabilities(self.version)
+
+    def reads_buffers(self) -> bool:
+        """The editor serves ``fs/read_text_file``: the read tool shows its unsaved buffers."""
+        fs = self.client_caps.get("fs")
+        return isinstance(fs, dict) and fs.get("readTextFile") is True
 
     async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
         return {}  # no auth methods: the model's key lives in the user's config
@@ -267,7 +277,8 @@ class Agent:
         if not given.text.strip() and not given.attachments:
             raise RpcError(INVALID_PARAMS, "the prompt is empty; send a text block")
         assert self.conn is not None
-        return await run_turn(self.conn, self._update, session, await self.client(session.workspace), given)
+        return await run_turn(self.conn, self._update, session, await self.client(session.workspace), given,
+                              read_buffers=self.reads_buffers())
 
     async def close(self) -> None:
         for session in self.sessions.values():

@@ -424,6 +424,9 @@ class TurnContext:
     """Persist the record (a failing disk degrades, never raises)."""
     end_of_turn: Callable[[], None]
     """After the clients had turn_finished: fold the journal, close the trace."""
+    editor_buffers: Callable[[], bool] = lambda: False
+    """An editor client follows the session and answers BufferRequested (the read tool shows unsaved
+    buffers)."""
 
 
 def nothing() -> None:

@@ -51,6 +51,7 @@ class SessionHost:
     bash_policy: CompiledBashPolicy | None
     net: NetConfig
     tools_attached: bool
+    editors: int
     tool_warnings: list[tuple[str, str]]
     features: list[SessionFeature]
     _context: ContextWindow | None
@@ -80,7 +81,8 @@ class SessionHost:
             interactive=lambda: self.options.interactive, allowed_tools=session.allowed_tools,
             context=self.context, hooks=self._hooks, acceptance=self._acceptance, emit=self.emit, gate=self.gate,
             turn_tail=self.turn_tail, step_tail=self.step_tail, open_tasks=self.open_tasks,
-            add_usage=self.add_usage, save=self.save, end_of_turn=self.end_of_turn)
+            add_usage=self.add_usage, save=self.save, end_of_turn=self.end_of_turn,
+            editor_buffers=lambda: self.editors > 0)
 
     @property
     def runner(self) -> ToolRunner:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from services.kernel.config import user_config_path
 from services.loop.core import limits
 from services.loop.core.acceptance import NoAcceptance
-from services.loop.core.approvals import Decision, Resolution
+from services.loop.core.approvals import Decision, RequestKind, Resolution
 from services.loop.core.attachments import InputFile
 from services.loop.core.crash_marks import open_turn_mark
 from services.loop.core.domain import InterruptScope
@@ -85,6 +85,7 @@ class SessionRuntime(SessionHost):
         self.task: asyncio.Task[None] | None = None
         self.tools_attached = False
         self.attached = 0  # streams currently following this session
+        self.editors = 0  # of those, streams that answer BufferRequested (an editor's ACP client)
         # /permissions changes it (and the session keeps it across loop restarts)
         self.permission_mode: PermissionMode = opening_mode(options.auto_approve, session.permission_mode)
         self.tool_warnings: list[tuple[str, str]] = []
@@ -274,9 +275,17 @@ class SessionRuntime(SessionHost):
         return any(feature.resolve(resolution) for feature in self.features)
 
     def answer_question(self, request_id: str, answer: str) -> bool:
-        if self.turn is None:
+        if self.turn is None or self.turn.pending.kind(request_id) != RequestKind.QUESTION:
             return False
         return self.turn.pending.resolve(Resolution(request_id, Decision.ALLOW_ONCE, answer=answer, source="user"))
+
+    def answer_buffer(self, request_id: str, text: str | None) -> bool:
+        """Settle a BufferRequested with the editor's text (None: it has none; the disk text stands)."""
+        if self.turn is None or self.turn.pending.kind(request_id) != RequestKind.BUFFER:
+            return False
+        return self.turn.pending.resolve(
+            Resolution(request_id, Decision.DENY, source="editor") if text is None
+            else Resolution(request_id, Decision.ALLOW_ONCE, answer=text, source="editor"))
 
     async def stop(self, reason: str) -> None:
         """End a running turn with ``reason`` (service shutdown) and save."""

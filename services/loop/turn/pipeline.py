@@ -346,6 +346,7 @@ class Turn:
             on_degraded=lambda component, reason: self.emit(Degraded(component=component, reason=reason)),
             before_tool=lambda call, arguments: ctx.hooks.tool_before(call, arguments, self.emit),
             after_tool=lambda call, outcome: ctx.hooks.tool_after(call, outcome, self.emit),
+            editor_buffers=ctx.editor_buffers,
         )
 
     def _guard(self, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
