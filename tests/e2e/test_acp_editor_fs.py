@@ -27,6 +27,7 @@ def model() -> Iterator[FakeModelServer]:
         {"name": "escape", "tool_calls": [{"name": "read", "arguments": {"path": "../outside.txt"}}]},
         {"name": "link", "tool_calls": [{"name": "read", "arguments": {"path": "link.txt"}}]},
         {"name": "saved", "tool_calls": [{"name": "read", "arguments": {"path": "saved.txt"}}]},
+        {"name": "failing", "tool_calls": [{"name": "read", "arguments": {"path": "failing.txt"}}]},
         {"name": "edit", "tool_calls": [{"name": "edit", "arguments": {
             "path": "saved.txt", "old_string": "on disk", "new_string": "on disk, edited"}}]},
         {"name": "run", "tool_calls": [{"name": "bash", "arguments": {"command": "echo live-$((2+3))"}}]},
@@ -45,27 +46,30 @@ def test_reads_see_the_editors_unsaved_buffer_and_nothing_leaves_the_workspace(
     workspace: Path = env["workspace"]
     (workspace / "notes.txt").write_text("draft: as saved on disk\n")
     (workspace / "saved.txt").write_text("on disk\n")
+    (workspace / "failing.txt").write_text("the editor fails on this one\n")
     outside = workspace.parent / "outside.txt"
     outside.write_text("secret outside the workspace\n")
     (workspace / "link.txt").symlink_to(outside)
     # The editor holds unsaved text for the notes and, if it were asked, for the files outside.
-    buffers = {"notes.txt": UNSAVED, str(outside): "editor text of outside\n", "link.txt": "editor text of link\n"}
+    buffers = {"notes.txt": UNSAVED, str(outside): "editor text of outside\n", "link.txt": "editor text of link\n",
+               "failing.txt": None}
 
     report = drive("editor", str(workspace), json.dumps(buffers), "read the draft", cwd=workspace)
     assert report["stopReasons"] == ["end_turn"]
 
     # Only the files the sandbox read inside the workspace were asked for, by absolute path.
     asked = [r["path"] for r in report["fsReads"]]
-    assert asked == [str(workspace / "notes.txt"), str(workspace / "saved.txt")]
+    assert asked == [str(workspace / name) for name in ("notes.txt", "saved.txt", "failing.txt")]
     assert all(r["sessionId"] == report["sessionId"] for r in report["fsReads"])
 
     results = tool_results(model)
-    notes, escape, link, saved, _edit, ran = results
+    notes, escape, link, saved, failing, _edit, ran = results
     assert UNSAVED.strip() in notes and "as saved on disk" not in notes
     assert "unsaved changes in the user's editor" in notes  # the model knows edits apply to the disk file
     assert "secret" not in escape and "editor text" not in escape
     assert "secret" not in link and "editor text" not in link
     assert "on disk" in saved and "unsaved" not in saved  # the editor's text is the disk's: shown as read
+    assert "the editor fails on this one" in failing  # the editor's error: the disk text stands
     assert "live-5" in ran
     # The file on disk still has its saved text: nothing was written through the editor.
     assert (workspace / "notes.txt").read_text() == "draft: as saved on disk\n"

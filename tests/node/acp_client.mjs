@@ -5,7 +5,8 @@
 //   node acp_client.mjs full <cwd> -- <agent command...>
 //   node acp_client.mjs load <cwd> <sessionId> -- <agent command...>
 //   node acp_client.mjs editor <cwd> <buffers JSON: {relative path: unsaved text}> <prompt> -- <agent command...>
-//     (announces fs and terminal; answers fs/read_text_file from the buffers, else the disk, as an editor does)
+//     (announces fs and terminal; answers fs/read_text_file from the buffers, else the disk, as an editor does;
+//     a buffer of null answers with an error)
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -116,6 +117,7 @@ const app = acp.client({ name: "ai-coding-e2e" })
   .onRequest("fs/read_text_file", async (ctx) => {
     const path = ctx.params.path;
     fsReads.push(ctx.params);
+    if (buffers[path] === null) throw acp.RequestError.resourceNotFound(path);  // an editor that cannot read it
     return { content: path in buffers ? buffers[path] : readFileSync(path, "utf8") };
   })
   .onRequest("fs/write_text_file", editorOnly("fs/write_text_file"))

@@ -461,7 +461,7 @@ class Turn:
         for request_id, kind in cleared.items():
             if kind is RequestKind.QUESTION:
                 self.emit(QuestionResolved(request_id=request_id, answer="", source="turn_ended"))
-            else:
+            elif kind is RequestKind.APPROVAL:  # an editor's buffer request just lapses
                 self.emit(ApprovalResolved(request_id=request_id, decision=Decision.DENY, source="turn_ended"))
         handoff = ""
         if handoff_needed(status, self.final_text, len(self.outcomes)):
