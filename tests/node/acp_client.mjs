@@ -7,8 +7,11 @@
 //   node acp_client.mjs editor <cwd> <buffers JSON: {relative path: unsaved text}> <prompt> -- <agent command...>
 //     (announces fs and terminal; answers fs/read_text_file from the buffers, else the disk, as an editor does;
 //     a buffer of null answers with an error)
+//   node acp_client.mjs mcp <cwd> <mcpServers JSON> <handshake dir> -- <agent command...>
+//     (session/new with the editor's MCP servers; writes <dir>/session, waits for <dir>/release, then
+//     one prompt and session/close, writes <dir>/closed, waits for <dir>/end)
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Readable, Writable } from "node:stream";
@@ -124,6 +127,7 @@ const app = acp.client({ name: "ai-coding-e2e" })
   .onRequest("terminal/create", editorOnly("terminal/create"));
 
 const text = (t) => [{ type: "text", text: t }];
+const until = async (path) => { while (!existsSync(path)) await new Promise((r) => setTimeout(r, 50)); };
 
 try {
   await app.connectWith(stream, async (agent) => {
@@ -157,6 +161,17 @@ try {
       report.sessionId = session.sessionId;
       const done = await agent.request("session/prompt", { sessionId: session.sessionId, prompt: text(extra[1]) });
       report.stopReasons.push(done.stopReason);
+    } else if (scenario === "mcp") {
+      const dir = extra[1];
+      const session = await agent.request("session/new", { cwd, mcpServers: JSON.parse(extra[0]) });
+      report.sessionId = session.sessionId;
+      writeFileSync(join(dir, "session"), session.sessionId);
+      await until(join(dir, "release"));
+      const done = await agent.request("session/prompt", { sessionId: session.sessionId, prompt: text("call the editor's server") });
+      report.stopReasons.push(done.stopReason);
+      report.closed = await agent.request("session/close", { sessionId: session.sessionId });
+      writeFileSync(join(dir, "closed"), "");
+      await until(join(dir, "end"));
     } else if (scenario === "load") {
       const loaded = await agent.request("session/load", { sessionId: extra[0], cwd, mcpServers: [] });
       report.loaded = loaded;

@@ -160,6 +160,10 @@ ElicitAsker = Callable[[ElicitAsk], Awaitable[ElicitReply]]
 class McpClient(Protocol):
     """The MCP gateway as the loop uses it."""
 
+    def for_session(self, session_id: str) -> McpClient:
+        """The client one session uses: it also sees the servers added for that session alone."""
+        ...
+
     async def catalog(self, timeout_seconds: float) -> McpCatalog: ...
 
     async def call(

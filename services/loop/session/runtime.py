@@ -95,7 +95,7 @@ class SessionRuntime(SessionHost):
         if cut := notes_cut_warning(notes):
             self.warnings.append(cut)
         self._catalog = ""  # the skill catalog the system message lists (the skills feature sets it)
-        self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
+        self.tail = SessionTail(session.workspace, deps.memory, self.mcp,
                                 build_instructions(base_instructions(options.interactive), self.notes, ""))
         self.features: list[SessionFeature] = []
         for build in deps.features:  # each may find the ones built before it
