@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from clients.acp.rpc import Connection, PeerGone, RpcError
 from clients.acp.state import Session
@@ -20,15 +20,6 @@ if TYPE_CHECKING:
 
 ANSWER_SECONDS = 4.5
 """The editor's time to answer (the loop waits 5 s, then keeps the disk text)."""
-
-
-def request_of(wire: object) -> tuple[str, str] | None:
-    """(request id, absolute path) of a ``buffer_requested`` turn event, else None."""
-    message = cast(Any, wire)  # the loop's TurnEvent (the CLI's views have no kind for it: only ACP answers it)
-    if not hasattr(message, "WhichOneof") or message.WhichOneof("event") != "buffer_requested":
-        return None
-    asked = message.buffer_requested
-    return str(asked.request_id), str(asked.path)
 
 
 def inside(workspace: str, path: str) -> bool:

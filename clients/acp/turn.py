@@ -49,14 +49,13 @@ class _Turn:
         body = event.body
         if event.scope is not None:  # a subagent's own events stay inside its subAgent call
             return
-        if body is None:
-            asked = buffers.request_of(event.wire)
-            if asked is not None and self.stream is not None:
-                task = asyncio.ensure_future(buffers.answer(self.conn, self.session, self.stream, *asked))
+        if isinstance(body, views.BufferRequested):
+            if self.stream is not None:  # this turn's stream said it answers them
+                task = asyncio.ensure_future(buffers.answer(self.conn, self.session, self.stream, body.request_id,
+                                                            body.path))
                 self.session.asks.add(task)
                 task.add_done_callback(self.session.asks.discard)
-            return
-        if isinstance(body, views.TextDelta) and body.text:
+        elif isinstance(body, views.TextDelta) and body.text:
             self.send(mapping.chunk("agent_message_chunk", body.text))
         elif isinstance(body, views.ReasoningDelta) and body.text:
             self.send(mapping.chunk("agent_thought_chunk", body.text))

@@ -35,6 +35,7 @@ EVENT_BODIES: dict[str, type[views.Body]] = {
     "approval_resolved": views.ApprovalResolved,
     "question_asked": views.QuestionAsked,
     "question_resolved": views.QuestionResolved,
+    "buffer_requested": views.BufferRequested,
     "task_list_updated": views.TaskListUpdated,
     "compaction_started": views.CompactionStarted,
     "compaction_ended": views.CompactionEnded,
