@@ -58,8 +58,10 @@ def _directory(params: dict[str, Any]) -> tuple[str, str]:
 class Agent:
     """One editor connection: its sessions, and one loop client."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, client_caps: dict[str, Any] | None = None) -> None:
         self.version = version
+        self.client_caps = client_caps if client_caps is not None else {}
+        """The editor's ``clientCapabilities`` from ``initialize`` (the dict is the one main.py fills)."""
         self.conn: Connection | None = None
         self.sessions: dict[str, Session] = {}
         self._client: LoopClient | None = None
@@ -111,7 +113,15 @@ class Agent:
     # ---- methods ----
 
     async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        given = params.get("clientCapabilities")
+        self.client_caps.clear()
+        self.client_caps.update(given if isinstance(given, dict) else {})
         return mapping.capabilities(self.version)
+
+    def reads_buffers(self) -> bool:
+        """The editor serves ``fs/read_text_file``: the read tool shows its unsaved buffers."""
+        fs = self.client_caps.get("fs")
+        return isinstance(fs, dict) and fs.get("readTextFile") is True
 
     async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
         return {}  # no auth methods: the model's key lives in the user's config
@@ -125,8 +135,6 @@ class Agent:
         servers = params.get("mcpServers") or []
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "mcpServers must be a list")
-        for problem in await self._join_mcp(servers):
-            print(f"ai-coding acp: {problem}", file=sys.stderr)
         try:
             opened = await client.open_session(workspace, session_id, interactive=False)
         except ClientError as err:
@@ -135,11 +143,14 @@ class Agent:
             print(f"ai-coding acp: {warning}", file=sys.stderr)
         session = self.sessions.get(opened.session_id) or Session(opened.session_id, workspace, cwd)
         self.sessions[session.id] = session
+        for problem in await self._join_mcp(servers, session):
+            print(f"ai-coding acp: {problem}", file=sys.stderr)
         return session, opened
 
-    async def _join_mcp(self, servers: list[Any]) -> list[str]:
-        """Register the editor's MCP servers with the gateway for its run (never written to the user's
-        mcp.local.yaml); the sentences for those left out."""
+    async def _join_mcp(self, servers: list[Any], session: Session) -> list[str]:
+        """Start the editor's MCP servers in the gateway for ``session`` alone (never written to the
+        user's mcp.local.yaml; other sessions neither see nor call them; dropped when the session
+        closes here); the sentences for those left out."""
         if not servers:
             return []
         from clients.acp import mcp
@@ -147,7 +158,7 @@ class Agent:
         from clients.cli.connection.loop import ClientError
         from clients.cli.connection.services import McpClient
 
-        entries, problems = mcp.entries(servers)
+        entries, problems = mcp.entries(servers, session.id)
         try:
             await asyncio.to_thread(control.ensure_running, self._setup, ["mcp_gateway"])
         except Exception as exc:
@@ -155,9 +166,11 @@ class Agent:
         gateway = McpClient(self._setup.endpoints["mcp_gateway"])
         try:
             for entry in entries:
-                refused = await gateway.add_for_run(json.dumps(entry), "the editor (ai-coding acp)")
+                refused = await gateway.add_for_run(json.dumps(entry), "the editor (ai-coding acp)", session.id)
                 if refused:
                     problems.append(f"MCP server {entry['name']!r} left out: {refused}")
+                else:
+                    session.mcp_servers = True
         except ClientError as err:
             problems.append(str(err))
         finally:
@@ -228,7 +241,24 @@ class Agent:
         if session.stream is not None:  # the loop keeps the turn: `ai-coding attach` can follow it
             session.stream.close()
         del self.sessions[session.id]
+        await self._drop_mcp(session)
         return {}
+
+    async def _drop_mcp(self, session: Session) -> None:
+        """Stop the editor's MCP servers of ``session`` (a gateway that is gone took them with it)."""
+        if not session.mcp_servers or self._setup is None:
+            return
+        from clients.cli.connection.services import McpClient
+
+        session.mcp_servers = False
+        gateway = McpClient(self._setup.endpoints["mcp_gateway"])
+        try:
+            await gateway.drop_session(session.id)
+        except Exception as exc:  # the editor is leaving: one line on its log, never a traceback
+            print(f"ai-coding acp: the editor's MCP servers of {session.id} were not stopped: {exc}",
+                  file=sys.stderr)
+        finally:
+            await gateway.close()
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
         from clients.cli.connection.loop import ClientError
@@ -267,7 +297,8 @@ class Agent:
         if not given.text.strip() and not given.attachments:
             raise RpcError(INVALID_PARAMS, "the prompt is empty; send a text block")
         assert self.conn is not None
-        return await run_turn(self.conn, self._update, session, await self.client(session.workspace), given)
+        return await run_turn(self.conn, self._update, session, await self.client(session.workspace), given,
+                              read_buffers=self.reads_buffers())
 
     async def close(self) -> None:
         for session in self.sessions.values():
@@ -275,6 +306,7 @@ class Agent:
                 task.cancel()
             if session.stream is not None:
                 session.stream.close()
+            await self._drop_mcp(session)
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()

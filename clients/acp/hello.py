@@ -2,7 +2,7 @@
 
 Capabilities say only what the adapter really does (docs/editors.md says each): sessions load,
 list, resume and close; prompts take text, embedded resources (an editor's buffer) and images;
-the editor's MCP servers (stdio, HTTP, SSE) join through the gateway.
+the editor's MCP servers (stdio, HTTP, SSE) run in the gateway for their session alone.
 """
 
 from __future__ import annotations

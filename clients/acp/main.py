@@ -31,15 +31,19 @@ async def serve(out: BinaryIO, version: str) -> None:
     agents: list[Any] = []
     requests: dict[str, Handler] = {}
     notifications: dict[str, Notify] = {}
+    client_caps: dict[str, Any] = {}
 
     async def initialize(params: dict[str, Any]) -> dict[str, Any]:
+        given = params.get("clientCapabilities") if isinstance(params, dict) else None
+        client_caps.clear()
+        client_caps.update(given if isinstance(given, dict) else {})
         asyncio.get_running_loop().call_soon(conn.load)  # runs once the answer is written
         return hello.capabilities(version)
 
     def load() -> None:
         from clients.acp.agent import Agent
 
-        agent = Agent(version)
+        agent = Agent(version, client_caps)
         agent.conn = conn
         more, notes = agent.handlers()
         requests.update(more)

@@ -8,6 +8,7 @@ settings), so they join with the trust of a user's entry: tool calls still pass 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +25,7 @@ def entry(server: Any) -> tuple[dict[str, Any], str]:
     if not isinstance(server, dict):
         return {}, "an MCP server must be an object"
     raw = str(server.get("name", ""))
-    name = _BAD.sub("-", raw).strip("-")[:48]
+    name = _BAD.sub("-", raw).strip("-")[:41]  # a session tag (7) follows: the gateway takes 48
     if not name:
         return {}, f"MCP server {raw!r} has no usable name"
     kind = server.get("type") or "stdio"
@@ -48,8 +49,14 @@ def entry(server: Any) -> tuple[dict[str, Any], str]:
     return {}, f"MCP server {raw!r}: transport {kind!r} is not stdio, http or sse"
 
 
-def entries(servers: Sequence[Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every server that converts, and a sentence for each one that does not."""
+def scoped_name(name: str, session_id: str) -> str:
+    """The gateway's name of an editor's server for one session: the editor's name and a tag of the
+    session (every session starts its own copy; a reload of the session finds the same name)."""
+    return f"{name}-{hashlib.sha256(session_id.encode()).hexdigest()[:6]}" if session_id else name
+
+
+def entries(servers: Sequence[Any], session_id: str = "") -> tuple[list[dict[str, Any]], list[str]]:
+    """Every server that converts (named for ``session_id``), and a sentence for each one that does not."""
     out: list[dict[str, Any]] = []
     problems: list[str] = []
     for server in servers:
@@ -57,5 +64,5 @@ def entries(servers: Sequence[Any]) -> tuple[list[dict[str, Any]], list[str]]:
         if problem:
             problems.append(problem)
         else:
-            out.append(converted)
+            out.append({**converted, "name": scoped_name(converted["name"], session_id)})
     return out, problems

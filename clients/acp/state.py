@@ -22,3 +22,5 @@ class Session:
     denied_tools: set[str] = field(default_factory=set)
     """Tools the editor answered "reject always" for: refused here without asking again."""
     asks: set[asyncio.Task[None]] = field(default_factory=set)
+    mcp_servers: bool = False
+    """The editor's MCP servers run in the gateway for this session alone (stopped when it closes here)."""

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from clients.acp import mapping
+from clients.acp import buffers, mapping
 from clients.acp.rpc import INTERNAL_ERROR, Connection, PeerGone, RpcError
 from clients.acp.state import Session
 from clients.cli import views
@@ -20,7 +20,7 @@ Update = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 if TYPE_CHECKING:
     from clients.acp.prompt import TurnInput
-    from clients.cli.connection.loop import LoopClient
+    from clients.cli.connection.loop import LoopClient, TurnStream
 
 
 class _Turn:
@@ -38,6 +38,8 @@ class _Turn:
         """Approval request id -> the id of the permission request the editor has not answered yet."""
         self.finished: views.TurnFinished | None = None
         self.last_finish = ""
+        self.stream: TurnStream | None = None
+        """Set when the turn streams with the editor's buffers (``fs.readTextFile``): reads ask the editor."""
 
     def send(self, update: dict[str, Any]) -> None:
         self.conn.post("session/update", {"sessionId": self.session.id, "update": update})
@@ -47,7 +49,13 @@ class _Turn:
         body = event.body
         if event.scope is not None:  # a subagent's own events stay inside its subAgent call
             return
-        if isinstance(body, views.TextDelta) and body.text:
+        if isinstance(body, views.BufferRequested):
+            if self.stream is not None:  # this turn's stream said it answers them
+                task = asyncio.ensure_future(buffers.answer(self.conn, self.session, self.stream, body.request_id,
+                                                            body.path))
+                self.session.asks.add(task)
+                task.add_done_callback(self.session.asks.discard)
+        elif isinstance(body, views.TextDelta) and body.text:
             self.send(mapping.chunk("agent_message_chunk", body.text))
         elif isinstance(body, views.ReasoningDelta) and body.text:
             self.send(mapping.chunk("agent_thought_chunk", body.text))
@@ -110,7 +118,7 @@ class _Turn:
 
 
 async def run_turn(conn: Connection, update: Update, session: Session, client: LoopClient,
-                   given: TurnInput) -> dict[str, Any]:
+                   given: TurnInput, read_buffers: bool = False) -> dict[str, Any]:
     from clients.cli.driver import TurnDriver
 
     command = mapping.slash(given.text)
@@ -119,7 +127,9 @@ async def run_turn(conn: Connection, update: Update, session: Session, client: L
     turn = _Turn(conn, session)
     driver = TurnDriver(client, session.id, turn.on_event, plan=command is not None)
     turn.approve = driver.answer_approval
-    stream = driver.start(command[1] if command is not None else given.text, given.attachments)
+    reads_editor = read_buffers and command is None  # a /plan stream does not carry the flag
+    stream = driver.start(command[1] if command is not None else given.text, given.attachments, reads_editor)
+    turn.stream = stream if reads_editor else None
     session.stream, session.cancelled = stream, False
     try:
         end = await driver.follow(stream)

@@ -35,6 +35,7 @@ EVENT_BODIES: dict[str, type[views.Body]] = {
     "approval_resolved": views.ApprovalResolved,
     "question_asked": views.QuestionAsked,
     "question_resolved": views.QuestionResolved,
+    "buffer_requested": views.BufferRequested,
     "task_list_updated": views.TaskListUpdated,
     "compaction_started": views.CompactionStarted,
     "compaction_ended": views.CompactionEnded,
@@ -181,11 +182,17 @@ def command_reply(message: loop_pb2.RunCommandResponse) -> session_views.Command
 # ---- what the client sends ----
 
 
-def start(session_id: str, text: str, files: Sequence[Attachment] = ()) -> loop_pb2.ClientMessage:
+def start(session_id: str, text: str, files: Sequence[Attachment] = (), editor_buffers: bool = False
+          ) -> loop_pb2.ClientMessage:
     attachments = [loop_pb2.InputAttachment(path=a.path, mime_type=a.mime_type, data=a.data, truncated=a.truncated)
                    for a in files]
     return loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=session_id, input=text,
-                                                           attachments=attachments))
+                                                           attachments=attachments, editor_buffers=editor_buffers))
+
+
+def buffer_reply(request_id: str, text: str | None) -> loop_pb2.ClientMessage:
+    return loop_pb2.ClientMessage(buffer=loop_pb2.BufferReply(request_id=request_id, found=text is not None,
+                                                              text=text or ""))
 
 
 def start_plan(session_id: str, topic: str) -> loop_pb2.ClientMessage:

@@ -68,10 +68,10 @@ class TurnDriver:
         self.stream: TurnStream | None = None
         self._own = OwnTurn()
 
-    def start(self, text: str, attachments: Sequence[Attachment] = ()) -> TurnStream:
+    def start(self, text: str, attachments: Sequence[Attachment] = (), editor_buffers: bool = False) -> TurnStream:
         """Open the stream that starts a turn with ``text`` (sent at once; :meth:`follow` reads it)."""
         stream = (self.client.start_plan(self.session_id, text) if self.plan
-                  else self.client.start(self.session_id, text, attachments))
+                  else self.client.start(self.session_id, text, attachments, editor_buffers))
         self._own = OwnTurn("" if self.plan else text)  # a queued plan's turns carry its steps' inputs
         self._use(stream)
         return stream

@@ -175,6 +175,14 @@ class QuestionResolved:
 
 
 @dataclass(frozen=True)
+class BufferRequested:
+    """The loop asks an editor client for its text of ``path`` (only ``ai-coding acp`` answers)."""
+
+    request_id: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class TaskListUpdated:
     goal: str = ""
     items: tuple[TaskItem, ...] = ()
@@ -384,7 +392,7 @@ class LedgerUpdated:
 
 
 Body = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | ToolFinished | ApprovalRequested
-        | ApprovalResolved | QuestionAsked | QuestionResolved | TaskListUpdated | CompactionStarted
+        | ApprovalResolved | QuestionAsked | QuestionResolved | BufferRequested | TaskListUpdated | CompactionStarted
         | CompactionEnded | MemoryRecalled | Degraded | SearchStalled | ContextAssembled | ModelStepFinished
         | InputQueued | Notice | TurnFinished | EventsSkipped | HookRun | SkillCatalogChanged | SubagentStarted
         | SubagentFinished | BackgroundTaskDone | AcceptanceChecked | PlanStepStarted | PlanStepReceipt

@@ -110,7 +110,8 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
     """A ClientMessage as a domain message (``Unknown`` when it has no body)."""
     which = message.WhichOneof("msg")
     if which == "start":
-        return inbound.Start(message.start.session_id, message.start.input, _files(message.start.attachments))
+        return inbound.Start(message.start.session_id, message.start.input, _files(message.start.attachments),
+                             message.start.editor_buffers)
     if which == "plan":
         return inbound.StartPlan(message.plan.session_id, message.plan.topic)
     if which == "attach":
@@ -119,6 +120,8 @@ def inbound_from_proto(message: loop_pb2.ClientMessage) -> inbound.Inbound:
         return inbound.ApprovalAnswer(message.approval.request_id, _DECISION_FROM_PB.get(message.approval.decision))
     if which == "answer":
         return inbound.QuestionReply(message.answer.request_id, message.answer.answer)
+    if which == "buffer":
+        return inbound.BufferAnswer(message.buffer.request_id, message.buffer.text if message.buffer.found else None)
     if which == "interrupt":
         scope = InterruptScope.BATCH if message.interrupt.scope == loop_pb2.INTERRUPT_SCOPE_BATCH else (
             InterruptScope.TURN)  # unspecified: the turn

@@ -14,6 +14,8 @@ class Start:
     session_id: str
     input: str
     attachments: tuple[InputFile, ...] = ()
+    editor_buffers: bool = False
+    """The stream answers BufferRequested while it is open (an editor client)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,14 @@ class ApprovalAnswer:
 class QuestionReply:
     request_id: str
     answer: str
+
+
+@dataclass(frozen=True)
+class BufferAnswer:
+    """An editor's text for a BufferRequested (``text`` None: the editor has none)."""
+
+    request_id: str
+    text: str | None
 
 
 @dataclass(frozen=True)
@@ -59,4 +69,4 @@ class Unknown:
     """A message with no recognised body."""
 
 
-Inbound = Start | StartPlan | Attach | ApprovalAnswer | QuestionReply | InterruptRequest | Queue | Unknown
+Inbound = Start | StartPlan | Attach | ApprovalAnswer | QuestionReply | BufferAnswer | InterruptRequest | Queue | Unknown

@@ -151,13 +151,16 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             await _fail(context, err)
             return
         reader = asyncio.create_task(self._read(messages, rt))
+        editor = int(isinstance(first, inbound.Start) and first.editor_buffers)
         rt.attached += 1
+        rt.editors += editor
         try:
             async for batch in rt.events.follow_batches(after, lambda: rt.quiet,
                                                         max_batch):
                 yield batch
         finally:
             rt.attached -= 1
+            rt.editors -= editor
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
@@ -194,6 +197,8 @@ class AgentLoopServicer(loop_pb2_grpc.AgentLoopServicer):
             rt.answer_approval(message.request_id, message.decision)
         elif isinstance(message, inbound.QuestionReply):
             rt.answer_question(message.request_id, message.answer)
+        elif isinstance(message, inbound.BufferAnswer):
+            rt.answer_buffer(message.request_id, message.text)
         elif isinstance(message, inbound.InterruptRequest):
             rt.interrupt(message.scope)
         elif isinstance(message, inbound.StartPlan):

@@ -58,6 +58,8 @@ class Gateway:
         self._sidecar_stamp = file_stamp(sidecar)
         self._stale: dict[str, str] = {}
         """Sidecar servers edited by hand since the start: name -> the line that says to restart."""
+        self.owners: dict[str, str] = {}
+        """Servers added for one loop session (an editor's): name -> that session's id."""
 
     def _make(self, server: ServerSettings) -> ServerSupervisor:
         return ServerSupervisor(server, self._opener, self._limiter)
@@ -116,28 +118,36 @@ class Gateway:
             raise UnknownServer(f"no MCP server named {name!r}", hint=f"Known servers: {known}.")
         return sup
 
-    def entries(self) -> list[ToolEntry]:
-        """Tools of every connected server (whitelists applied), in config order."""
+    def visible(self, server: str, session_id: str) -> bool:
+        """``server`` belongs to no session, or to ``session_id``."""
+        owner = self.owners.get(server)
+        return owner is None or owner == session_id
+
+    def _seen(self, session_id: str) -> list[ServerSupervisor]:
+        return [sup for name, sup in self.supervisors.items() if self.visible(name, session_id)]
+
+    def entries(self, session_id: str = "") -> list[ToolEntry]:
+        """Tools of every connected server ``session_id`` sees (whitelists applied), in config order."""
         self.refresh_sidecar()
         out: list[ToolEntry] = []
-        for sup in self.supervisors.values():
+        for sup in self._seen(session_id):
             if sup.state == State.CONNECTED:
                 out.extend(sup.tools)
         return out
 
-    def catalog(self) -> tuple[str, list[ToolEntry]]:
+    def catalog(self, session_id: str = "") -> tuple[str, list[ToolEntry]]:
         """The budgeted catalog text and the entries it shows."""
-        notes = {sup.settings.name: sup.instructions for sup in self.supervisors.values()
+        notes = {sup.settings.name: sup.instructions for sup in self._seen(session_id)
                  if sup.state == State.CONNECTED and sup.instructions}
-        return render_catalog(self.entries(), instructions=notes)
+        return render_catalog(self.entries(session_id), instructions=notes)
 
     async def call(self, server: str, tool: str, input_json: str, timeout_s: float,
-                   on_progress: ProgressSink, on_elicit: ElicitSink | None = None) -> CallOutcome:
+                   on_progress: ProgressSink, on_elicit: ElicitSink | None = None, session_id: str = "") -> CallOutcome:
         """Run one remote tool; every failure comes back as an outcome the model can read.
         ``on_elicit`` receives the questions the server asks the user during the call."""
-        sup = self.supervisors.get(server)
+        sup = self.supervisors.get(server) if self.visible(server, session_id) else None
         if sup is None:
-            return unknown_server(server, list(self.supervisors))
+            return unknown_server(server, [s.settings.name for s in self._seen(session_id)])
         arguments, problem = parse_arguments(input_json)
         if problem:
             return CallOutcome(False, problem, error_code="invalid_arguments", error_message=problem,
@@ -146,13 +156,15 @@ class Gateway:
             return await sup.call(qualified_tool(server, tool), arguments, timeout_s, on_progress,
                                   lambda: self.elicitations.user_seconds(server))
 
-    async def resources(self, server: str, timeout_s: float) -> CallOutcome:
+    async def resources(self, server: str, timeout_s: float, session_id: str = "") -> CallOutcome:
         """The resources ``server`` lists."""
-        return await self._use(server, "resources/list", lambda session: session.list_resources(), timeout_s)
+        return await self._use(server, "resources/list", lambda session: session.list_resources(), timeout_s,
+                               session_id)
 
-    async def read_resource(self, server: str, uri: str, timeout_s: float) -> CallOutcome:
+    async def read_resource(self, server: str, uri: str, timeout_s: float, session_id: str = "") -> CallOutcome:
         """One resource of ``server``."""
-        return await self._use(server, f"reading {uri}", lambda session: session.read_resource(uri), timeout_s)
+        return await self._use(server, f"reading {uri}", lambda session: session.read_resource(uri), timeout_s,
+                               session_id)
 
     async def prompts(self, server: str, timeout_s: float) -> CallOutcome:
         """The prompts ``server`` lists."""
@@ -180,10 +192,10 @@ class Gateway:
                                lambda session: session.complete_prompt(prompt, argument, value, values), timeout_s)
 
     async def _use(self, server: str, what: str, run: Callable[[McpSession], Awaitable[CallOutcome]],
-                   timeout_s: float) -> CallOutcome:
-        sup = self.supervisors.get(server)
+                   timeout_s: float, session_id: str = "") -> CallOutcome:
+        sup = self.supervisors.get(server) if self.visible(server, session_id) else None
         if sup is None:
-            return unknown_server(server, list(self.supervisors))
+            return unknown_server(server, [s.settings.name for s in self._seen(session_id)])
         return await sup.use(f"{what} on {server!r}", run, timeout_s)
 
     def reconnect(self, name: str) -> ServerView:
@@ -192,9 +204,10 @@ class Gateway:
         sup.reconnect_now()
         return sup.view()
 
-    async def add_server(self, entry: Mapping[str, Any], project_source: str = "") -> ServerView:
+    async def add_server(self, entry: Mapping[str, Any], project_source: str = "", session_id: str = "") -> ServerView:
         """Validate, persist to the sidecar, and start connecting (never replaces an existing name).
-        A project's server (``project_source``: its file) is kept for this run only, not persisted."""
+        A project's server (``project_source``: its file) is kept for this run only, not persisted;
+        with ``session_id`` too it belongs to that loop session alone (:meth:`drop_session` ends it)."""
         server = parse_server(dict(entry), project_source or str(self._sidecar))
         if server.name in self.supervisors:
             raise ServerConfigError(f"an MCP server named {server.name!r} already exists",
@@ -205,9 +218,19 @@ class Gateway:
             self._sidecar_stamp = file_stamp(self._sidecar)  # our own write is not a hand edit
         sup = self._make(server)
         self.supervisors[server.name] = sup
+        if project_source and session_id:
+            self.owners[server.name] = session_id
         if self._started:
             sup.start()
         return sup.view()
+
+    async def drop_session(self, session_id: str) -> list[str]:
+        """Stop and forget the servers added for ``session_id``; their names."""
+        names = [name for name, owner in self.owners.items() if owner == session_id]
+        for name in names:
+            del self.owners[name]
+            await self.supervisors.pop(name).aclose()
+        return names
 
 
 def unknown_server(server: str, known: list[str]) -> CallOutcome:

@@ -36,12 +36,13 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
 
     async def GetCatalog(self, request: mcp_gateway_pb2.GetCatalogRequest,
                          context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.GetCatalogResponse:
-        text, _ = self._gateway.catalog()
+        text, _ = self._gateway.catalog(request.session_id)
         sups = self._gateway.supervisors
         # Every tool, not only those the budgeted text summarizes: permissions and mcp_describe cover them all.
         entries = [convert.entry_to_proto(e, sups[e.server].settings if e.server in sups else None)
-                   for e in self._gateway.entries()]
-        servers = [convert.status_to_proto(v) for v in self._gateway.servers()]
+                   for e in self._gateway.entries(request.session_id)]
+        servers = [convert.status_to_proto(v) for v in self._gateway.servers()
+                   if self._gateway.visible(v.name, request.session_id)]
         return mcp_gateway_pb2.GetCatalogResponse(text=text, entries=entries, servers=servers)
 
     async def CallTool(self, request: mcp_gateway_pb2.McpCallToolRequest,
@@ -52,7 +53,8 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
             queue.put_nowait(progress)
 
         call = asyncio.ensure_future(self._gateway.call(request.server, request.tool, request.input_json,
-                                                        request.timeout_seconds, on_progress, queue.put_nowait))
+                                                        request.timeout_seconds, on_progress, queue.put_nowait,
+                                                        request.session_id))
         try:
             while not call.done() or not queue.empty():
                 getter = asyncio.ensure_future(queue.get())
@@ -95,12 +97,13 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
 
     async def ListResources(self, request: mcp_gateway_pb2.ListResourcesRequest,
                             context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ListResourcesResponse:
-        outcome = await self._gateway.resources(request.server, request.timeout_seconds)
+        outcome = await self._gateway.resources(request.server, request.timeout_seconds, request.session_id)
         return mcp_gateway_pb2.ListResourcesResponse(result=convert.result_to_proto("", request.server, outcome))
 
     async def ReadResource(self, request: mcp_gateway_pb2.ReadResourceRequest,
                            context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.ReadResourceResponse:
-        outcome = await self._gateway.read_resource(request.server, request.uri, request.timeout_seconds)
+        outcome = await self._gateway.read_resource(request.server, request.uri, request.timeout_seconds,
+                                                    request.session_id)
         return mcp_gateway_pb2.ReadResourceResponse(result=convert.result_to_proto("", request.server, outcome))
 
     async def ListPrompts(self, request: mcp_gateway_pb2.ListPromptsRequest,
@@ -139,7 +142,7 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "mcp_config_invalid",
                         "server_json must be one JSON object shaped like an mcp.servers[] item")
         try:
-            view = await self._gateway.add_server(entry, request.project_source)
+            view = await self._gateway.add_server(entry, request.project_source, request.session_id)
         except ServerConfigError as exc:
             code = grpc.StatusCode.ALREADY_EXISTS if "already exists" in exc.message else \
                 grpc.StatusCode.INVALID_ARGUMENT
@@ -147,6 +150,10 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
         except McpGatewayError as exc:
             await abort(context, grpc.StatusCode.FAILED_PRECONDITION, exc.reason, str(exc))
         return mcp_gateway_pb2.AddServerResponse(status=convert.status_to_proto(view))
+
+    async def DropSessionServers(self, request: mcp_gateway_pb2.DropSessionServersRequest,
+                                 context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.DropSessionServersResponse:
+        return mcp_gateway_pb2.DropSessionServersResponse(dropped=await self._gateway.drop_session(request.session_id))
 
     async def Login(self, request: mcp_gateway_pb2.LoginRequest,
                     context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.LoginResponse:

@@ -15,6 +15,7 @@ import grpc
 import pytest
 from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
 
+from clients.acp.mcp import scoped_name
 from services.fake_model import FakeModelServer
 from tests.e2e.test_acp_bad_input import RawEditor
 from tests.e2e.test_cli_process_control import env
@@ -24,21 +25,31 @@ __all__ = ["env"]
 DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
 
 
-def wait_connected(rdir: Path, name: str) -> None:
+def servers(rdir: Path) -> dict[str, int]:
     with grpc.insecure_channel(f"unix:{rdir / 'mcp_gateway.sock'}") as channel:
         stub = mcp_gateway_pb2_grpc.McpGatewayStub(channel)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            states = {s.name: s.state for s in stub.ListServers(mcp_gateway_pb2.ListServersRequest(), timeout=10).servers}
-            if states.get(name) == mcp_gateway_pb2.SERVER_STATE_CONNECTED:
-                return
-            time.sleep(0.2)
+        return {s.name: s.state for s in stub.ListServers(mcp_gateway_pb2.ListServersRequest(), timeout=10).servers}
+
+
+def wait_connected(rdir: Path, name: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        states = servers(rdir)
+        if states.get(name) == mcp_gateway_pb2.SERVER_STATE_CONNECTED:
+            return
+        time.sleep(0.2)
     raise AssertionError(f"{name} never connected: {states}")
 
 
 @pytest.fixture
 def model() -> Iterator[FakeModelServer]:
-    with FakeModelServer([
+    with FakeModelServer(script("editor-demo")) as server:
+        yield server
+
+
+def script(editor_server: str) -> list[dict[str, Any]]:
+    """The turns of the test; ``editor_server``: the gateway's name of the editor's server."""
+    return [
         {"name": "todo", "match": "plan it", "tool_calls": [{"name": "todo_write", "arguments": {
             "add": [{"content": "write the fix"}, {"content": "run the tests"}]}}]},
         {"name": "tick", "tool_calls": [{"name": "todo_write", "arguments": {
@@ -48,10 +59,9 @@ def model() -> Iterator[FakeModelServer]:
             "update": [{"id": "2", "status": "completed"}]}}]},
         {"name": "said", "text": "All set."},
         {"name": "mcp", "match": "echo via the editor", "tool_calls": [{"name": "mcp_call", "arguments": {
-            "server": "editor-demo", "tool": "echo", "input": {"text": "ping"}}}]},
+            "server": editor_server, "tool": "echo", "input": {"text": "ping"}}}]},
         {"name": "mcp-said", "match": "echo: ping", "text": "The editor's server said ping."},
-    ]) as server:
-        yield server
+    ]
 
 
 def updates_until_answer(editor: RawEditor, ident: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
@@ -67,7 +77,8 @@ def updates_until_answer(editor: RawEditor, ident: int) -> tuple[list[dict[str, 
             return updates, requests, message
 
 
-def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_list_close_resume(env: dict[str, Any]) -> None:
+def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_list_close_resume(env: dict[str, Any],
+                                                                                           model: FakeModelServer) -> None:
     workspace: Path = env["workspace"]
     editor = RawEditor(workspace)
     try:
@@ -77,6 +88,8 @@ def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_l
             {"name": "editor-demo", "command": sys.executable, "args": [str(DEMO), "stdio"], "env": []}]}})
         updates, _, answer = updates_until_answer(editor, 2)
         sid = answer["result"]["sessionId"]
+        editor_demo = scoped_name("editor-demo", sid)  # the editor's server runs for this session alone
+        model.load_script(script(editor_demo))
         editor.send({"id": 3, "method": "session/set_mode", "params": {"sessionId": sid, "modeId": "auto"}})
         updates, _, answer = updates_until_answer(editor, 3)
         assert answer["result"] == {}
@@ -105,7 +118,7 @@ def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_l
         assert "permissions: auto" in "".join(u["content"]["text"] for u in updates
                                               if u["sessionUpdate"] == "agent_message_chunk")
 
-        wait_connected(env["rdir"], "editor-demo")
+        wait_connected(env["rdir"], editor_demo)
         editor.send({"id": 12, "method": "session/prompt", "params": {
             "sessionId": sid, "prompt": [{"type": "text", "text": "echo via the editor server"}]}})
         updates, _, answer = updates_until_answer(editor, 12)
@@ -119,6 +132,7 @@ def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_l
         assert [s["sessionId"] for s in listed] == [sid] and listed[0]["title"].startswith("plan it")
         editor.send({"id": 8, "method": "session/close", "params": {"sessionId": sid}})
         assert editor.answer_of(8)["result"] == {}
+        assert editor_demo not in servers(env["rdir"])  # closing the session stopped its server
         editor.send({"id": 9, "method": "session/prompt",
                      "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/status"}]}})
         assert editor.answer_of(9)["error"]["code"] == -32002

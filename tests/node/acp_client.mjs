@@ -4,9 +4,15 @@
 //
 //   node acp_client.mjs full <cwd> -- <agent command...>
 //   node acp_client.mjs load <cwd> <sessionId> -- <agent command...>
+//   node acp_client.mjs editor <cwd> <buffers JSON: {relative path: unsaved text}> <prompt> -- <agent command...>
+//     (announces fs and terminal; answers fs/read_text_file from the buffers, else the disk, as an editor does;
+//     a buffer of null answers with an error)
+//   node acp_client.mjs mcp <cwd> <mcpServers JSON> <handshake dir> -- <agent command...>
+//     (session/new with the editor's MCP servers; writes <dir>/session, waits for <dir>/release, then
+//     one prompt and session/close, writes <dir>/closed, waits for <dir>/end)
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -24,12 +30,13 @@ const RESPONSES = {
   initialize: "InitializeResponse", "session/new": "NewSessionResponse", "session/load": "LoadSessionResponse",
   "session/prompt": "PromptResponse", "session/list": "ListSessionsResponse", "session/close": "CloseSessionResponse",
   "session/set_mode": "SetSessionModeResponse", "session/resume": "ResumeSessionResponse",
-  "session/request_permission": "RequestPermissionResponse",
+  "session/request_permission": "RequestPermissionResponse", "fs/read_text_file": "ReadTextFileResponse",
 };
 const PARAMS = {
   initialize: "InitializeRequest", "session/new": "NewSessionRequest", "session/load": "LoadSessionRequest",
   "session/prompt": "PromptRequest", "session/cancel": "CancelNotification", "session/update": "SessionNotification",
   "session/request_permission": "RequestPermissionRequest", "session/set_mode": "SetSessionModeRequest",
+  "fs/read_text_file": "ReadTextFileRequest",
 };
 const compiled = {};
 const def = (name) => (compiled[name] ??= check(`#/$defs/${name}`));
@@ -92,7 +99,15 @@ const stream = acp.ndJsonStream(toAgentTap.writable, fromAgent);
 const updates = [];
 const permissions = [];
 let onUpdate = () => {};
-const report = { scenario, updates, permissions, stopReasons: [], schemaErrors, wire };
+const fsReads = [];
+const refused = [];
+const report = { scenario, updates, permissions, stopReasons: [], schemaErrors, wire, fsReads, refused };
+const buffers = scenario === "editor"
+  ? Object.fromEntries(Object.entries(JSON.parse(extra[0])).map(([p, t]) => [resolve(cwd, p), t])) : {};
+const editorOnly = (method) => async (ctx) => {
+  refused.push({ method, params: ctx.params });
+  throw acp.RequestError.methodNotFound(method);
+};
 
 const app = acp.client({ name: "ai-coding-e2e" })
   .onNotification("session/update", (ctx) => { updates.push(ctx.params); onUpdate(ctx.params); })
@@ -101,15 +116,25 @@ const app = acp.client({ name: "ai-coding-e2e" })
     const optionId = input.includes("reject-me") ? "reject_once" : "allow_once";
     permissions.push({ toolCall: ctx.params.toolCall, options: ctx.params.options, chose: optionId });
     return { outcome: { outcome: "selected", optionId } };
-  });
+  })
+  .onRequest("fs/read_text_file", async (ctx) => {
+    const path = ctx.params.path;
+    fsReads.push(ctx.params);
+    if (buffers[path] === null) throw acp.RequestError.resourceNotFound(path);  // an editor that cannot read it
+    return { content: path in buffers ? buffers[path] : readFileSync(path, "utf8") };
+  })
+  .onRequest("fs/write_text_file", editorOnly("fs/write_text_file"))
+  .onRequest("terminal/create", editorOnly("terminal/create"));
 
 const text = (t) => [{ type: "text", text: t }];
+const until = async (path) => { while (!existsSync(path)) await new Promise((r) => setTimeout(r, 50)); };
 
 try {
   await app.connectWith(stream, async (agent) => {
+    const editor = scenario === "editor";
     const init = await agent.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: { fs: { readTextFile: editor, writeTextFile: editor }, terminal: editor },
       clientInfo: { name: "ai-coding-e2e", version: "1" },
     });
     report.initializeMs = performance.now() - started;
@@ -131,6 +156,22 @@ try {
       };
       const second = await agent.request("session/prompt", { sessionId: session.sessionId, prompt: text("run the slow job") });
       report.stopReasons.push(second.stopReason);
+    } else if (editor) {
+      const session = await agent.request("session/new", { cwd, mcpServers: [] });
+      report.sessionId = session.sessionId;
+      const done = await agent.request("session/prompt", { sessionId: session.sessionId, prompt: text(extra[1]) });
+      report.stopReasons.push(done.stopReason);
+    } else if (scenario === "mcp") {
+      const dir = extra[1];
+      const session = await agent.request("session/new", { cwd, mcpServers: JSON.parse(extra[0]) });
+      report.sessionId = session.sessionId;
+      writeFileSync(join(dir, "session"), session.sessionId);
+      await until(join(dir, "release"));
+      const done = await agent.request("session/prompt", { sessionId: session.sessionId, prompt: text("call the editor's server") });
+      report.stopReasons.push(done.stopReason);
+      report.closed = await agent.request("session/close", { sessionId: session.sessionId });
+      writeFileSync(join(dir, "closed"), "");
+      await until(join(dir, "end"));
     } else if (scenario === "load") {
       const loaded = await agent.request("session/load", { sessionId: extra[0], cwd, mcpServers: [] });
       report.loaded = loaded;

@@ -92,6 +92,10 @@ class TurnStream:
         """Answer an ask_user question."""
         self._send(convert.answer(request_id, text))
 
+    def buffer(self, request_id: str, text: str | None) -> None:
+        """Answer a buffer request with the editor's text of the file (None: it has none)."""
+        self._send(convert.buffer_reply(request_id, text))
+
     def interrupt(self, scope: views.Scope) -> None:
         """Cancel the running tool batch or the whole turn."""
         self._send(convert.interrupt(scope))
@@ -193,9 +197,11 @@ class LoopClient:
         except grpc.aio.AioRpcError as err:
             raise _error(err, f"/{command} failed") from None
 
-    def start(self, session_id: str, text: str, attachments: Sequence[Attachment] = ()) -> TurnStream:
-        """Open a stream that starts a turn with ``text`` (and files or images attached to it)."""
-        return self._stream(convert.start(session_id, text, attachments))
+    def start(self, session_id: str, text: str, attachments: Sequence[Attachment] = (),
+              editor_buffers: bool = False) -> TurnStream:
+        """Open a stream that starts a turn with ``text`` (and files or images attached to it);
+        ``editor_buffers``: this stream answers the loop's buffer requests (an editor client)."""
+        return self._stream(convert.start(session_id, text, attachments, editor_buffers))
 
     def start_plan(self, session_id: str, topic: str) -> TurnStream:
         """Open a stream that runs ``/plan <topic>`` (a planning turn, then one step per item)."""

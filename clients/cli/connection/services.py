@@ -140,11 +140,13 @@ class McpClient:
             mcp_gateway_pb2.AddServerRequest(server_json=server_json), timeout=view.LIST_TIMEOUT))
         return _status(response.status)
 
-    async def add_for_run(self, server_json: str, source: str) -> str:
+    async def add_for_run(self, server_json: str, source: str, session_id: str = "") -> str:
         """Add a server for the gateway's run only (``source`` names where it came from, e.g. an editor's
-        session; never written to mcp.local.yaml): "" when it is there (a name in use counts as there,
-        the user's own entry winning), else why the gateway refused it."""
-        request = mcp_gateway_pb2.AddServerRequest(server_json=server_json, project_source=source)
+        session; never written to mcp.local.yaml), for the loop session ``session_id`` alone when given:
+        "" when it is there (a name in use counts as there, the user's own entry winning), else why the
+        gateway refused it."""
+        request = mcp_gateway_pb2.AddServerRequest(server_json=server_json, project_source=source,
+                                                   session_id=session_id)
         try:
             await self._stub.AddServer(request, timeout=view.LIST_TIMEOUT)
         except grpc.aio.AioRpcError as err:
@@ -156,6 +158,12 @@ class McpClient:
                               reason=reason_of(err) or err.code().name.lower(),
                               status=err.code().name.lower()) from None
         return ""
+
+    async def drop_session(self, session_id: str) -> list[str]:
+        """Stop the servers added for ``session_id`` alone; their names."""
+        response = await self._run("drop", lambda: self._stub.DropSessionServers(
+            mcp_gateway_pb2.DropSessionServersRequest(session_id=session_id), timeout=view.LIST_TIMEOUT))
+        return list(response.dropped)
 
     async def login(self, name: str) -> str:
         """Start a sign-in: the URL to open ("" when the server is already signed in)."""

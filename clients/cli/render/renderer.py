@@ -185,6 +185,8 @@ class EventRenderer:
                 self._turn_finished(body)
             case views.SubagentStarted() | views.SubagentFinished():
                 pass  # shown only as a child's, under its run's scope (ChildLines.scoped)
+            case views.BufferRequested():
+                pass  # for an editor client (ai-coding acp) to answer; nothing to show
             case _:
                 assert_never(body)
 

@@ -495,8 +495,11 @@ class StartTurn(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     INPUT_FIELD_NUMBER: _builtins.int
     ATTACHMENTS_FIELD_NUMBER: _builtins.int
+    EDITOR_BUFFERS_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     input: _builtins.str
+    editor_buffers: _builtins.bool
+    """This stream answers BufferRequested (an editor client: ACP with fs.readTextFile) while it is open."""
     @_builtins.property
     def attachments(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputAttachment]: ...
     def __init__(
@@ -505,10 +508,11 @@ class StartTurn(_message.Message):
         session_id: _builtins.str = ...,
         input: _builtins.str = ...,
         attachments: _abc.Iterable[Global___InputAttachment] | None = ...,
+        editor_buffers: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attachments", b"attachments", "input", b"input", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attachments", b"attachments", "editor_buffers", b"editor_buffers", "input", b"input", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -582,6 +586,33 @@ class QuestionAnswer(_message.Message):
 Global___QuestionAnswer: _TypeAlias = QuestionAnswer  # noqa: Y015
 
 @_typing.final
+class BufferReply(_message.Message):
+    """The editor's text of a file the read tool read (found false: the editor has no text for it)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    FOUND_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    found: _builtins.bool
+    text: _builtins.str
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        found: _builtins.bool = ...,
+        text: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["found", b"found", "request_id", b"request_id", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BufferReply: _TypeAlias = BufferReply  # noqa: Y015
+
+@_typing.final
 class Interrupt(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -634,6 +665,7 @@ class ClientMessage(_message.Message):
     INTERRUPT_FIELD_NUMBER: _builtins.int
     QUEUE_FIELD_NUMBER: _builtins.int
     PLAN_FIELD_NUMBER: _builtins.int
+    BUFFER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def start(self) -> Global___StartTurn: ...
     @_builtins.property
@@ -650,6 +682,8 @@ class ClientMessage(_message.Message):
     def plan(self) -> Global___StartPlan:
         """/plan <topic>: a planning turn, then the plan's items one step session each."""
 
+    @_builtins.property
+    def buffer(self) -> Global___BufferReply: ...
     def __init__(
         self,
         *,
@@ -660,12 +694,13 @@ class ClientMessage(_message.Message):
         interrupt: Global___Interrupt | None = ...,
         queue: Global___QueueInput | None = ...,
         plan: Global___StartPlan | None = ...,
+        buffer: Global___BufferReply | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "interrupt", b"interrupt", "msg", b"msg", "plan", b"plan", "queue", b"queue", "start", b"start"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "buffer", b"buffer", "interrupt", b"interrupt", "msg", b"msg", "plan", b"plan", "queue", b"queue", "start", b"start"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "interrupt", b"interrupt", "msg", b"msg", "plan", b"plan", "queue", b"queue", "start", b"start"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "attach", b"attach", "buffer", b"buffer", "interrupt", b"interrupt", "msg", b"msg", "plan", b"plan", "queue", b"queue", "start", b"start"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["start", "attach", "approval", "answer", "interrupt", "queue", "plan"]  # noqa: Y015
+    _WhichOneofReturnType_msg: _TypeAlias = _typing.Literal["start", "attach", "approval", "answer", "interrupt", "queue", "plan", "buffer"]  # noqa: Y015
     _WhichOneofArgType_msg: _TypeAlias = _typing.Literal["msg", b"msg"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_msg) -> _WhichOneofReturnType_msg | None: ...
 
@@ -894,6 +929,32 @@ class QuestionAsked(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___QuestionAsked: _TypeAlias = QuestionAsked  # noqa: Y015
+
+@_typing.final
+class BufferRequested(_message.Message):
+    """The read tool read ``path`` (absolute, inside the workspace) from disk: an editor stream may answer
+    with its buffer's text (unsaved changes), a BufferReply; nobody else answers, the disk text stands.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    path: _builtins.str
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["path", b"path", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BufferRequested: _TypeAlias = BufferRequested  # noqa: Y015
 
 @_typing.final
 class QuestionResolved(_message.Message):
@@ -1880,6 +1941,7 @@ class TurnEvent(_message.Message):
     EVENTS_SKIPPED_FIELD_NUMBER: _builtins.int
     HOOK_RUN_FIELD_NUMBER: _builtins.int
     SKILL_CATALOG_CHANGED_FIELD_NUMBER: _builtins.int
+    BUFFER_REQUESTED_FIELD_NUMBER: _builtins.int
     SUBAGENT_STARTED_FIELD_NUMBER: _builtins.int
     SUBAGENT_FINISHED_FIELD_NUMBER: _builtins.int
     BACKGROUND_TASK_DONE_FIELD_NUMBER: _builtins.int
@@ -1947,6 +2009,8 @@ class TurnEvent(_message.Message):
     @_builtins.property
     def skill_catalog_changed(self) -> Global___SkillCatalogChanged: ...
     @_builtins.property
+    def buffer_requested(self) -> Global___BufferRequested: ...
+    @_builtins.property
     def subagent_started(self) -> Global___SubagentStarted: ...
     @_builtins.property
     def subagent_finished(self) -> Global___SubagentFinished: ...
@@ -1994,6 +2058,7 @@ class TurnEvent(_message.Message):
         events_skipped: Global___EventsSkipped | None = ...,
         hook_run: Global___HookRun | None = ...,
         skill_catalog_changed: Global___SkillCatalogChanged | None = ...,
+        buffer_requested: Global___BufferRequested | None = ...,
         subagent_started: Global___SubagentStarted | None = ...,
         subagent_finished: Global___SubagentFinished | None = ...,
         background_task_done: Global___SubagentTaskDone | None = ...,
@@ -2003,11 +2068,11 @@ class TurnEvent(_message.Message):
         plan_report: Global___PlanReport | None = ...,
         ledger_updated: Global___LedgerUpdated | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["acceptance_checked", b"acceptance_checked", "approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "ledger_updated", b"ledger_updated", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "plan_report", b"plan_report", "plan_step_receipt", b"plan_step_receipt", "plan_step_started", b"plan_step_started", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["acceptance_checked", b"acceptance_checked", "approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "buffer_requested", b"buffer_requested", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "ledger_updated", b"ledger_updated", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "plan_report", b"plan_report", "plan_step_receipt", b"plan_step_receipt", "plan_step_started", b"plan_step_started", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["acceptance_checked", b"acceptance_checked", "approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "ledger_updated", b"ledger_updated", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "plan_report", b"plan_report", "plan_step_receipt", b"plan_step_receipt", "plan_step_started", b"plan_step_started", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acceptance_checked", b"acceptance_checked", "approval_requested", b"approval_requested", "approval_resolved", b"approval_resolved", "background_task_done", b"background_task_done", "buffer_requested", b"buffer_requested", "compaction_ended", b"compaction_ended", "compaction_started", b"compaction_started", "context_assembled", b"context_assembled", "degraded", b"degraded", "event", b"event", "events_skipped", b"events_skipped", "hook_run", b"hook_run", "input_queued", b"input_queued", "ledger_updated", b"ledger_updated", "memory_recalled", b"memory_recalled", "model_step_finished", b"model_step_finished", "notice", b"notice", "plan_report", b"plan_report", "plan_step_receipt", b"plan_step_receipt", "plan_step_started", b"plan_step_started", "question_asked", b"question_asked", "question_resolved", b"question_resolved", "reasoning_delta", b"reasoning_delta", "scope", b"scope", "search_stalled", b"search_stalled", "seq", b"seq", "session_id", b"session_id", "skill_catalog_changed", b"skill_catalog_changed", "subagent_finished", b"subagent_finished", "subagent_started", b"subagent_started", "task_list_updated", b"task_list_updated", "text_delta", b"text_delta", "tool_chunk", b"tool_chunk", "tool_finished", b"tool_finished", "tool_started", b"tool_started", "ts", b"ts", "turn", b"turn", "turn_finished", b"turn_finished", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped", "hook_run", "skill_catalog_changed", "subagent_started", "subagent_finished", "background_task_done", "acceptance_checked", "plan_step_started", "plan_step_receipt", "plan_report", "ledger_updated"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["turn_started", "text_delta", "reasoning_delta", "tool_started", "tool_chunk", "tool_finished", "approval_requested", "approval_resolved", "question_asked", "question_resolved", "task_list_updated", "compaction_started", "compaction_ended", "memory_recalled", "degraded", "search_stalled", "context_assembled", "model_step_finished", "input_queued", "notice", "turn_finished", "events_skipped", "hook_run", "skill_catalog_changed", "buffer_requested", "subagent_started", "subagent_finished", "background_task_done", "acceptance_checked", "plan_step_started", "plan_step_receipt", "plan_report", "ledger_updated"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

@@ -216,12 +216,19 @@ Global___CatalogEntry: _TypeAlias = CatalogEntry  # noqa: Y015
 class GetCatalogRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    """The loop session asking: servers added for another session are left out (empty: only servers
+    of no session).
+    """
     def __init__(
         self,
+        *,
+        session_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -268,12 +275,15 @@ class McpCallToolRequest(_message.Message):
     TOOL_FIELD_NUMBER: _builtins.int
     INPUT_JSON_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
     call_id: _builtins.str
     server: _builtins.str
     tool: _builtins.str
     input_json: _builtins.str
     """JSON object of the tool's input."""
     timeout_seconds: _builtins.float
+    session_id: _builtins.str
+    """The loop session calling; a server added for another session is unknown to it."""
     def __init__(
         self,
         *,
@@ -282,10 +292,11 @@ class McpCallToolRequest(_message.Message):
         tool: _builtins.str = ...,
         input_json: _builtins.str = ...,
         timeout_seconds: _builtins.float = ...,
+        session_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "input_json", b"input_json", "server", b"server", "timeout_seconds", b"timeout_seconds", "tool", b"tool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "input_json", b"input_json", "server", b"server", "session_id", b"session_id", "timeout_seconds", b"timeout_seconds", "tool", b"tool"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -453,21 +464,27 @@ class AddServerRequest(_message.Message):
 
     SERVER_JSON_FIELD_NUMBER: _builtins.int
     PROJECT_SOURCE_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
     server_json: _builtins.str
     """The server entry as JSON, in the shape of one mcp.servers[] item."""
     project_source: _builtins.str
     """Non-empty: a project's server (the file it came from, e.g. <workspace>/.mcp.json), kept for
     this gateway's run only, not written to the sidecar. A name already in use answers ALREADY_EXISTS.
     """
+    session_id: _builtins.str
+    """Non-empty (with project_source): the server belongs to this loop session only (an editor's,
+    from ACP session/new); other sessions neither see nor call it; DropSessionServers ends it.
+    """
     def __init__(
         self,
         *,
         server_json: _builtins.str = ...,
         project_source: _builtins.str = ...,
+        session_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["project_source", b"project_source", "server_json", b"server_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["project_source", b"project_source", "server_json", b"server_json", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -492,6 +509,45 @@ class AddServerResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AddServerResponse: _TypeAlias = AddServerResponse  # noqa: Y015
+
+@_typing.final
+class DropSessionServersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DropSessionServersRequest: _TypeAlias = DropSessionServersRequest  # noqa: Y015
+
+@_typing.final
+class DropSessionServersResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DROPPED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def dropped(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        dropped: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dropped", b"dropped"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DropSessionServersResponse: _TypeAlias = DropSessionServersResponse  # noqa: Y015
 
 @_typing.final
 class LoginRequest(_message.Message):
@@ -581,17 +637,20 @@ class ListResourcesRequest(_message.Message):
 
     SERVER_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
     server: _builtins.str
     timeout_seconds: _builtins.float
+    session_id: _builtins.str
     def __init__(
         self,
         *,
         server: _builtins.str = ...,
         timeout_seconds: _builtins.float = ...,
+        session_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "session_id", b"session_id", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -680,19 +739,22 @@ class ReadResourceRequest(_message.Message):
     SERVER_FIELD_NUMBER: _builtins.int
     URI_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
     server: _builtins.str
     uri: _builtins.str
     timeout_seconds: _builtins.float
+    session_id: _builtins.str
     def __init__(
         self,
         *,
         server: _builtins.str = ...,
         uri: _builtins.str = ...,
         timeout_seconds: _builtins.float = ...,
+        session_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "timeout_seconds", b"timeout_seconds", "uri", b"uri"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "session_id", b"session_id", "timeout_seconds", b"timeout_seconds", "uri", b"uri"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

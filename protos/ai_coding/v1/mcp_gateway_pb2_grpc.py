@@ -89,6 +89,11 @@ class McpGatewayStub:
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.AddServerRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.AddServerResponse.FromString,
                 _registered_method=True)
+        self.DropSessionServers = channel.unary_unary(
+                '/ai_coding.v1.McpGateway/DropSessionServers',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersResponse.FromString,
+                _registered_method=True)
         self.Login = channel.unary_unary(
                 '/ai_coding.v1.McpGateway/Login',
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.LoginRequest.SerializeToString,
@@ -181,6 +186,13 @@ class McpGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DropSessionServers(self, request, context):
+        """Stop and forget the servers added for one loop session (AddServerRequest.session_id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Login(self, request, context):
         """OAuth: start a login (returns the URL to open) and log out.
         """
@@ -251,6 +263,11 @@ def add_McpGatewayServicer_to_server(servicer, server):
                     servicer.AddServer,
                     request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.AddServerRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.AddServerResponse.SerializeToString,
+            ),
+            'DropSessionServers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropSessionServers,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersResponse.SerializeToString,
             ),
             'Login': grpc.unary_unary_rpc_method_handler(
                     servicer.Login,
@@ -560,6 +577,33 @@ class McpGateway:
             '/ai_coding.v1.McpGateway/AddServer',
             ai__coding_dot_v1_dot_mcp__gateway__pb2.AddServerRequest.SerializeToString,
             ai__coding_dot_v1_dot_mcp__gateway__pb2.AddServerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropSessionServers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/DropSessionServers',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersRequest.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -58,6 +58,8 @@ class McpGatewayStub:
     """Retry a server now (failed or disconnected)."""
     AddServer: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.AddServerRequest, _mcp_gateway_pb2.AddServerResponse]
     """Add a server at run time (written to the mcp.local.yaml sidecar)."""
+    DropSessionServers: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.DropSessionServersRequest, _mcp_gateway_pb2.DropSessionServersResponse]
+    """Stop and forget the servers added for one loop session (AddServerRequest.session_id)."""
     Login: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LoginRequest, _mcp_gateway_pb2.LoginResponse]
     """OAuth: start a login (returns the URL to open) and log out."""
     Logout: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LogoutRequest, _mcp_gateway_pb2.LogoutResponse]
@@ -89,6 +91,8 @@ class McpGatewayAsyncStub(McpGatewayStub):
     """Retry a server now (failed or disconnected)."""
     AddServer: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.AddServerRequest, _mcp_gateway_pb2.AddServerResponse]  # type: ignore[assignment]
     """Add a server at run time (written to the mcp.local.yaml sidecar)."""
+    DropSessionServers: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.DropSessionServersRequest, _mcp_gateway_pb2.DropSessionServersResponse]  # type: ignore[assignment]
+    """Stop and forget the servers added for one loop session (AddServerRequest.session_id)."""
     Login: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LoginRequest, _mcp_gateway_pb2.LoginResponse]  # type: ignore[assignment]
     """OAuth: start a login (returns the URL to open) and log out."""
     Logout: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LogoutRequest, _mcp_gateway_pb2.LogoutResponse]  # type: ignore[assignment]
@@ -183,6 +187,14 @@ class McpGatewayServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_mcp_gateway_pb2.AddServerResponse, _abc.Awaitable[_mcp_gateway_pb2.AddServerResponse]]:
         """Add a server at run time (written to the mcp.local.yaml sidecar)."""
+
+    @_abc_1.abstractmethod
+    def DropSessionServers(
+        self,
+        request: _mcp_gateway_pb2.DropSessionServersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mcp_gateway_pb2.DropSessionServersResponse, _abc.Awaitable[_mcp_gateway_pb2.DropSessionServersResponse]]:
+        """Stop and forget the servers added for one loop session (AddServerRequest.session_id)."""
 
     @_abc_1.abstractmethod
     def Login(

@@ -13,7 +13,7 @@ from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.loop.adapters.tools import result_to_outcome
 from services.loop.core.errors import AuxiliaryError
-from services.loop.core.ports import ElicitAsker, McpCatalog, ToolChunkEvent, ToolOutcome
+from services.loop.core.ports import ElicitAsker, McpCatalog, McpClient, ToolChunkEvent, ToolOutcome
 from services.mcp_gateway.catalog import ToolEntry, server_listing
 from services.mcp_gateway.elicitation import ElicitAsk, ElicitReply
 from services.mcp_gateway.tool_schema import describe_text, server_key
@@ -53,10 +53,15 @@ class GrpcMcpClient:
         if self._channel is not None:
             await self._channel.close()
 
-    async def catalog(self, timeout_seconds: float) -> McpCatalog:
+    def for_session(self, session_id: str) -> McpClient:
+        """This client as ``session_id`` uses it: it sees that session's own servers (an editor's) too."""
+        return SessionMcpClient(self, session_id)
+
+    async def catalog(self, timeout_seconds: float, session_id: str = "") -> McpCatalog:
         try:
             response = await self._stub.GetCatalog(
-                mcp_gateway_pb2.GetCatalogRequest(), timeout=timeout_seconds, metadata=call_metadata()
+                mcp_gateway_pb2.GetCatalogRequest(session_id=session_id), timeout=timeout_seconds,
+                metadata=call_metadata()
             )
         except grpc.RpcError as err:
             raise AuxiliaryError("mcp_catalog", _reason(err)) from None
@@ -72,17 +77,18 @@ class GrpcMcpClient:
                      for e in response.entries},
         )
 
-    async def resources(self, call_id: str, server: str, uri: str, timeout_seconds: float) -> ToolOutcome:
+    async def resources(self, call_id: str, server: str, uri: str, timeout_seconds: float,
+                        session_id: str = "") -> ToolOutcome:
         try:
             if uri:
                 read = await self._stub.ReadResource(mcp_gateway_pb2.ReadResourceRequest(
-                    server=server, uri=uri, timeout_seconds=timeout_seconds), timeout=timeout_seconds + 5.0,
-                    metadata=call_metadata())
+                    server=server, uri=uri, timeout_seconds=timeout_seconds, session_id=session_id),
+                    timeout=timeout_seconds + 5.0, metadata=call_metadata())
                 result = read.result
             else:
                 listed = await self._stub.ListResources(mcp_gateway_pb2.ListResourcesRequest(
-                    server=server, timeout_seconds=timeout_seconds), timeout=timeout_seconds + 5.0,
-                    metadata=call_metadata())
+                    server=server, timeout_seconds=timeout_seconds, session_id=session_id),
+                    timeout=timeout_seconds + 5.0, metadata=call_metadata())
                 result = listed.result
         except grpc.RpcError as err:
             raise AuxiliaryError("mcp_resources", _reason(err)) from None
@@ -91,10 +97,11 @@ class GrpcMcpClient:
                            error_code=outcome.error_code, error_message=outcome.error_message)
 
     async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
-                   on_chunk: Callable[[ToolChunkEvent], None], on_elicit: ElicitAsker | None = None) -> ToolOutcome:
+                   on_chunk: Callable[[ToolChunkEvent], None], on_elicit: ElicitAsker | None = None,
+                   session_id: str = "") -> ToolOutcome:
         request = mcp_gateway_pb2.McpCallToolRequest(
-            call_id=call_id, server=server, tool=tool, input_json=input_json, timeout_seconds=timeout_seconds
-        )
+            call_id=call_id, server=server, tool=tool, input_json=input_json, timeout_seconds=timeout_seconds,
+            session_id=session_id)
         try:
             async for item in self._stub.CallTool(request, timeout=timeout_seconds + 5.0, metadata=call_metadata()):
                 if item.HasField("chunk"):
@@ -137,3 +144,29 @@ class GrpcMcpClient:
 def _reason(err: grpc.RpcError) -> str:
     code = err.code() if hasattr(err, "code") else None
     return code.name.lower() if code is not None else "error"
+
+
+class SessionMcpClient:
+    """The gateway as one loop session uses it: its catalog, calls and resources name the session,
+    so servers added for it alone (an editor's, ACP ``session/new``) are seen by it and nobody else."""
+
+    def __init__(self, inner: GrpcMcpClient, session_id: str) -> None:
+        self._inner = inner
+        self.session_id = session_id
+
+    def for_session(self, session_id: str) -> McpClient:
+        return self._inner.for_session(session_id)
+
+    async def catalog(self, timeout_seconds: float) -> McpCatalog:
+        return await self._inner.catalog(timeout_seconds, self.session_id)
+
+    async def call(self, call_id: str, server: str, tool: str, input_json: str, timeout_seconds: float,
+                   on_chunk: Callable[[ToolChunkEvent], None], on_elicit: ElicitAsker | None = None) -> ToolOutcome:
+        return await self._inner.call(call_id, server, tool, input_json, timeout_seconds, on_chunk, on_elicit,
+                                      self.session_id)
+
+    async def resources(self, call_id: str, server: str, uri: str, timeout_seconds: float) -> ToolOutcome:
+        return await self._inner.resources(call_id, server, uri, timeout_seconds, self.session_id)
+
+    async def add_project_server(self, entry: dict[str, Any], source: str, timeout_seconds: float) -> str:
+        return await self._inner.add_project_server(entry, source, timeout_seconds)

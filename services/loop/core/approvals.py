@@ -19,6 +19,7 @@ class RequestKind(StrEnum):
 
     APPROVAL = "a"
     QUESTION = "q"
+    BUFFER = "b"
 
 
 class Decision(StrEnum):
@@ -69,6 +70,10 @@ class Pending:
             return False
         future.set_result(resolution)
         return True
+
+    def kind(self, request_id: str) -> RequestKind | None:
+        """What an open request asks for (None: not open)."""
+        return self._kinds.get(request_id)
 
     def forget(self, request_id: str) -> None:
         """Drop a request the pipeline stopped waiting for (timeout)."""

@@ -43,6 +43,14 @@ Command = Callable[[str], Awaitable[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
+class QueuedRun:
+    """A queued run a feature asked for (``/plan <topic>``): shown as ``label``, run as a turn."""
+
+    label: str
+    run: Callable[[int], Awaitable[None]]
+
+
+@dataclass(frozen=True)
 class RewindPoint:
     """Where a conversation rewind takes a session back to: the end of turn ``turn``."""
 
@@ -273,3 +281,10 @@ class Feature:
 def feature_role(features: list[SessionFeature], role: str, default: Any) -> Any:
     """The first feature's answer for one of the turn's roles (context window, hooks, acceptance)."""
     return next((getattr(f, role) for f in features if getattr(f, role) is not None), default)
+
+
+def check_slot_keys(features: list[SessionFeature]) -> None:
+    """Each feature keeps its state under a key of its own (two under one would overwrite each other)."""
+    keys = [slot.key for feature in features for slot in feature.slots]
+    if len(keys) != len(set(keys)):
+        raise AssertionError(f"two session features keep state under one key: {sorted(keys)}")

@@ -165,6 +165,10 @@ ElicitAsker = Callable[[ElicitAsk], Awaitable[ElicitReply]]
 class McpClient(Protocol):
     """The MCP gateway as the loop uses it."""
 
+    def for_session(self, session_id: str) -> McpClient:
+        """The client one session uses: it also sees the servers added for that session alone."""
+        ...
+
     async def catalog(self, timeout_seconds: float) -> McpCatalog: ...
 
     async def call(
@@ -434,6 +438,9 @@ class TurnContext:
     """Persist the record (a failing disk degrades, never raises)."""
     end_of_turn: Callable[[], None]
     """After the clients had turn_finished: fold the journal, close the trace."""
+    editor_buffers: Callable[[], bool] = lambda: False
+    """An editor client follows the session and answers BufferRequested (the read tool shows unsaved
+    buffers)."""
 
 
 def nothing() -> None:

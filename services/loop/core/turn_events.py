@@ -111,6 +111,16 @@ class QuestionAsked(EventBase):
 
 
 @dataclass(frozen=True)
+class BufferRequested(EventBase):
+    """The read tool read ``path`` (absolute, inside the workspace): an editor client may answer with its
+    buffer's text (unsaved changes); the disk text stands otherwise."""
+
+    kind: ClassVar[str] = "buffer_requested"
+    request_id: str
+    path: str
+
+
+@dataclass(frozen=True)
 class QuestionResolved(EventBase):
     kind: ClassVar[str] = "question_resolved"
     request_id: str
@@ -384,7 +394,7 @@ class SubagentTaskDone(EventBase):
 
 
 EventBody = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | ToolFinished |
-    ApprovalRequested | ApprovalResolved | QuestionAsked | QuestionResolved | TaskListUpdated |
+    ApprovalRequested | ApprovalResolved | QuestionAsked | QuestionResolved | BufferRequested | TaskListUpdated |
     CompactionStarted | CompactionEnded | MemoryRecalled | Degraded | SearchStalled | ContextAssembled |
     ModelStepFinished | InputQueued | Notice | TurnFinished | EventsSkipped | HookRun | SkillCatalogChanged |
     AcceptanceChecked | PlanStepStarted | PlanStepReceipt | PlanReport | LedgerUpdated | SubagentStarted |

@@ -20,6 +20,7 @@ from services.loop.core.turn_events import (
     AcceptanceChecked,
     ApprovalRequested,
     ApprovalResolved,
+    BufferRequested,
     CompactionEnded,
     CompactionStarted,
     ContextAssembled,
@@ -67,7 +68,7 @@ def event_point(body: EventBody) -> tuple[HookPoint, dict[str, Any]] | None:
             return HookPoint.COMPACT_AFTER, {"estimated_before": body.estimated_before,
                                      "estimated_after": body.estimated_after}
         case (TurnStarted() | TextDelta() | ReasoningDelta() | ToolStarted() | ToolChunk() | ToolFinished()
-              | ApprovalRequested() | ApprovalResolved() | QuestionAsked() | QuestionResolved() | TaskListUpdated()
+              | ApprovalRequested() | ApprovalResolved() | QuestionAsked() | QuestionResolved() | BufferRequested() | TaskListUpdated()
               | MemoryRecalled() | Degraded() | SearchStalled() | ContextAssembled() | ModelStepFinished()
               | InputQueued() | Notice() | TurnFinished() | EventsSkipped() | HookRun() | SkillCatalogChanged()
               | AcceptanceChecked() | PlanStepStarted() | PlanStepReceipt() | PlanReport() | LedgerUpdated()

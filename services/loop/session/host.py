@@ -48,6 +48,7 @@ class SessionHost:
     bash_policy: CompiledBashPolicy | None
     net: NetConfig
     tools_attached: bool
+    editors: int
     tool_warnings: list[tuple[str, str]]
     features: list[SessionFeature]
     _context: ContextWindow | None
@@ -73,11 +74,12 @@ class SessionHost:
         return TurnContext(
             session_id=session.id, workspace=session.workspace, settings=self.settings, model=self.model,
             messages=session.messages, instructions=lambda: self.tail.instructions, tools=self.tools,
-            runner=self.deps.tools, memory=self.deps.memory, mcp=self.deps.mcp,
+            runner=self.deps.tools, memory=self.deps.memory, mcp=self.mcp,
             interactive=lambda: self.options.interactive, allowed_tools=session.allowed_tools,
             context=self.context, hooks=self._hooks, acceptance=self._acceptance, emit=self.emit, gate=self.gate,
             turn_tail=self.turn_tail, step_tail=self.step_tail, open_tasks=self.open_tasks,
-            add_usage=self.add_usage, save=self.save, end_of_turn=self.end_of_turn)
+            add_usage=self.add_usage, save=self.save, end_of_turn=self.end_of_turn,
+            editor_buffers=lambda: self.editors > 0)
 
     @property
     def runner(self) -> ToolRunner:
@@ -89,7 +91,8 @@ class SessionHost:
 
     @property
     def mcp(self) -> McpClient | None:
-        return self.deps.mcp
+        """The gateway as this session sees it (with the servers added for it alone)."""
+        return self.deps.mcp.for_session(self.session.id) if self.deps.mcp is not None else None
 
     @property
     def interactive(self) -> bool:

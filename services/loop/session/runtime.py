@@ -1,10 +1,9 @@
 """Live sessions: each one's event log, turn queue, tool catalog and answers.
 
-A ``SessionRuntime`` (one open session; ``open_sessions.LoopRuntime`` holds them all) runs its turns one at a time (input sent meanwhile is queued, in order) in a
-task of its own, so a client that disconnects does not end the turn. The runtime is
-the composition root of its session's features (services/loop/core/feature.py): it
-imports none of them, it only runs the list ``LoopDeps.features`` holds.
-"""
+A ``SessionRuntime`` runs one open session's turns one at a time (input sent meanwhile is queued) in a task
+of its own, so a client that disconnects does not end the turn (``open_sessions.LoopRuntime`` holds them all).
+It is the composition root of the session's features (core/feature.py): it imports none of them, it runs the
+list ``LoopDeps.features`` holds."""
 
 from __future__ import annotations
 
@@ -12,20 +11,26 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from services.kernel.config import user_config_path
 from services.loop.core import limits
 from services.loop.core.acceptance import NoAcceptance
-from services.loop.core.approvals import Decision, Resolution
+from services.loop.core.approvals import Decision, RequestKind, Resolution
 from services.loop.core.attachments import InputFile
 from services.loop.core.crash_marks import open_turn_mark
 from services.loop.core.domain import InterruptScope
 from services.loop.core.errors import BadRequest
 from services.loop.core.events import EventLog, resume_point
-from services.loop.core.feature import Feature, RewindPoint, SessionFeature, feature_role
+from services.loop.core.feature import (
+    Feature,
+    QueuedRun,
+    RewindPoint,
+    SessionFeature,
+    check_slot_keys,
+    feature_role,
+)
 from services.loop.core.instructions import load_notes, notes_cut_warning, render_notes
 from services.loop.core.ports import (
     AcceptanceSource,
@@ -50,14 +55,6 @@ log = logging.getLogger("ai_coding.loop")
 F = TypeVar("F")
 
 __all__ = ["LoopDeps", "SessionOptions", "SessionRuntime"]
-
-
-@dataclass(frozen=True)
-class QueuedRun:
-    """A queued run a feature asked for (``/plan <topic>``): shown as ``label``, run as a turn."""
-
-    label: str
-    run: Callable[[int], Awaitable[None]]
 
 
 class SessionRuntime(SessionHost):
@@ -85,6 +82,7 @@ class SessionRuntime(SessionHost):
         self.task: asyncio.Task[None] | None = None
         self.tools_attached = False
         self.attached = 0  # streams currently following this session
+        self.editors = 0  # of those, streams that answer BufferRequested (an editor's ACP client)
         # /permissions changes it (and the session keeps it across loop restarts)
         self.permission_mode: PermissionMode = opening_mode(options.auto_approve, session.permission_mode)
         self.tool_warnings: list[tuple[str, str]] = []
@@ -94,7 +92,7 @@ class SessionRuntime(SessionHost):
         if cut := notes_cut_warning(notes):
             self.warnings.append(cut)
         self._catalog = ""  # the skill catalog the system message lists (the skills feature sets it)
-        self.tail = SessionTail(session.workspace, deps.memory, deps.mcp,
+        self.tail = SessionTail(session.workspace, deps.memory, self.mcp,
                                 build_instructions(base_instructions(options.interactive), self.notes, ""))
         self.features: list[SessionFeature] = []
         for build in deps.features:  # each may find the ones built before it
@@ -107,13 +105,10 @@ class SessionRuntime(SessionHost):
                 self.events.add_listener(feature.on_event)
         for feature in self.features:
             feature.installed()
-        keys = [slot.key for feature in self.features for slot in feature.slots]
-        if len(keys) != len(set(keys)):
-            raise AssertionError(f"two session features keep state under one key: {sorted(keys)}")
+        check_slot_keys(self.features)
         self._context = feature_role(self.features, "context", None)
         self._hooks: TurnHooks = feature_role(self.features, "hooks", PassHooks())
         self._acceptance: AcceptanceSource = feature_role(self.features, "acceptance", NoAcceptance())
-        """The deferred tools loaded at the end of each turn this process ran (live state, as the loads)."""
 
     def emit_now(self, body: EventBody, scope: SubagentScope | None = None) -> None:
         """Emit ``body`` as part of the running (or last) turn."""
@@ -138,7 +133,6 @@ class SessionRuntime(SessionHost):
         for feature in self.features:
             feature.model_changed(model)
 
-
     def set_turn(self, turn: Any) -> None:
         self.turn = turn
 
@@ -156,7 +150,8 @@ class SessionRuntime(SessionHost):
 
     def reconfigure(self, deps: LoopDeps) -> None:
         """A re-open found the workspace's config changed: an idle session takes the new limits and
-        bash policy (a running turn keeps the ones it started with; the model stays as chosen)."""
+        bash policy (a running turn keeps the ones it started with; the model stays as chosen; the ports only
+        when memory and MCP stay as present or absent as they were: the catalog offers their tools by it)."""
         if deps is self.deps or not self.idle:
             return
         self.settings = deps.settings
@@ -165,14 +160,11 @@ class SessionRuntime(SessionHost):
         self.net = deps.net
         for feature in self.features:
             feature.reconfigure(deps)
-        same_ports = (deps.memory is None) == (self.deps.memory is None) and (deps.mcp is None) == (
-            self.deps.mcp is None)
-        if same_ports:  # the catalog offers memory / MCP tools by their presence
+        if (deps.memory is None, deps.mcp is None) == (self.deps.memory is None, self.deps.mcp is None):
             self.deps = deps
 
     async def attach_tools(self) -> None:
-        """Register with the tools service and fetch its catalog (degrades to a warning; the next
-        turn tries again)."""
+        """Register with the tools service and fetch its catalog (a warning if down; the next turn retries)."""
         try:
             warnings = await self.deps.tools.open_session(self.session.id, self.session.workspace,
                                                           self.deps.secret_env_names)
@@ -276,9 +268,19 @@ class SessionRuntime(SessionHost):
         return any(feature.resolve(resolution) for feature in self.features)
 
     def answer_question(self, request_id: str, answer: str) -> bool:
-        if self.turn is None:
-            return False
-        return self.turn.pending.resolve(Resolution(request_id, Decision.ALLOW_ONCE, answer=answer, source="user"))
+        return self._settle(RequestKind.QUESTION, Resolution(request_id, Decision.ALLOW_ONCE, answer=answer,
+                                                             source="user"))
+
+    def answer_buffer(self, request_id: str, text: str | None) -> bool:
+        """Settle a BufferRequested with the editor's text (None: it has none; the disk text stands)."""
+        return self._settle(RequestKind.BUFFER, Resolution(request_id, Decision.DENY, source="editor") if text is None
+                            else Resolution(request_id, Decision.ALLOW_ONCE, answer=text, source="editor"))
+
+    def _settle(self, kind: RequestKind, resolution: Resolution) -> bool:
+        """Resolve the running turn's request of ``kind`` (an answer of another kind settles nothing)."""
+        turn = self.turn
+        return (turn is not None and turn.pending.kind(resolution.request_id) == kind
+                and turn.pending.resolve(resolution))
 
     async def stop(self, reason: str) -> None:
         """End a running turn with ``reason`` (service shutdown) and save."""
@@ -293,17 +295,16 @@ class SessionRuntime(SessionHost):
         self.persist_for_good()
 
     def persist_for_good(self) -> None:
-        """Fold the session into one snapshot and close its files (it leaves memory). A session no turn
-        ever reached the model in, and nothing saved, leaves no file: there is nothing to resume."""
+        """Fold the session into one snapshot and close its files (it leaves memory); one never saved
+        and without a message leaves no file."""
         if self.session.messages or self.store.written(self.session.id):
             self.store.compact(self.session)
         self.store.close(self.session.id)
 
     def rewind_conversation(self, point: RewindPoint, task_state: dict[str, Any]) -> int:
-        """Take the idle session back to the end of turn ``point.turn``: its messages, todo list and
-        turn count, and every feature's state (``SessionFeature.rewind``); saves (the shorter record
-        rewrites the snapshot). What stays: usage and cost (spent is spent), approvals granted for
-        the session, the event numbers. Returns how many messages were dropped."""
+        """Take the idle session back to the end of turn ``point.turn`` (messages, todos, turn count, loaded
+        tools, every feature's state) and save; usage, session grants and event numbers stay. Returns how
+        many messages were dropped."""
         if not self.idle:
             raise BadRequest("a turn is running", hint="Rewind when it has ended (or interrupt it first).")
         session = self.session

@@ -42,6 +42,7 @@ from services.loop.core.turn_events import (
 from services.loop.policy.codes import ErrorCode
 from services.loop.policy.guards import Refusal
 from services.loop.policy.permissions import Level, Verdict
+from services.loop.tools.editor_buffers import with_buffer
 from services.loop.tools.network_approval import network_asker
 from services.loop.tools.previews import approval_preview, changed_first, checked_preview, wants_dry_run
 
@@ -99,6 +100,8 @@ class DispatchContext:
     before_tool: BeforeTool = no_before
     after_tool: AfterTool = no_after
     outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
+    editor_buffers: Callable[[], bool] = lambda: False
+    """An editor follows the session: a read shows its unsaved buffer (tools/editor_buffers.py)."""
 
 
 async def run_batch(ctx: DispatchContext, calls: list[ToolCall]) -> None:
@@ -290,6 +293,8 @@ async def _execute(ctx: DispatchContext, call: ToolCall) -> None:
         outcome.call_id, outcome.tool = call.id, call.name
     else:
         outcome = await _run_remote(ctx, call)
+        if call.name == "read" and outcome.ok and ctx.editor_buffers():
+            outcome = await with_buffer(outcome, _args(call), ctx.workspace, ctx.pending, ctx.emit)
     _finish(ctx, outcome)
     await ctx.after_tool(call, outcome)
 

@@ -30,6 +30,7 @@ from services.loop.core.turn_events import (
     AcceptanceChecked,
     ApprovalRequested,
     ApprovalResolved,
+    BufferRequested,
     CompactionEnded,
     CompactionStarted,
     ContextAssembled,
@@ -92,7 +93,7 @@ def trace_role(body: EventBody) -> TraceRole:
             return TraceRole.FLUSH
         case TurnFinished():
             return TraceRole.CLOSE
-        case (ToolStarted() | ApprovalRequested() | ApprovalResolved() | QuestionAsked() | QuestionResolved()
+        case (ToolStarted() | ApprovalRequested() | ApprovalResolved() | QuestionAsked() | QuestionResolved() | BufferRequested()
               | TaskListUpdated() | CompactionStarted() | CompactionEnded() | MemoryRecalled() | Degraded()
               | SearchStalled() | ContextAssembled() | InputQueued() | Notice() | EventsSkipped() | HookRun()
               | SkillCatalogChanged() | AcceptanceChecked() | PlanStepStarted() | PlanStepReceipt() | PlanReport()

@@ -346,6 +346,7 @@ class Turn:
             on_degraded=lambda component, reason: self.emit(Degraded(component=component, reason=reason)),
             before_tool=lambda call, arguments: ctx.hooks.tool_before(call, arguments, self.emit),
             after_tool=lambda call, outcome: ctx.hooks.tool_after(call, outcome, self.emit),
+            editor_buffers=ctx.editor_buffers,
         )
 
     def _guard(self, call: ToolCall, arguments: dict[str, Any]) -> Refusal | None:
@@ -460,7 +461,7 @@ class Turn:
         for request_id, kind in cleared.items():
             if kind is RequestKind.QUESTION:
                 self.emit(QuestionResolved(request_id=request_id, answer="", source="turn_ended"))
-            else:
+            elif kind is RequestKind.APPROVAL:  # an editor's buffer request just lapses
                 self.emit(ApprovalResolved(request_id=request_id, decision=Decision.DENY, source="turn_ended"))
         handoff = ""
         if handoff_needed(status, self.final_text, len(self.outcomes)):

@@ -135,6 +135,17 @@ def test_an_editors_mcp_servers_become_gateway_entries_and_bad_ones_say_why() ->
     assert len(problems) == 2 and "no command" in problems[0] and "'acp'" in problems[1]
 
 
+def test_an_editors_mcp_server_is_named_for_its_session_within_the_gateways_limit() -> None:
+    from clients.acp import mcp
+    from services.mcp_gateway.settings import _NAME
+
+    server = {"name": "x" * 60, "command": "srv"}
+    first = mcp.entries([server], "s-one")[0][0]["name"]
+    assert first == mcp.entries([server], "s-one")[0][0]["name"]  # a reload of the session finds it again
+    assert first != mcp.entries([server], "s-two")[0][0]["name"]  # each session runs its own copy
+    assert _NAME.match(first) and first.startswith("x" * 41 + "-")
+
+
 @pytest.mark.parametrize(("saved", "failed"), [
     ("denied_by_user: the user refused", True), ("cancelled: the user stopped the turn", True),
     ("echo: ping", False), ("edited a.py (1 replacement)", False), ("  never_read: read it first", True),
