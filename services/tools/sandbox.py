@@ -43,8 +43,9 @@ from services.tools.paths import is_inside, open_parent_dir
 
 BASE_FLAGS = ("--new-session", "--die-with-parent", "--unshare-user", "--cap-drop", "ALL", "--unshare-pid",
               "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
-# Mounts apply in order: the host root first, then a fresh /proc and /dev over it.
-SYSTEM_MOUNTS = ("--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev")
+# Mounts apply in order: an empty root, the visible top-level host directories read-only into it (see
+# system_mounts), then a fresh /proc and /dev over it.
+VIRTUAL_MOUNTS = ("--proc", "/proc", "--dev", "/dev")
 SAFE_ENV_NAMES = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "USER",
                   "LOGNAME", "COLORTERM", "NO_COLOR")
 FIXED_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "SHELL": "/bin/bash"}
@@ -147,6 +148,27 @@ def hidden_files() -> list[str]:
     return found
 
 
+def system_mounts() -> list[str]:
+    """The sandbox's root: an empty tmpfs holding only the :data:`VISIBLE_TOP_LEVEL` host directories
+    (read-only) and their symlinks (/bin -> usr/bin). Every other top-level directory is simply absent,
+    so a directory created on the host after this list was made is not visible either, and one removed
+    meanwhile cannot fail the mount (hiding by listing raced both ways)."""
+    argv = ["--tmpfs", "/"]
+    try:
+        entries = sorted(os.scandir("/"), key=lambda e: e.name)
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.name not in VISIBLE_TOP_LEVEL or entry.name in ("proc", "dev"):
+            continue
+        if entry.is_symlink():
+            with contextlib.suppress(OSError):
+                argv += ["--symlink", os.readlink(entry.path), entry.path]
+        elif entry.is_dir(follow_symlinks=False):
+            argv += ["--ro-bind-try", entry.path, entry.path]
+    return [*argv, *VIRTUAL_MOUNTS]
+
+
 def hidden_top_level() -> list[str]:
     """Top-level host directories outside :data:`VISIBLE_TOP_LEVEL` (symlinks such as /bin -> usr/bin
     are left alone: they point at visible places)."""
@@ -183,8 +205,8 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
     argv = [bwrap, *BASE_FLAGS]
     if not network:
         argv.append("--unshare-net")
-    argv += SYSTEM_MOUNTS
-    outside, inside = hidden_mounts([*hidden_top_level(), *ALWAYS_HIDDEN], roots)
+    argv += system_mounts()
+    outside, inside = hidden_mounts(list(ALWAYS_HIDDEN), roots)
     for real in outside:
         argv += ["--tmpfs", real]
     for extra in shown:
@@ -219,6 +241,7 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
         for source, target in egress.files:
             argv += ["--ro-bind", source, target]
         shell = wrap(egress.python, shell)
+    argv += ["--remount-ro", "/"]  # the root tmpfs, once all is mounted in it (the mounts keep their own modes)
     argv += ["--chdir", str(cwd), "--", *shell]
     return argv
 
@@ -243,7 +266,7 @@ class BwrapProbe:
                             FIX_HINT)
         if self._ok:
             return found
-        argv = [found, *BASE_FLAGS, "--unshare-net", *SYSTEM_MOUNTS, "--", "/bin/true"]
+        argv = [found, *BASE_FLAGS, "--unshare-net", *system_mounts(), "--", "/bin/true"]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,

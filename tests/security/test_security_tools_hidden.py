@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from services.tools.sandbox import bwrap_argv
 from tests.support.tools_harness import ThreadedToolService
 
 SESSION_TEXT = "another-project-session-transcript"
@@ -72,3 +74,27 @@ def test_a_read_only_path_containing_home_is_refused_at_session_open(
         assert bash(svc, f"cat {marker} 2>/dev/null; echo finished").split() == ["finished"]
     finally:
         marker.unlink()
+
+
+def test_a_top_level_directory_that_comes_or_goes_after_the_sandbox_was_planned_neither_shows_nor_fails(
+        tmp_path: Path, other_project: Path) -> None:
+    """The sandbox's root holds only the visible system directories: it is not made by listing the
+    hidden ones, so the host changing its top level between the plan and the mount changes nothing."""
+    bwrap = shutil.which("bwrap")
+    assert bwrap, "bubblewrap is installed by scripts/setup_tests.sh"
+    root = tmp_path / "ws"
+    root.mkdir()
+    late = Path(f"/aic-late-{uuid.uuid4().hex[:8]}")
+    probe = f"ls -d {late} 2>&1; ls -d {other_project} 2>&1; touch /new-top 2>&1; echo finished"
+    argv = bwrap_argv(bwrap, [root], root, False, [], probe)
+    assert str(other_project) not in " ".join(argv[:argv.index("--")])  # no mount names it
+    shutil.rmtree(other_project)  # gone before the mount: the command still runs
+    late.mkdir()  # made after the plan: still not visible
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    finally:
+        late.rmdir()
+    assert done.returncode == 0 and "finished" in done.stdout, (done.stdout, done.stderr)
+    assert f"ls: cannot access '{late}'" in done.stdout and f"ls: cannot access '{other_project}'" in done.stdout
+    assert "Read-only file system" in done.stdout  # nothing new at the top level either
+    assert not Path("/new-top").exists()

@@ -63,12 +63,15 @@ def test_bwrap_flags_isolate_and_protect_git(tmp_path: Path) -> None:
     argv = bwrap_argv("bwrap", [root], root, False, [], "true")
     joined = " ".join(argv)
     for flag in ("--new-session", "--die-with-parent", "--unshare-user", "--cap-drop ALL", "--unshare-pid",
-                 "--proc /proc", "--unshare-net", "--ro-bind / /", "--tmpfs /tmp"):
+                 "--proc /proc", "--unshare-net", "--tmpfs / ", "--ro-bind-try /usr /usr", "--tmpfs /tmp"):
         assert flag in joined, flag
+    assert "--ro-bind / /" not in joined  # the host root is never mounted whole: only its visible directories
     assert f"--ro-bind {root}/.git {root}/.git" in joined  # git's control data as a whole
     assert f"--tmpfs {root}/.ai-coding --remount-ro {root}/.ai-coding" in joined  # created, shown empty
     assert argv.index("--tmpfs") < argv.index("--bind")  # the workspace is mounted over the private /tmp
-    assert argv.index("--ro-bind") < argv.index("--proc")  # a fresh /proc over the host's, not under it
+    assert argv.index("--ro-bind-try") < argv.index("--proc")  # a fresh /proc over the host's, not under it
+    tail = argv[:argv.index("--chdir")]
+    assert tail[-2:] == ["--remount-ro", "/"]  # the root tmpfs goes read-only once everything is mounted in it
     assert "--unshare-net" not in bwrap_argv("bwrap", [root], root, True, [], "true")
 
 
