@@ -272,6 +272,8 @@ class GrpcToolRunner:
                     continue
                 if err.code() == grpc.StatusCode.UNAVAILABLE:
                     await self._reset()
+                    if attempt == 1:  # a dry run changes nothing: once more on a fresh channel, as _control does
+                        continue
                 raise ToolServiceError(f"tools service: {_describe(err)}") from None
             finally:
                 stream.cancel()
