@@ -66,15 +66,36 @@ def lift_prompt(args: Sequence[str], commands: Sequence[str]) -> list[str]:
     return out
 
 
+def is_repository(directory: Path) -> bool:
+    """``directory`` holds a git repository: a ``.git`` folder with a ``HEAD``, or a worktree's
+    ``.git`` file pointing at one (an empty or stray ``.git`` folder is not a repository, as git says)."""
+    marker = directory / ".git"
+    try:
+        if marker.is_dir():
+            return (marker / "HEAD").is_file()
+        return marker.is_file() and marker.read_text(errors="replace").startswith("gitdir:")
+    except OSError:
+        return False
+
+
+def _ceilings() -> set[Path]:
+    """``GIT_CEILING_DIRECTORIES``: the search stops below these, as git's own does."""
+    listed = os.environ.get("GIT_CEILING_DIRECTORIES", "")
+    return {Path(entry).resolve() for entry in listed.split(os.pathsep) if entry}
+
+
 def git_root(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` holding ``.git`` (a repository or a worktree),
-    below the user's home: a dotfiles repository in ``~`` does not make home the workspace."""
+    """The nearest directory at or above ``start`` holding a repository (or a worktree), below the
+    user's home: a dotfiles repository in ``~`` does not make home the workspace."""
     current = start.resolve()
     home = Path(os.path.expanduser("~")).resolve()
+    ceilings = _ceilings()
     for directory in (current, *current.parents):
         if directory == home or (directory in home.parents and current != directory):
             return None
-        if (directory / ".git").exists():
+        if directory in ceilings and directory != current:
+            return None
+        if is_repository(directory):
             return directory
     return None
 

@@ -9,10 +9,11 @@ import grpc
 from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
 from services.kernel.config import Config
+from services.kernel.datadir import data_dir
 from services.kernel.netpolicy import NetConfig
 from services.kernel.server import ServiceDef
 from services.kernel.workspace import private_dirs
-from services.tools import reaper
+from services.tools import placeholders, reaper
 from services.tools.config import SANDBOX_MODES, SandboxConfig, ToolsConfig, network_mode
 from services.tools.errors import ToolError
 from services.tools.runtime import ToolRuntime, find_ripgrep
@@ -43,6 +44,7 @@ def build(config: Config) -> ServiceDef:
     """The tools service definition (the private dirs are hidden from sandboxed commands)."""
     net = config.section(NetConfig, "net")
     reaper.sweep_dead_owners()  # commands of a tools service that was killed along with its guardian
+    placeholders.keep_journal(data_dir() / "tools" / "placeholders")  # and the empty .git it left
     runtime = ToolRuntime(load_tools_config(config), private=private_dirs(config), ripgrep=find_ripgrep(), net=net)
     runtime.shown_warnings = [*config.warnings, *runtime.shown_warnings]  # every session is told
     servicer = ToolRuntimeServicer(runtime)

@@ -8,7 +8,10 @@ service made under its roots; when the last lease ends the directory is removed 
 only while still empty, so a repository the user created meanwhile stays). A user's folder is
 left as it was: no ``.git`` appears in it between commands.
 
-State is per process and touched only from the service's event loop thread.
+State is per process and touched only from the service's event loop thread. A service killed
+while a command ran (SIGKILL: nothing of it runs) cannot remove its placeholders, so each process
+also lists them in a journal file named after it (``<data dir>/tools/placeholders/<pid>.<start>``);
+the next tools service to start removes those of owners that are gone (still only while empty).
 """
 
 from __future__ import annotations
@@ -18,13 +21,49 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from services.tools.reaper import owner_alive, owner_token
+
 _LEASES: dict[str, int] = {}
 """Placeholder path (made by this process) -> commands holding it."""
+_journal: Path | None = None
+"""Where this process lists its placeholders (None: not kept, as in unit tests)."""
+
+
+def keep_journal(folder: Path) -> int:
+    """List this process's placeholders under ``folder`` from now on, after removing those that
+    services which are gone left behind; how many such leftovers were removed."""
+    global _journal
+    removed = 0
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for entry in folder.iterdir():
+            if owner_alive(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                for line in entry.read_text(errors="replace").splitlines():
+                    with contextlib.suppress(OSError):
+                        os.rmdir(line)  # only while still empty: a repository made since stays
+                        removed += 1
+                entry.unlink()
+    _journal = folder / owner_token()
+    _save()
+    return removed
+
+
+def _save() -> None:
+    if _journal is None:
+        return
+    with contextlib.suppress(OSError):
+        if _LEASES:
+            _journal.write_text("".join(f"{path}\n" for path in _LEASES))
+        else:
+            _journal.unlink(missing_ok=True)
 
 
 def note_created(path: Path) -> None:
     """``path`` was just made as a placeholder: it is ours to remove."""
     _LEASES.setdefault(str(path), 0)
+    _save()
 
 
 def lease(roots: Iterable[Path]) -> list[str]:
@@ -46,6 +85,7 @@ def release(held: Iterable[str]) -> None:
             del _LEASES[path]
             with contextlib.suppress(OSError):
                 os.rmdir(path)
+            _save()
 
 
 def ours() -> list[str]:

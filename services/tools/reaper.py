@@ -48,6 +48,12 @@ def owner_token(pid: int | None = None) -> str:
     return f"{pid}.{_start_time(pid) or 0}"
 
 
+def owner_alive(token: str) -> bool:
+    """The service named by ``token`` (an :func:`owner_token`) still runs."""
+    pid, _, started = token.partition(".")
+    return pid.isdigit() and _start_time(int(pid)) == started
+
+
 def new_run_token() -> str:
     """The marker value of one command started now by this service."""
     return f"{owner_token()}/{next(_counter)}"
@@ -99,8 +105,7 @@ def sweep_dead_owners() -> int:
     owners = {value.split("/", 1)[0] for value in _marks().values()}
     killed = 0
     for owner in owners:
-        pid, _, started = owner.partition(".")
-        if pid.isdigit() and _start_time(int(pid)) == started:
+        if owner_alive(owner):
             continue  # that service still runs: its processes are its own
         killed += kill_marked(owner)
     return killed

@@ -67,3 +67,33 @@ def test_sigkill_of_the_tools_service_ends_its_running_jobs(
     finally:
         client.close()
         service.stop()
+
+
+def test_the_empty_git_placeholder_a_killed_service_left_is_removed_by_the_next_one(
+        short_dir: Path, isolated_home: Path, tmp_path: Path) -> None:
+    write_user_config(isolated_home, {"endpoints": {"tools": f"unix:{short_dir}/tools.sock"}})
+    workspace, repo_later = tmp_path / "ws", tmp_path / "became-a-repo"
+    workspace.mkdir()
+    repo_later.mkdir()
+    service = ServiceProcess("tools", short_dir / "tools.sock", tmp_path / "tools.log")
+    service.start()
+    client = ToolServiceClient(str(short_dir / "tools.sock"))
+    try:
+        client.connect()
+        for session, root in (("s1", workspace), ("s2", repo_later)):
+            client.open(session, str(root))
+            _, result = client.call(session, "job_start", json.dumps({"command": "sleep 600"}))
+            assert result.ok, result.error.message
+            assert (root / ".git").is_dir()  # the running job's sandbox mounts over it
+        assert service.proc is not None
+        os.kill(service.proc.pid, signal.SIGKILL)
+        service.proc.wait(timeout=30)
+        client.close()
+        assert (workspace / ".git").is_dir()  # nothing of the killed service ran to remove it
+        (repo_later / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # the user made a repository
+        service.start()
+        assert not (workspace / ".git").exists(), "the next tools service kept the killed one's placeholder"
+        assert (repo_later / ".git" / "HEAD").is_file()  # not empty: the user's, so it stays
+    finally:
+        client.close()
+        service.stop()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clients.cli.attachments import Attachment, AttachmentError, collect, mentioned_paths
-from clients.cli.headless import PICK, choose_session, default_workspace, read_prompt, rewrite_argv
+from clients.cli.headless import PICK, choose_session, default_workspace, git_root, read_prompt, rewrite_argv
 
 COMMANDS = ["run", "sessions", "up"]
 
@@ -54,19 +54,45 @@ def test_a_prefix_matching_several_sessions_lists_them_instead_of_picking() -> N
 
 def test_a_dotfiles_repository_in_home_does_not_make_home_the_workspace(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    (home / ".git").mkdir(parents=True)
+    home = _repository(tmp_path / "home")
     (home / "notes").mkdir()
     monkeypatch.setenv("HOME", str(home))
     assert default_workspace(home / "notes") == (home / "notes").resolve()
 
 
-def test_the_default_workspace_is_the_git_root_above_the_current_dir(tmp_path: Path) -> None:
-    (tmp_path / "repo" / ".git").mkdir(parents=True)
+def _repository(directory: Path) -> Path:
+    (directory / ".git").mkdir(parents=True)
+    (directory / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    return directory
+
+
+def test_the_default_workspace_is_the_git_root_above_the_current_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The machine's own folders above tmp_path are not this test's: git's ceiling keeps them out.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    _repository(tmp_path / "repo")
     (tmp_path / "repo" / "a" / "b").mkdir(parents=True)
     (tmp_path / "loose").mkdir()
     assert default_workspace(tmp_path / "repo" / "a" / "b") == (tmp_path / "repo").resolve()
     assert default_workspace(tmp_path / "loose") == (tmp_path / "loose").resolve()
+
+
+def test_a_worktree_file_counts_and_a_stray_empty_git_folder_does_not(tmp_path: Path) -> None:
+    (tmp_path / "work" / "src").mkdir(parents=True)
+    (tmp_path / "work" / ".git").write_text("gitdir: /elsewhere/.git/worktrees/work\n")
+    assert default_workspace(tmp_path / "work" / "src") == (tmp_path / "work").resolve()
+    (tmp_path / "stray" / ".git").mkdir(parents=True)
+    (tmp_path / "stray" / "sub").mkdir()
+    assert git_root(tmp_path / "stray" / "sub") != (tmp_path / "stray").resolve()
+
+
+def test_the_search_stops_at_git_ceiling_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _repository(tmp_path / "outer")
+    (tmp_path / "outer" / "inner" / "deep").mkdir(parents=True)
+    assert default_workspace(tmp_path / "outer" / "inner" / "deep") == (tmp_path / "outer").resolve()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path / "outer" / "inner"))
+    deep = (tmp_path / "outer" / "inner" / "deep").resolve()
+    assert default_workspace(deep) == deep
 
 
 class FakeStdin(io.StringIO):

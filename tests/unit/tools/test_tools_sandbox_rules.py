@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,31 @@ def test_a_dangling_git_link_into_the_root_gets_its_placeholder_at_the_target(tm
     argv = " ".join(bwrap_argv("bwrap", [root], root, False, [], "true"))
     target = root / "gitdir" / "inner"
     assert target.is_dir() and f"--ro-bind {target} {target}" in argv
+
+
+def test_placeholders_of_a_service_that_is_gone_are_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    from services.tools import placeholders
+    from services.tools.reaper import owner_token
+
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    gone, live, kept = tmp_path / "gone" / ".git", tmp_path / "live" / ".git", tmp_path / "kept" / ".git"
+    for folder in (gone, live, kept):
+        folder.mkdir(parents=True)
+    (kept / "HEAD").write_text("ref: refs/heads/main\n")
+    (journal / "999999999.1").write_text(f"{gone}\n{kept}\n")  # no such process
+    (journal / owner_token(os.getppid())).write_text(f"{live}\n")  # a service still running
+    try:
+        assert placeholders.keep_journal(journal) == 1
+        assert not gone.exists() and live.is_dir() and (kept / "HEAD").is_file()
+        assert sorted(p.name for p in journal.iterdir()) == [owner_token(os.getppid())]
+        made = tmp_path / "mine" / ".git"
+        made.mkdir(parents=True)
+        placeholders.note_created(made)
+        listed = journal / owner_token()
+        assert str(made) in listed.read_text().splitlines()
+        placeholders.release(placeholders.lease([tmp_path / "mine"]))
+        assert not made.exists()
+        assert not listed.exists() or str(made) not in listed.read_text().splitlines()
+    finally:
+        placeholders._journal = None
