@@ -148,7 +148,8 @@ def test_placeholders_of_a_service_that_is_gone_are_removed_and_a_live_ones_kept
     try:
         assert placeholders.keep_journal(journal) == 1
         assert not gone.exists() and live.is_dir() and (kept / "HEAD").is_file()
-        assert sorted(p.name for p in journal.iterdir()) == [owner_token(os.getppid())]
+        names = {p.name for p in journal.iterdir()}
+        assert owner_token(os.getppid()) in names and "999999999.1" not in names
         made = tmp_path / "mine" / ".git"
         made.mkdir(parents=True)
         placeholders.note_created(made)
