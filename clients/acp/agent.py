@@ -272,7 +272,7 @@ class Agent:
             raise RpcError(INVALID_PARAMS, "the prompt is empty; send a text block")
         assert self.conn is not None
         return await run_turn(self.conn, self._update, session, await self.client(session.workspace), given,
-                              read_buffers=self.reads_buffers())
+                              read_buffers=self.reads_buffers(), setup=self._setup)
 
     async def close(self) -> None:
         for session in self.sessions.values():

@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quit": ("", "exit"),
 }
 
+REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
+                 "point out bugs, risky changes and missing tests, most important first.")
+"""What ``/review`` sends to the model (the REPL and an editor alike)."""
+
 # Command -> its subcommands as (name with argument hint, one-line help), for completion.
 SUBCOMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "memory": (
