@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 import uuid
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ai_coding.v1 import mcp_gateway_pb2
 
 from clients.acp.mcp import scoped_name
 from services.fake_model import FakeModelServer
@@ -42,6 +44,13 @@ def _processes_with(mark: str) -> list[int]:
             except OSError:
                 continue
     return [pid for pid in found if pid != os.getpid()]
+
+
+def _connected(rdir: Path, name: str) -> bool:
+    try:
+        return servers(rdir).get(name) == mcp_gateway_pb2.SERVER_STATE_CONNECTED
+    except Exception:  # the gateway is starting again
+        return False
 
 
 def _until(what: str, check: Any, seconds: float = 60.0) -> None:
@@ -99,6 +108,14 @@ def test_a_killed_adapter_takes_its_editor_servers_with_it_and_a_load_brings_the
         assert _open(second, workspace, mark, load=sid) == sid
         wait_connected(env["rdir"], name)  # the new adapter's load brought it again
         assert _processes_with(mark)
+
+        # The gateway dies under the live adapter (the supervisor starts a new one): the adapter
+        # notices its hold ended and brings the server back into the new gateway.
+        status = json.loads(cli("status", "--json", cwd=workspace).stdout)
+        os.kill(int(status["services"]["mcp_gateway"]["pid"]), signal.SIGKILL)
+        _until("the restarted gateway never got the editor's server back",
+               lambda: _connected(env["rdir"], name), seconds=90)
+        assert json.loads(cli("status", "--json", cwd=workspace).stdout)["services"]["mcp_gateway"]["restarts"] >= 1
         assert second.proc.stdin is not None
         second.proc.stdin.close()  # a clean end stops it too
         assert second.proc.wait(timeout=60) == 0
