@@ -149,33 +149,16 @@ class Agent:
 
     async def _join_mcp(self, servers: list[Any], session: Session) -> list[str]:
         """Start the editor's MCP servers in the gateway for ``session`` alone (never written to the
-        user's mcp.local.yaml; other sessions neither see nor call them; dropped when the session
-        closes here); the sentences for those left out."""
+        user's mcp.local.yaml; other sessions neither see nor call them; they stop when the session
+        closes here or this process ends, however it ends); the sentences for those left out."""
         if not servers:
             return []
-        from clients.acp import mcp
-        from clients.cli import control
-        from clients.cli.connection.loop import ClientError
-        from clients.cli.connection.services import McpClient
+        from clients.acp.editor_mcp import EditorServers
 
-        entries, problems = mcp.entries(servers, session.id)
-        try:
-            await asyncio.to_thread(control.ensure_running, self._setup, ["mcp_gateway"])
-        except Exception as exc:
-            return [*problems, f"the editor's MCP servers were not started: {exc}"]
-        gateway = McpClient(self._setup.endpoints["mcp_gateway"])
-        try:
-            for entry in entries:
-                refused = await gateway.add_for_run(json.dumps(entry), "the editor (ai-coding acp)", session.id)
-                if refused:
-                    problems.append(f"MCP server {entry['name']!r} left out: {refused}")
-                else:
-                    session.mcp_servers = True
-        except ClientError as err:
-            problems.append(str(err))
-        finally:
-            await gateway.close()
-        return problems
+        if session.mcp_servers is not None:  # a second load of a session this process serves
+            await session.mcp_servers.leave()
+        session.mcp_servers = EditorServers(self._setup, session.id)
+        return await session.mcp_servers.join(servers)
 
     async def _mode(self, session: Session) -> str:
         from clients.cli.connection.loop import ClientError
@@ -244,21 +227,12 @@ class Agent:
         await self._drop_mcp(session)
         return {}
 
-    async def _drop_mcp(self, session: Session) -> None:
+    @staticmethod
+    async def _drop_mcp(session: Session) -> None:
         """Stop the editor's MCP servers of ``session`` (a gateway that is gone took them with it)."""
-        if not session.mcp_servers or self._setup is None:
-            return
-        from clients.cli.connection.services import McpClient
-
-        session.mcp_servers = False
-        gateway = McpClient(self._setup.endpoints["mcp_gateway"])
-        try:
-            await gateway.drop_session(session.id)
-        except Exception as exc:  # the editor is leaving: one line on its log, never a traceback
-            print(f"ai-coding acp: the editor's MCP servers of {session.id} were not stopped: {exc}",
-                  file=sys.stderr)
-        finally:
-            await gateway.close()
+        if session.mcp_servers is not None:
+            servers, session.mcp_servers = session.mcp_servers, None
+            await servers.leave()
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
         from clients.cli.connection.loop import ClientError
@@ -298,7 +272,7 @@ class Agent:
             raise RpcError(INVALID_PARAMS, "the prompt is empty; send a text block")
         assert self.conn is not None
         return await run_turn(self.conn, self._update, session, await self.client(session.workspace), given,
-                              read_buffers=self.reads_buffers())
+                              read_buffers=self.reads_buffers(), setup=self._setup)
 
     async def close(self) -> None:
         for session in self.sessions.values():

@@ -18,6 +18,7 @@ from typing import Any
 from clients.acp.hello import PROTOCOL_VERSION as PROTOCOL_VERSION
 from clients.acp.hello import capabilities as capabilities
 from clients.cli import views
+from clients.cli.slash import COMMANDS as REPL_COMMANDS
 
 # ---- session modes: our permission modes ----
 
@@ -33,22 +34,27 @@ def mode_state(current: str) -> dict[str, Any]:
             "availableModes": [{"id": i, "name": n, "description": d} for i, n, d in MODES]}
 
 
-# ---- available commands: the slash commands the loop itself answers ----
+# ---- available commands: the REPL's slash commands that make sense in an editor ----
 
-COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("status", "session id, message count, memory notes", ""),
-    ("model", "list the configured models, or switch to one", "model name"),
-    ("permissions", "show or switch the permission mode (auto, confirm, readonly)", "mode"),
-    ("todo", "the session's task list", ""),
-    ("budget", "token ledger of this session", ""),
-    ("compact", "compact the history now", ""),
-    ("config", "the effective configuration", ""),
-    ("trace", "trace summary of the last turn", ""),
-    ("skills", "the skills, and pending ones to approve or deny", "approve|deny <name>"),
-    ("hooks", "the configured hooks and what each did last", ""),
-    ("tasks", "background subagent runs", "stop <id>"),
-    ("plan", "plan a topic and run the plan step by step", "topic"),
-)
+EDITOR_DOES: dict[str, str] = {
+    "help": "the editor lists the available commands itself",
+    "resume": "the editor's session list loads a session (session/load)",
+    "clear": "the editor starts a new session (session/new)",
+    "quit": "the editor ends the agent",
+    "last": "the editor shows every tool call's input and output in the thread",
+    "thinking": "the editor shows the reasoning as it streams (thought chunks)",
+    "diff": "the editor shows each edit as a diff in the thread",
+}
+"""REPL commands left out of the editor's list, and why: the editor does that itself."""
+
+ADAPTER_ANSWERS = frozenset({"review", "cost", "mcp", "memory"})
+"""REPL commands the REPL itself answers (not the loop) that the adapter answers the same way
+(clients/acp/commands.py); every other listed command goes to the loop (``RunCommand``)."""
+
+COMMANDS: tuple[tuple[str, str, str], ...] = tuple(
+    (name, description, hint.strip("[]<>"))
+    for name, (hint, description) in REPL_COMMANDS.items() if name not in EDITOR_DOES)
+"""(name, description, input hint) of every command the editor lists, in the REPL's order and words."""
 COMMAND_NAMES = frozenset(name for name, _, _ in COMMANDS)
 
 

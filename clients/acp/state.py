@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from clients.acp.editor_mcp import EditorServers
     from clients.cli.connection.loop import TurnStream
+    from clients.cli.views import Usage
 
 
 @dataclass
@@ -22,5 +24,7 @@ class Session:
     denied_tools: set[str] = field(default_factory=set)
     """Tools the editor answered "reject always" for: refused here without asking again."""
     asks: set[asyncio.Task[None]] = field(default_factory=set)
-    mcp_servers: bool = False
-    """The editor's MCP servers run in the gateway for this session alone (stopped when it closes here)."""
+    last_usage: Usage | None = None
+    """The last finished turn's usage (``/cost``)."""
+    mcp_servers: EditorServers | None = None
+    """The editor's MCP servers, run in the gateway for this session alone while this process holds it."""

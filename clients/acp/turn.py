@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from clients.acp import buffers, mapping
+from clients.acp import buffers, commands, mapping
 from clients.acp.rpc import INTERNAL_ERROR, Connection, PeerGone, RpcError
 from clients.acp.state import Session
 from clients.cli import views
+from clients.cli.slash import REVIEW_PROMPT
 
 Update = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -118,12 +120,14 @@ class _Turn:
 
 
 async def run_turn(conn: Connection, update: Update, session: Session, client: LoopClient,
-                   given: TurnInput, read_buffers: bool = False) -> dict[str, Any]:
+                   given: TurnInput, read_buffers: bool = False, setup: Any = None) -> dict[str, Any]:
     from clients.cli.driver import TurnDriver
 
     command = mapping.slash(given.text)
+    if command is not None and command[0] == "review":
+        given, command = replace(given, text=REVIEW_PROMPT), None
     if command is not None and command[0] != "plan":
-        return await _command(update, session, client, *command)
+        return await _command(update, session, client, setup, *command)
     turn = _Turn(conn, session)
     driver = TurnDriver(client, session.id, turn.on_event, plan=command is not None)
     turn.approve = driver.answer_approval
@@ -139,6 +143,8 @@ async def run_turn(conn: Connection, update: Update, session: Session, client: L
         raise RpcError(INTERNAL_ERROR, f"the turn stream broke: {end.error}; `ai-coding attach {session.id}` "
                        "follows the session")
     finished = end.finished
+    if finished is not None:
+        session.last_usage = finished.usage
     if finished is None:
         raise RpcError(INTERNAL_ERROR, "the loop ended the turn stream without a result; "
                        f"`ai-coding attach {session.id}` shows the session")
@@ -150,12 +156,15 @@ async def run_turn(conn: Connection, update: Update, session: Session, client: L
     return {"stopReason": reason}
 
 
-async def _command(update: Update, session: Session, client: LoopClient, name: str, args: str) -> dict[str, Any]:
+async def _command(update: Update, session: Session, client: LoopClient, setup: Any, name: str,
+                   args: str) -> dict[str, Any]:
     from clients.cli.connection.loop import ClientError
 
     try:
-        reply = await client.run_command(session.id, name, args)
-        text = reply.text
+        if name in mapping.ADAPTER_ANSWERS:
+            text = await commands.answer(name, args, session, client, setup)
+        else:
+            text = (await client.run_command(session.id, name, args)).text
     except ClientError as err:
         text = f"/{name} failed: {err}"
     await update(session.id, mapping.chunk("agent_message_chunk", text or f"/{name}: done"))

@@ -159,7 +159,7 @@ def _register_commands() -> None:
         from clients.cli.commands import checkpoints
 
         checkpoints.register(app)
-    for noun in ("batch", "checkpoints", "config", "memory", "mcp", "sessions", "skill", "trace"):
+    for noun in ("batch", "checkpoints", "config", "memory", "mcp", "network", "sessions", "skill", "trace"):
         if not (wanted or noun in args):
             continue
         if importlib.util.find_spec(f"clients.cli.commands.{noun}") is None:

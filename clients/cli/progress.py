@@ -54,6 +54,8 @@ class JobState:
     """running, exited or stopped (job_stop)."""
     runtime_s: float = 0.0
     exit_code: int | None = None
+    refused: tuple[str, ...] = ()
+    """Hosts the sandbox's proxy refused it ("host:port"): a job cannot ask, the user allows them."""
 
     @property
     def running(self) -> bool:
@@ -63,7 +65,11 @@ class JobState:
     def ended_line(self) -> str:
         """'⟲ background job job-1 (npm test) exited 0 · 3.1s'."""
         code = f" {self.exit_code}" if self.exit_code is not None and self.status == "exited" else ""
-        return f"⟲ background job {self.job_id} ({self.title}) {self.status}{code} · {self.runtime_s:.1f}s"
+        line = f"⟲ background job {self.job_id} ({self.title}) {self.status}{code} · {self.runtime_s:.1f}s"
+        if self.refused:
+            line += (f" · network refused: {', '.join(self.refused)} "
+                     f"(/network allow {self.refused[0].removesuffix(':443')} allows it for this session)")
+        return line
 
     @classmethod
     def of(cls, job: object) -> JobState | None:
@@ -73,8 +79,10 @@ class JobState:
         runtime = job.get("runtime_s")
         code = job.get("exit_code")
         title = str(job.get("name") or job.get("command") or job["job_id"])
+        refused = tuple(str(t) for t in job.get("egress_refused") or () if isinstance(t, str))
         return cls(job["job_id"], title, str(job.get("status") or "running"),
-                   float(runtime) if isinstance(runtime, int | float) else 0.0, code if isinstance(code, int) else None)
+                   float(runtime) if isinstance(runtime, int | float) else 0.0, code if isinstance(code, int) else None,
+                   refused)
 
 
 def job_of_result(result: views.ToolResult) -> JobState | None:

@@ -65,6 +65,8 @@ class ServerStatus:
     degraded_reason: str = ""
     log: tuple[ServerLogLine, ...] = ()
     """The newest kept log lines, oldest first (only when they were asked for)."""
+    session_id: str = ""
+    """Non-empty: an editor's server, for that loop session alone (not in the user's config)."""
 
 
 @dataclass(frozen=True)

@@ -127,14 +127,35 @@ def server_line(status: ServerStatus) -> str:
     return f"  {status.name:<16} {status.type:<7} {state:<13} {status.tool_count:>3} tools{extra}"
 
 
-def server_lines(servers: Sequence[ServerStatus]) -> list[str]:
+def server_lines(servers: Sequence[ServerStatus], session_id: str = "", others: bool = True) -> list[str]:
     """``/mcp`` and ``ai-coding mcp status``: one line per server, or how to add one; under each,
-    the log lines it carries (``mcp status --logs``)."""
+    the log lines it carries (``mcp status --logs``). The user's own servers come first; a server an
+    editor brought for one session (``ai-coding acp``) is listed under that session: ``session_id``'s
+    as this session's, the others' under theirs (``others=False``: only counted)."""
     if not servers:
         return ["no MCP servers configured (add one with `ai-coding mcp add`)"]
-    lines: list[str] = []
+
+    def block(group: Sequence[ServerStatus]) -> list[str]:
+        out: list[str] = []
+        for status in group:
+            out.append(server_line(status))
+            out.extend(f"      {line.level:<8} {line.logger + ': ' if line.logger else ''}{line.text}"
+                       for line in status.log)
+        return out
+
+    users = [s for s in servers if not s.session_id]
+    lines = block(users) if users else ["no MCP servers of your own (add one with `ai-coding mcp add`)"]
+    mine = [s for s in servers if s.session_id and s.session_id == session_id]
+    if mine:
+        lines += ["this session's editor servers (from ai-coding acp, for this session alone):", *block(mine)]
+    sessions: dict[str, list[ServerStatus]] = {}
     for status in servers:
-        lines.append(server_line(status))
-        lines.extend(f"      {line.level:<8} {line.logger + ': ' if line.logger else ''}{line.text}"
-                     for line in status.log)
+        if status.session_id and status.session_id != session_id:
+            sessions.setdefault(status.session_id, []).append(status)
+    if sessions and not others:
+        count = sum(map(len, sessions.values()))
+        lines.append(f"({count} editor server{'s' if count != 1 else ''} of other sessions: "
+                     "`ai-coding mcp status` lists them)")
+    for other, group in sessions.items() if others else ():
+        lines += [f"session {other}'s editor servers (from ai-coding acp, for that session alone):", *block(group)]
     return lines

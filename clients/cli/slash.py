@@ -41,9 +41,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("[session]", "the files this turn changed as one diff (session: every change of this session)"),
     "thinking": ("", "expand the last turn's folded reasoning"),
     "mcp": ("[retry <name>]", "MCP servers: state, tools, failure reason; retry one now"),
+    "network": ("[allow|revoke <host[:port]>]",
+                "the sandbox's network grants for this session and hosts refused lately; allow or revoke one"),
     "clear": ("", "start a new session (the old one stays resumable)"),
     "quit": ("", "exit"),
 }
+
+REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
+                 "point out bugs, risky changes and missing tests, most important first.")
+"""What ``/review`` sends to the model (the REPL and an editor alike)."""
 
 # Command -> its subcommands as (name with argument hint, one-line help), for completion.
 SUBCOMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -55,6 +61,8 @@ SUBCOMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("forget <id>", "delete a note (asks y/N first)"),
     ),
     "mcp": (("retry <name>", "reconnect a server now and show its new state"),),
+    "network": (("allow <host[:port]>", "let the sandbox reach it for this session (background jobs too)"),
+                ("revoke <host[:port]>", "take that back")),
     "skills": (("approve <name>", "move a pending skill into the library (it joins the catalog)"),
                ("deny <name>", "delete a pending skill")),
 }

@@ -48,3 +48,26 @@ class Grant:
     scope: GrantScope
     reason: str = ""
     """For a refusal: why (the user said no, nobody answered); it reaches the command's 403 and the trace."""
+
+
+@dataclass(frozen=True)
+class HostRefusal:
+    """An unlisted host a command of the session was refused lately."""
+
+    target: str
+    reason: str
+    count: int = 1
+    background: bool = False
+    """A background job's (nobody could be asked)."""
+
+
+@dataclass(frozen=True)
+class SessionGrants:
+    """A session's standing grants ("host:port", sorted), its recent refusals, and why an allow or
+    revoke was not taken."""
+
+    granted: tuple[str, ...] = ()
+    refused: tuple[HostRefusal, ...] = ()
+    error: str = ""
+    proxy: bool = False
+    """The sandbox's network is ``proxy`` (else grants do nothing)."""

@@ -36,6 +36,7 @@ def status_to_proto(view: ServerView) -> mcp_gateway_pb2.ServerStatus:
         degraded=view.degraded,
         degraded_reason=view.degraded_reason,
         log=[mcp_gateway_pb2.ServerLogLine(level=line.level, logger=line.logger, text=line.text) for line in view.log],
+        session_id=view.session_id,
     )
 
 

@@ -51,6 +51,8 @@ class ServerView:
     """Why it first failed: the loop emits one Degraded event per server with this text."""
     log: tuple[LogLine, ...] = ()
     """Its newest kept log lines, oldest first (only when asked for)."""
+    session_id: str = ""
+    """Non-empty: it belongs to this loop session alone (an editor's), not to the user's config."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from services.mcp_gateway.domain import (
 from services.mcp_gateway.elicitation import ElicitationBroker, ElicitSink
 from services.mcp_gateway.errors import ServerConfigError, UnknownServer
 from services.mcp_gateway.policy import MAX_CONCURRENT_CONNECTS, qualified_tool
+from services.mcp_gateway.session_servers import SessionServers
 from services.mcp_gateway.settings import (
     SIDECAR_NAME,
     McpSettings,
@@ -58,8 +59,8 @@ class Gateway:
         self._sidecar_stamp = file_stamp(sidecar)
         self._stale: dict[str, str] = {}
         """Sidecar servers edited by hand since the start: name -> the line that says to restart."""
-        self.owners: dict[str, str] = {}
-        """Servers added for one loop session (an editor's): name -> that session's id."""
+        self.sessions = SessionServers(self._drop_unheld)
+        """Servers added for one loop session (an editor's): whose they are, who holds them."""
 
     def _make(self, server: ServerSettings) -> ServerSupervisor:
         return ServerSupervisor(server, self._opener, self._limiter)
@@ -73,6 +74,8 @@ class Gateway:
     async def aclose(self) -> None:
         """Close every session; safe to call twice or before start."""
         self.elicitations.cancel_all()
+        self.sessions.close()
+        await self.sessions.settle()
         await asyncio.gather(*(s.aclose() for s in self.supervisors.values()), return_exceptions=True)
 
     def refresh_sidecar(self) -> None:
@@ -105,6 +108,8 @@ class Gateway:
         self.refresh_sidecar()
         views = [replace(v, degraded=True, degraded_reason=self._stale[v.name])
                  if v.name in self._stale else v for v in (s.view(log_lines) for s in self.supervisors.values())]
+        views = [replace(v, session_id=self.sessions.owner(v.name)) if self.sessions.owner(v.name) else v
+                 for v in views]
         for name, reason in self._invalid.items():
             views.append(ServerView(name=name, type="?", state=State.FAILED, reason=reason, degraded=True,
                                     degraded_reason=reason))
@@ -120,8 +125,8 @@ class Gateway:
 
     def visible(self, server: str, session_id: str) -> bool:
         """``server`` belongs to no session, or to ``session_id``."""
-        owner = self.owners.get(server)
-        return owner is None or owner == session_id
+        owner = self.sessions.owner(server)
+        return not owner or owner == session_id
 
     def _seen(self, session_id: str) -> list[ServerSupervisor]:
         return [sup for name, sup in self.supervisors.items() if self.visible(name, session_id)]
@@ -207,7 +212,8 @@ class Gateway:
     async def add_server(self, entry: Mapping[str, Any], project_source: str = "", session_id: str = "") -> ServerView:
         """Validate, persist to the sidecar, and start connecting (never replaces an existing name).
         A project's server (``project_source``: its file) is kept for this run only, not persisted;
-        with ``session_id`` too it belongs to that loop session alone (:meth:`drop_session` ends it)."""
+        with ``session_id`` too it belongs to that loop session alone, while a client holds the session
+        (:class:`~services.mcp_gateway.session_servers.SessionServers`; :meth:`drop_session` ends it)."""
         server = parse_server(dict(entry), project_source or str(self._sidecar))
         if server.name in self.supervisors:
             raise ServerConfigError(f"an MCP server named {server.name!r} already exists",
@@ -219,18 +225,23 @@ class Gateway:
         sup = self._make(server)
         self.supervisors[server.name] = sup
         if project_source and session_id:
-            self.owners[server.name] = session_id
+            self.sessions.added(server.name, session_id)
         if self._started:
             sup.start()
         return sup.view()
 
     async def drop_session(self, session_id: str) -> list[str]:
         """Stop and forget the servers added for ``session_id``; their names."""
-        names = [name for name, owner in self.owners.items() if owner == session_id]
-        for name in names:
-            del self.owners[name]
-            await self.supervisors.pop(name).aclose()
+        names = self.sessions.forget(session_id)
+        leaving = [self.supervisors.pop(name) for name in names]  # gone at once: a new add starts afresh
+        await asyncio.gather(*(sup.aclose() for sup in leaving), return_exceptions=True)
         return names
+
+    async def _drop_unheld(self, session_id: str) -> list[str]:
+        """The session's last hold ended (or none came): its servers stop, unless a client held it again."""
+        if self.sessions.holds.get(session_id):
+            return []
+        return await self.drop_session(session_id)
 
 
 def unknown_server(server: str, known: list[str]) -> CallOutcome:

@@ -21,6 +21,9 @@ from services.mcp_gateway.gateway import Gateway
 
 log = logging.getLogger("ai_coding.mcp_gateway.servicer")
 
+HOLD_PING_S = 5.0
+"""How often a hold stream says the session's servers (a write to a vanished peer ends the stream)."""
+
 
 class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
     """gRPC face of the gateway; no decisions here."""
@@ -154,6 +157,22 @@ class McpGatewayServicer(mcp_gateway_pb2_grpc.McpGatewayServicer):
     async def DropSessionServers(self, request: mcp_gateway_pb2.DropSessionServersRequest,
                                  context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.DropSessionServersResponse:
         return mcp_gateway_pb2.DropSessionServersResponse(dropped=await self._gateway.drop_session(request.session_id))
+
+    async def HoldSessionServers(self, request: mcp_gateway_pb2.HoldSessionServersRequest,
+                                 context: grpc.aio.ServicerContext
+                                 ) -> AsyncIterator[mcp_gateway_pb2.HoldSessionServersEvent]:
+        if not request.session_id:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "mcp_config_invalid",
+                        "session_id is required: the loop session whose servers to hold")
+        sessions = self._gateway.sessions
+        sessions.hold(request.session_id)
+        log.info("%s holds the MCP servers of session %s", request.holder or "a client", request.session_id)
+        try:
+            while True:
+                yield mcp_gateway_pb2.HoldSessionServersEvent(servers=sessions.names(request.session_id))
+                await asyncio.sleep(HOLD_PING_S)
+        finally:  # the client closed the stream, exited or was killed: its socket is gone
+            sessions.release(request.session_id)
 
     async def Login(self, request: mcp_gateway_pb2.LoginRequest,
                     context: grpc.aio.ServicerContext) -> mcp_gateway_pb2.LoginResponse:

@@ -11,12 +11,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.tools import limits
 from services.tools.errors import ToolError
 from services.tools.output import RingBuffer, TextDecoder
 from services.tools.process import Spawned, spawn
+
+if TYPE_CHECKING:
+    from services.tools.egress.proxy import Gate
 
 
 @dataclass
@@ -32,6 +35,8 @@ class Job:
     ended: float | None = None
     stopped: bool = False
     reader: asyncio.Task[None] | None = None
+    gate: Gate | None = None
+    """Its way out under ``network: proxy`` (its requests' records, told with job_output)."""
 
     @property
     def status(self) -> str:
@@ -41,8 +46,11 @@ class Job:
 
     def describe(self) -> dict[str, Any]:
         end = self.ended if self.ended is not None else time.monotonic()
-        return {"job_id": self.job_id, "name": self.name, "command": self.command, "status": self.status,
-                "exit_code": self.process.returncode, "runtime_s": round(end - self.started, 3)}
+        out = {"job_id": self.job_id, "name": self.name, "command": self.command, "status": self.status,
+               "exit_code": self.process.returncode, "runtime_s": round(end - self.started, 3)}
+        refused = sorted({f"{r.host}:{r.port}" for r in self.gate.records if r.verdict != "allow" and r.host}) \
+            if self.gate is not None else []
+        return {**out, "egress_refused": refused} if refused else out
 
 
 async def _read(job: Job, on_end: Callable[[], None] | None = None) -> None:

@@ -44,7 +44,7 @@ from services.tools.egress.setup import make_egress
 from services.tools.errors import ToolError, UnknownSession, WorkspaceError
 from services.tools.files import edit_file, read_file, write_file
 from services.tools.filestate import FileStateTracker
-from services.tools.jobs import JobTable
+from services.tools.jobs import Job, JobTable
 from services.tools.paths import check_workspace_root
 from services.tools.process import run_command
 from services.tools.sandbox import (
@@ -162,6 +162,8 @@ class ToolRuntime:
         self.host_env = dict(os.environ if host_env is None else host_env)
         self.egress, self.egress_error = make_egress(config.sandbox, net or NetConfig(), self.host_env,
                                                      data_dir(self.host_env) / "egress-ca")
+        if self.egress is not None:  # "for this session" grants outlive a restart of this service
+            self.egress.grants.keep_in(data_dir(self.host_env) / "egress-grants")
         self._gate_waits: set[asyncio.Task[None]] = set()
         self.credential_vars = sorted(referenced_vars(config.sandbox.credentials))
         self.home = home or Path.home()
@@ -226,17 +228,19 @@ class ToolRuntime:
                 log.info("forgetting idle session %s", session_id)
                 del self.sessions[session_id]
 
-    async def close_session(self, session_id: str) -> int:
-        """Stop the session's jobs and forget it; how many jobs were still running."""
+    async def close_session(self, session_id: str, ending: bool = True) -> int:
+        """Stop the session's jobs and forget it; how many jobs were still running. ``ending``: the
+        session closed (its network grants end); else only this service stops (they are kept)."""
         session = self.sessions.pop(session_id, None)
-        if self.egress is not None:
+        if self.egress is not None and ending:
             self.egress.forget(session_id)
         return 0 if session is None else await session.jobs.stop_all()
 
     async def close_all(self) -> None:
-        """Stop every session's jobs and release the checkpoint watches (service shutdown)."""
+        """Stop every session's jobs and release the checkpoint watches (service shutdown: the sessions
+        go on, their network grants stay in the store for the next start)."""
         for session_id in list(self.sessions):
-            await self.close_session(session_id)
+            await self.close_session(session_id, ending=False)
         self.checkpoints.close()
 
     def session_root(self, session_id: str) -> Path:
@@ -323,7 +327,7 @@ class ToolRuntime:
         except CheckTimeout as exc:
             return f"the command policy check was stopped ({exc})"
 
-    async def _open_gate(self, session: Session, ask: bool = False) -> Gate | None:
+    async def _open_gate(self, session: Session, ask: bool = False, background: bool = False) -> Gate | None:
         """The egress proxy's gate for one command of a ``network: proxy`` sandbox (else None);
         ``ask``: unlisted hosts are asked of the user through the running call (bash, not a job)."""
         if not session.sandbox.egress or session.sandbox.mode != "bwrap":
@@ -331,7 +335,7 @@ class ToolRuntime:
         if self.egress is None:
             raise ToolError("egress_unavailable", f"the sandbox's egress proxy cannot run: {self.egress_error}",
                             "Fix tools.sandbox in your user config, then restart the tools service.")
-        return await self.egress.open_gate(session.session_id, ASK_USER.get() if ask else None)
+        return await self.egress.open_gate(session.session_id, ASK_USER.get() if ask else None, background)
 
     async def _command_argv(self, session: Session, command: str, gate: Gate | None = None
                             ) -> tuple[list[str], dict[str, str]]:
@@ -407,7 +411,7 @@ class ToolRuntime:
 
     async def _job_start(self, session: Session, args: JobStartArgs, bound: float, emit: Emit) -> ToolOutput:
         command = args.command
-        gate = await self._open_gate(session)
+        gate = await self._open_gate(session, background=True)
         held: list[str] = []
         try:
             argv, env = await self._command_argv(session, command, gate)  # makes the placeholders
@@ -420,6 +424,7 @@ class ToolRuntime:
                 await gate.close()
             raise
         if gate is not None:  # the job's way out closes when the job ends
+            job.gate = gate
             waiter = asyncio.ensure_future(self._close_gate_after(job.process.wait(), gate))
             self._gate_waits.add(waiter)
             waiter.add_done_callback(self._gate_waits.discard)
@@ -440,7 +445,9 @@ class ToolRuntime:
                                                       is not None else "") + f", {info['runtime_s']:.1f} s]"
         if lost:
             head += f"\n[... {lost:,} older characters were dropped ...]"
-        return ToolOutput(f"{head}\n{text}" if text else f"{head}\n(no new output)", {**info, "dropped_chars": lost})
+        data, note = _job_egress(job)
+        return ToolOutput((f"{head}\n{text}" if text else f"{head}\n(no new output)") + note,
+                          {**info, "dropped_chars": lost, **data})
 
     async def _job_list(self, session: Session, args: NoArgs, bound: float, emit: Emit) -> ToolOutput:
         jobs = [job.describe() for job in session.jobs.jobs.values()]
@@ -451,7 +458,17 @@ class ToolRuntime:
         job = session.jobs.get(args.job_id)
         was_running = await session.jobs.stop(job)
         text = f"Stopped {job.job_id}." if was_running else f"{job.job_id} had already ended."
-        return ToolOutput(text, job.describe())
+        data, note = _job_egress(job)
+        return ToolOutput(text + note, {**job.describe(), **data})
+
+
+def _job_egress(job: Job) -> tuple[dict[str, Any], str]:
+    """A job's requests through the proxy since it last told them: ``data.egress`` (the loop traces
+    them under this call) and the note for the model (each refused host, and how the user allows it)."""
+    if job.gate is None:
+        return {}, ""
+    records, note = job.gate.take_report()
+    return ({"egress": records} if records else {}), note
 
 
 READ_ONLY_NOTE = ("\n[sandbox] .git and .ai-coding are read-only inside the sandbox: git would run on the "

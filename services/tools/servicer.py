@@ -16,8 +16,10 @@ from services.kernel.errors import abort
 from services.kernel.netgrants import EgressAsk
 from services.tools import convert
 from services.tools.checkpoints.rpc import CheckpointRpcs
+from services.tools.config import network_mode
 from services.tools.domain import Chunk, ToolCallResult
 from services.tools.egress.grants import ASK_USER
+from services.tools.egress.session_grants import session_egress
 from services.tools.errors import UnknownSession, WorkspaceError
 from services.tools.runtime import ToolRuntime
 
@@ -107,6 +109,19 @@ class ToolRuntimeServicer(CheckpointRpcs, tools_pb2_grpc.ToolRuntimeServicer):
         applied = egress is not None and egress.grants.answer(request.session_id, request.ask_id,
                                                               convert.grant(request))
         return tools_pb2.GrantEgressResponse(applied=applied)
+
+    async def SessionEgress(self, request: tools_pb2.SessionEgressRequest,
+                            context: grpc.aio.ServicerContext) -> tools_pb2.SessionEgressResponse:
+        egress = self.runtime.egress
+        if egress is None:
+            why = self.runtime.egress_error or "the sandbox's network is not `proxy`"
+            return tools_pb2.SessionEgressResponse(error=why if request.allow or request.revoke else "")
+        found = session_egress(egress, request.session_id, request.allow, request.revoke)
+        return tools_pb2.SessionEgressResponse(
+            granted=found.granted, error=found.error,
+            proxy=network_mode(self.runtime.config.sandbox.network) == "proxy",
+            refused=[tools_pb2.EgressRefusal(target=target, reason=r.reason, count=r.count, background=r.background)
+                     for target, r in found.refused])
 
     async def _result(self, call: asyncio.Task[ToolCallResult], context: grpc.aio.ServicerContext) -> ToolCallResult:
         try:

@@ -45,6 +45,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON ob
     if as_json:
         print(json.dumps({"servers": [{"name": s.name, "type": s.type, "state": view.state_name(s), "reason": s.reason,
                                        "tools": s.tool_count, "attempts": s.attempts,
+                                       **({"session": s.session_id} if s.session_id else {}),
                                        **({"log": [{"level": ln.level, "logger": ln.logger, "text": ln.text}
                                                    for ln in s.log]} if logs else {})} for s in servers]}))
     else:
@@ -65,7 +66,7 @@ def list_tools() -> None:
     if not servers:
         print(view.server_lines(servers)[0])  # says how to add one
     for s in servers:
-        print(view.server_line(s))
+        print(view.server_line(s) + (f"  (an editor's, for session {s.session_id} alone)" if s.session_id else ""))
         for e in (e for e in entries if e.server == s.name):
             print(f"      {e.qualified_name:<40} {e.permission:<5} {e.description[:60]}")
 

@@ -165,6 +165,13 @@ class McpClient:
             mcp_gateway_pb2.DropSessionServersRequest(session_id=session_id), timeout=view.LIST_TIMEOUT))
         return list(response.dropped)
 
+    def hold(self, session_id: str, holder: str) -> grpc.aio.UnaryStreamCall[
+            mcp_gateway_pb2.HoldSessionServersRequest, mcp_gateway_pb2.HoldSessionServersEvent]:
+        """Hold ``session_id``'s servers while the returned stream stays open (read it to follow the
+        gateway; cancel it, or exit, and the gateway stops them)."""
+        return self._stub.HoldSessionServers(
+            mcp_gateway_pb2.HoldSessionServersRequest(session_id=session_id, holder=holder))
+
     async def login(self, name: str) -> str:
         """Start a sign-in: the URL to open ("" when the server is already signed in)."""
         response = await self._run("login", lambda: self._stub.Login(

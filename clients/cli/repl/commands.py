@@ -12,11 +12,8 @@ from clients.cli.render import last_tool_text
 from clients.cli.repl import rewind_picker
 from clients.cli.repl.host import ReplHost
 from clients.cli.repl.service_commands import mcp_command, memory_command
-from clients.cli.slash import SlashCommand, help_text
+from clients.cli.slash import REVIEW_PROMPT, SlashCommand, help_text
 from clients.cli.textsafe import literal
-
-REVIEW_PROMPT = ("Review the current git diff of this workspace (run `git diff` and `git diff --staged`): "
-                 "point out bugs, risky changes and missing tests, most important first.")
 
 
 class SlashCommands:
@@ -80,7 +77,7 @@ class SlashCommands:
             out = await memory_command(self.repl.services.memory, args)
             self.repl.confirm = out.confirm
         else:
-            out, names = await mcp_command(self.repl.services.mcp, args, self.repl.note)
+            out, names = await mcp_command(self.repl.services.mcp, args, self.repl.note, self.repl.session_id)
             self.repl.mcp_names = names or self.repl.mcp_names
         self.repl.show(out)
 

@@ -106,12 +106,17 @@ async def confirm_forget(client: MemoryClient, pending: PendingForget, answer: s
     return Output([(f"forgot {pending.note_id}" if deleted else f"{pending.note_id} was already gone", "")])
 
 
-async def mcp_command(client: McpClient, args: str, note: Callable[[str], None]) -> tuple[Output, list[str]]:
-    """Run ``/mcp [retry NAME]``; also returns the server names seen (for completion)."""
+async def mcp_command(client: McpClient, args: str, note: Callable[[str], None],
+                      session_id: str = "") -> tuple[Output, list[str]]:
+    """Run ``/mcp [retry NAME]`` for the REPL's session ``session_id`` (its own editor servers are
+    listed as its own, other sessions' only counted); also returns the server names it may use (for
+    completion)."""
     head, _, rest = args.strip().partition(" ")
     if not head:
         servers = await client.servers()
-        return Output([(line, "") for line in view.server_lines(servers)]), [s.name for s in servers]
+        lines = view.server_lines(servers, session_id, others=False)
+        return (Output([(line, "") for line in lines]),
+                [s.name for s in servers if not s.session_id or s.session_id == session_id])
     name = rest.strip()
     if head.lower() != "retry" or not name or " " in name:
         return Output([(MCP_USAGE, "yellow")]), []

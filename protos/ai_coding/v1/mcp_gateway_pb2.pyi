@@ -63,6 +63,7 @@ class ServerStatus(_message.Message):
     DEGRADED_FIELD_NUMBER: _builtins.int
     DEGRADED_REASON_FIELD_NUMBER: _builtins.int
     LOG_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     type: _builtins.str
     """"local" or "remote"."""
@@ -79,6 +80,8 @@ class ServerStatus(_message.Message):
     sees this set, with degraded_reason as its text.
     """
     degraded_reason: _builtins.str
+    session_id: _builtins.str
+    """Non-empty: the server belongs to this loop session alone (an editor's, AddServerRequest.session_id)."""
     @_builtins.property
     def log(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServerLogLine]:
         """The server's newest kept log lines, oldest first: only when ListServersRequest.log_lines asks."""
@@ -97,10 +100,11 @@ class ServerStatus(_message.Message):
         degraded: _builtins.bool = ...,
         degraded_reason: _builtins.str = ...,
         log: _abc.Iterable[Global___ServerLogLine] | None = ...,
+        session_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "auto_approve", b"auto_approve", "degraded", b"degraded", "degraded_reason", b"degraded_reason", "log", b"log", "name", b"name", "next_retry_in_s", b"next_retry_in_s", "reason", b"reason", "state", b"state", "tool_count", b"tool_count", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "auto_approve", b"auto_approve", "degraded", b"degraded", "degraded_reason", b"degraded_reason", "log", b"log", "name", b"name", "next_retry_in_s", b"next_retry_in_s", "reason", b"reason", "session_id", b"session_id", "state", b"state", "tool_count", b"tool_count", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -548,6 +552,51 @@ class DropSessionServersResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DropSessionServersResponse: _TypeAlias = DropSessionServersResponse  # noqa: Y015
+
+@_typing.final
+class HoldSessionServersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    HOLDER_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    holder: _builtins.str
+    """Who holds (e.g. "ai-coding acp pid 4242"), for the gateway's log."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        holder: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HoldSessionServersRequest: _TypeAlias = HoldSessionServersRequest  # noqa: Y015
+
+@_typing.final
+class HoldSessionServersEvent(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def servers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The session's servers at this moment."""
+
+    def __init__(
+        self,
+        *,
+        servers: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["servers", b"servers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HoldSessionServersEvent: _TypeAlias = HoldSessionServersEvent  # noqa: Y015
 
 @_typing.final
 class LoginRequest(_message.Message):

@@ -94,6 +94,11 @@ class McpGatewayStub:
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersResponse.FromString,
                 _registered_method=True)
+        self.HoldSessionServers = channel.unary_stream(
+                '/ai_coding.v1.McpGateway/HoldSessionServers',
+                request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.HoldSessionServersRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.HoldSessionServersEvent.FromString,
+                _registered_method=True)
         self.Login = channel.unary_unary(
                 '/ai_coding.v1.McpGateway/Login',
                 request_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.LoginRequest.SerializeToString,
@@ -193,6 +198,17 @@ class McpGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HoldSessionServers(self, request, context):
+        """Hold one loop session's servers (AddServerRequest.session_id) while this stream is open: the
+        client that brought them (an editor's ai-coding acp) keeps it open; when the last hold of a
+        session ends (the client closed it, exited or was killed) the gateway stops that session's
+        servers. Session servers nobody holds within HOLD_GRACE seconds of being added are stopped too.
+        The first event names the servers held; then a ping every few seconds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Login(self, request, context):
         """OAuth: start a login (returns the URL to open) and log out.
         """
@@ -268,6 +284,11 @@ def add_McpGatewayServicer_to_server(servicer, server):
                     servicer.DropSessionServers,
                     request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersResponse.SerializeToString,
+            ),
+            'HoldSessionServers': grpc.unary_stream_rpc_method_handler(
+                    servicer.HoldSessionServers,
+                    request_deserializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.HoldSessionServersRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_mcp__gateway__pb2.HoldSessionServersEvent.SerializeToString,
             ),
             'Login': grpc.unary_unary_rpc_method_handler(
                     servicer.Login,
@@ -604,6 +625,33 @@ class McpGateway:
             '/ai_coding.v1.McpGateway/DropSessionServers',
             ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersRequest.SerializeToString,
             ai__coding_dot_v1_dot_mcp__gateway__pb2.DropSessionServersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HoldSessionServers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/ai_coding.v1.McpGateway/HoldSessionServers',
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.HoldSessionServersRequest.SerializeToString,
+            ai__coding_dot_v1_dot_mcp__gateway__pb2.HoldSessionServersEvent.FromString,
             options,
             channel_credentials,
             insecure,

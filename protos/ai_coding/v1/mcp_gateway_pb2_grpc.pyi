@@ -60,6 +60,13 @@ class McpGatewayStub:
     """Add a server at run time (written to the mcp.local.yaml sidecar)."""
     DropSessionServers: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.DropSessionServersRequest, _mcp_gateway_pb2.DropSessionServersResponse]
     """Stop and forget the servers added for one loop session (AddServerRequest.session_id)."""
+    HoldSessionServers: _grpc.UnaryStreamMultiCallable[_mcp_gateway_pb2.HoldSessionServersRequest, _mcp_gateway_pb2.HoldSessionServersEvent]
+    """Hold one loop session's servers (AddServerRequest.session_id) while this stream is open: the
+    client that brought them (an editor's ai-coding acp) keeps it open; when the last hold of a
+    session ends (the client closed it, exited or was killed) the gateway stops that session's
+    servers. Session servers nobody holds within HOLD_GRACE seconds of being added are stopped too.
+    The first event names the servers held; then a ping every few seconds.
+    """
     Login: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LoginRequest, _mcp_gateway_pb2.LoginResponse]
     """OAuth: start a login (returns the URL to open) and log out."""
     Logout: _grpc.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LogoutRequest, _mcp_gateway_pb2.LogoutResponse]
@@ -93,6 +100,13 @@ class McpGatewayAsyncStub(McpGatewayStub):
     """Add a server at run time (written to the mcp.local.yaml sidecar)."""
     DropSessionServers: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.DropSessionServersRequest, _mcp_gateway_pb2.DropSessionServersResponse]  # type: ignore[assignment]
     """Stop and forget the servers added for one loop session (AddServerRequest.session_id)."""
+    HoldSessionServers: _aio.UnaryStreamMultiCallable[_mcp_gateway_pb2.HoldSessionServersRequest, _mcp_gateway_pb2.HoldSessionServersEvent]  # type: ignore[assignment]
+    """Hold one loop session's servers (AddServerRequest.session_id) while this stream is open: the
+    client that brought them (an editor's ai-coding acp) keeps it open; when the last hold of a
+    session ends (the client closed it, exited or was killed) the gateway stops that session's
+    servers. Session servers nobody holds within HOLD_GRACE seconds of being added are stopped too.
+    The first event names the servers held; then a ping every few seconds.
+    """
     Login: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LoginRequest, _mcp_gateway_pb2.LoginResponse]  # type: ignore[assignment]
     """OAuth: start a login (returns the URL to open) and log out."""
     Logout: _aio.UnaryUnaryMultiCallable[_mcp_gateway_pb2.LogoutRequest, _mcp_gateway_pb2.LogoutResponse]  # type: ignore[assignment]
@@ -195,6 +209,19 @@ class McpGatewayServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_mcp_gateway_pb2.DropSessionServersResponse, _abc.Awaitable[_mcp_gateway_pb2.DropSessionServersResponse]]:
         """Stop and forget the servers added for one loop session (AddServerRequest.session_id)."""
+
+    @_abc_1.abstractmethod
+    def HoldSessionServers(
+        self,
+        request: _mcp_gateway_pb2.HoldSessionServersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_mcp_gateway_pb2.HoldSessionServersEvent], _abc.AsyncIterator[_mcp_gateway_pb2.HoldSessionServersEvent]]:
+        """Hold one loop session's servers (AddServerRequest.session_id) while this stream is open: the
+        client that brought them (an editor's ai-coding acp) keeps it open; when the last hold of a
+        session ends (the client closed it, exited or was killed) the gateway stops that session's
+        servers. Session servers nobody holds within HOLD_GRACE seconds of being added are stopped too.
+        The first event names the servers held; then a ping every few seconds.
+        """
 
     @_abc_1.abstractmethod
     def Login(

@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from ai_coding.v1 import common_pb2 as ai__coding_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61i_coding/v1/tools.proto\x12\x0c\x61i_coding.v1\x1a\x19\x61i_coding/v1/common.proto\"/\n\x0eSandboxOptions\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x0f\n\x07network\x18\x02 \x01(\x08\"\x9e\x01\n\x12OpenSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0eworkspace_root\x18\x02 \x01(\t\x12\x13\n\x0b\x65xtra_roots\x18\x03 \x03(\t\x12-\n\x07sandbox\x18\x04 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x18\n\x10secret_env_names\x18\x05 \x03(\t\"\x83\x01\n\x13OpenSessionResponse\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x10\n\x08warnings\x18\x02 \x03(\t\x12-\n\x07sandbox\x18\x03 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x13\n\x0b\x65xtra_roots\x18\x04 \x03(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\",\n\x14\x43loseSessionResponse\x12\x14\n\x0cjobs_stopped\x18\x01 \x01(\x05\"&\n\x10ListToolsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x11ListToolsResponse\x12%\n\x05tools\x18\x01 \x03(\x0b\x32\x16.ai_coding.v1.ToolSpec\"\x9b\x01\n\x0f\x43\x61llToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x04 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\x12\x0f\n\x07\x64ry_run\x18\x06 \x01(\x08\x12\x13\n\x0b\x65gress_asks\x18\x07 \x01(\x08\"\x9f\x01\n\x10\x43\x61llToolResponse\x12(\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x17.ai_coding.v1.ToolChunkH\x00\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x18.ai_coding.v1.ToolResultH\x00\x12-\n\negress_ask\x18\x03 \x01(\x0b\x32\x17.ai_coding.v1.EgressAskH\x00\x42\x06\n\x04item\"k\n\tEgressAsk\x12\x0e\n\x06\x61sk_id\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0e\n\x06method\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x12\n\nallow_line\x18\x06 \x01(\t\"w\n\x12GrantEgressRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61sk_id\x18\x02 \x01(\t\x12-\n\x05scope\x18\x03 \x01(\x0e\x32\x1e.ai_coding.v1.EgressGrantScope\x12\x0e\n\x06reason\x18\x04 \x01(\t\"&\n\x13GrantEgressResponse\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\"<\n\x17\x43reateCheckpointRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\"(\n\x0bSkippedPath\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0b\n\x03why\x18\x02 \x01(\t\"\xc9\x01\n\x0e\x43heckpointInfo\x12\x15\n\rcheckpoint_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\t\x12\x0f\n\x07\x63reated\x18\x05 \x01(\x01\x12\r\n\x05\x66iles\x18\x06 \x01(\x05\x12\x12\n\nfiles_read\x18\x07 \x01(\x05\x12*\n\x07skipped\x18\x08 \x03(\x0b\x32\x19.ai_coding.v1.SkippedPath\x12\x0c\n\x04tree\x18\t \x01(\t\",\n\x16ListCheckpointsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"a\n\x17ListCheckpointsResponse\x12\x31\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x1c.ai_coding.v1.CheckpointInfo\x12\x13\n\x0bstore_bytes\x18\x02 \x01(\x03\"a\n\x15\x44iffCheckpointRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1a\n\x12\x66rom_checkpoint_id\x18\x02 \x01(\t\x12\x18\n\x10to_checkpoint_id\x18\x03 \x01(\t\"d\n\nFileChange\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x13\n\x0blines_added\x18\x03 \x01(\x05\x12\x15\n\rlines_removed\x18\x04 \x01(\x05\x12\x0e\n\x06\x62inary\x18\x05 \x01(\x08\"C\n\x16\x44iffCheckpointResponse\x12)\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x18.ai_coding.v1.FileChange\"\x91\x01\n\x18RestoreCheckpointRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\t\x12\x1e\n\x16\x62\x61seline_checkpoint_id\x18\x03 \x01(\t\x12\x19\n\x11overwrite_changed\x18\x04 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"\x96\x01\n\x19RestoreCheckpointResponse\x12\x1a\n\x12redo_checkpoint_id\x18\x01 \x01(\t\x12\x15\n\rchanged_since\x18\x02 \x03(\t\x12\x0c\n\x04kept\x18\x03 \x03(\t\x12\x16\n\x0enot_restorable\x18\x04 \x03(\t\x12\x0f\n\x07written\x18\x05 \x01(\x05\x12\x0f\n\x07removed\x18\x06 \x01(\x05\"h\n\x17PruneCheckpointsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\tkeep_last\x18\x02 \x01(\x05\x12\x0f\n\x07orphans\x18\x03 \x01(\x08\x12\x15\n\rlive_sessions\x18\x04 \x03(\t\"@\n\x18PruneCheckpointsResponse\x12\x0f\n\x07\x64ropped\x18\x01 \x01(\x05\x12\x13\n\x0b\x62ytes_freed\x18\x02 \x01(\x03*\x90\x01\n\x10\x45gressGrantScope\x12\"\n\x1e\x45GRESS_GRANT_SCOPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x45GRESS_GRANT_SCOPE_DENY\x10\x01\x12\x1b\n\x17\x45GRESS_GRANT_SCOPE_ONCE\x10\x02\x12\x1e\n\x1a\x45GRESS_GRANT_SCOPE_SESSION\x10\x03\x32\x86\x07\n\x0bToolRuntime\x12R\n\x0bOpenSession\x12 .ai_coding.v1.OpenSessionRequest\x1a!.ai_coding.v1.OpenSessionResponse\x12U\n\x0c\x43loseSession\x12!.ai_coding.v1.CloseSessionRequest\x1a\".ai_coding.v1.CloseSessionResponse\x12L\n\tListTools\x12\x1e.ai_coding.v1.ListToolsRequest\x1a\x1f.ai_coding.v1.ListToolsResponse\x12K\n\x08\x43\x61llTool\x12\x1d.ai_coding.v1.CallToolRequest\x1a\x1e.ai_coding.v1.CallToolResponse0\x01\x12R\n\x0bGrantEgress\x12 .ai_coding.v1.GrantEgressRequest\x1a!.ai_coding.v1.GrantEgressResponse\x12W\n\x10\x43reateCheckpoint\x12%.ai_coding.v1.CreateCheckpointRequest\x1a\x1c.ai_coding.v1.CheckpointInfo\x12^\n\x0fListCheckpoints\x12$.ai_coding.v1.ListCheckpointsRequest\x1a%.ai_coding.v1.ListCheckpointsResponse\x12[\n\x0e\x44iffCheckpoint\x12#.ai_coding.v1.DiffCheckpointRequest\x1a$.ai_coding.v1.DiffCheckpointResponse\x12\x64\n\x11RestoreCheckpoint\x12&.ai_coding.v1.RestoreCheckpointRequest\x1a\'.ai_coding.v1.RestoreCheckpointResponse\x12\x61\n\x10PruneCheckpoints\x12%.ai_coding.v1.PruneCheckpointsRequest\x1a&.ai_coding.v1.PruneCheckpointsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61i_coding/v1/tools.proto\x12\x0c\x61i_coding.v1\x1a\x19\x61i_coding/v1/common.proto\"/\n\x0eSandboxOptions\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x0f\n\x07network\x18\x02 \x01(\x08\"\x9e\x01\n\x12OpenSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0eworkspace_root\x18\x02 \x01(\t\x12\x13\n\x0b\x65xtra_roots\x18\x03 \x03(\t\x12-\n\x07sandbox\x18\x04 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x18\n\x10secret_env_names\x18\x05 \x03(\t\"\x83\x01\n\x13OpenSessionResponse\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x10\n\x08warnings\x18\x02 \x03(\t\x12-\n\x07sandbox\x18\x03 \x01(\x0b\x32\x1c.ai_coding.v1.SandboxOptions\x12\x13\n\x0b\x65xtra_roots\x18\x04 \x03(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\",\n\x14\x43loseSessionResponse\x12\x14\n\x0cjobs_stopped\x18\x01 \x01(\x05\"&\n\x10ListToolsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x11ListToolsResponse\x12%\n\x05tools\x18\x01 \x03(\x0b\x32\x16.ai_coding.v1.ToolSpec\"\x9b\x01\n\x0f\x43\x61llToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x04 \x01(\t\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\x12\x0f\n\x07\x64ry_run\x18\x06 \x01(\x08\x12\x13\n\x0b\x65gress_asks\x18\x07 \x01(\x08\"\x9f\x01\n\x10\x43\x61llToolResponse\x12(\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x17.ai_coding.v1.ToolChunkH\x00\x12*\n\x06result\x18\x02 \x01(\x0b\x32\x18.ai_coding.v1.ToolResultH\x00\x12-\n\negress_ask\x18\x03 \x01(\x0b\x32\x17.ai_coding.v1.EgressAskH\x00\x42\x06\n\x04item\"k\n\tEgressAsk\x12\x0e\n\x06\x61sk_id\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0e\n\x06method\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x12\n\nallow_line\x18\x06 \x01(\t\"w\n\x12GrantEgressRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61sk_id\x18\x02 \x01(\t\x12-\n\x05scope\x18\x03 \x01(\x0e\x32\x1e.ai_coding.v1.EgressGrantScope\x12\x0e\n\x06reason\x18\x04 \x01(\t\"I\n\x14SessionEgressRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61llow\x18\x02 \x01(\t\x12\x0e\n\x06revoke\x18\x03 \x01(\t\"R\n\rEgressRefusal\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\x12\n\nbackground\x18\x04 \x01(\x08\"t\n\x15SessionEgressResponse\x12\x0f\n\x07granted\x18\x01 \x03(\t\x12,\n\x07refused\x18\x02 \x03(\x0b\x32\x1b.ai_coding.v1.EgressRefusal\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\r\n\x05proxy\x18\x04 \x01(\x08\"&\n\x13GrantEgressResponse\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\"<\n\x17\x43reateCheckpointRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\"(\n\x0bSkippedPath\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0b\n\x03why\x18\x02 \x01(\t\"\xc9\x01\n\x0e\x43heckpointInfo\x12\x15\n\rcheckpoint_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\t\x12\x0f\n\x07\x63reated\x18\x05 \x01(\x01\x12\r\n\x05\x66iles\x18\x06 \x01(\x05\x12\x12\n\nfiles_read\x18\x07 \x01(\x05\x12*\n\x07skipped\x18\x08 \x03(\x0b\x32\x19.ai_coding.v1.SkippedPath\x12\x0c\n\x04tree\x18\t \x01(\t\",\n\x16ListCheckpointsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"a\n\x17ListCheckpointsResponse\x12\x31\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x1c.ai_coding.v1.CheckpointInfo\x12\x13\n\x0bstore_bytes\x18\x02 \x01(\x03\"a\n\x15\x44iffCheckpointRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1a\n\x12\x66rom_checkpoint_id\x18\x02 \x01(\t\x12\x18\n\x10to_checkpoint_id\x18\x03 \x01(\t\"d\n\nFileChange\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x13\n\x0blines_added\x18\x03 \x01(\x05\x12\x15\n\rlines_removed\x18\x04 \x01(\x05\x12\x0e\n\x06\x62inary\x18\x05 \x01(\x08\"C\n\x16\x44iffCheckpointResponse\x12)\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x18.ai_coding.v1.FileChange\"\x91\x01\n\x18RestoreCheckpointRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\t\x12\x1e\n\x16\x62\x61seline_checkpoint_id\x18\x03 \x01(\t\x12\x19\n\x11overwrite_changed\x18\x04 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"\x96\x01\n\x19RestoreCheckpointResponse\x12\x1a\n\x12redo_checkpoint_id\x18\x01 \x01(\t\x12\x15\n\rchanged_since\x18\x02 \x03(\t\x12\x0c\n\x04kept\x18\x03 \x03(\t\x12\x16\n\x0enot_restorable\x18\x04 \x03(\t\x12\x0f\n\x07written\x18\x05 \x01(\x05\x12\x0f\n\x07removed\x18\x06 \x01(\x05\"h\n\x17PruneCheckpointsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\tkeep_last\x18\x02 \x01(\x05\x12\x0f\n\x07orphans\x18\x03 \x01(\x08\x12\x15\n\rlive_sessions\x18\x04 \x03(\t\"@\n\x18PruneCheckpointsResponse\x12\x0f\n\x07\x64ropped\x18\x01 \x01(\x05\x12\x13\n\x0b\x62ytes_freed\x18\x02 \x01(\x03*\x90\x01\n\x10\x45gressGrantScope\x12\"\n\x1e\x45GRESS_GRANT_SCOPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x45GRESS_GRANT_SCOPE_DENY\x10\x01\x12\x1b\n\x17\x45GRESS_GRANT_SCOPE_ONCE\x10\x02\x12\x1e\n\x1a\x45GRESS_GRANT_SCOPE_SESSION\x10\x03\x32\xe0\x07\n\x0bToolRuntime\x12R\n\x0bOpenSession\x12 .ai_coding.v1.OpenSessionRequest\x1a!.ai_coding.v1.OpenSessionResponse\x12U\n\x0c\x43loseSession\x12!.ai_coding.v1.CloseSessionRequest\x1a\".ai_coding.v1.CloseSessionResponse\x12L\n\tListTools\x12\x1e.ai_coding.v1.ListToolsRequest\x1a\x1f.ai_coding.v1.ListToolsResponse\x12K\n\x08\x43\x61llTool\x12\x1d.ai_coding.v1.CallToolRequest\x1a\x1e.ai_coding.v1.CallToolResponse0\x01\x12R\n\x0bGrantEgress\x12 .ai_coding.v1.GrantEgressRequest\x1a!.ai_coding.v1.GrantEgressResponse\x12X\n\rSessionEgress\x12\".ai_coding.v1.SessionEgressRequest\x1a#.ai_coding.v1.SessionEgressResponse\x12W\n\x10\x43reateCheckpoint\x12%.ai_coding.v1.CreateCheckpointRequest\x1a\x1c.ai_coding.v1.CheckpointInfo\x12^\n\x0fListCheckpoints\x12$.ai_coding.v1.ListCheckpointsRequest\x1a%.ai_coding.v1.ListCheckpointsResponse\x12[\n\x0e\x44iffCheckpoint\x12#.ai_coding.v1.DiffCheckpointRequest\x1a$.ai_coding.v1.DiffCheckpointResponse\x12\x64\n\x11RestoreCheckpoint\x12&.ai_coding.v1.RestoreCheckpointRequest\x1a\'.ai_coding.v1.RestoreCheckpointResponse\x12\x61\n\x10PruneCheckpoints\x12%.ai_coding.v1.PruneCheckpointsRequest\x1a&.ai_coding.v1.PruneCheckpointsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ai_coding.v1.tools_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EGRESSGRANTSCOPE']._serialized_start=2389
-  _globals['_EGRESSGRANTSCOPE']._serialized_end=2533
+  _globals['_EGRESSGRANTSCOPE']._serialized_start=2666
+  _globals['_EGRESSGRANTSCOPE']._serialized_end=2810
   _globals['_SANDBOXOPTIONS']._serialized_start=69
   _globals['_SANDBOXOPTIONS']._serialized_end=116
   _globals['_OPENSESSIONREQUEST']._serialized_start=119
@@ -56,32 +56,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EGRESSASK']._serialized_end=1029
   _globals['_GRANTEGRESSREQUEST']._serialized_start=1031
   _globals['_GRANTEGRESSREQUEST']._serialized_end=1150
-  _globals['_GRANTEGRESSRESPONSE']._serialized_start=1152
-  _globals['_GRANTEGRESSRESPONSE']._serialized_end=1190
-  _globals['_CREATECHECKPOINTREQUEST']._serialized_start=1192
-  _globals['_CREATECHECKPOINTREQUEST']._serialized_end=1252
-  _globals['_SKIPPEDPATH']._serialized_start=1254
-  _globals['_SKIPPEDPATH']._serialized_end=1294
-  _globals['_CHECKPOINTINFO']._serialized_start=1297
-  _globals['_CHECKPOINTINFO']._serialized_end=1498
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=1500
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=1544
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=1546
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=1643
-  _globals['_DIFFCHECKPOINTREQUEST']._serialized_start=1645
-  _globals['_DIFFCHECKPOINTREQUEST']._serialized_end=1742
-  _globals['_FILECHANGE']._serialized_start=1744
-  _globals['_FILECHANGE']._serialized_end=1844
-  _globals['_DIFFCHECKPOINTRESPONSE']._serialized_start=1846
-  _globals['_DIFFCHECKPOINTRESPONSE']._serialized_end=1913
-  _globals['_RESTORECHECKPOINTREQUEST']._serialized_start=1916
-  _globals['_RESTORECHECKPOINTREQUEST']._serialized_end=2061
-  _globals['_RESTORECHECKPOINTRESPONSE']._serialized_start=2064
-  _globals['_RESTORECHECKPOINTRESPONSE']._serialized_end=2214
-  _globals['_PRUNECHECKPOINTSREQUEST']._serialized_start=2216
-  _globals['_PRUNECHECKPOINTSREQUEST']._serialized_end=2320
-  _globals['_PRUNECHECKPOINTSRESPONSE']._serialized_start=2322
-  _globals['_PRUNECHECKPOINTSRESPONSE']._serialized_end=2386
-  _globals['_TOOLRUNTIME']._serialized_start=2536
-  _globals['_TOOLRUNTIME']._serialized_end=3438
+  _globals['_SESSIONEGRESSREQUEST']._serialized_start=1152
+  _globals['_SESSIONEGRESSREQUEST']._serialized_end=1225
+  _globals['_EGRESSREFUSAL']._serialized_start=1227
+  _globals['_EGRESSREFUSAL']._serialized_end=1309
+  _globals['_SESSIONEGRESSRESPONSE']._serialized_start=1311
+  _globals['_SESSIONEGRESSRESPONSE']._serialized_end=1427
+  _globals['_GRANTEGRESSRESPONSE']._serialized_start=1429
+  _globals['_GRANTEGRESSRESPONSE']._serialized_end=1467
+  _globals['_CREATECHECKPOINTREQUEST']._serialized_start=1469
+  _globals['_CREATECHECKPOINTREQUEST']._serialized_end=1529
+  _globals['_SKIPPEDPATH']._serialized_start=1531
+  _globals['_SKIPPEDPATH']._serialized_end=1571
+  _globals['_CHECKPOINTINFO']._serialized_start=1574
+  _globals['_CHECKPOINTINFO']._serialized_end=1775
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=1777
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=1821
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=1823
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=1920
+  _globals['_DIFFCHECKPOINTREQUEST']._serialized_start=1922
+  _globals['_DIFFCHECKPOINTREQUEST']._serialized_end=2019
+  _globals['_FILECHANGE']._serialized_start=2021
+  _globals['_FILECHANGE']._serialized_end=2121
+  _globals['_DIFFCHECKPOINTRESPONSE']._serialized_start=2123
+  _globals['_DIFFCHECKPOINTRESPONSE']._serialized_end=2190
+  _globals['_RESTORECHECKPOINTREQUEST']._serialized_start=2193
+  _globals['_RESTORECHECKPOINTREQUEST']._serialized_end=2338
+  _globals['_RESTORECHECKPOINTRESPONSE']._serialized_start=2341
+  _globals['_RESTORECHECKPOINTRESPONSE']._serialized_end=2491
+  _globals['_PRUNECHECKPOINTSREQUEST']._serialized_start=2493
+  _globals['_PRUNECHECKPOINTSREQUEST']._serialized_end=2597
+  _globals['_PRUNECHECKPOINTSRESPONSE']._serialized_start=2599
+  _globals['_PRUNECHECKPOINTSRESPONSE']._serialized_end=2663
+  _globals['_TOOLRUNTIME']._serialized_start=2813
+  _globals['_TOOLRUNTIME']._serialized_end=3805
 # @@protoc_insertion_point(module_scope)

@@ -392,6 +392,100 @@ class GrantEgressRequest(_message.Message):
 Global___GrantEgressRequest: _TypeAlias = GrantEgressRequest  # noqa: Y015
 
 @_typing.final
+class SessionEgressRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    ALLOW_FIELD_NUMBER: _builtins.int
+    REVOKE_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    allow: _builtins.str
+    """"host" or "host:port" (443 when left out) to allow for the session."""
+    revoke: _builtins.str
+    """"host" or "host:port" to take back."""
+    def __init__(
+        self,
+        *,
+        session_id: _builtins.str = ...,
+        allow: _builtins.str = ...,
+        revoke: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow", b"allow", "revoke", b"revoke", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SessionEgressRequest: _TypeAlias = SessionEgressRequest  # noqa: Y015
+
+@_typing.final
+class EgressRefusal(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TARGET_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    BACKGROUND_FIELD_NUMBER: _builtins.int
+    target: _builtins.str
+    """"host:port"."""
+    reason: _builtins.str
+    count: _builtins.int
+    """How many times since the service started."""
+    background: _builtins.bool
+    """True when a background job (nobody to ask) was refused."""
+    def __init__(
+        self,
+        *,
+        target: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        count: _builtins.int = ...,
+        background: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["background", b"background", "count", b"count", "reason", b"reason", "target", b"target"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EgressRefusal: _TypeAlias = EgressRefusal  # noqa: Y015
+
+@_typing.final
+class SessionEgressResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GRANTED_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    PROXY_FIELD_NUMBER: _builtins.int
+    error: _builtins.str
+    """Why an allow or revoke was not taken (empty when it was, or none was asked)."""
+    proxy: _builtins.bool
+    """False when the sandbox's network is not "proxy" (grants then do nothing)."""
+    @_builtins.property
+    def granted(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """"host:port" each, sorted."""
+
+    @_builtins.property
+    def refused(self) -> _containers.RepeatedCompositeFieldContainer[Global___EgressRefusal]:
+        """The newest last."""
+
+    def __init__(
+        self,
+        *,
+        granted: _abc.Iterable[_builtins.str] | None = ...,
+        refused: _abc.Iterable[Global___EgressRefusal] | None = ...,
+        error: _builtins.str = ...,
+        proxy: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "granted", b"granted", "proxy", b"proxy", "refused", b"refused"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SessionEgressResponse: _TypeAlias = SessionEgressResponse  # noqa: Y015
+
+@_typing.final
 class GrantEgressResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -59,6 +59,11 @@ class ToolRuntimeStub:
                 request_serializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressRequest.SerializeToString,
                 response_deserializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressResponse.FromString,
                 _registered_method=True)
+        self.SessionEgress = channel.unary_unary(
+                '/ai_coding.v1.ToolRuntime/SessionEgress',
+                request_serializer=ai__coding_dot_v1_dot_tools__pb2.SessionEgressRequest.SerializeToString,
+                response_deserializer=ai__coding_dot_v1_dot_tools__pb2.SessionEgressResponse.FromString,
+                _registered_method=True)
         self.CreateCheckpoint = channel.unary_unary(
                 '/ai_coding.v1.ToolRuntime/CreateCheckpoint',
                 request_serializer=ai__coding_dot_v1_dot_tools__pb2.CreateCheckpointRequest.SerializeToString,
@@ -121,6 +126,18 @@ class ToolRuntimeServicer:
     def GrantEgress(self, request, context):
         """Answer an EgressAsk of a running call: the user's "allow once", "for this
         session" or deny for a host the sandbox's allow-list does not name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SessionEgress(self, request, context):
+        """The session's standing network grants ("allow for this session", kept in
+        this service's state dir so a restart keeps them) and the hosts its
+        commands were refused lately; optionally grant or revoke one first. Only
+        the user's /network (RunCommand) calls it: it is no tool the model can call,
+        and a project's config cannot grant. A grant never overrides a deny rule or
+        the address policy.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,6 +210,11 @@ def add_ToolRuntimeServicer_to_server(servicer, server):
                     servicer.GrantEgress,
                     request_deserializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressRequest.FromString,
                     response_serializer=ai__coding_dot_v1_dot_tools__pb2.GrantEgressResponse.SerializeToString,
+            ),
+            'SessionEgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.SessionEgress,
+                    request_deserializer=ai__coding_dot_v1_dot_tools__pb2.SessionEgressRequest.FromString,
+                    response_serializer=ai__coding_dot_v1_dot_tools__pb2.SessionEgressResponse.SerializeToString,
             ),
             'CreateCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateCheckpoint,
@@ -355,6 +377,33 @@ class ToolRuntime:
             '/ai_coding.v1.ToolRuntime/GrantEgress',
             ai__coding_dot_v1_dot_tools__pb2.GrantEgressRequest.SerializeToString,
             ai__coding_dot_v1_dot_tools__pb2.GrantEgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SessionEgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ai_coding.v1.ToolRuntime/SessionEgress',
+            ai__coding_dot_v1_dot_tools__pb2.SessionEgressRequest.SerializeToString,
+            ai__coding_dot_v1_dot_tools__pb2.SessionEgressResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -49,6 +49,14 @@ class ToolRuntimeStub:
     """Answer an EgressAsk of a running call: the user's "allow once", "for this
     session" or deny for a host the sandbox's allow-list does not name.
     """
+    SessionEgress: _grpc.UnaryUnaryMultiCallable[_tools_pb2.SessionEgressRequest, _tools_pb2.SessionEgressResponse]
+    """The session's standing network grants ("allow for this session", kept in
+    this service's state dir so a restart keeps them) and the hosts its
+    commands were refused lately; optionally grant or revoke one first. Only
+    the user's /network (RunCommand) calls it: it is no tool the model can call,
+    and a project's config cannot grant. A grant never overrides a deny rule or
+    the address policy.
+    """
     CreateCheckpoint: _grpc.UnaryUnaryMultiCallable[_tools_pb2.CreateCheckpointRequest, _tools_pb2.CheckpointInfo]
     """Checkpoints: snapshots of the workspace in a private store of this service
     (outside the workspace and its .git). One is taken by itself before every
@@ -83,6 +91,14 @@ class ToolRuntimeAsyncStub(ToolRuntimeStub):
     GrantEgress: _aio.UnaryUnaryMultiCallable[_tools_pb2.GrantEgressRequest, _tools_pb2.GrantEgressResponse]  # type: ignore[assignment]
     """Answer an EgressAsk of a running call: the user's "allow once", "for this
     session" or deny for a host the sandbox's allow-list does not name.
+    """
+    SessionEgress: _aio.UnaryUnaryMultiCallable[_tools_pb2.SessionEgressRequest, _tools_pb2.SessionEgressResponse]  # type: ignore[assignment]
+    """The session's standing network grants ("allow for this session", kept in
+    this service's state dir so a restart keeps them) and the hosts its
+    commands were refused lately; optionally grant or revoke one first. Only
+    the user's /network (RunCommand) calls it: it is no tool the model can call,
+    and a project's config cannot grant. A grant never overrides a deny rule or
+    the address policy.
     """
     CreateCheckpoint: _aio.UnaryUnaryMultiCallable[_tools_pb2.CreateCheckpointRequest, _tools_pb2.CheckpointInfo]  # type: ignore[assignment]
     """Checkpoints: snapshots of the workspace in a private store of this service
@@ -145,6 +161,20 @@ class ToolRuntimeServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_tools_pb2.GrantEgressResponse, _abc.Awaitable[_tools_pb2.GrantEgressResponse]]:
         """Answer an EgressAsk of a running call: the user's "allow once", "for this
         session" or deny for a host the sandbox's allow-list does not name.
+        """
+
+    @_abc_1.abstractmethod
+    def SessionEgress(
+        self,
+        request: _tools_pb2.SessionEgressRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tools_pb2.SessionEgressResponse, _abc.Awaitable[_tools_pb2.SessionEgressResponse]]:
+        """The session's standing network grants ("allow for this session", kept in
+        this service's state dir so a restart keeps them) and the hosts its
+        commands were refused lately; optionally grant or revoke one first. Only
+        the user's /network (RunCommand) calls it: it is no tool the model can call,
+        and a project's config cannot grant. A grant never overrides a deny rule or
+        the address policy.
         """
 
     @_abc_1.abstractmethod

@@ -21,7 +21,7 @@ from ai_coding.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from services.kernel.channels import aio_channel, call_metadata
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import reason_of
-from services.kernel.netgrants import EgressAsk, GrantScope
+from services.kernel.netgrants import EgressAsk, GrantScope, HostRefusal, SessionGrants
 from services.loop.core.egress import EgressAsker
 from services.loop.core.errors import ToolServiceError
 from services.loop.core.ports import ToolChunkEvent, ToolDef, ToolOutcome
@@ -253,6 +253,13 @@ class GrpcToolRunner:
             await self._stub.GrantEgress(request, timeout=CONTROL_DEADLINE_S, metadata=call_metadata())
         except grpc.RpcError as err:
             log.warning("the answer for %s did not reach the tools service: %s", ask.target, _describe(err))
+
+    async def session_egress(self, session_id: str, allow: str = "", revoke: str = "") -> SessionGrants:
+        request = tools_pb2.SessionEgressRequest(session_id=session_id, allow=allow, revoke=revoke)
+        got = await self._control(lambda: self._stub.SessionEgress(request, timeout=CONTROL_DEADLINE_S,
+                                                                     metadata=call_metadata()))
+        return SessionGrants(tuple(got.granted), tuple(HostRefusal(r.target, r.reason, r.count, r.background)
+                                                       for r in got.refused), got.error, got.proxy)
 
     async def dry_run(self, session_id: str, call_id: str, tool: str, arguments_json: str,
                       timeout_seconds: float) -> ToolOutcome:

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from services.kernel.elicit import ElicitAsk, ElicitReply
+from services.kernel.netgrants import SessionGrants
 from services.kernel.tool_args import check_json, parse_args
 from services.loop.core.acceptance import AcceptanceItem
 from services.loop.core.approvals import Pending
@@ -106,6 +107,12 @@ class ToolRunner(Protocol):
         """Chunks, then exactly one ToolOutcome. ``tool_service_unavailable`` when down.
         ``on_egress`` answers a sandboxed command's connections to hosts the allow-list does not
         name (services/loop/core/egress.py); None: they are refused at once."""
+        ...
+
+    async def session_egress(self, session_id: str, allow: str = "", revoke: str = "") -> SessionGrants:
+        """The session's standing network grants and recent refusals, after granting ``allow`` or
+        revoking ``revoke`` ("host" or "host:port"); only the user's /network calls it. Raises
+        when the service is not reachable."""
         ...
 
     async def dry_run(self, session_id: str, call_id: str, tool: str, arguments_json: str,

@@ -28,6 +28,10 @@ def job_lines(jobs: list[dict[str, Any]]) -> list[str]:
             state += f" {job['exit_code']}"
         lines.append(f"{job.get('job_id', '?')}  {state:<10} {float(job.get('runtime_s') or 0):>8.1f}s  "
                      f"{str(job.get('command', ''))[:80]}")
+        refused = [str(target) for target in job.get("egress_refused") or []]
+        if refused:  # the sandbox's proxy refused it (a job cannot ask): how the user allows each
+            lines.append(f"    network refused: {', '.join(refused)} (allow for this session: "
+                         f"/network allow {refused[0].removesuffix(':443')})")
     return lines
 
 

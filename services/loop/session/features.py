@@ -11,6 +11,7 @@ from services.loop.core.feature import FeatureFactory
 from services.loop.harvest.feature import HarvestFeature
 from services.loop.hooks.feature import HooksFeature
 from services.loop.jobs.feature import JobsFeature
+from services.loop.network.feature import NetworkFeature
 from services.loop.plans.feature import PlansFeature
 from services.loop.skills.feature import SkillsFeature
 from services.loop.subagents.feature import SubagentsFeature
@@ -26,4 +27,5 @@ FEATURES: tuple[FeatureFactory, ...] = (
     HarvestFeature,
     CheckpointsFeature,
     JobsFeature,
+    NetworkFeature,
 )

@@ -70,10 +70,39 @@ class Limits:
     bytes_per_session: int = 4 << 30
 
 
+MAX_REFUSALS_KEPT = 50
+"""Unlisted hosts kept per session for ``/network`` (the oldest leave first)."""
+
+
+@dataclass
+class Refusal:
+    """An unlisted host a command of the session was refused (``/network`` lists them)."""
+
+    reason: str
+    count: int = 0
+    background: bool = False
+
+
 @dataclass
 class SessionBudget:
     bytes: int = 0
     connections: int = 0
+    refused: dict[tuple[str, int], Refusal] = field(default_factory=dict)
+
+    def refusal(self, host: str, port: int, reason: str, background: bool) -> None:
+        entry = self.refused.pop((host, port), None) or Refusal(reason)
+        entry.reason, entry.background = reason, background or entry.background
+        entry.count += 1
+        self.refused[(host, port)] = entry  # the newest last
+        while len(self.refused) > MAX_REFUSALS_KEPT:
+            del self.refused[next(iter(self.refused))]
+
+
+def grant_hint(host: str, port: int, session_id: str) -> str:
+    """How the user allows ``host:port`` for the session, from the REPL or a shell."""
+    target = host if port == 443 else f"{host}:{port}"
+    return (f"To allow it for this session: /network allow {target} in the REPL, or "
+            f"`ai-coding network allow {target} --session {session_id}`.")
 
 
 class Refused(Exception):
@@ -96,10 +125,14 @@ class Gate:
     """One command's way out: a Unix socket in a private directory, its records and bounds."""
 
     def __init__(self, proxy: EgressProxy, budget: SessionBudget, session_id: str = "",
-                 deliver: Deliver | None = None) -> None:
+                 deliver: Deliver | None = None, background: bool = False) -> None:
         self.proxy, self.budget, self.session_id = proxy, budget, session_id
         self.deliver = deliver
         """Asks the user about an unlisted host (None: nobody can be asked, it is refused)."""
+        self.background = background
+        """A background job's gate: it outlives its tool call, so nobody can be asked."""
+        self.reported = 0
+        """Records already handed out by :meth:`take_report` (a job's, call after call)."""
         self.once: set[tuple[str, int]] = set()
         self.asking: dict[tuple[str, int], asyncio.Future[Grant]] = {}
         self.dir = tempfile.mkdtemp(prefix="ai-coding-egress-")
@@ -190,8 +223,12 @@ class Gate:
             record.granted = GrantScope.ONCE if key in self.once else GrantScope.SESSION
             return Ruling(Decision.ALLOW, "", f"granted by the user ({record.granted})"), None
         if self.deliver is None:
-            raise Refused(403, Ruling(Decision.UNLISTED, "", f"{ruling.reason} (nobody can be asked to allow it here: "
-                                      "a run without a terminal, or a background job)", ruling.hint))
+            why = ("a background job cannot ask you" if self.background
+                   else "nobody can be asked to allow it here: a run without a terminal")
+            reason = f"{ruling.reason} ({why})"
+            self.budget.refusal(dest.host, dest.port, reason, self.background)
+            hint = "\n".join(h for h in (grant_hint(dest.host, dest.port, self.session_id), ruling.hint) if h)
+            raise Refused(403, Ruling(Decision.UNLISTED, "", reason, hint))
         target = await self.resolve(dest)
         grant = await self._asked(dest, method, ruling)
         if grant.scope is GrantScope.DENY:
@@ -349,17 +386,29 @@ class Gate:
                                                reason=f"{self.dropped} connections over the connection limits")))
         return records
 
-    def note(self) -> str:
+    def take_report(self) -> tuple[list[dict[str, Any]], str]:
+        """(records, note) of the requests since the last call: a background job's, told with each
+        of its job_output / job_stop results so they reach that call's trace."""
+        fresh, self.reported = self.records[self.reported:], len(self.records)
+        records = [asdict(r) for r in summed(fresh)]
+        return records, self.note(fresh)
+
+    def note(self, records: list[EgressRecord] | None = None) -> str:
         """What the model should know: each refused host once, with its fix."""
+        records = self.records if records is None else records
         seen: dict[str, str] = {}
-        for r in self.records:
+        for r in records:
             if r.verdict != Decision.ALLOW and r.host and r.host not in seen:
                 seen[r.host] = r.reason
         if not seen:
             return ""
         lines = [f"[sandbox network] refused {host}: {why}" for host, why in seen.items()]
-        hints = {self.proxy.rules.decide(r.host, r.port).hint for r in self.records
+        hints = {self.proxy.rules.decide(r.host, r.port).hint for r in records
                  if r.verdict == Decision.DENY and r.host}
+        if self.deliver is None:
+            hints |= {grant_hint(r.host, r.port, self.session_id) + " Ask the user to." for r in records
+                      if r.verdict == Decision.DENY and r.host
+                      and self.proxy.rules.decide(r.host, r.port).verdict is Decision.UNLISTED}
         return "\n" + "\n".join(lines + sorted(h for h in hints if h))
 
 
@@ -376,9 +425,9 @@ class EgressProxy:
     budgets: dict[str, SessionBudget] = field(default_factory=dict)
     grants: Grants = field(default_factory=Grants)
 
-    async def open_gate(self, session_id: str, deliver: Deliver | None = None) -> Gate:
+    async def open_gate(self, session_id: str, deliver: Deliver | None = None, background: bool = False) -> Gate:
         """A command's gate; ``deliver`` asks the user about unlisted hosts (None: they are refused)."""
-        gate = Gate(self, self.budgets.setdefault(session_id, SessionBudget()), session_id, deliver)
+        gate = Gate(self, self.budgets.setdefault(session_id, SessionBudget()), session_id, deliver, background)
         await gate.start()
         return gate
 

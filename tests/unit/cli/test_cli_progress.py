@@ -104,6 +104,11 @@ def test_a_started_job_is_on_the_background_line_until_a_result_or_a_listing_say
     assert ended is not None and p.job_seen(ended, now=23.0) and not p.in_background and p.line(24.0) == ""
     assert ended.ended_line() == "⟲ background job job-1 (npm run dev) exited 0 · 13.2s"
     assert not p.job_seen(ended, now=24.0)  # said once
+    refused = JobState.of({"job_id": "job-2", "command": "pip install x", "status": "exited", "exit_code": 1,
+                           "runtime_s": 2.0, "egress_refused": ["pypi.org:443", "files.pythonhosted.org:443"]})
+    assert refused is not None and refused.ended_line() == (
+        "⟲ background job job-2 (pip install x) exited 1 · 2.0s · network refused: pypi.org:443, "
+        "files.pythonhosted.org:443 (/network allow pypi.org allows it for this session)")
 
 
 def test_a_stopped_job_leaves_the_line_and_a_job_started_elsewhere_joins_it_with_its_age() -> None:

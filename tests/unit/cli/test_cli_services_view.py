@@ -113,3 +113,19 @@ def test_subcommands_complete_after_the_command_and_help_names_them() -> None:
                                                 "/mcp [retry <name>]"]
     text = help_text()
     assert "/memory [search|show|pin|unpin|forget]" in text and "/mcp [retry <name>]" in text
+
+
+def test_an_editors_servers_are_listed_under_their_session_never_as_the_users() -> None:
+    mine, theirs = server("ed-aaaaaa", 2, session_id="s-mine"), server("ed-bbbbbb", 2, session_id="s-other")
+    servers = [mine, server("demo", 2), theirs]
+    lines = view.server_lines(servers)
+    assert lines[0].split()[0] == "demo"  # the user's own come first, unmarked
+    assert lines.index("session s-mine's editor servers (from ai-coding acp, for that session alone):") \
+        == lines.index(view.server_line(mine)) - 1
+    assert lines.index("session s-other's editor servers (from ai-coding acp, for that session alone):") \
+        == lines.index(view.server_line(theirs)) - 1
+    in_repl = view.server_lines(servers, "s-mine", others=False)  # the REPL of session s-mine
+    assert in_repl[1] == "this session's editor servers (from ai-coding acp, for this session alone):"
+    assert view.server_line(mine) in in_repl and view.server_line(theirs) not in in_repl
+    assert in_repl[-1] == "(1 editor server of other sessions: `ai-coding mcp status` lists them)"
+    assert view.server_lines([theirs], "s-mine", others=False)[0].startswith("no MCP servers of your own")

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from services.kernel.netgrants import SessionGrants
 from services.loop.core.approvals import Pending
 from services.loop.core.errors import AuxiliaryError
 from services.loop.core.ports import ToolCall, ToolChunkEvent, ToolContext, ToolDef, ToolOutcome
@@ -80,6 +81,9 @@ class _NoRunner:
 
     async def dry_run(self, session_id: str, call_id: str, tool: str, arguments_json: str,
                       timeout_seconds: float) -> ToolOutcome:
+        raise AssertionError("not used")
+
+    async def session_egress(self, session_id: str, allow: str = "", revoke: str = "") -> SessionGrants:
         raise AssertionError("not used")
 
 

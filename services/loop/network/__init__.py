@@ -1,0 +1,1 @@
+"""The session's standing network grants (``/network``)."""
