@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from clients.cli.runtime import (
     supervisor_running,
     wait_until,
 )
-from clients.cli.supervisor import ALL_SERVICES, SupervisorConfig
+from clients.cli.supervisor_config import ALL_SERVICES, SupervisorConfig
 from services.kernel.config import Config, load_config
 from services.kernel.endpoints import (
     PROTO_SERVICE,
@@ -304,8 +305,13 @@ def _sockets_listening(setup: Setup, names: list[str]) -> bool:
     return True
 
 
-def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> None:
+def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False,
+                   serving: Callable[[str], bool] | None = None) -> None:
     """Make sure ``names`` serve: start the supervisor when nothing runs, else wait a little.
+
+    ``serving(name)``, when given, answers the first "does it serve?" in place of a Health Check on
+    a channel of its own (``run`` asks on the channel its turn then uses); when it says no for any of
+    them, everything below goes as without it.
 
     Raises :class:`ServiceUnavailable` naming the service and how to start it. The services then stay
     up for as long as this client process lives (the idle shutdown waits for it to exit).
@@ -313,6 +319,8 @@ def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False) -> No
     from services.kernel.activity import hold_for_process
 
     hold_for_process(setup.rdir)  # first: a supervisor stopping for idleness finishes, then we start anew
+    if serving is not None and all(serving(name) for name in names):
+        return
     if not wait_serving(setup, names, timeout=0.0):
         return
     local = [n for n in names if n in setup.supervisor.services]

@@ -11,15 +11,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ai_coding.v1 import common_pb2, loop_pb2, memory_pb2
+from ai_coding.v1 import common_pb2, loop_pb2
 from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from clients.cli import service_views, session_views, views
 from clients.cli.attachments import Attachment
+
+if TYPE_CHECKING:
+    from ai_coding.v1 import memory_pb2
 
 T = TypeVar("T")
 
@@ -131,6 +133,8 @@ _INT64 = frozenset({FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, Fie
 
 def message_json(message: Message) -> dict[str, Any]:
     """A protobuf message in the JSON mapping, 64-bit integers as numbers (``event_json`` uses it)."""
+    from google.protobuf.json_format import MessageToDict  # `run --json` and the agent server only
+
     data = MessageToDict(message)
     _numbers(message.DESCRIPTOR, data)
     return data
@@ -223,5 +227,7 @@ def queue(text: str) -> loop_pb2.ClientMessage:
 
 def recall_request(workspace: str, query: str, k: int = 5, kind: str = "", scene: str = "") -> memory_pb2.RecallRequest:
     """A Recall for a person's search: ``skip_hit_count`` so it does not count as the model's use."""
+    from ai_coding.v1 import memory_pb2  # the memory service's messages: only the commands that call it
+
     return memory_pb2.RecallRequest(workspace=workspace, query=query, k=k, kind=kind, scene=scene,
                                     skip_hit_count=True)

@@ -7,6 +7,7 @@ or mcp.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 import sys
@@ -173,8 +174,37 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def for_command_line(args: list[str]) -> typer.Typer:
+    """The app to run for ``args``: when they start with a command's name (``ai-coding run ...``), a
+    copy of ``app`` holding that command alone.
+
+    Typer turns every registered function into a click command (its signature, its annotations
+    evaluated) each time the app runs: about 30 of them, the largest part of a warm ``ai-coding run``
+    spent in typer (bench/startup.py). With the command named first nothing reads the others:
+    ``--help`` after it shows that command's options only, and the root group's argv rewriting
+    (:mod:`clients.cli.global_options`) stops at a leading command. Any other command line (root
+    options first, a prompt, no command, ``--help``) gets the whole app."""
+    first = args[0] if args else ""
+    if not first or first.startswith("-"):
+        return app
+    commands = [info for info in app.registered_commands if _command_name(info) == first]
+    groups = [info for info in app.registered_groups if info.name == first]
+    if len(commands) + len(groups) != 1:
+        return app
+    only = copy.copy(app)
+    only.registered_commands = commands
+    only.registered_groups = groups
+    return only
+
+
+def _command_name(info: typer.models.CommandInfo) -> str:
+    if info.name:
+        return info.name
+    return typer.main.get_command_name(info.callback.__name__) if info.callback is not None else ""
+
+
 def main() -> None:
-    app()
+    for_command_line(sys.argv[1:])()
 
 
 if __name__ == "__main__":

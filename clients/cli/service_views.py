@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Note:
+    """One memory note as stored: its text, kind, importance, scope, evidence and use counts."""
+
     id: str = ""
     text: str = ""
     kind: str = ""
@@ -28,6 +30,8 @@ class Note:
 
 @dataclass(frozen=True)
 class RecallHit:
+    """One note a recall found, with its score and the terms that matched."""
+
     note: Note = field(default_factory=Note)
     score: float = 0.0
     relevance: float = 0.0
@@ -36,6 +40,8 @@ class RecallHit:
 
 @dataclass(frozen=True)
 class Recall:
+    """A recall's answer: the hits, the ranking's diagnostics (JSON) and the text the model would see."""
+
     hits: tuple[RecallHit, ...] = ()
     diagnostics_json: str = ""
     rendered: str = ""
@@ -52,6 +58,8 @@ class ServerLogLine:
 
 @dataclass(frozen=True)
 class ServerStatus:
+    """One MCP server's state in the gateway: its tools, retries, degradation and newest log lines."""
+
     name: str = ""
     type: str = ""
     state: int = 0
@@ -71,6 +79,8 @@ class ServerStatus:
 
 @dataclass(frozen=True)
 class CatalogEntry:
+    """One tool an MCP server offers the model: its qualified name, description, input schema and permission."""
+
     server: str = ""
     tool: str = ""
     qualified_name: str = ""

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class OpenedSession:
+    """What OpenSession answered: the session's id, size, last event and model, and warnings to show."""
+
     session_id: str = ""
     message_count: int = 0
     last_seq: int = 0
@@ -19,6 +21,8 @@ class OpenedSession:
 
 @dataclass(frozen=True)
 class SessionSummary:
+    """One saved session in a list: id, when it was created and last active, a preview and its size."""
+
     session_id: str = ""
     created: float = 0.0
     last_activity: float = 0.0
@@ -47,6 +51,8 @@ class SessionList:
 
 @dataclass(frozen=True)
 class SessionDetail:
+    """One session with its messages (JSON) and its plan, for a redraw after /resume."""
+
     summary: SessionSummary
     messages_json: str = ""
     plan_json: str = ""
@@ -55,5 +61,7 @@ class SessionDetail:
 
 @dataclass(frozen=True)
 class CommandReply:
+    """What a slash command the loop handles answered: text to show, and data (JSON)."""
+
     text: str = ""
     data_json: str = ""

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -50,32 +50,13 @@ from clients.cli.runtime import (
     wait_until,
     write_atomic,
 )
+from clients.cli.supervisor_config import ALL_SERVICES as ALL_SERVICES
+from clients.cli.supervisor_config import SupervisorConfig as SupervisorConfig
 
 log = logging.getLogger("ai_coding.supervisor")
 
-ALL_SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
-
-
-@dataclass
-class SupervisorConfig:
-    """The ``supervisor`` section of the config (user layer)."""
-
-    services: list[str] = field(default_factory=lambda: list(ALL_SERVICES))
-    """Services this machine runs; leave one out when it runs elsewhere (e.g. a remote tool host)."""
-    grace_seconds: float = 8.0
-    """How long a service gets to stop after SIGTERM before it and its children are killed."""
-    backoff_initial_seconds: float = 1.0
-    """Delay before the first restart of a crashed service; doubles on each crash in a row."""
-    backoff_max_seconds: float = 30.0
-    """Upper bound of the restart delay."""
-    stable_seconds: float = 60.0
-    """A service that stayed up this long counts as healthy: its next crash starts the series again."""
-    idle_seconds: float = 900.0
-    """Stop everything after this long with no client, running turn, background child or running
-    command (0 = never; ``ai-coding up --stay`` also keeps them). bench/idle.py measures what a cold
-    start costs instead (about 2 s here): 15 minutes pays it at most once per quarter hour of pause."""
 
 
 def restart_delay(streak: int, initial: float = 1.0, cap: float = 30.0) -> float:

@@ -145,6 +145,21 @@ class TurnOutcome:
     finished: views.TurnFinished | None = None
 
 
+def loop_serving(endpoint: Endpoint) -> bool:
+    """Whether the loop at ``endpoint`` answers SERVING, asked on the channel this process's turn then
+    uses (``control.ensure_running(..., serving=loop_serving)``: one connection for the whole run)."""
+    from clients.cli.connection.loop import LoopClient
+
+    async def call() -> bool:
+        client = LoopClient(endpoint)
+        try:
+            return await client.serving()
+        finally:
+            await client.close()
+
+    return connection.run(call())
+
+
 def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", model: str = "",
                  auto_approve: bool = False, cwd: str = "", interactive: bool = False) -> session_views.OpenedSession:
     """``OpenSession`` for one turn, on the loop just found healthy (``interactive``: a person at a

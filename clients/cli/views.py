@@ -66,6 +66,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class ToolError:
+    """Why a tool call failed: a stable code, the message and what to do about it."""
+
     code: str = ""
     message: str = ""
     hint: str = ""
@@ -73,6 +75,8 @@ class ToolError:
 
 @dataclass(frozen=True)
 class ToolResult:
+    """What one tool call returned (``ToolResult``): its output, or the error, and how long it took."""
+
     call_id: str = ""
     tool: str = ""
     ok: bool = False
@@ -85,6 +89,8 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class TaskItem:
+    """One item of the turn's task list, with the ids of the items it waits for."""
+
     id: str = ""
     content: str = ""
     status: str = ""
@@ -93,6 +99,8 @@ class TaskItem:
 
 @dataclass(frozen=True)
 class LayerStat:
+    """What one compaction layer did to the history: messages removed, rewritten, skipped; tokens before and after."""
+
     name: str = ""
     removed: int = 0
     rewritten: int = 0
@@ -106,6 +114,8 @@ class LayerStat:
 
 @dataclass(frozen=True)
 class TurnStarted:
+    """A turn began with this input (the turn's number in the session, the model it uses)."""
+
     turn: int = 0
     input: str = ""
     model: str = ""
@@ -113,16 +123,22 @@ class TurnStarted:
 
 @dataclass(frozen=True)
 class TextDelta:
+    """A piece of the assistant's streamed answer."""
+
     text: str = ""
 
 
 @dataclass(frozen=True)
 class ReasoningDelta:
+    """A piece of the model's streamed reasoning (shown with --verbose)."""
+
     text: str = ""
 
 
 @dataclass(frozen=True)
 class ToolStarted:
+    """The model called a tool: its call id, name, arguments (JSON) and the title to show."""
+
     call_id: str = ""
     tool: str = ""
     arguments_json: str = ""
@@ -131,6 +147,8 @@ class ToolStarted:
 
 @dataclass(frozen=True)
 class ToolChunk:
+    """Output a running tool produced so far (stdout/stderr text, or progress of a total)."""
+
     call_id: str = ""
     stream: str = ""
     text: str = ""
@@ -140,11 +158,15 @@ class ToolChunk:
 
 @dataclass(frozen=True)
 class ToolFinished:
+    """A tool call ended, with its result."""
+
     result: ToolResult = field(default_factory=ToolResult)
 
 
 @dataclass(frozen=True)
 class ApprovalRequested:
+    """The loop asks whether a WARN-level call may run (with a preview of what it changes and why it asks)."""
+
     request_id: str = ""
     call_id: str = ""
     tool: str = ""
@@ -155,6 +177,8 @@ class ApprovalRequested:
 
 @dataclass(frozen=True)
 class ApprovalResolved:
+    """An approval request was answered: the decision, and by what (user, auto, timeout ...)."""
+
     request_id: str = ""
     decision: Decision = Decision.UNSPECIFIED
     source: str = ""
@@ -162,6 +186,8 @@ class ApprovalResolved:
 
 @dataclass(frozen=True)
 class QuestionAsked:
+    """The model asks the user a question (``ask_user``), with the choices it offers."""
+
     request_id: str = ""
     question: str = ""
     options: tuple[str, ...] = ()
@@ -169,6 +195,8 @@ class QuestionAsked:
 
 @dataclass(frozen=True)
 class QuestionResolved:
+    """A question was answered (the answer, and where it came from)."""
+
     request_id: str = ""
     answer: str = ""
     source: str = ""
@@ -184,18 +212,24 @@ class BufferRequested:
 
 @dataclass(frozen=True)
 class TaskListUpdated:
+    """The turn's task list changed: its goal and every item as it stands now."""
+
     goal: str = ""
     items: tuple[TaskItem, ...] = ()
 
 
 @dataclass(frozen=True)
 class CompactionStarted:
+    """The history is being compacted (its estimated size, and why)."""
+
     estimated_tokens: int = 0
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class CompactionEnded:
+    """Compaction ended: each layer's work and the estimated size before and after."""
+
     layers: tuple[LayerStat, ...] = ()
     estimated_before: int = 0
     estimated_after: int = 0
@@ -203,6 +237,8 @@ class CompactionEnded:
 
 @dataclass(frozen=True)
 class MemoryRecalled:
+    """Notes recalled from memory for this step (how many, their ids, how long it took)."""
+
     count: int = 0
     note_ids: tuple[str, ...] = ()
     elapsed_ms: float = 0.0
@@ -210,12 +246,16 @@ class MemoryRecalled:
 
 @dataclass(frozen=True)
 class Degraded:
+    """An auxiliary component (memory recall, the sandbox, the session save ...) failed; the turn goes on."""
+
     component: str = ""
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class SearchStalled:
+    """The loop found the model searching without progress (the step, how stale, what it does about it)."""
+
     iteration: int = 0
     level: int = 0
     streak: int = 0
@@ -226,6 +266,8 @@ class SearchStalled:
 
 @dataclass(frozen=True)
 class ContextAssembled:
+    """How the request's context was made up: bytes per part, the estimated tokens and the window."""
+
     instructions_bytes: int = 0
     tools_bytes: int = 0
     history_bytes: int = 0
@@ -238,6 +280,8 @@ class ContextAssembled:
 
 @dataclass(frozen=True)
 class ModelStepFinished:
+    """One model call ended: its step number, token usage, latency and finish reason."""
+
     step: int = 0
     usage: Usage = field(default_factory=Usage)
     latency_ms: float = 0.0
@@ -246,18 +290,24 @@ class ModelStepFinished:
 
 @dataclass(frozen=True)
 class InputQueued:
+    """Input sent while a turn runs waits for it to end (its text and place in the queue)."""
+
     input: str = ""
     position: int = 0
 
 
 @dataclass(frozen=True)
 class Notice:
+    """A line the loop wants shown (its level and text)."""
+
     level: str = ""
     text: str = ""
 
 
 @dataclass(frozen=True)
 class HookRun:
+    """A configured hook ran at one point of the turn: which, how long, and what came of it."""
+
     point: str = ""
     hook: str = ""
     hook_kind: str = ""
@@ -269,6 +319,8 @@ class HookRun:
 
 @dataclass(frozen=True)
 class SkillCatalogChanged:
+    """The skill catalog in the system message changed (skills added, removed or edited)."""
+
     skills: int = 0
     catalog_chars: int = 0
     added: tuple[str, ...] = ()
@@ -279,6 +331,8 @@ class SkillCatalogChanged:
 
 @dataclass(frozen=True)
 class TurnFinished:
+    """The turn's final event: how it ended, the answer, usage, steps and duration."""
+
     status: TurnStatus = TurnStatus.UNSPECIFIED
     text: str = ""
     handoff: str = ""
@@ -291,6 +345,8 @@ class TurnFinished:
 
 @dataclass(frozen=True)
 class EventsSkipped:
+    """Events this stream will not deliver (a slow reader fell behind); the saved session still has them."""
+
     from_seq: int = 0
     to_seq: int = 0
     hint: str = ""
@@ -308,6 +364,8 @@ class SubagentScope:
 
 @dataclass(frozen=True)
 class SubagentStarted:
+    """A subagent (a child session) began a task, in the foreground or the background."""
+
     run_id: str = ""
     name: str = ""
     task: str = ""
@@ -318,6 +376,8 @@ class SubagentStarted:
 
 @dataclass(frozen=True)
 class SubagentFinished:
+    """A subagent ended: its status, usage, time and the packet its parent got (JSON)."""
+
     run_id: str = ""
     name: str = ""
     status: str = ""
@@ -330,6 +390,8 @@ class SubagentFinished:
 
 @dataclass(frozen=True)
 class BackgroundTaskDone:
+    """A background subagent finished (completed, failed or stopped): its summary and where its transcript is."""
+
     run_id: str = ""
     name: str = ""
     status: str = ""
@@ -342,6 +404,8 @@ class BackgroundTaskDone:
 
 @dataclass(frozen=True)
 class AcceptanceChecked:
+    """One acceptance proof's verdict: the command the gate ran, its exit code and output tail."""
+
     item_id: str = ""
     statement: str = ""
     command: str = ""
@@ -354,6 +418,8 @@ class AcceptanceChecked:
 
 @dataclass(frozen=True)
 class PlanStepStarted:
+    """A plan step begins: item ``index`` of ``total`` (1-based) runs in its own step session."""
+
     index: int = 0
     total: int = 0
     item_id: str = ""
@@ -362,6 +428,8 @@ class PlanStepStarted:
 
 @dataclass(frozen=True)
 class PlanStepReceipt:
+    """What one plan item came to: its outcome, proof grade, attempts, cost and verify command."""
+
     index: int = 0
     total: int = 0
     item_id: str = ""
@@ -379,6 +447,8 @@ class PlanStepReceipt:
 
 @dataclass(frozen=True)
 class PlanReport:
+    """The end of a /plan run: the goal, how many items were done or left unproven, and the report."""
+
     goal: str = ""
     total: int = 0
     done: int = 0
@@ -388,6 +458,8 @@ class PlanReport:
 
 @dataclass(frozen=True)
 class LedgerUpdated:
+    """The uncertainty ledger's open entries changed (one line each)."""
+
     open: tuple[str, ...] = ()
 
 

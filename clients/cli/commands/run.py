@@ -12,6 +12,7 @@ from clients.cli import exit_codes
 from clients.cli.commands.common import cli_errors, fail
 
 if TYPE_CHECKING:
+    from clients.cli.event_json import JsonLinesPrinter
     from clients.cli.session_rows import SessionLike
     from clients.cli.views import Event
 
@@ -37,8 +38,7 @@ def run(
                                                "item is blocked or stalled."),
 ) -> None:
     """Run one turn in WORKSPACE and exit with a code that says how it ended (`ai-coding -p PROMPT` is the same)."""
-    from clients.cli import attachments, control, headless, mcp_input
-    from clients.cli.event_json import JsonLinesPrinter
+    from clients.cli import attachments, control, headless, mcp_input, turn
     from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
     root, cwd = headless.workspace_and_cwd(workspace)
@@ -61,7 +61,9 @@ def run(
         raise fail("run", str(err)) from None
     with cli_errors("run"):
         setup = control.resolve(root)
-        control.ensure_running(setup, ["loop"], quiet=as_json)
+        # Asked on the channel the turn then uses: one connection to the loop for the whole run.
+        control.ensure_running(setup, ["loop"], quiet=as_json,
+                               serving=lambda name: turn.loop_serving(setup.endpoints[name]))
         if mcp_input.wants_gateway(text):  # /server:prompt and @server:uri (docs/mcp.md)
             try:
                 expanded = mcp_input.expand_with_services(setup, text)
@@ -81,7 +83,7 @@ def run(
             note = " (cut at its size limit)" if item.truncated else ""
             print(f"attached {item.path} ({len(item.data):,} bytes){note}", file=sys.stderr)
         approver = AutoApprover() if auto_approve else (TtyApprover() if sys.stdin.isatty() else NoTtyApprover())
-        printer = JsonLinesPrinter(sys.stdout) if as_json else None
+        printer = _json_printer() if as_json else None
         sink, close = (printer.write, lambda: None) if printer else _rich_sink(verbose)
         try:
             outcome = drive_turn(setup.endpoints["loop"], opened.session_id, text, sink, approver,
@@ -107,6 +109,12 @@ def pick_session(rows: Sequence[SessionLike], continue_last: bool, resume: str, 
     for row in choice.candidates:
         print(f"  {session_line(row, dated=True)}", file=sys.stderr)
     raise fail(command, choice.problem)
+
+
+def _json_printer() -> JsonLinesPrinter:
+    from clients.cli.event_json import JsonLinesPrinter  # only `--json` prints the wire's JSON mapping
+
+    return JsonLinesPrinter(sys.stdout)
 
 
 def _rich_sink(verbose: bool) -> tuple[Callable[[Event], None], Callable[[], None]]:

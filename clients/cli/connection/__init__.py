@@ -64,6 +64,16 @@ def shared_channel(endpoint: Endpoint, options: Sequence[tuple[str, object]] = (
     return channel
 
 
+async def drop_channel(endpoint: Endpoint, options: Sequence[tuple[str, object]] = ()) -> None:
+    """Close and forget the process's channel to ``endpoint`` (a call on the loop of :func:`run`): the
+    next call makes a fresh one. For a channel whose service did not answer: gRPC keeps such a channel
+    in reconnect backoff, and a call made during it fails at once even after the service came up."""
+    channel = _channels.pop((str(endpoint), tuple(options)), None)
+    if channel is not None:
+        with contextlib.suppress(Exception):
+            await channel.close()
+
+
 async def _close_channels() -> None:
     channels = list(_channels.values())
     _channels.clear()

@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator, Sequence
 
 import grpc
 from ai_coding.v1 import loop_pb2, loop_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients.cli import convert, session_views, views
 from clients.cli.attachments import Attachment
-from clients.cli.connection import shared_channel
+from clients.cli.connection import drop_channel, shared_channel
 from services.kernel.channels import aio_channel
-from services.kernel.endpoints import Endpoint
+from services.kernel.endpoints import PROTO_SERVICE, Endpoint
 from services.kernel.errors import AiCodingError, reason_of
 
 UNARY_TIMEOUT = 15.0
@@ -136,12 +137,27 @@ class LoopClient:
     """Typed calls to the AgentLoop service."""
 
     def __init__(self, endpoint: Endpoint, cwd: str = "") -> None:
+        self.endpoint = endpoint
         shared = shared_channel(endpoint, _FAST_RECONNECT)
         self._owned = shared is None
         self._channel = aio_channel(endpoint, options=list(_FAST_RECONNECT)) if shared is None else shared
         self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
         self.cwd = cwd  # where the user is: project instructions are read down to here
         self._streams: list[TurnStream] = []
+
+    async def serving(self, timeout: float = 1.0) -> bool:
+        """Whether the loop answers SERVING to grpc.health.v1 Check, asked on this client's channel
+        (the one its calls then use: no second connection). A shared channel that got no SERVING is
+        dropped, so the next client connects afresh instead of inheriting its reconnect backoff."""
+        request = health_pb2.HealthCheckRequest(service=PROTO_SERVICE["loop"])
+        try:
+            response = await health_pb2_grpc.HealthStub(self._channel).Check(request, timeout=timeout)
+            ok = bool(response.status == health_pb2.HealthCheckResponse.SERVING)
+        except grpc.RpcError:
+            ok = False
+        if not ok and not self._owned:
+            await drop_channel(self.endpoint, _FAST_RECONNECT)
+        return ok
 
     async def open_session(self, workspace: str, session_id: str = "", *, model: str = "",
                            auto_approve: bool = False, interactive: bool = True) -> session_views.OpenedSession:

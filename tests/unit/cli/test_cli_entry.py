@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,31 @@ def test_a_thread_of_the_command_still_running_is_waited_for(tmp_path: Path) -> 
             f"threading.Thread(target=lambda: (time.sleep(0.5), pathlib.Path({str(mark)!r}).write_text('done'))).start()")
     done = _entry(code, "--help")
     assert done.returncode == 0 and mark.read_text() == "done"
+
+
+def test_a_command_starts_without_the_collector_and_gets_it_back_with_its_start_frozen() -> None:
+    code = textwrap.dedent("""
+        import gc, json, sys, time
+        from clients.cli import entry
+        from clients.cli.runtime import wait_until
+        before = gc.isenabled()
+        entry.pause_gc_for_start(0.3)
+        paused = not gc.isenabled() and gc.get_freeze_count() == 0
+        back = wait_until(gc.isenabled, 30)
+        print(json.dumps([before, paused, back, gc.get_freeze_count() > 1000]))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[true, true, true, true]"
+
+
+def test_the_full_command_line_runs_inside_the_pause(tmp_path: Path) -> None:
+    """What the console script does for a command the typer app answers (not --version, not serve)."""
+    mark = tmp_path / "gc-at-start"
+    code = (f"import gc, pathlib, clients.cli.main as m\nold = m.main\n"
+            f"m.main = lambda: (pathlib.Path({str(mark)!r}).write_text(str(gc.isenabled())), old())")
+    done = _entry(code, "--help")
+    assert done.returncode == 0 and mark.read_text() == "False"
 
 
 @pytest.mark.parametrize(("code", "status", "printed"), [

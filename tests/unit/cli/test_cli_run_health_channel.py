@@ -1,0 +1,102 @@
+"""``ai-coding run`` asks whether the loop serves on the channel its calls then use, and a channel
+that got no SERVING is not kept: a loop started afterwards (the cold start) is reached at once.
+A real gRPC server in another process; each client in a fresh process (the channels are process-wide)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from clients.cli.runtime import wait_until
+
+_SERVER = textwrap.dedent("""
+    import asyncio, sys
+    import services.kernel
+    import grpc
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    async def main():
+        server = grpc.aio.server()
+        servicer = health.aio.HealthServicer()
+        status = health_pb2.HealthCheckResponse.SERVING if sys.argv[2] == "serving" else \\
+            health_pb2.HealthCheckResponse.NOT_SERVING
+        await servicer.set("ai_coding.v1.AgentLoop", status)
+        health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+        server.add_insecure_port("unix://" + sys.argv[1])
+        await server.start()
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+""")
+
+_CLIENT = textwrap.dedent("""
+    import subprocess, sys, time
+    from clients.cli import connection, turn
+    from clients.cli.connection.loop import ClientError, LoopClient
+    from services.kernel.endpoints import Endpoint
+
+    endpoint = Endpoint("loop", "unix", path=sys.argv[1])
+
+    async def reached():
+        client = LoopClient(endpoint)
+        try:
+            await client.list_sessions("/nowhere")  # no AgentLoop there: UNIMPLEMENTED, but it answered
+        except ClientError as err:
+            return err.status, client._channel
+        finally:
+            await client.close()
+        return "answered", client._channel
+
+    print("serving", turn.loop_serving(endpoint))
+    kept = list(connection._channels.values())
+    if sys.argv[2] == "start-after":  # nothing listened at the check: the loop comes up now
+        server = subprocess.Popen([sys.executable, "-c", sys.argv[3], sys.argv[1], "serving"])
+        deadline = time.monotonic() + 30
+        while not __import__("os").path.exists(sys.argv[1]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    started = time.monotonic()
+    status, channel = connection.run(reached())
+    print("status", status)
+    print("same_channel", bool(kept) and channel is kept[0])
+    print("quick", time.monotonic() - started < 5)
+    if sys.argv[2] == "start-after":
+        server.kill()
+""")
+
+
+def _client(sock: Path, how: str) -> dict[str, str]:
+    done = subprocess.run([sys.executable, "-c", _CLIENT, str(sock), how, _SERVER], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines())
+
+
+def _client_beside_a_server(sock: Path, status: str) -> dict[str, str]:
+    """The client's facts with a server already up, answering ``status`` for the loop."""
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(sock), status])
+    try:
+        assert wait_until(sock.exists, 30)
+        return _client(sock, "running")
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+
+
+def test_the_health_check_and_the_calls_after_it_share_one_channel(tmp_path: Path) -> None:
+    facts = _client_beside_a_server(tmp_path / "loop.sock", "serving")
+    assert facts == {"serving": "True", "status": "unimplemented", "same_channel": "True", "quick": "True"}
+
+
+def test_a_loop_not_serving_yet_is_not_taken_for_serving(tmp_path: Path) -> None:
+    facts = _client_beside_a_server(tmp_path / "loop.sock", "not-serving")
+    assert facts["serving"] == "False"
+    assert facts["same_channel"] == "False"  # the channel that heard NOT_SERVING was dropped
+
+
+def test_a_loop_started_after_a_failed_check_is_reached_on_a_fresh_channel(tmp_path: Path) -> None:
+    """The cold start: nothing listens at the check; the channel that failed would sit in gRPC's
+    reconnect backoff and fail the next call at once, so it is dropped and the call reaches the loop."""
+    facts = _client(tmp_path / "loop.sock", "start-after")
+    assert facts == {"serving": "False", "status": "unimplemented", "same_channel": "False", "quick": "True"}
