@@ -10,7 +10,7 @@ from services.tools.config import SandboxConfig, ToolsConfig
 from services.tools.errors import WorkspaceError
 from services.tools.paths import check_workspace_root
 from services.tools.runtime import decide_extra_roots, decide_sandbox
-from services.tools.sandbox import bwrap_argv, sandbox_env
+from services.tools.sandbox import bwrap_argv, hidden_mounts, sandbox_env
 
 
 def config(mode: str = "bwrap", network: bool = False) -> ToolsConfig:
@@ -130,3 +130,13 @@ def test_a_dangling_git_link_into_the_root_gets_its_placeholder_at_the_target(tm
     argv = " ".join(bwrap_argv("bwrap", [root], root, False, [], "true"))
     target = root / "gitdir" / "inner"
     assert target.is_dir() and f"--ro-bind {target} {target}" in argv
+
+
+def test_hidden_mounts_drop_what_an_outer_one_covers_and_keep_a_sibling_sharing_its_prefix(tmp_path: Path) -> None:
+    for name in ("ws/state", "ws/state/inner", "priv", "priv/deep", "privx", "priv-2"):
+        (tmp_path / name).mkdir(parents=True)
+    root = tmp_path / "ws"
+    paths = [str(tmp_path / n) for n in ("priv/deep", "privx", "priv", "priv-2", "ws/state/inner", "ws/state")]
+    outside, inside = hidden_mounts([*paths, str(tmp_path / "missing"), str(root)], [root])
+    assert outside == [str(tmp_path / "priv"), str(tmp_path / "priv-2"), str(tmp_path / "privx")]
+    assert inside == [str(root / "state")]
