@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import importlib
 import os
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +30,11 @@ if TYPE_CHECKING:
     from services.loop.session.open_sessions import LoopRuntime
 
 PROTO_SERVICE = "ai_coding.v1.AgentLoop"
+# What the session runtime imports, loaded right after SERVING (see build). The model client
+# (httpx2) is among them, so the first turn does not wait for it either.
+RUNTIME_MODULES = ("services.loop.servicer", "services.loop.session.open_sessions", "services.loop.adapters.tools",
+                   "services.loop.adapters.memory", "services.loop.adapters.mcp", "services.loop.tools.webgate",
+                   "services.loop.model.client")
 
 
 @dataclass
@@ -227,9 +230,9 @@ def build(config: Config) -> ServiceDef:
 
     What the config decides is read here, so a bad config stops the start before SERVING. The
     session runtime (its ~150 modules: features, turn pipeline, adapters) and the model client are
-    built right after SERVING, in on_start, in a thread of low priority, so the other services still
-    starting get the cores first; a call arriving meanwhile waits for it (DeferredServicer). The
-    first turn needs all of it: it waits for nothing once OpenSession has answered.
+    imported right after SERVING, in on_start, and the runtime built; a call arriving meanwhile
+    waits for it (DeferredServicer). The first turn needs all of it: it waits for nothing once
+    OpenSession has answered.
     """
     loop, fields = deps_fields(config)
     endpoints = service_endpoints(config)
@@ -243,20 +246,15 @@ def build(config: Config) -> ServiceDef:
     def register(server: object) -> None:
         loop_pb2_grpc.add_AgentLoopServicer_to_server(servicer, server)
 
-    def make_runtime() -> LoopRuntime:
-        import services.loop.servicer  # noqa: F401  (what on_start builds next: the imports stay off the event loop)
+    async def on_start() -> None:
+        # The imports (most of the work) in a thread; the objects on the event loop, where the
+        # service clients' gRPC channels belong.
+        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in RUNTIME_MODULES])
+        from services.loop.servicer import AgentLoopServicer
         from services.loop.session.open_sessions import LoopRuntime
 
         shared = shared_deps(config, loop, fields, endpoints, span_export)
         runtime = LoopRuntime(shared, WorkspaceDeps(config, shared, process_wide))
-        # The model client imports httpx2; loaded here, the first turn does not wait for it.
-        importlib.import_module("services.loop.model.client")
-        return runtime
-
-    async def on_start() -> None:
-        from services.loop.servicer import AgentLoopServicer  # imported by make_runtime
-
-        runtime = await in_background_thread(make_runtime)
         extra["runtime"] = runtime
         servicer.ready(AgentLoopServicer(runtime))
         watch.append(asyncio.create_task(hold_while_busy(runtime, runtime_dir(config))))
@@ -273,23 +271,6 @@ def build(config: Config) -> ServiceDef:
 
     return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register, on_start=on_start,
                       on_shutdown=on_shutdown, extra=extra)
-
-
-async def in_background_thread(fn: Callable[[], Any], nice: int = 10) -> Any:
-    """``fn()`` in a thread of its own whose CPU priority is ``nice`` steps lower (Linux: each thread
-    has its own); a thread of the default executor would keep that priority for later work."""
-    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-    def work() -> None:
-        with contextlib.suppress(OSError, AttributeError):  # not Linux, or not allowed: normal priority
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + nice)
-        try:
-            done.set_result(fn())
-        except BaseException as exc:  # raised in the awaiting task
-            done.set_exception(exc)
-
-    threading.Thread(target=work, name="loop-start", daemon=True).start()
-    return await asyncio.wrap_future(done)
 
 
 def runtime_busy(runtime: LoopRuntime) -> bool:
