@@ -120,3 +120,21 @@ def test_sigterm_turns_health_not_serving_runs_the_drain_hook_and_exits_cleanly(
     assert not Path(endpoint.path).exists()
     log = (rdir / "logs" / "memory.log").read_text()
     assert "memory shutting down" in log
+
+
+def test_sigterm_while_on_start_runs_after_serving_is_a_graceful_stop(isolated_home: Path, short_dir: Path) -> None:
+    rdir = short_dir / "run"
+    env = {**os.environ, "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained"), "AIC_TEST_START_SECONDS": "3"}
+    proc = subprocess.Popen([sys.executable, str(HERE / "minimal_service.py"), "memory"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    endpoint = Endpoint("memory", "unix", path=str(rdir / "memory.sock"))
+    try:
+        assert wait_until(lambda: check_health(endpoint, PROTO_SERVICE["memory"]) == "SERVING", 30, 0.1)
+        proc.send_signal(signal.SIGTERM)  # on_start still sleeps
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out  # not -15: the signal was handled
+    assert (short_dir / "drained.memory").read_text() == "drained"
+    assert not Path(endpoint.path).exists()
