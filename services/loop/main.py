@@ -249,7 +249,7 @@ def build(config: Config) -> ServiceDef:
     async def on_start() -> None:
         # The imports (most of the work) in a thread; the objects on the event loop, where the
         # service clients' gRPC channels belong.
-        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in RUNTIME_MODULES])
+        await asyncio.to_thread(load_runtime_modules)
         from services.loop.servicer import AgentLoopServicer
         from services.loop.session.open_sessions import LoopRuntime
 
@@ -271,6 +271,15 @@ def build(config: Config) -> ServiceDef:
 
     return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register, on_start=on_start,
                       on_shutdown=on_shutdown, extra=extra)
+
+
+def load_runtime_modules() -> None:
+    """Import :data:`RUNTIME_MODULES` and build the model connections' TLS context (blocking)."""
+    for name in RUNTIME_MODULES:
+        importlib.import_module(name)
+    from services.loop.model.transport import shared_tls_context
+
+    shared_tls_context()
 
 
 def runtime_busy(runtime: LoopRuntime) -> bool:
