@@ -192,16 +192,18 @@ async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> i
         endpoint = Endpoint(endpoint.service, "tcp", host=endpoint.host, port=endpoint.port, auth=auth_settings(config))
     service = service_factory(config)
     health_port = health_port_from(os.environ)
+    # Before the server starts: a SIGTERM while on_start still runs (the loop builds its runtime
+    # after SERVING) is a graceful stop once it is done, not the default kill.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     running = await create_server(endpoint, service)
     if health_port is not None:
         await start_health_port(running, health_port)
         log.info("%s health (plaintext, grpc.health.v1 only) on port %d", name, health_port)
     socket_id = _inode(endpoint.path) if endpoint.scheme == "unix" else None
     log.info("%s serving on %s (pid %d)", name, running.address, os.getpid())
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("%s shutting down", name)
     await shutdown(running)

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ai_coding.v1 import loop_pb2_grpc
 
@@ -18,21 +18,23 @@ from services.kernel.endpoints import endpoint_for, runtime_dir
 from services.kernel.errors import ConfigError
 from services.kernel.invocation import effective_environment
 from services.kernel.server import ServiceDef
-from services.loop.adapters.mcp import GrpcMcpClient
-from services.loop.adapters.memory import GrpcMemoryClient
-from services.loop.adapters.tools import GrpcToolRunner
 from services.loop.compaction.settings import compaction_settings
-from services.loop.core.events import DEFAULT_WINDOW
-from services.loop.core.ports import ModelClient
+from services.loop.deferred import DeferredServicer
 from services.loop.hooks.config import parse_hooks
 from services.loop.plans.settings import PlansConfig
-from services.loop.policy.settings import loop_settings
-from services.loop.servicer import AgentLoopServicer
-from services.loop.session.deps import LoopDeps
-from services.loop.session.open_sessions import LoopRuntime
-from services.loop.tools.webgate import user_net
+from services.loop.policy.settings import DEFAULT_WINDOW, loop_settings
+
+if TYPE_CHECKING:
+    from services.loop.core.ports import ModelClient
+    from services.loop.session.deps import LoopDeps
+    from services.loop.session.open_sessions import LoopRuntime
 
 PROTO_SERVICE = "ai_coding.v1.AgentLoop"
+# What the session runtime imports, loaded right after SERVING (see build). The model client
+# (httpx2) is among them, so the first turn does not wait for it either.
+RUNTIME_MODULES = ("services.loop.servicer", "services.loop.session.open_sessions", "services.loop.adapters.tools",
+                   "services.loop.adapters.memory", "services.loop.adapters.mcp", "services.loop.tools.webgate",
+                   "services.loop.model.client")
 
 
 @dataclass
@@ -84,12 +86,11 @@ class ModelFactory:
         return self._clients[settings.name]
 
 
-def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str, str] | None = None) -> LoopDeps:
-    """The loop's ports wired to the configured services and model.
-
-    ``shared`` supplies the service clients (tools, memory, MCP) already built at start: their
-    endpoints are execution keys of the user layer, fixed for the life of the process.
-    """
+def deps_fields(config: Config, env: Mapping[str, str] | None = None) -> tuple[LoopConfig, dict[str, Any]]:
+    """The ``loop`` section and the LoopDeps fields read from the config (not the service clients,
+    the span exporter nor ``net``); raises ConfigError on a bad section (hooks). Imports no session
+    module: :func:`build` runs it before the service reports SERVING, so a bad config still stops
+    the start, and builds the rest right after."""
     from services.loop.model.settings import check_models, model_names, secret_env_names
 
     loop = config.section(LoopConfig, "loop")  # env: the session's environment (ModelFactory reads keys there)
@@ -97,37 +98,62 @@ def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str,
     # The exact key's layer: a project that sets only hooks.plugin_dir did not set the user's events.
     hooks, hook_warnings = parse_hooks(config.get("hooks"), lambda key: config.sources.get(key, "default"))
     config.warnings += [w for w in hook_warnings if w not in config.warnings]
+    return loop, {
+        "model_for": ModelFactory(config, env),
+        "settings": loop_settings(config),
+        "secret_env_names": secret_env_names(config),
+        "fsync": config.section(SessionsConfig, "sessions").fsync,
+        "traces": loop.traces,
+        "source_of": config.source_of,
+        "config_rows": tuple(effective_config_report(config)),
+        "model_names": tuple(model_names(config)),
+        "plans": config.section(PlansConfig, "plans"),
+        "harvest": loop.harvest and loop.memory,
+        "harvest_timeout_seconds": loop.harvest_timeout_seconds,
+        "event_window": max(1, loop.event_window),
+        "compaction": compaction_settings(config),
+        "hooks": hooks,
+    }
+
+
+def build_deps(config: Config, shared: LoopDeps | None = None, env: Mapping[str, str] | None = None) -> LoopDeps:
+    """The loop's ports wired to the configured services and model.
+
+    ``shared`` supplies the service clients (tools, memory, MCP) already built at start: their
+    endpoints are execution keys of the user layer, fixed for the life of the process.
+    """
+    loop, fields = deps_fields(config, env)
     if shared is None:
-        tools: Any = GrpcToolRunner(endpoint_for("tools", config))
-        memory: Any = GrpcMemoryClient(endpoint_for("memory", config)) if loop.memory else None
-        mcp: Any = GrpcMcpClient(endpoint_for("mcp_gateway", config)) if loop.mcp else None
-        span_export = live_exporter(config)
-    else:
-        tools = shared.tools
-        memory = shared.memory if loop.memory else None
-        mcp = shared.mcp if loop.mcp else None
-        span_export = shared.span_export
+        return shared_deps(config, loop, fields, service_endpoints(config), live_exporter(config))
+    from services.loop.session.deps import LoopDeps
+    from services.loop.tools.webgate import user_net
+
     return LoopDeps(
-        model_for=ModelFactory(config, env),
-        tools=tools,
-        settings=loop_settings(config),
-        memory=memory,
-        mcp=mcp,
-        secret_env_names=secret_env_names(config),
-        fsync=config.section(SessionsConfig, "sessions").fsync,
-        traces=loop.traces,
-        source_of=config.source_of,
-        config_rows=tuple(effective_config_report(config)),
-        model_names=tuple(model_names(config)),
-        net=user_net(config.data, config.source_of),
-        plans=config.section(PlansConfig, "plans"),
-        harvest=loop.harvest and loop.memory,
-        harvest_timeout_seconds=loop.harvest_timeout_seconds,
-        event_window=max(1, loop.event_window),
-        compaction=compaction_settings(config),
-        span_export=span_export,
-        hooks=hooks,
-        **({"features": shared.features} if shared is not None else {}),
+        **fields, tools=shared.tools, memory=shared.memory if loop.memory else None,
+        mcp=shared.mcp if loop.mcp else None, span_export=shared.span_export,
+        net=user_net(config.data, config.source_of), features=shared.features,
+    )
+
+
+def service_endpoints(config: Config) -> dict[str, Any]:
+    """Where the tools, memory and MCP gateway services listen (raises EndpointError on a bad one)."""
+    return {name: endpoint_for(name, config) for name in ("tools", "memory", "mcp_gateway")}
+
+
+def shared_deps(config: Config, loop: LoopConfig, fields: dict[str, Any], endpoints: dict[str, Any],
+                span_export: Any) -> LoopDeps:
+    """The process's LoopDeps: ``fields`` (see :func:`deps_fields`) with the service clients."""
+    from services.loop.adapters.mcp import GrpcMcpClient
+    from services.loop.adapters.memory import GrpcMemoryClient
+    from services.loop.adapters.tools import GrpcToolRunner
+    from services.loop.session.deps import LoopDeps
+    from services.loop.tools.webgate import user_net
+
+    return LoopDeps(
+        **fields, tools=GrpcToolRunner(endpoints["tools"]),
+        memory=GrpcMemoryClient(endpoints["memory"]) if loop.memory else None,
+        mcp=GrpcMcpClient(endpoints["mcp_gateway"]) if loop.mcp else None,
+        span_export=span_export, net=user_net(config.data, config.source_of),
     )
 
 
@@ -200,33 +226,60 @@ class WorkspaceDeps:
 
 
 def build(config: Config) -> ServiceDef:
-    """The loop service definition (``extra["runtime"]`` is the LoopRuntime, for tests)."""
-    shared = build_deps(config)
+    """The loop service definition (``extra["runtime"]`` is the LoopRuntime once start-up finished).
+
+    What the config decides is read here, so a bad config stops the start before SERVING. The
+    session runtime (its ~150 modules: features, turn pipeline, adapters) and the model client are
+    imported right after SERVING, in on_start, and the runtime built; a call arriving meanwhile
+    waits for it (DeferredServicer). The first turn needs all of it: it waits for nothing once
+    OpenSession has answered.
+    """
+    loop, fields = deps_fields(config)
+    endpoints = service_endpoints(config)
+    span_export = live_exporter(config)
     # Read once per process (the exporter is shared): every session is told, not only the first.
     process_wide = [w for w in config.warnings if "tracing.otlp" in w]
-    runtime = LoopRuntime(shared, WorkspaceDeps(config, shared, process_wide))
-
-    def register(server: object) -> None:
-        loop_pb2_grpc.add_AgentLoopServicer_to_server(AgentLoopServicer(runtime), server)
-
-    # The model client imports httpx2 (no longer openai, whose type tree took ~0.5 s). Importing it
-    # before the service reports SERVING makes `up` mean ready: the first turn does not wait for it.
-    importlib.import_module("services.loop.model.client")
+    servicer = DeferredServicer()
+    extra: dict[str, object] = {}
     watch: list[asyncio.Task[None]] = []
 
+    def register(server: object) -> None:
+        loop_pb2_grpc.add_AgentLoopServicer_to_server(servicer, server)
+
     async def on_start() -> None:
+        # The imports (most of the work) in a thread; the objects on the event loop, where the
+        # service clients' gRPC channels belong.
+        await asyncio.to_thread(load_runtime_modules)
+        from services.loop.servicer import AgentLoopServicer
+        from services.loop.session.open_sessions import LoopRuntime
+
+        shared = shared_deps(config, loop, fields, endpoints, span_export)
+        runtime = LoopRuntime(shared, WorkspaceDeps(config, shared, process_wide))
+        extra["runtime"] = runtime
+        servicer.ready(AgentLoopServicer(runtime))
         watch.append(asyncio.create_task(hold_while_busy(runtime, runtime_dir(config))))
         watch.append(asyncio.create_task(runtime.sweep()))
 
     async def on_shutdown() -> None:
         for task in watch:
             task.cancel()
-        await runtime.shutdown()
-        if shared.span_export is not None:  # send what is queued, within its own timeout
-            await asyncio.to_thread(shared.span_export.shutdown)
+        runtime = extra.get("runtime")
+        if runtime is not None:
+            await runtime.shutdown()  # type: ignore[attr-defined]
+        if span_export is not None:  # send what is queued, within its own timeout
+            await asyncio.to_thread(span_export.shutdown)
 
     return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register, on_start=on_start,
-                      on_shutdown=on_shutdown, extra={"runtime": runtime})
+                      on_shutdown=on_shutdown, extra=extra)
+
+
+def load_runtime_modules() -> None:
+    """Import :data:`RUNTIME_MODULES` and build the model connections' TLS context (blocking)."""
+    for name in RUNTIME_MODULES:
+        importlib.import_module(name)
+    from services.loop.model.transport import shared_tls_context
+
+    shared_tls_context()
 
 
 def runtime_busy(runtime: LoopRuntime) -> bool:

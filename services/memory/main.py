@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import grpc
@@ -11,7 +10,7 @@ from ai_coding.v1 import memory_pb2_grpc as pb_grpc
 from services.kernel.config import Config, LiveSection
 from services.kernel.endpoints import PROTO_SERVICE
 from services.kernel.server import ServiceDef
-from services.memory.service import MemoryEngine, warm
+from services.memory.service import MemoryEngine
 from services.memory.servicer import MemoryServicer
 from services.memory.settings import MemorySettings
 
@@ -32,11 +31,7 @@ def build(config: Config) -> ServiceDef:
     async def on_shutdown() -> None:
         engine.close()
 
-    async def on_start() -> None:  # after SERVING: the numpy side loads while nothing asks yet
-        asyncio.get_running_loop().run_in_executor(None, warm)
-
     return ServiceDef(
         name="memory", proto_services=[PROTO_SERVICE["memory"]], register=register, on_shutdown=on_shutdown,
-        on_start=on_start,
         extra={"engine": engine},
     )

@@ -41,18 +41,9 @@ from services.memory.similarity import dedupe_key
 from services.memory.store import Changes, MemoryStore, db_path
 from services.memory.tokenizer import tokenize
 
-# The BM25 index, ranking and consolidation run on numpy, whose import is ~150 ms of this
-# service's start on 2 cores: they load when a store first opens, or from warm() right after the
-# service reports SERVING (the main module's on_start), so neither `up` nor a first recall waits.
-NUMPY_MODULES = ("services.memory.index", "services.memory.ranking", "services.memory.consolidate")
-
-
-def warm() -> None:
-    """Import what a first store open, recall or consolidation needs (numpy and its users)."""
-    import importlib
-
-    for name in NUMPY_MODULES:
-        importlib.import_module(name)
+# The BM25 index, ranking and consolidation run on numpy (~150 ms to import on 2 cores, ~18 MB
+# resident): they load at a service's first recall or similar-note check (MemoryStore.index), not
+# at start nor when the first turn's constraints open a store, so an idle service never holds them.
 
 log = logging.getLogger("ai_coding.memory")
 

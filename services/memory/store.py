@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from services.kernel.statedir import STATE_DIR
 from services.memory.database import gc_paused, immediate, open_database
@@ -43,6 +43,9 @@ from services.memory.note_rows import (
 from services.memory.persisted import terms_row, trusted_terms
 from services.memory.similarity import dedupe_key
 from services.memory.tokenizer import tokenize
+
+if TYPE_CHECKING:
+    from services.memory.index import InvertedIndex
 
 T = TypeVar("T")
 log = logging.getLogger("ai_coding.memory")
@@ -82,8 +85,11 @@ class MemoryStore:
         self._db = open_database(path, busy_timeout_ms)
         self.history = HistoryArchive(self._db, self._lock)
         """Messages that left a session's context (same file and lock)."""
-        from services.memory.index import InvertedIndex  # numpy: loaded when a store opens, not at start
-        self.index = InvertedIndex()
+        self._index: InvertedIndex | None = None
+        """Built on first use (a recall or a similar-note check): numpy loads then, not when the first
+        turn's constraints open the store. Until then ``_pending`` holds each doc's terms."""
+        self._pending: dict[int, list[str] | None] = {}
+        """Terms of the docs the index does not hold yet (None: tokenize the note's text when it is built)."""
         self.notes: dict[int, Note] = {}
         self._doc_of: dict[str, int] = {}
         self._doc_of_key: dict[str, int] | None = None
@@ -104,6 +110,22 @@ class MemoryStore:
             if self._relabelled:
                 self._save_scene_keys(self._relabelled)
             self._untrusted, self._relabelled = {}, {}
+
+    @property
+    def index(self) -> InvertedIndex:
+        """The inverted index over ``notes``, built on first use from the terms held until then."""
+        with self._lock:
+            if self._index is None:
+                from services.memory.index import InvertedIndex
+                from services.memory.ranking import set_note_attrs_many
+
+                index = InvertedIndex()
+                docs = list(self._pending)
+                index.add_many(docs, [tokenize(self.notes[d].text) if t is None else t
+                                      for d, t in self._pending.items()])
+                set_note_attrs_many(index, docs, [self.notes[d] for d in docs])
+                self._index, self._pending = index, {}
+            return self._index
 
     # ------------------------------------------------------------ lifecycle
 
@@ -165,9 +187,12 @@ class MemoryStore:
                 terms = tokenize(note.text)
                 self._untrusted[doc] = (note.text, terms)
             term_lists.append(terms)
-        self.index.add_many(docs, term_lists)
-        from services.memory.ranking import set_note_attrs_many
-        set_note_attrs_many(self.index, docs, notes)
+        if self._index is None:
+            self._pending.update(zip(docs, term_lists, strict=True))
+        else:
+            from services.memory.ranking import set_note_attrs_many
+            self._index.add_many(docs, term_lists)
+            set_note_attrs_many(self._index, docs, notes)
         self.notes.update(zip(docs, notes, strict=True))
         self._doc_of.update((note.id, doc) for doc, note in zip(docs, notes, strict=True))
         self._doc_of_key = None  # rebuilt on its next use
@@ -213,13 +238,17 @@ class MemoryStore:
 
     def _apply_row(self, doc: int, note: Note, terms: list[str] | None) -> None:
         old = self.notes.get(doc)
-        if old is None or old.text != note.text:
-            self.index.add(doc, tokenize(note.text) if terms is None else terms)
+        if self._index is None:
+            if old is None or old.text != note.text:
+                self._pending[doc] = terms
+        else:
+            from services.memory.ranking import set_note_attrs
+            if old is None or old.text != note.text:
+                self._index.add(doc, tokenize(note.text) if terms is None else terms)
+            set_note_attrs(self._index, doc, note)
         if old is not None:
             self._count(old, -1)
         self._count(note, +1)
-        from services.memory.ranking import set_note_attrs
-        set_note_attrs(self.index, doc, note)
         self.notes[doc] = note
         self._doc_of[note.id] = doc
         if self._doc_of_key is not None:
@@ -231,7 +260,10 @@ class MemoryStore:
         note = self.notes.pop(doc, None)
         if note is None:
             return
-        self.index.remove(doc)
+        if self._index is None:
+            self._pending.pop(doc, None)
+        else:
+            self._index.remove(doc)
         self._count(note, -1)
         self._doc_of.pop(note.id, None)
         if self._doc_of_key is not None and self._doc_of_key.get(dedupe_key(note.text)) == doc:

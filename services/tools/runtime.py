@@ -387,7 +387,8 @@ class ToolRuntime:
         try:
             argv, env = await self._command_argv(session, command, gate)  # makes the placeholders
             held = placeholders.lease(session.roots)
-            result = await run_command(argv, env, session.roots[0], timeout, emit)
+            result = await run_command(argv, env, session.roots[0], timeout, emit,
+                                       contained=session.sandbox.mode != "none")
         finally:
             placeholders.release(held)
             if gate is not None:

@@ -190,9 +190,15 @@ def hidden_mounts(paths: Sequence[str], roots: Sequence[Path]) -> tuple[list[str
         if not os.path.isdir(real) or any(Path(real) == r for r in roots):
             continue
         group = inside if is_inside(Path(real), roots) else outside
-        if not any(Path(real).is_relative_to(done) for done in group):
+        if not any(_below(real, done) for done in group):
             group.append(real)
     return outside, inside
+
+
+def _below(real: str, top: str) -> bool:
+    """``real`` is ``top`` or below it; both are realpath strings, so this is ``Path.is_relative_to``
+    without building two Paths per pair (this runs for every pair at every command's start)."""
+    return real == top or real.startswith(top if top.endswith("/") else top + "/")
 
 
 def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidden: Sequence[str],
@@ -213,8 +219,7 @@ def bwrap_argv(bwrap: str, roots: Sequence[Path], cwd: Path, network: bool, hidd
         argv += ["--ro-bind-try", extra, extra]
     private_outside, private_inside = hidden_mounts(hidden, roots)
     for real in private_outside:
-        if any(Path(real).is_relative_to(h) for h in outside) and not any(Path(real).is_relative_to(x)
-                                                                          for x in shown):
+        if any(_below(real, h) for h in outside) and not any(Path(real).is_relative_to(x) for x in shown):
             continue  # already inside an empty tmpfs
         argv += ["--tmpfs", real]  # after `shown`: a private dir stays hidden whatever is shown
     inside = sorted({*inside, *private_inside})

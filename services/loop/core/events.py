@@ -27,11 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.loop.core.turn_events import EventBody, EventsSkipped, SubagentScope
+from services.loop.policy.settings import DEFAULT_WINDOW
 
-# A turn of a busy session emits a few thousand events (mostly text deltas);
-# the window keeps several turns so a late re-attach is still served, while 50
-# open sessions stay within ~200 MB even with full windows (~200 B per event).
-DEFAULT_WINDOW = 20_000
 # Numbers reserved on disk at a time: one small file write per this many events.
 SEQ_BLOCK = 10_000
 SKIPPED_HINT = ("the loop keeps only the newest events of a session; the saved session holds the full "

@@ -13,6 +13,8 @@ the message ``Error code: N - MESSAGE``.
 from __future__ import annotations
 
 import json
+import ssl
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,6 +66,21 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+_TLS: list[ssl.SSLContext] = []
+_TLS_LOCK = threading.Lock()
+
+
+def shared_tls_context() -> ssl.SSLContext:
+    """The TLS context of every model connection, the one httpx2 makes by default (the CA bundle,
+    SSL_CERT_FILE / SSL_CERT_DIR of this process), built once per process: each client built its
+    own, 25-50 ms of CPU at the first turn of every workspace. The loop builds it right after
+    SERVING (services/loop/main.py)."""
+    with _TLS_LOCK:
+        if not _TLS:
+            _TLS.append(httpx2.create_ssl_context())
+        return _TLS[0]
+
+
 class ModelTransport:
     """An HTTP connection pool to one OpenAI-compatible endpoint."""
 
@@ -71,6 +88,7 @@ class ModelTransport:
         self._http = httpx2.AsyncClient(
             base_url=base_url if base_url.endswith("/") else base_url + "/",
             timeout=httpx2.Timeout(timeout),
+            verify=shared_tls_context(),
             headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json",
                      "User-Agent": f"ai-coding/{__version__}"},
         )

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 
 from services.kernel.config import Config
 
+# Events kept per session for late re-attaches (core.events.EventLog; config key loop.event_window).
+# A turn of a busy session emits a few thousand events (mostly text deltas);
+# the window keeps several turns so a late re-attach is still served, while 50
+# open sessions stay within ~200 MB even with full windows (~200 B per event).
+DEFAULT_WINDOW = 20_000
+
 
 @dataclass
 class BashPolicy:

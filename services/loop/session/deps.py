@@ -9,12 +9,11 @@ from typing import Any
 
 from services.kernel.netpolicy import NetConfig
 from services.loop.compaction.settings import CompactionSettings
-from services.loop.core.events import DEFAULT_WINDOW
 from services.loop.core.feature import FeatureFactory
 from services.loop.core.ports import McpClient, MemoryClient, ModelClient, ToolRunner
 from services.loop.hooks.config import HookSettings
 from services.loop.plans.settings import PlansConfig
-from services.loop.policy.settings import LoopSettings
+from services.loop.policy.settings import DEFAULT_WINDOW, LoopSettings
 from services.loop.session.features import FEATURES
 from services.loop.tracing.writer import SpanExport
 

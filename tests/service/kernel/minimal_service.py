@@ -8,7 +8,8 @@ Environment knobs (all optional):
 - ``AIC_TEST_CHILDREN=1``: start a grandchild in the same process group and one in its own
   session (the kind of process a supervisor must still clean up);
 - ``AIC_TEST_DRAIN_SECONDS``: how long the shutdown hook takes (health is NOT_SERVING meanwhile);
-- ``AIC_TEST_CRASH``: service name that exits with code 3 right after starting.
+- ``AIC_TEST_CRASH``: service name that exits with code 3 right after starting;
+- ``AIC_TEST_START_SECONDS``: how long on_start takes after SERVING (as the loop's runtime build).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ async def _on_start() -> None:
     if os.environ.get("AIC_TEST_CHILDREN") == "1":
         subprocess.Popen(["sleep", "300"])
         subprocess.Popen(["sleep", "301"], start_new_session=True)
+    start = float(os.environ.get("AIC_TEST_START_SECONDS", "0"))
+    if start:
+        await asyncio.sleep(start)
 
 
 async def _on_shutdown() -> None:

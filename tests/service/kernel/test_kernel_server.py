@@ -99,14 +99,19 @@ def test_reflection_lists_the_service_and_health(short_dir: Path) -> None:
     assert {"ai_coding.v1.Memory", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= set(names)
 
 
+def _minimal_memory(short_dir: Path, **knobs: str) -> tuple[subprocess.Popen[str], Endpoint]:
+    """minimal_service.py as the memory service (its runtime dir: ``short_dir/run``), drain marker set."""
+    env = {**os.environ, "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained"), **knobs}
+    proc = subprocess.Popen([sys.executable, str(HERE / "minimal_service.py"), "memory"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc, Endpoint("memory", "unix", path=str(short_dir / "run" / "memory.sock"))
+
+
 def test_sigterm_turns_health_not_serving_runs_the_drain_hook_and_exits_cleanly(
     isolated_home: Path, short_dir: Path
 ) -> None:
     rdir = short_dir / "run"
-    env = {**os.environ, "AIC_TEST_SHUTDOWN_MARKER": str(short_dir / "drained"), "AIC_TEST_DRAIN_SECONDS": "4"}
-    proc = subprocess.Popen([sys.executable, str(HERE / "minimal_service.py"), "memory"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    endpoint = Endpoint("memory", "unix", path=str(rdir / "memory.sock"))
+    proc, endpoint = _minimal_memory(short_dir, AIC_TEST_DRAIN_SECONDS="4")
     try:
         assert wait_until(lambda: check_health(endpoint, PROTO_SERVICE["memory"]) == "SERVING", 30, 0.1)
         proc.send_signal(signal.SIGTERM)
@@ -120,3 +125,17 @@ def test_sigterm_turns_health_not_serving_runs_the_drain_hook_and_exits_cleanly(
     assert not Path(endpoint.path).exists()
     log = (rdir / "logs" / "memory.log").read_text()
     assert "memory shutting down" in log
+
+
+def test_sigterm_while_on_start_runs_after_serving_is_a_graceful_stop(isolated_home: Path, short_dir: Path) -> None:
+    proc, endpoint = _minimal_memory(short_dir, AIC_TEST_START_SECONDS="3")
+    try:
+        assert wait_until(lambda: check_health(endpoint, PROTO_SERVICE["memory"]) == "SERVING", 30, 0.1)
+        proc.send_signal(signal.SIGTERM)  # on_start still sleeps
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out  # not -15: the signal was handled
+    assert (short_dir / "drained.memory").read_text() == "drained"
+    assert not Path(endpoint.path).exists()

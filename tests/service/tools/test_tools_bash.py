@@ -96,6 +96,16 @@ def test_a_daemon_started_by_a_command_dies_with_the_call(service: ThreadedToolS
     assert wait_until(lambda: not host_pids_with(f"sleep {marker}"))
 
 
+def test_in_bwrap_a_daemon_is_gone_the_moment_the_call_returns(service: ThreadedToolService) -> None:
+    """No /proc sweep runs after a sandboxed command that ended by itself: its PID namespace has
+    ended every process in it (setsid and a double fork included) before bwrap exits."""
+    marker = f"6{uuid.uuid4().int % 10**6}.5"
+    _, result = bash(service, f"(setsid nohup sleep {marker} >/dev/null 2>&1 &); "
+                              f"until pgrep -f 'sleep {marker}' >/dev/null; do sleep 0.01; done; echo spawned")
+    assert result.ok and "spawned" in result.output
+    assert host_pids_with(f"sleep {marker}") == []  # at once: nothing left to wait for
+
+
 def test_cancelling_the_rpc_kills_the_process_group(service: ThreadedToolService) -> None:
     marker = f"7{uuid.uuid4().int % 10**6}.5"
     stream = service.stub.CallTool(tools_pb2.CallToolRequest(

@@ -10,9 +10,11 @@ from services.loop.model.failures import classify
 from services.loop.model.retry import FailureKind
 from services.loop.model.transport import (
     ConnectionFailed,
+    ModelTransport,
     RequestTimedOut,
     StatusError,
     decoded_body,
+    shared_tls_context,
     status_message,
 )
 
@@ -54,3 +56,14 @@ def test_the_loop_and_its_model_client_import_no_openai() -> None:
                 if line.startswith("import time:")}
     assert "httpx2" in imported  # the check sees the imports at all
     assert "openai" not in imported and "pydantic" not in imported, sorted(imported & {"openai", "pydantic"})
+
+
+def test_every_model_transport_shares_one_verifying_tls_context() -> None:
+    import ssl
+
+    first, second = ModelTransport("https://a.example/v1", "k", 5), ModelTransport("https://b.example/v1", "k", 5)
+    ctx = shared_tls_context()
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname  # what httpx2 verifies by default
+    assert ctx.cert_store_stats()["x509_ca"] > 0  # the CA bundle is loaded
+    pools = [t._http._transport._pool._ssl_context for t in (first, second)]  # type: ignore[attr-defined]
+    assert pools == [ctx, ctx]

@@ -11,7 +11,7 @@ from services.tools.config import SandboxConfig, ToolsConfig
 from services.tools.errors import WorkspaceError
 from services.tools.paths import check_workspace_root
 from services.tools.runtime import decide_extra_roots, decide_sandbox
-from services.tools.sandbox import bwrap_argv, sandbox_env
+from services.tools.sandbox import bwrap_argv, hidden_mounts, sandbox_env
 
 
 def config(mode: str = "bwrap", network: bool = False) -> ToolsConfig:
@@ -160,3 +160,13 @@ def test_placeholders_of_a_service_that_is_gone_are_removed_and_a_live_ones_kept
         assert not listed.exists() or str(made) not in listed.read_text().splitlines()
     finally:
         placeholders._journal = None
+
+
+def test_hidden_mounts_drop_what_an_outer_one_covers_and_keep_a_sibling_sharing_its_prefix(tmp_path: Path) -> None:
+    for name in ("ws/state", "ws/state/inner", "priv", "priv/deep", "privx", "priv-2"):
+        (tmp_path / name).mkdir(parents=True)
+    root = tmp_path / "ws"
+    paths = [str(tmp_path / n) for n in ("priv/deep", "privx", "priv", "priv-2", "ws/state/inner", "ws/state")]
+    outside, inside = hidden_mounts([*paths, str(tmp_path / "missing"), str(root)], [root])
+    assert outside == [str(tmp_path / "priv"), str(tmp_path / "priv-2"), str(tmp_path / "privx")]
+    assert inside == [str(root / "state")]
