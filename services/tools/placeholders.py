@@ -30,12 +30,11 @@ _journal: Path | None = None
 
 
 def keep_journal(folder: Path) -> int:
-    """List this process's placeholders under ``folder`` from now on, after removing those that
-    services which are gone left behind; how many such leftovers were removed."""
+    """List this process's placeholders under ``folder`` from now on (made with the first one),
+    after removing those that services which are gone left behind; how many leftovers were removed."""
     global _journal
     removed = 0
     with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         for entry in folder.iterdir():
             if owner_alive(entry.name):
                 continue
@@ -55,6 +54,7 @@ def _save() -> None:
         return
     with contextlib.suppress(OSError):
         if _LEASES:
+            _journal.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             _journal.write_text("".join(f"{path}\n" for path in _LEASES))
         else:
             _journal.unlink(missing_ok=True)

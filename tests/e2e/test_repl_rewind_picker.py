@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,8 +94,8 @@ def test_the_picker_rewinds_code_and_conversation_to_before_the_picked_turn(
     repl.line("/clear")
     repl.wait_for("/help for commands", after=1)
     repl.line(f"/resume {session}")
-    screen = repl.wait_for(f"session {session}", after=1)
-    resumed = screen[screen.rindex(f"session {session}"):]
+    repl.wait_for(f"session {session}", after=1)
+    resumed = _after_the_banner(repl, session, "two again")  # the history is replayed after the banner
     assert "two again" in resumed and "first turn" in resumed
     assert "third turn" not in resumed and "three done" not in resumed and "two done" not in resumed
 
@@ -122,3 +123,14 @@ def test_escape_cancels_the_picker_and_code_only_leaves_the_conversation(
     screen = repl.wait_for("Rewound the code")
     assert "Rewound the conversation" not in screen[screen.rindex("› /rewind 1 --code"):]
     assert (workspace / "keep.txt").exists() and not (workspace / "two.txt").exists()
+
+
+def _after_the_banner(repl: TmuxRepl, session: str, text: str, timeout: float = 30.0) -> str:
+    """The screen below the session's last banner once ``text`` shows there (or as it is at ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        screen = repl.screen()
+        below = screen[screen.rindex(f"session {session}"):] if f"session {session}" in screen else ""
+        if text in below or time.monotonic() > deadline:
+            return below
+        time.sleep(0.1)
