@@ -21,7 +21,8 @@ from services.loop.tools.project_mcp import ProjectServers
 # one left idle for IDLE_SESSION_SECONDS (swept every EVICT_SWEEP_SECONDS); either stays on disk
 # and is loaded again by its next OpenSession or Converse. One held session costs the loop about
 # 50-100 KB for a short one (bench/footprint.py) plus its event window (up to LoopDeps.event_window
-# events of ~200 B): 100 full windows would be ~400 MB, hence the time limit.
+# events of ~200 B): 100 full windows would be ~400 MB, hence the time limit. A dropped runtime is
+# freed by a cyclic collection only: reclaim.py runs one within a bound.
 MAX_IDLE_SESSIONS = 100
 IDLE_SESSION_SECONDS = 600.0
 EVICT_SWEEP_SECONDS = 30.0
