@@ -23,8 +23,8 @@ import time
 
 COLLECT_EVERY_EVICTIONS = 25
 """Dropped sessions that may wait for a collection: a quarter of the idle sessions kept (~2 MB of short
-ones). A collection walks every live session (~30 ms of CPU with 100 open, at load 13 on 2 cores), so
-one per eviction would double what a short turn costs the loop; one per 25 adds about 1 ms to it."""
+ones). A collection walks every live session (~30 ms of CPU with 100 open, on 2 shared cores), so one
+per eviction would double what a short turn costs the loop; one per 25 adds about 0.5 ms to it."""
 COLLECT_EVERY_EVENTS = 20_000
 """Events held by the dropped sessions that may wait (one full event window, ~4 MB): a session that
 streamed long turns is given back without waiting for 24 more."""
