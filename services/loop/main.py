@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import importlib
 import os
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,9 @@ PROTO_SERVICE = "ai_coding.v1.AgentLoop"
 RUNTIME_MODULES = ("services.loop.servicer", "services.loop.session.open_sessions", "services.loop.adapters.tools",
                    "services.loop.adapters.memory", "services.loop.adapters.mcp", "services.loop.tools.webgate",
                    "services.loop.model.client")
+
+MAX_WORKSPACE_CONFIGS = 64
+"""Workspace configs (each a LoopDeps, built from its layered config files) kept between OpenSessions."""
 
 
 @dataclass
@@ -183,8 +187,10 @@ class WorkspaceDeps:
         self.base = base
         self.shared = shared
         self.process_wide = process_wide or []
-        self._cache: dict[tuple[str, tuple[tuple[str, str], ...] | None],
-                          tuple[tuple[Any, ...], LoopDeps, list[str]]] = {}
+        # Most recently used last; the oldest goes past MAX_WORKSPACE_CONFIGS (a service that saw
+        # thousands of workspaces or client environments kept a LoopDeps for each).
+        self._cache: OrderedDict[tuple[str, tuple[tuple[str, str], ...] | None],
+                                 tuple[tuple[Any, ...], LoopDeps, list[str]]] = OrderedDict()
         self._noted: set[str] = set()
 
     def __call__(self, workspace: str, client_env: Mapping[str, str] | None = None) -> tuple[LoopDeps, list[str]]:
@@ -196,6 +202,7 @@ class WorkspaceDeps:
         key = (workspace, tuple(sorted(client_env.items())) if client_env is not None else None)
         hit = self._cache.get(key)
         if hit is not None and hit[0] == stamp:
+            self._cache.move_to_end(key)
             return hit[1], list(hit[2])
         env = effective_environment(os.environ, client_env)
         config = self._load(path, env)
@@ -213,6 +220,9 @@ class WorkspaceDeps:
             deps = build_deps(user_only, shared=self.shared, env=env)
             warnings = [*user_only.warnings, f"ignored project config {', '.join(project)}: {err}"]
         self._cache[key] = (stamp, deps, warnings)
+        self._cache.move_to_end(key)
+        while len(self._cache) > MAX_WORKSPACE_CONFIGS:
+            self._cache.popitem(last=False)
         notes = [n for n in config.notes if n not in self._noted]  # another tool's file: said once
         self._noted.update(notes)
         return deps, [*warnings, *notes, *(w for w in self.process_wide if w not in warnings)]

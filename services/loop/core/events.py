@@ -81,6 +81,11 @@ class EventLog:
         """The number of the newest event issued (0 when none)."""
         return self._last_seq
 
+    @property
+    def held(self) -> int:
+        """How many events the window holds now."""
+        return len(self._events)
+
     def add_listener(self, listener: Callable[[Event], None]) -> None:
         """Call ``listener`` synchronously for every new event (traces use this)."""
         self._listeners.append(listener)

@@ -13,6 +13,7 @@ from services.loop.core.crash_marks import mark_crashed_turn
 from services.loop.core.errors import SessionNotFound
 from services.loop.core.sessions import Session, SessionStore
 from services.loop.session.deps import LoopDeps, SessionOptions
+from services.loop.session.reclaim import Reclaimer
 from services.loop.session.runtime import SessionRuntime
 from services.loop.tools.project_mcp import ProjectServers
 
@@ -20,7 +21,8 @@ from services.loop.tools.project_mcp import ProjectServers
 # one left idle for IDLE_SESSION_SECONDS (swept every EVICT_SWEEP_SECONDS); either stays on disk
 # and is loaded again by its next OpenSession or Converse. One held session costs the loop about
 # 50-100 KB for a short one (bench/footprint.py) plus its event window (up to LoopDeps.event_window
-# events of ~200 B): 100 full windows would be ~400 MB, hence the time limit.
+# events of ~200 B): 100 full windows would be ~400 MB, hence the time limit. A dropped runtime is
+# freed by a cyclic collection only: reclaim.py runs one within a bound.
 MAX_IDLE_SESSIONS = 100
 IDLE_SESSION_SECONDS = 600.0
 EVICT_SWEEP_SECONDS = 30.0
@@ -59,6 +61,7 @@ class LoopRuntime:
         # restart) each built a runtime of their own over the same journal.
         self._opening: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         self.project_mcp = ProjectServers()
+        self.reclaim = Reclaimer()
 
     def store(self, workspace: str) -> SessionStore:
         if workspace not in self._stores:
@@ -127,36 +130,53 @@ class LoopRuntime:
         return rt, [*warnings, *rt.warnings, *project]
 
     async def _evict_idle(self, keep: str) -> None:
+        await self._evict(self._over_cap(keep))
+
+    def _over_cap(self, keep: str) -> list[SessionRuntime]:
+        """The least recently used idle sessions beyond MAX_IDLE_SESSIONS (``keep`` is never one)."""
         idle = [rt for sid, rt in self.sessions.items() if rt.quiet and sid != keep]
-        await self._evict(sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)])
+        return sorted(idle, key=lambda r: r.session.updated)[: max(len(idle) - MAX_IDLE_SESSIONS, 0)]
 
     async def evict_stale(self, now: float | None = None) -> int:
         """Drop from memory every session idle (quiet, nobody following) for IDLE_SESSION_SECONDS;
         how many were dropped."""
         cutoff = (time.time() if now is None else now) - IDLE_SESSION_SECONDS
         victims = [rt for rt in self.sessions.values() if rt.quiet and not rt.busy and rt.session.updated < cutoff]
+        count = len(victims)
         await self._evict(victims)
-        return len(victims)
+        return count
 
     async def sweep(self, every: float = EVICT_SWEEP_SECONDS) -> None:
-        """Run :meth:`evict_stale` every ``every`` seconds (a task of the service)."""
+        """Run :meth:`evict_stale` every ``every`` seconds (a task of the service), then collect the
+        sessions dropped since the last collection."""
         while True:
             await asyncio.sleep(every)
             await self.evict_stale()
+            self.reclaim.idle()
 
     async def _evict(self, victims: list[SessionRuntime]) -> None:
+        """Drop ``victims`` from memory. The list is emptied and no frame here keeps a runtime: the
+        collection that may follow (reclaim.py) must find them unreachable."""
         # Take every victim out before the first await: an open that overlaps this one must not
         # pick the same sessions again (it did, and its `del` raised KeyError).
-        for rt in victims:
-            del self.sessions[rt.session.id]
-            rt.persist_for_good()
-            if rt.store.written(rt.session.id):  # a session never written is forgotten with its runtime
-                self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
-            rt.store.forget(rt.session.id)
+        held = sum(self._take_out(rt) for rt in victims)
+        ids = [rt.session.id for rt in victims]
+        victims.clear()
         while len(self._evicted) > MAX_EVICTED_REMEMBERED:
             del self._evicted[next(iter(self._evicted))]
-        for rt in victims:
-            await self.deps.tools.close_session(rt.session.id)
+        for sid in ids:
+            await self.deps.tools.close_session(sid)
+        if ids:
+            self.reclaim.evicted(len(ids), held)
+
+    def _take_out(self, rt: SessionRuntime) -> int:
+        """Save ``rt`` for good and forget it (but where it lives); the events its window held."""
+        del self.sessions[rt.session.id]
+        rt.persist_for_good()
+        if rt.store.written(rt.session.id):  # a session never written is forgotten with its runtime
+            self._evicted[rt.session.id] = (rt.session.workspace, rt.options)
+        rt.store.forget(rt.session.id)
+        return rt.events.held
 
     async def get(self, session_id: str) -> SessionRuntime:
         """An open session; one evicted from memory for being idle is loaded again."""
