@@ -53,8 +53,9 @@ class Watcher:
         return self.fd >= 0
 
     def watch(self, path: str, rel: str) -> None:
-        """Watch ``path`` (before it is listed, so no change after the listing is missed)."""
-        if self.fd < 0 or self.lib is None:
+        """Watch ``path`` (before it is listed, so no change after the listing is missed). A folder
+        watched already keeps its watch (a folder that left lost it in :meth:`collect`)."""
+        if self.fd < 0 or self.lib is None or rel in self.by_rel:
             return
         wd = int(self.lib.inotify_add_watch(self.fd, path.encode(), MASK))
         if wd < 0:
@@ -73,6 +74,14 @@ class Watcher:
             wd = self.by_rel.pop(other)
             if self.by_wd.get(wd) == other:
                 del self.by_wd[wd]
+
+    def watched(self, rel: str) -> bool:
+        """``rel`` is watched, so its events are seen (valid after :meth:`collect`)."""
+        return self.fd >= 0 and rel in self.by_rel
+
+    def changed(self, rel: str) -> bool:
+        """Something in ``rel`` itself (not only below it) had an event since the last collect."""
+        return rel in self.dirty
 
     def clean(self, rel: str) -> bool:
         """Nothing below ``rel`` changed since it was last walked (valid after :meth:`collect`)."""
