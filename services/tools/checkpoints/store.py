@@ -152,6 +152,13 @@ class CheckpointStore:
         self._enforce_cap(keep=checkpoint.checkpoint_id)
         return checkpoint
 
+    def warm(self) -> None:
+        """Scan the workspace into the stat cache and the objects, taking no checkpoint (a session
+        opened: its first step's checkpoint then costs what that step changed)."""
+        with self.lock:
+            if not self.cache.dirs:
+                self._scan()
+
     def _scan(self) -> Scan:
         """The workspace now, its new objects written (no ref)."""
         result = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
