@@ -51,6 +51,8 @@ class RestoreReport:
 
 
 AFTER_RESTORE = "after restore to"
+CAP_LOW = 0.9
+"""A store over its cap is brought down to this fraction of it."""
 
 
 def workspace_key(root: Path) -> str:
@@ -301,7 +303,8 @@ class CheckpointStore:
 
     def _enforce_cap(self, keep: str) -> None:
         """Past the age limit, then over ``max_store_bytes``: drop the oldest checkpoints (never
-        ``keep``), until none is too old and the store is under its cap."""
+        ``keep``), until none is too old and the store is under 90% of its cap (so the sweep, which
+        reads every checkpoint's trees, runs once per tenth of the cap, not at every step)."""
         self._enforce_age(keep)
         if self.max_store_bytes <= 0 or self.size() <= self.max_store_bytes:
             return
@@ -310,5 +313,5 @@ class CheckpointStore:
                 break
             self._drop(checkpoint)
             log.info("checkpoints: the store of %s is over its cap; dropped %s", self.root, checkpoint.checkpoint_id)
-            if self._sweep() and self.size() <= self.max_store_bytes:
+            if self._sweep() and self.size() <= self.max_store_bytes * CAP_LOW:
                 break
