@@ -61,7 +61,12 @@ class TooManyFiles(CheckpointsOff):
 class Scan:
     tree: str
     files: int = 0
-    read: int = 0
+    read_paths: set[str] = field(default_factory=set)
+    """The files read (their stat changed, or they are new)."""
+
+    @property
+    def read(self) -> int:
+        return len(self.read_paths)
     skipped: list[Skipped] = field(default_factory=list)
 
 
@@ -144,7 +149,7 @@ class _Walk:
                     except OSError as exc:
                         skipped.append(Skipped(sub, f"cannot read it ({exc.strerror})"))
                         continue
-                    result.read += 1
+                    result.read_paths.add(sub)
                     files[sub] = (key, ref)
                 rows.append((name, FILE, mode & 0o7777, ref, st.st_size, st.st_mtime_ns))
             elif stat.S_ISDIR(mode):

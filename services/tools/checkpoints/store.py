@@ -91,6 +91,8 @@ class CheckpointStore:
         self._loaded: dict[str, Checkpoint] = {}
         """Refs read so far (a ref never changes; a dropped one leaves this when it is deleted)."""
         self._last_id = ""
+        self._warmed: set[str] = set()
+        """The files the opening scan read: the next checkpoint counts them as its own."""
         meta = home / "meta.json"
         if not meta.exists():
             _dump(meta, {"root": str(root)})
@@ -146,8 +148,12 @@ class CheckpointStore:
         before = self.objects.written
         result = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
         self.objects.flush(durable)
+        if self._warmed:  # what it read and is still there
+            result.read_paths |= {path for path in self._warmed if path in self.cache.files}
+            self._warmed = set()
+        read = result.read
         checkpoint = Checkpoint(self._next_id(), session_id, label, call_id, time.time(), result.tree,
-                                result.files, result.read, result.skipped)
+                                result.files, read, result.skipped)
         _dump(self.refs / f"{checkpoint.checkpoint_id}.json", asdict(checkpoint))
         self._loaded[checkpoint.checkpoint_id] = checkpoint
         self._size = None if self._size is None else self._size + self.objects.written - before
@@ -159,7 +165,7 @@ class CheckpointStore:
         opened: its first step's checkpoint then costs what that step changed)."""
         with self.lock:
             if not self.cache.dirs:
-                self._scan()
+                self._warmed = self._scan().read_paths
 
     def _scan(self) -> Scan:
         """The workspace now, its new objects written (no ref)."""
