@@ -63,11 +63,11 @@ class Scan:
     files: int = 0
     read_paths: set[str] = field(default_factory=set)
     """The files read (their stat changed, or they are new)."""
+    skipped: list[Skipped] = field(default_factory=list)
 
     @property
     def read(self) -> int:
         return len(self.read_paths)
-    skipped: list[Skipped] = field(default_factory=list)
 
 
 def scan(root: Path, objects: ObjectStore, cache: StatCache, rules: Rules, watcher: Watcher | None = None) -> Scan:
