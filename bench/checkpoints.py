@@ -9,6 +9,8 @@ scan it waits for), p50/p95 of a checkpoint after a step that changed 1, 10 and 
 passes), the store's size after 200 steps of 10 changed files each, and on a workspace of four
 files: a checkpoint when nothing changed and a bash step with checkpoints on against one with
 them off (each bash step takes two: before and after). The store lives in a throwaway HOME.
+Beside the wall times: the process's CPU time (median, the service's threads and the client's),
+which the machine's load moves much less (at a load of 15 on 2 cores, wall is ~7x cpu).
 
 ``--base REV`` runs the same measurements with that commit checked out in a temporary worktree
 (bench/baseline.py), base and head alternating ``--pairs`` times, each in its own process, and
@@ -77,10 +79,13 @@ def measure(opts: argparse.Namespace, base: Path) -> dict[str, object]:
     paths = generate(workspace, opts.files, opts.mb)
     svc = ThreadedToolService(Config(data={"tools": {}}), str(base / "t.sock")).start()
     try:
+        cpu: list[float] = []
+
         def checkpoint(label: str) -> tuple[float, tools_pb2.CheckpointInfo]:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             info = svc.stub.CreateCheckpoint(tools_pb2.CreateCheckpointRequest(session_id="s1", label=label),
                                              timeout=600)
+            cpu.append((time.process_time() - c0) * 1000)
             return (time.perf_counter() - t0) * 1000, info
 
         t0 = time.perf_counter()
@@ -90,21 +95,23 @@ def measure(opts: argparse.Namespace, base: Path) -> dict[str, object]:
         rng = random.Random(11)
         big = min(1000, opts.files // 2)
         for key, count in (("cp1", 1), ("cp10", 10), ("cp1000", big)):
-            samples = []
+            samples, cpu[:] = [], []
             for i in range(opts.runs if count < 1000 else max(5, opts.runs // 3)):
                 touch(paths, count, rng)
                 ms, info = checkpoint(f"{count}-{i}")
                 assert info.files_read == count, (info.files_read, count)
                 samples.append(ms)
             got[key] = stats(samples)
+            got[f"{key}_cpu"] = statistics.median(cpu)
         _, before = checkpoint("before rewind")
         touch(paths, big, rng)
         _, seen = checkpoint("after 1000 changes")  # the loop's baseline: the agent's last step
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         report = svc.stub.RestoreCheckpoint(tools_pb2.RestoreCheckpointRequest(
             session_id="s1", checkpoint_id=before.checkpoint_id, baseline_checkpoint_id=seen.checkpoint_id),
             timeout=600)
         got["rewind"], got["rewind_files"] = (time.perf_counter() - t0) * 1000, report.written
+        got["rewind_cpu"] = (time.process_time() - c0) * 1000
         workspace_bytes = sum(p.stat().st_size for p in paths)
         start_bytes = svc.stub.ListCheckpoints(tools_pb2.ListCheckpointsRequest(session_id="s1")).store_bytes
         for i in range(opts.steps):
@@ -165,13 +172,16 @@ def lines(got: Figures, order: list[str], steps: int) -> list[str]:
 
     def show(key: str, label: str) -> str:
         runs = got[label][key]
+        cpu = (f" (cpu {statistics.median(float(c) for c in got[label][f'{key}_cpu']):,.1f} ms)"
+               if f"{key}_cpu" in got[label] else "")
         if key in ("cp1", "cp10", "cp1000", "tiny"):
-            return f"p50 {statistics.median(r[0] for r in runs):7.1f} ms  p95 {statistics.median(r[1] for r in runs):7.1f} ms"
+            return (f"p50 {statistics.median(r[0] for r in runs):7.1f} ms  p95 {statistics.median(r[1] for r in runs):7.1f}"
+                    f" ms{cpu}")
         if key == "tiny_step":
             on, off = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
             return f"on {on:.1f} ms, off {off:.1f} ms: {on - off:+.1f} ms"
         unit = " MB" if key == "store_mb" else " ms"
-        return f"{statistics.median(float(r) for r in runs):,.1f}{unit}"
+        return f"{statistics.median(float(r) for r in runs):,.1f}{unit}{cpu}"
 
     head = got["head"]
     names = {"first": f"first checkpoint ({int(head['first_files'][0]):,} files)",
