@@ -219,6 +219,7 @@ class ToolRuntime:
         if old is not None:
             session.tracker, session.jobs = old.tracker, old.jobs
         self.sessions[request.session_id] = session
+        self.checkpoints.prepare(root)
         return OpenedSession(str(root), warnings, policy, [str(p) for p in extra])
 
     def _forget_idle(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 
 from services.tools.checkpoints.config import CheckpointsConfig
@@ -28,6 +29,22 @@ class CheckpointHook:
     def close(self) -> None:
         """Release the stores' watches (the service stops)."""
         self.manager.close()
+
+    def prepare(self, root: Path) -> None:
+        """A session opened on ``root``: open its store and scan the workspace in the background,
+        so the first step's checkpoint reads only what changed since, not every file."""
+        manager = self.manager
+        if manager.config.enabled and root not in manager.stores and root not in manager.refused:
+            threading.Thread(target=self._warm, args=(root,), name="checkpoints-warm", daemon=True).start()
+
+    def _warm(self, root: Path) -> None:
+        try:
+            self.manager.store(root).warm()
+        except TooManyFiles as exc:
+            self.manager.refuse(root, exc)
+            log.warning("checkpoints: %s (%s)", exc, root)
+        except (OSError, CheckpointError) as exc:
+            log.info("checkpoints: the first scan of %s failed (the first checkpoint tries again): %s", root, exc)
 
     def recovered_lines(self, root: Path) -> list[str]:
         """The interrupted-restore lines of ``root`` (said once, to the first session opened there)."""

@@ -61,6 +61,7 @@ class CheckpointManager:
             stores, self.stores = list(self.stores.values()), {}
         for store in stores:
             store.watcher.close()
+            store.objects.close()
 
     def recover_all(self) -> list[tuple[str, str]]:
         """Finish every restore a kill interrupted (at service start); one line for each."""

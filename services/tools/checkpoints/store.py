@@ -14,7 +14,7 @@ from pathlib import Path
 from services.tools.checkpoints.errors import UnknownCheckpoint
 from services.tools.checkpoints.objects import Entry, ObjectStore
 from services.tools.checkpoints.restore import Change, apply, changes, plan
-from services.tools.checkpoints.snapshot import Rules, Skipped, StatCache, scan
+from services.tools.checkpoints.snapshot import Rules, Scan, Skipped, StatCache, StatKey, scan
 from services.tools.checkpoints.watcher import Watcher
 
 log = logging.getLogger("ai_coding.tools.checkpoints")
@@ -51,6 +51,8 @@ class RestoreReport:
 
 
 AFTER_RESTORE = "after restore to"
+CAP_LOW = 0.9
+"""A store over its cap is brought down to this fraction of it."""
 
 
 def workspace_key(root: Path) -> str:
@@ -63,7 +65,7 @@ def _dump(path: Path, data: object, durable: bool = False) -> None:
     a ref is not synced, so a power cut can lose the newest checkpoints, never the workspace."""
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as handle:
-        json.dump(data, handle)
+        handle.write(json.dumps(data))
         if durable:
             handle.flush()
             os.fsync(handle.fileno())
@@ -86,6 +88,11 @@ class CheckpointStore:
         self.watcher = Watcher()
         self.lock = threading.Lock()
         self._size: int | None = None
+        self._loaded: dict[str, Checkpoint] = {}
+        """Refs read so far (a ref never changes; a dropped one leaves this when it is deleted)."""
+        self._last_id = ""
+        self._warmed: set[str] = set()
+        """The files the opening scan read: the next checkpoint counts them as its own."""
         meta = home / "meta.json"
         if not meta.exists():
             _dump(meta, {"root": str(root)})
@@ -98,20 +105,36 @@ class CheckpointStore:
         return Checkpoint(**raw)
 
     def checkpoints(self, session_id: str = "") -> list[Checkpoint]:
-        """Oldest first; only ``session_id``'s when given."""
-        found = [self._load(p) for p in sorted(self.refs.glob("*.json"))]
-        return [c for c in found if not session_id or c.session_id == session_id]
+        """Oldest first; only ``session_id``'s when given (one listing; a ref is read once)."""
+        names = sorted(n.removesuffix(".json") for n in os.listdir(self.refs)
+                       if n.startswith("cp-") and n.endswith(".json"))
+        loaded = self._loaded
+        self._loaded = {}
+        for name in names:
+            found = loaded.get(name)
+            self._loaded[name] = found if found is not None else self._load(self.refs / f"{name}.json")
+        return [c for c in self._loaded.values() if not session_id or c.session_id == session_id]
 
     def get(self, checkpoint_id: str) -> Checkpoint:
         path = self.refs / f"{checkpoint_id}.json"
         if "/" in checkpoint_id or not checkpoint_id or not path.exists():
             raise UnknownCheckpoint(f"there is no checkpoint {checkpoint_id!r} for {self.root}",
                                     hint="List them with `ai-coding checkpoints list`; pruned ones are gone.")
-        return self._load(path)
+        found = self._loaded.get(checkpoint_id)
+        return found if found is not None else self._load(path)
 
     def _next_id(self) -> str:
-        last = max((p.stem for p in self.refs.glob("*.json")), default="cp-000000")
-        return f"cp-{int(last.removeprefix('cp-')) + 1:06d}"
+        """One past the newest ref (the refs are listed once per process, then counted)."""
+        last = self._last_id or max((p.stem for p in self.refs.glob("cp-*.json")), default="cp-000000")
+        number = int(last.removeprefix("cp-")) + 1
+        while (self.refs / f"cp-{number:06d}.json").exists():  # another process took it
+            number += 1
+        self._last_id = f"cp-{number:06d}"
+        return self._last_id
+
+    def _drop(self, checkpoint: Checkpoint) -> None:
+        (self.refs / f"{checkpoint.checkpoint_id}.json").unlink(missing_ok=True)
+        self._loaded.pop(checkpoint.checkpoint_id, None)
 
     # ------------------------------------------------------------ operations
 
@@ -120,25 +143,42 @@ class CheckpointStore:
         with self.lock:
             return self._create(session_id, label, call_id)
 
-    def _create(self, session_id: str, label: str, call_id: str) -> Checkpoint:
+    def _create(self, session_id: str, label: str, call_id: str, durable: bool = False) -> Checkpoint:
+        """``durable``: its new objects are synced to disk (a restore's starting point)."""
         before = self.objects.written
         result = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
+        self.objects.flush(durable)
+        if self._warmed:  # what it read and is still there
+            result.read_paths |= {path for path in self._warmed if path in self.cache.files}
+            self._warmed = set()
+        read = result.read
         checkpoint = Checkpoint(self._next_id(), session_id, label, call_id, time.time(), result.tree,
-                                result.files, result.read, result.skipped)
+                                result.files, read, result.skipped)
         _dump(self.refs / f"{checkpoint.checkpoint_id}.json", asdict(checkpoint))
+        self._loaded[checkpoint.checkpoint_id] = checkpoint
         self._size = None if self._size is None else self._size + self.objects.written - before
         self._enforce_cap(keep=checkpoint.checkpoint_id)
         return checkpoint
 
-    def flat(self, checkpoint_id: str) -> dict[str, Entry]:
-        return self.objects.flatten(self.get(checkpoint_id).tree)
+    def warm(self) -> None:
+        """Scan the workspace into the stat cache and the objects, taking no checkpoint (a session
+        opened: its first step's checkpoint then costs what that step changed)."""
+        with self.lock:
+            if not self.cache.dirs:
+                self._warmed = self._scan().read_paths
+
+    def _scan(self) -> Scan:
+        """The workspace now, its new objects written (no ref)."""
+        result = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
+        self.objects.flush()
+        return result
 
     def diff(self, from_id: str, to_id: str = "") -> tuple[list[Change], dict[str, Entry], dict[str, Entry]]:
-        """What changed from one checkpoint to another (``to_id`` empty: to the workspace now)."""
+        """What changed from one checkpoint to another (``to_id`` empty: to the workspace now), with
+        the entries of both sides where they differ."""
         with self.lock:
-            before = self.flat(from_id)
-            after = self.flat(to_id) if to_id else self.objects.flatten(
-                scan(self.root, self.objects, self.cache, self.rules, self.watcher).tree)
+            start = self.get(from_id).tree
+            before, after = self.objects.diff_trees(start, self.get(to_id).tree if to_id else self._scan().tree)
         return changes(before, after), before, after
 
     def restore(self, session_id: str, checkpoint_id: str, baseline_id: str = "", overwrite_changed: bool = False,
@@ -150,23 +190,24 @@ class CheckpointStore:
         with self.lock:
             target = self.get(checkpoint_id)
             baseline = self._baseline(session_id, baseline_id)
-            target_flat = self.objects.flatten(target.tree)
             if dry_run:
-                now = scan(self.root, self.objects, self.cache, self.rules, self.watcher)
+                now = self._scan()
                 redo_id, current_tree, skipped_now = "", now.tree, now.skipped
             else:
-                redo = self._create(session_id, f"before restore to {checkpoint_id}", "")
+                redo = self._create(session_id, f"before restore to {checkpoint_id}", "", durable=True)
                 redo_id, current_tree, skipped_now = redo.checkpoint_id, redo.tree, redo.skipped
-            current = self.objects.flatten(current_tree)
+            current, wanted = self.objects.diff_trees(current_tree, target.tree)
             changed = [] if baseline is None else [
-                c.path for c in changes(self.objects.flatten(baseline.tree), current)]
+                c.path for c in changes(*self.objects.diff_trees(baseline.tree, current_tree))]
             keep = {s.path for s in skipped_now} | (set() if overwrite_changed else set(changed))
-            steps = plan(current, target_flat, keep)
+            steps = plan(current, wanted, keep)
             problems: list[str] = []
             if not dry_run:
                 _dump(self.journal, {"target": target.tree, "before": current_tree, "keep": sorted(keep),
                                      "checkpoint_id": checkpoint_id, "session_id": session_id}, durable=True)
-                problems = apply(self.root, self.objects, steps)
+                written: dict[str, tuple[StatKey, str]] = {}
+                problems = apply(self.root, self.objects, steps, written)
+                self.cache.files.update(written)
                 self._create(session_id, f"{AFTER_RESTORE} {checkpoint_id}", "")
                 self.journal.unlink()
             not_restorable = [f"{s.path}: {s.why}" for s in target.skipped] + problems
@@ -191,14 +232,14 @@ class CheckpointStore:
         with self.lock:
             entry = json.loads(self.journal.read_text())
             keep = set(entry["keep"])
+            now = self._scan().tree
             try:
-                wanted, verb = self.objects.flatten(entry["target"]), "finished"
+                (current, wanted), verb = self.objects.diff_trees(now, entry["target"]), "finished"
                 missing = [p for p, e in wanted.items() if e.kind == "f" and not self.objects.has(e.ref)]
                 if missing:
                     raise FileNotFoundError(missing[0])
             except (OSError, ValueError):
-                wanted, verb = self.objects.flatten(entry["before"]), "rolled back"
-            current = self.objects.flatten(scan(self.root, self.objects, self.cache, self.rules, self.watcher).tree)
+                (current, wanted), verb = self.objects.diff_trees(now, entry["before"]), "rolled back"
             problems = apply(self.root, self.objects, plan(current, wanted, keep))
             self._create(str(entry.get("session_id", "")), f"{AFTER_RESTORE} {entry['checkpoint_id']} ({verb})", "")
             self.journal.unlink()
@@ -213,7 +254,7 @@ class CheckpointStore:
             doomed = self.checkpoints(session_id)
             doomed = doomed[:-keep_last] if keep_last else doomed
             for checkpoint in doomed:
-                (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+                self._drop(checkpoint)
             return len(doomed), self._sweep()
 
     def prune_orphans(self, live_sessions: set[str]) -> tuple[int, int]:
@@ -222,7 +263,7 @@ class CheckpointStore:
         with self.lock:
             doomed = [c for c in self.checkpoints() if c.session_id not in live_sessions]
             for checkpoint in doomed:
-                (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+                self._drop(checkpoint)
             if doomed:
                 log.info("checkpoints: dropped %d checkpoints of deleted sessions of %s", len(doomed), self.root)
             return len(doomed), self._sweep() if doomed else 0
@@ -241,6 +282,7 @@ class CheckpointStore:
         self.cache.dirs = {p: v for p, v in self.cache.dirs.items() if v[1] in keep}
         self.cache.skipped = {p: v for p, v in self.cache.skipped.items() if p in self.cache.dirs}
         self.cache.counts = {p: v for p, v in self.cache.counts.items() if p in self.cache.dirs}
+        self.cache.own = {p: v for p, v in self.cache.own.items() if p in self.cache.dirs}
         self._size = None
         self._oldest = None
         return freed
@@ -258,7 +300,7 @@ class CheckpointStore:
         found = self.checkpoints()
         doomed = [c for c in found if c.created < cutoff and c.checkpoint_id != keep]
         for checkpoint in doomed:
-            (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+            self._drop(checkpoint)
         gone = {c.checkpoint_id for c in doomed}
         self._oldest = min((c.created for c in found if c.checkpoint_id not in gone), default=time.time())
         if doomed:
@@ -267,14 +309,15 @@ class CheckpointStore:
 
     def _enforce_cap(self, keep: str) -> None:
         """Past the age limit, then over ``max_store_bytes``: drop the oldest checkpoints (never
-        ``keep``), until none is too old and the store is under its cap."""
+        ``keep``), until none is too old and the store is under 90% of its cap (so the sweep, which
+        reads every checkpoint's trees, runs once per tenth of the cap, not at every step)."""
         self._enforce_age(keep)
         if self.max_store_bytes <= 0 or self.size() <= self.max_store_bytes:
             return
         for checkpoint in self.checkpoints():
             if checkpoint.checkpoint_id == keep:
                 break
-            (self.refs / f"{checkpoint.checkpoint_id}.json").unlink()
+            self._drop(checkpoint)
             log.info("checkpoints: the store of %s is over its cap; dropped %s", self.root, checkpoint.checkpoint_id)
-            if self._sweep() and self.size() <= self.max_store_bytes:
+            if self._sweep() and self.size() <= self.max_store_bytes * CAP_LOW:
                 break

@@ -27,12 +27,15 @@ EVENT = struct.Struct("iIII")
 
 
 def _libc() -> ctypes.CDLL | None:
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        lib.inotify_init1  # noqa: B018 -- present on Linux only
-    except (OSError, AttributeError):
-        return None
-    return lib
+    """The C library: the process's own symbols first (``find_library`` runs ``ldconfig``, ~30 ms)."""
+    for name in (None, "find"):
+        try:
+            lib = ctypes.CDLL(None if name is None else ctypes.util.find_library("c"), use_errno=True)
+            lib.inotify_init1  # noqa: B018 -- present on Linux only
+        except (OSError, AttributeError):
+            continue
+        return lib
+    return None
 
 
 class Watcher:
@@ -53,8 +56,9 @@ class Watcher:
         return self.fd >= 0
 
     def watch(self, path: str, rel: str) -> None:
-        """Watch ``path`` (before it is listed, so no change after the listing is missed)."""
-        if self.fd < 0 or self.lib is None:
+        """Watch ``path`` (before it is listed, so no change after the listing is missed). A folder
+        watched already keeps its watch (a folder that left lost it in :meth:`collect`)."""
+        if self.fd < 0 or self.lib is None or rel in self.by_rel:
             return
         wd = int(self.lib.inotify_add_watch(self.fd, path.encode(), MASK))
         if wd < 0:
@@ -73,6 +77,14 @@ class Watcher:
             wd = self.by_rel.pop(other)
             if self.by_wd.get(wd) == other:
                 del self.by_wd[wd]
+
+    def watched(self, rel: str) -> bool:
+        """``rel`` is watched, so its events are seen (valid after :meth:`collect`)."""
+        return self.fd >= 0 and rel in self.by_rel
+
+    def changed(self, rel: str) -> bool:
+        """Something in ``rel`` itself (not only below it) had an event since the last collect."""
+        return rel in self.dirty
 
     def clean(self, rel: str) -> bool:
         """Nothing below ``rel`` changed since it was last walked (valid after :meth:`collect`)."""
