@@ -10,6 +10,7 @@ from ai_coding.v1 import tools_pb2, tools_pb2_grpc
 
 from services.kernel.config import Config
 from services.kernel.datadir import data_dir
+from services.kernel.endpoints import runtime_dir
 from services.kernel.netpolicy import NetConfig
 from services.kernel.server import ServiceDef
 from services.kernel.workspace import private_dirs
@@ -43,6 +44,7 @@ def load_tools_config(config: Config) -> ToolsConfig:
 def build(config: Config) -> ServiceDef:
     """The tools service definition (the private dirs are hidden from sandboxed commands)."""
     net = config.section(NetConfig, "net")
+    reaper.set_scope(runtime_dir(config))
     reaper.sweep_dead_owners()  # commands of a tools service that was killed along with its guardian
     placeholders.keep_journal(data_dir() / "tools" / "placeholders")  # and the empty .git it left
     runtime = ToolRuntime(load_tools_config(config), private=private_dirs(config), ripgrep=find_ripgrep(), net=net)

@@ -13,12 +13,16 @@ hierarchy, which an unprivileged service rarely has; a process that clears its e
 
 When the service itself is killed (SIGKILL: nothing of it runs), a guardian child it started
 sees its pipe close and kills every marked process of that owner; a service that starts also
-sweeps the marked processes of owners that are gone (the guardian was killed too).
+sweeps the marked processes of owners that are gone (the guardian was killed too). An owner is
+named within a scope, the user and the runtime directory (``<uid>.<hash>:<pid>.<start>``): a
+service sweeps only its own scope's leftovers, never another user's (a service run as root reads
+every environ) or another installation's, whose own next start is theirs to clean.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import signal
@@ -31,6 +35,24 @@ MARKER = "AI_CODING_TOOLS_RUN"
 # finds those. Measured: a `while :; do setsid sleep 9 & done` loop is gone after 2-3 rounds.
 _ROUNDS = 20
 _counter = itertools.count(1)
+_scope: str | None = None
+
+
+def set_scope(runtime_dir: Path) -> None:
+    """Name this service's owners within the user's ``runtime_dir`` (a service sets it at start)."""
+    global _scope
+    digest = hashlib.sha256(str(runtime_dir.expanduser().resolve()).encode()).hexdigest()[:10]
+    _scope = f"{os.getuid()}.{digest}"
+
+
+def scope() -> str:
+    """This service's scope (the environment's runtime dir when :func:`set_scope` was not called)."""
+    if _scope is None:
+        from services.kernel.endpoints import runtime_dir
+
+        set_scope(runtime_dir())
+    assert _scope is not None
+    return _scope
 
 
 def _start_time(pid: int) -> str | None:
@@ -54,9 +76,14 @@ def owner_alive(token: str) -> bool:
     return pid.isdigit() and _start_time(int(pid)) == started
 
 
+def owner_mark() -> str:
+    """This service as an owner in markers: its scope and :func:`owner_token`."""
+    return f"{scope()}:{owner_token()}"
+
+
 def new_run_token() -> str:
     """The marker value of one command started now by this service."""
-    return f"{owner_token()}/{next(_counter)}"
+    return f"{owner_mark()}/{next(_counter)}"
 
 
 def marked_env(env: dict[str, str], token: str) -> dict[str, str]:
@@ -105,7 +132,10 @@ def sweep_dead_owners() -> int:
     owners = {value.split("/", 1)[0] for value in _marks().values()}
     killed = 0
     for owner in owners:
-        if owner_alive(owner):
+        owner_scope, _, token = owner.rpartition(":")
+        if owner_scope != scope():
+            continue  # another user's or another runtime dir's: not this service's to judge
+        if owner_alive(token):
             continue  # that service still runs: its processes are its own
         killed += kill_marked(owner)
     return killed
@@ -127,7 +157,7 @@ class Guardian:
         env = {k: v for k, v in os.environ.items() if k != MARKER}
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self._proc = subprocess.Popen([sys.executable, "-m", "services.tools.reaper", owner_token()],
+        self._proc = subprocess.Popen([sys.executable, "-m", "services.tools.reaper", owner_mark()],
                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       env=env, start_new_session=True, close_fds=True)
 

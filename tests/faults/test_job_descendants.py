@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,3 +148,26 @@ def _parent(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError):
         return 0
+
+
+def test_a_start_sweeps_only_its_own_scopes_leftovers(tmp_path: Path) -> None:
+    """Another user's or another runtime dir's leftovers are theirs: a service as root sees every environ."""
+    from services.tools import reaper
+
+    reaper.set_scope(tmp_path / "run")
+    stem = _stem()
+    ours = subprocess.Popen(["sleep", f"{stem}1"], env={reaper.MARKER: f"{reaper.scope()}:999999999.1/1"},
+                            start_new_session=True)
+    theirs = subprocess.Popen(["sleep", f"{stem}2"], env={reaper.MARKER: "12345.0123456789:999999999.1/1"},
+                              start_new_session=True)
+    try:
+        assert len(_wait_for(stem, 2)) == 2
+        assert reaper.sweep_dead_owners() >= 1
+        assert ours.wait(timeout=10) == -signal.SIGKILL
+        assert theirs.poll() is None, "a service swept processes outside its scope"
+    finally:
+        reaper._scope = None
+        for proc in (ours, theirs):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(timeout=10)
