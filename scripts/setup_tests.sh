@@ -44,4 +44,4 @@ if [ -f tests/node/package.json ]; then
     npm install --prefix tests/node --no-audit --no-fund --loglevel=error
   fi
 fi
-echo "test setup done: run .venv/bin/python -m pytest -q -n 2 --dist loadscope"
+echo "test setup done: run .venv/bin/python -m pytest -q -n 3 --dist loadscope"

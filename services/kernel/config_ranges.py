@@ -101,7 +101,7 @@ RANGES: dict[str, Range] = {
     "mcp.servers[*].timeout.catalog": Range(0, WEEK_SECONDS * 1000, above=True),
     "mcp.servers[*].timeout.execution": Range(0, WEEK_SECONDS * 1000, above=True),
     "mcp.servers[*].oauth.callback_port": Range(0, 65_535),
-    # supervisor: (clients/cli/supervisor.py)
+    # supervisor: (clients/cli/supervisor_config.py)
     "supervisor.grace_seconds": _SECONDS,
     "supervisor.backoff_initial_seconds": Range(0, 3600, above=True),
     "supervisor.backoff_max_seconds": Range(0, 86_400, above=True),
