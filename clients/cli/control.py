@@ -25,6 +25,7 @@ from clients.cli.runtime import (
     descendants,
     group_alive,
     is_service_process,
+    left_by_a_dead_supervisor,
     pid_alive,
     read_pid,
     read_state,
@@ -331,9 +332,12 @@ def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False,
         return
     local = [n for n in names if n in setup.supervisor.services]
     # Started by hand (`ai-coding serve NAME`) and still coming up: a supervisor of ours would
-    # only collide with it on the socket, so give it the same grace instead.
-    if (local and not supervisor_running(setup.rdir) and _sockets_listening(setup, local)
-            and not wait_serving(setup, names, timeout=10.0)):
+    # only collide with it on the socket, so give it the same grace instead. Not the services of a
+    # supervisor that was killed: they got SIGTERM with it (PDEATHSIG) and are going; the new
+    # supervisor stops what is left of them before it starts its own.
+    if (local and not supervisor_running(setup.rdir)
+            and not left_by_a_dead_supervisor(read_state(setup.rdir), local)
+            and _sockets_listening(setup, local) and not wait_serving(setup, names, timeout=10.0)):
         return
     if local and not supervisor_running(setup.rdir):
         if not quiet:

@@ -200,6 +200,16 @@ def is_service_process(pid: int, name: str = "") -> bool:
     return not name or name.encode() in argv[argv.index(b"serve") + 1 :]
 
 
+def left_by_a_dead_supervisor(state: SupervisorState | None, names: list[str]) -> list[str]:
+    """Those of ``names`` still running as ``state`` (what a supervisor recorded) has them: call it only
+    when no supervisor holds the lock, so they are a killed one's, going since PDEATHSIG sent them
+    SIGTERM, not services started by hand. Checked by command line, not by pid alone."""
+    if state is None:
+        return []
+    return [name for name in names if (svc := state.services.get(name)) is not None and svc.pid
+            and pid_alive(svc.pid) and is_service_process(svc.pid, name)]
+
+
 def stop_leftover_services(state: SupervisorState, grace: float) -> list[str]:
     """Stop the services a supervisor that died left behind (``state`` is what it recorded): they got
     SIGTERM when it died (PDEATHSIG) but may still be draining, holding their sockets. Returns their names."""

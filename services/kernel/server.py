@@ -113,8 +113,13 @@ def _bind(server: grpc.aio.Server, endpoint: Endpoint) -> str:
     return f"tcp://{endpoint.host}:{port}"
 
 
-async def create_server(endpoint: Endpoint | str, service: ServiceDef) -> RunningServer:
-    """Build, bind and start a server for ``service``; returns it with its bound address."""
+async def create_server(endpoint: Endpoint | str, service: ServiceDef,
+                        health: HealthServicer | None = None) -> RunningServer:
+    """Build, bind and start a server for ``service``; returns it with its bound address.
+
+    ``health``, when given, is the health servicer to answer with: one the caller may already have
+    put into graceful shutdown (a SIGTERM during start-up), which then never turns SERVING.
+    """
     if isinstance(endpoint, str):
         endpoint = parse_endpoint(service.name, endpoint)
     interceptors: list[grpc.aio.ServerInterceptor] = [ContextInterceptor(service.name)]
@@ -122,7 +127,9 @@ async def create_server(endpoint: Endpoint | str, service: ServiceDef) -> Runnin
         interceptors.insert(0, AuthInterceptor(endpoint.auth.token))
     server = grpc.aio.server(interceptors=interceptors, options=_server_options())
     service.register(server)
-    health = HealthServicer()
+    health = health or HealthServicer()
+    # Until the self-test has passed nothing is SERVING, the whole server ("") included.
+    await health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [*service.proto_services, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
     reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
@@ -194,12 +201,22 @@ async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> i
     service = service_factory(config)
     health_port = health_port_from(os.environ)
     # Before the server starts: a SIGTERM while on_start still runs (the loop builds its runtime
-    # after SERVING) is a graceful stop once it is done, not the default kill.
+    # after SERVING) is a graceful stop once it is done, not the default kill. Health turns
+    # NOT_SERVING at once, though: a client that asks meanwhile (its supervisor was killed, and
+    # PDEATHSIG sent us this TERM) must not start a turn on a service that is about to go.
     stop = asyncio.Event()
+    health = HealthServicer()
     loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Task[None]] = []
+
+    def on_signal() -> None:
+        stop.set()
+        if not stopping:
+            stopping.append(loop.create_task(health.enter_graceful_shutdown()))
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    running = await create_server(endpoint, service)
+        loop.add_signal_handler(sig, on_signal)
+    running = await create_server(endpoint, service, health)
     # What start-up built (modules, descriptors, the config) lives as long as the process: moved to the
     # permanent generation, no later collection walks it (a full one walked ~80,000 objects in the loop,
     # now ~30,000 with 100 sessions open; see services/loop/session/reclaim.py). O(1): nothing is walked.

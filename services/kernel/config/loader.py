@@ -57,11 +57,11 @@ def load_config(
             cfg.warnings.append(f"{TRUST_ENV} no longer trusts every project: {approve_hint(workspace)}")
         user_models = user.get("models") if isinstance(user.get("models"), Mapping) else {}
         ours, foreign = project_candidates(workspace)
+        # The user file is not also a project layer (nor "not read": it was, as the user file).
+        ours, foreign = ([p for p in found if not _is_user_file(p, upath)] for found in (ours, foreign))
         cfg.notes += [f"{path}: not read, it is not an ai-coding file (rename it ai-coding.yaml, or add "
                       f"`ai-coding: 1` at its top, if it is meant for us)" for path in foreign]
         for pfile in ours:
-            if upath is not None and upath.exists() and pfile.resolve() == upath.resolve():
-                continue  # the user file is not also a project layer
             doubt = foreign_file_reason(pfile)
             if doubt:
                 cfg.warnings.append(f"{pfile}: ignored the whole file ({doubt}; fix its owner or mode to use it)")
@@ -85,3 +85,7 @@ def load_config(
     cfg.data = merged
     return cfg
 
+
+
+def _is_user_file(path: Path, upath: Path | None) -> bool:
+    return upath is not None and upath.exists() and path.resolve() == upath.resolve()

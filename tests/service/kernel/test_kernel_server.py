@@ -128,10 +128,15 @@ def test_sigterm_turns_health_not_serving_runs_the_drain_hook_and_exits_cleanly(
 
 
 def test_sigterm_while_on_start_runs_after_serving_is_a_graceful_stop(isolated_home: Path, short_dir: Path) -> None:
-    proc, endpoint = _minimal_memory(short_dir, AIC_TEST_START_SECONDS="3")
+    proc, endpoint = _minimal_memory(short_dir, AIC_TEST_START_SECONDS="6")
     try:
         assert wait_until(lambda: check_health(endpoint, PROTO_SERVICE["memory"]) == "SERVING", 30, 0.1)
         proc.send_signal(signal.SIGTERM)  # on_start still sleeps
+        # NOT_SERVING at once, not once on_start is done: a client asking now must not start work
+        # on a service that is going (its supervisor was killed and PDEATHSIG sent this TERM).
+        assert wait_until(lambda: check_health(endpoint, PROTO_SERVICE["memory"]) == "NOT_SERVING", 3, 0.05)
+        assert check_health(endpoint, "") == "NOT_SERVING"
+        assert proc.poll() is None  # still in on_start
         out, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 
 from clients.cli import exit_codes
 from clients.cli.control import lost_start_race
 from clients.cli.global_options import Leaf, default_map_for, global_problem
+from clients.cli.runtime import ServiceState, SupervisorState, left_by_a_dead_supervisor
 from clients.cli.turn import stop_reason
 
 RUN = Leaf(("run",), frozenset({"prompt", "workspace", "session", "timeout"}), frozenset())
@@ -45,3 +48,25 @@ def test_only_an_exited_supervisor_with_the_lock_held_elsewhere_lost_the_race() 
     assert lost_start_race(2, lock_held=True)
     assert not lost_start_race(2, lock_held=False)  # it failed on its own: a real start-up failure
     assert not lost_start_race(None, lock_held=True)  # still running: it holds the lock itself
+
+
+def test_the_services_a_dead_supervisor_recorded_are_told_from_a_reused_pid_and_a_gone_one() -> None:
+    # A real process whose command line is a service's (`... serve loop`), one that is not (a pid the
+    # system gave to someone else), and one that exited.
+    code = "import time; time.sleep(60)"
+    loop = subprocess.Popen([sys.executable, "-c", code, "serve", "loop"])
+    other = subprocess.Popen([sys.executable, "-c", code, "something", "tools"])
+    gone = subprocess.Popen([sys.executable, "-c", "pass", "serve", "memory"])
+    gone.wait(timeout=30)
+    try:
+        state = SupervisorState(pid=gone.pid, started_at=0.0, runtime_dir="/nowhere", services={
+            "loop": ServiceState(pid=loop.pid), "tools": ServiceState(pid=other.pid),
+            "memory": ServiceState(pid=gone.pid), "mcp_gateway": ServiceState(pid=None)})
+        names = ["loop", "tools", "memory", "mcp_gateway"]
+        assert left_by_a_dead_supervisor(state, names) == ["loop"]
+        assert left_by_a_dead_supervisor(state, ["tools", "memory"]) == []
+        assert left_by_a_dead_supervisor(None, names) == []
+    finally:
+        for proc in (loop, other):
+            proc.kill()
+            proc.wait(timeout=30)

@@ -38,6 +38,20 @@ def test_another_tools_config_yaml_is_not_read_and_is_named_in_one_note(tmp_path
     assert foreign not in config.files
 
 
+def test_a_user_file_named_config_yaml_above_the_workspace_is_read_once_and_never_called_unread(
+        tmp_path: Path) -> None:
+    # AI_CODING_CONFIG may point at a config.yaml in a parent of the workspace: the project search
+    # finds it too, and it is neither a second layer nor "not an ai-coding file".
+    user = tmp_path / "config.yaml"
+    user.write_text("default_model: fake\nmodels:\n  fake:\n    model: m\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config = load_config(ws, env={}, user_path=user)
+    assert config.get("default_model") == "fake"
+    assert config.notes == [] and config.warnings == []
+    assert config.files == [user]
+
+
 def test_a_foreign_config_yaml_does_not_hide_our_local_file_beside_it(tmp_path: Path) -> None:
     user, ws = repo(tmp_path)
     (tmp_path / "repo" / "config.yaml").write_text("- a\n- b\n")
