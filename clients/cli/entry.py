@@ -1,9 +1,11 @@
-"""The ``ai-coding`` console script's first step: two commands answered before the typer app exists.
+"""The ``ai-coding`` console script's first step: commands answered before the typer app exists.
 
 ``ai-coding --version`` and ``ai-coding serve NAME`` (what the supervisor starts for each service)
 are answered here without importing typer or building the command tree (~30 ms of each start,
-bench/startup.py); everything else, including every other spelling of these two (options before
-them, ``--help``), goes to :func:`clients.cli.main.main` unchanged.
+bench/startup.py), and so is ``ai-coding run`` in its plain forms (:mod:`clients.cli.run_fast`:
+each option a word of its own, one prompt; ~40 ms of a warm run); everything else, including
+every other spelling of these (options before them, ``--help``), goes to
+:func:`clients.cli.main.main` unchanged.
 
 Every other command starts with the cyclic garbage collector off, turned back on
 :data:`START_GC_PAUSE_SECONDS` later (:func:`pause_gc_for_start`) with what exists then frozen
@@ -57,6 +59,18 @@ def main() -> None:
         module = importlib.import_module(f"services.{args[1]}.main")
         sys.exit(run_service(module.build, args[1]))
     pause_gc_for_start()
+    if args[:1] == ["run"]:
+        from clients.cli import run_fast
+
+        options = run_fast.parse(args[1:])
+        if options is not None:
+            from clients.cli.run_command import run_command
+
+            try:
+                code = run_command(options)
+            except SystemExit as stop:
+                leave(stop.code)
+            leave(code)
     from clients.cli.main import main as full
 
     try:

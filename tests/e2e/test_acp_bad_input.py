@@ -40,7 +40,7 @@ class RawEditor:
     """An editor that writes whatever bytes it likes to ``ai-coding acp`` and reads its lines."""
 
     def __init__(self, cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "clients.cli.main", "acp"], cwd=cwd,
+        self.proc = subprocess.Popen([sys.executable, "-m", "clients.cli.entry", "acp"], cwd=cwd,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

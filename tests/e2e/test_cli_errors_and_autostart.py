@@ -67,7 +67,7 @@ def test_a_session_whose_snapshot_and_journal_are_both_garbage_is_an_error_namin
 def _in_mount_namespace(*mount: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """The CLI in a mount namespace of its own (bwrap, as the sandbox uses it): the supervisor and
     the services it starts share that view of the filesystem."""
-    return subprocess.run(["bwrap", "--dev-bind", "/", "/", *mount, "--", sys.executable, "-m", "clients.cli.main",
+    return subprocess.run(["bwrap", "--dev-bind", "/", "/", *mount, "--", sys.executable, "-m", "clients.cli.entry",
                            *args], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
                           check=False, cwd=cwd)
 

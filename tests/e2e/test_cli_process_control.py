@@ -26,12 +26,12 @@ SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
 
 
 def cli(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False, cwd=cwd)
 
 
 def cli_bg(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "clients.cli.main", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "clients.cli.entry", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
 
 

@@ -54,7 +54,7 @@ def test_a_run_refused_before_the_model_writes_no_session_file(stack: Stack) -> 
     workspace = Path(tempfile.mkdtemp(prefix="ws-", dir=stack.base))
     (workspace / "shot.png").write_bytes(PNG)
     assert cli(stack.env, "run", "-w", str(workspace), "what is in @shot.png?").returncode == 2
-    oversized = subprocess.run([sys.executable, "-m", "clients.cli.main", "run", "-w", str(workspace), "-"],
+    oversized = subprocess.run([sys.executable, "-m", "clients.cli.entry", "run", "-w", str(workspace), "-"],
                                env=stack.env, input="x" * (2 * 1024 * 1024), capture_output=True, text=True,
                                timeout=120, check=False)  # over the 1 MiB prompt limit, on stdin
     assert oversized.returncode == 2 and "at most" in oversized.stderr, oversized.stderr

@@ -34,7 +34,7 @@ def model() -> Iterator[FakeModelServer]:
 def test_run_at_its_prompt_continues_when_an_attached_client_answers(env: dict[str, Any]) -> None:
     assert cli("up").returncode == 0
     workspace: Path = env["workspace"]
-    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "run", "-w", str(workspace),
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", "run", "-w", str(workspace),
                                            "what does the sandbox say?"],
                           env=dict(os.environ), encoding="utf-8", timeout=90, dimensions=(40, 160))
     try:

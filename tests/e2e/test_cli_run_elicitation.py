@@ -60,7 +60,7 @@ def test_run_asks_an_mcp_servers_questions_on_its_terminal_and_declines_without_
     assert cli("up").returncode == 0
     workspace: Path = env["workspace"]
     _wait_connected("demo")
-    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "run", "-w", str(workspace), "sign me up"],
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", "run", "-w", str(workspace), "sign me up"],
                           env=dict(os.environ), encoding="utf-8", timeout=90, dimensions=(40, 160))
     try:
         child.expect_exact("MCP server 'demo' asks: Sign up for the demo")

@@ -49,7 +49,7 @@ def _edit_script(stack: Stack) -> None:
 
 
 def _pty_run(stack: Stack, workspace: Path, *args: str) -> tuple[str, int]:
-    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "run", "-w", str(workspace), *args],
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", "run", "-w", str(workspace), *args],
                           env=stack.env, cwd=str(workspace), encoding="utf-8", dimensions=(40, 120),
                           timeout=TIMEOUT, codec_errors="replace")
     try:
@@ -106,7 +106,7 @@ def test_run_redirected_to_a_file_cuts_no_line(stack: Stack, workspace: Path) ->
     env: dict[str, Any] = {k: v for k, v in stack.env.items() if k not in ("COLUMNS", "LINES")}
     out_file = workspace / "out.txt"
     with out_file.open("w") as sink:
-        done = subprocess.run([sys.executable, "-m", "clients.cli.main", "run", "-w", str(workspace), "read it"],
+        done = subprocess.run([sys.executable, "-m", "clients.cli.entry", "run", "-w", str(workspace), "read it"],
                               env=env, stdout=sink, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                               timeout=TIMEOUT, check=False)
     assert done.returncode == exit_codes.FAILED, done.stderr

@@ -38,7 +38,7 @@ def workspace(stack: Stack) -> Path:
 
 
 def _spawn(stack: Stack, workspace: Path, *args: str) -> Any:
-    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", *args], env=stack.env, cwd=str(workspace),
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", *args], env=stack.env, cwd=str(workspace),
                           encoding="utf-8", dimensions=(40, 120), timeout=EXIT_SECONDS, codec_errors="replace")
     child.delaybeforesend = None
     return child

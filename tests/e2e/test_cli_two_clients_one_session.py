@@ -36,7 +36,7 @@ def test_a_second_client_on_a_busy_session_waits_for_its_own_turn_and_reports_it
     sid = rows[0]["id"]
 
     def run(text: str) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", "clients.cli.main", "run", "-w", str(workspace), "--session",
+        return subprocess.Popen([sys.executable, "-m", "clients.cli.entry", "run", "-w", str(workspace), "--session",
                                  sid, "--json", text], env=stack.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
 

@@ -85,7 +85,7 @@ def machine() -> Iterator[dict[str, str]]:
     try:
         yield env
     finally:
-        subprocess.run([sys.executable, "-m", "clients.cli.main", "down"], env=env, capture_output=True,
+        subprocess.run([sys.executable, "-m", "clients.cli.entry", "down"], env=env, capture_output=True,
                        timeout=60, check=False)
         model.stop()
         shutil.rmtree(base, ignore_errors=True)

@@ -81,7 +81,7 @@ def _workspace(machine: Machine) -> Path:
 @needs_tmux
 def test_the_first_run_asks_retries_a_refused_key_and_then_runs_a_turn(machine: Machine) -> None:
     ws = _workspace(machine)
-    term = Tmux(machine.base / "tmux.sock", machine.env, [sys.executable, "-m", "clients.cli.main"], ws)
+    term = Tmux(machine.base / "tmux.sock", machine.env, [sys.executable, "-m", "clients.cli.entry"], ws)
     try:
         screen = term.wait_for("Provider [1-5]:")
         for label in ("OpenAI", "DeepSeek", "Qwen", "Ollama", "Any OpenAI-compatible URL"):
@@ -118,7 +118,7 @@ def test_a_local_ollama_that_answers_is_offered_first(machine: Machine) -> None:
     ws = _workspace(machine)
     with FakeModelServer({"models": ["llama3.2"], "steps": [{"text": "OK", "repeat": "forever"}]}) as ollama:
         machine.env["OLLAMA_HOST"] = f"127.0.0.1:{ollama.port}"
-        term = Tmux(machine.base / "tmux.sock", machine.env, [sys.executable, "-m", "clients.cli.main", "setup"], ws)
+        term = Tmux(machine.base / "tmux.sock", machine.env, [sys.executable, "-m", "clients.cli.entry", "setup"], ws)
         try:
             term.wait_for(f"A local Ollama answers at http://127.0.0.1:{ollama.port}/v1 (1 model(s)). Use it?")
             term.line("")

@@ -12,7 +12,7 @@ import pytest
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL,
                           check=False)
 

@@ -21,7 +21,7 @@ def test_the_cli_serves_the_script_on_the_given_port_until_sigterm(tmp_path: Pat
     script = tmp_path / "script.yaml"
     script.write_text("- name: hello\n  text: hi there\n")
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "clients.cli.main", "fake-model", "--script", str(script),
+    proc = subprocess.Popen([sys.executable, "-m", "clients.cli.entry", "fake-model", "--script", str(script),
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -40,7 +40,7 @@ def test_the_cli_serves_the_script_on_the_given_port_until_sigterm(tmp_path: Pat
 
 
 def test_a_missing_script_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "fake-model", "--script",
+    done = subprocess.run([sys.executable, "-m", "clients.cli.entry", "fake-model", "--script",
                            str(tmp_path / "nope.yaml"), "--port", "0"], capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 2

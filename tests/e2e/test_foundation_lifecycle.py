@@ -1,6 +1,6 @@
 """Issue 2 "Must show": the whole product as a user drives it, real processes over real sockets.
 
-The CLI runs as a subprocess (``python -m clients.cli.main``), the supervisor and the four
+The CLI runs as a subprocess (``python -m clients.cli.entry``, as the console script), the supervisor and the four
 services are real processes, and the model is the fake model server (the only stand-in).
 """
 
@@ -33,7 +33,7 @@ BASH_TURN = [
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 
@@ -202,7 +202,7 @@ def test_a_model_endpoint_that_refuses_the_key_fails_the_turn_naming_the_key(env
 def _pty_run(*args: str) -> Any:
     import pexpect
 
-    return pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "run", *args], env=dict(os.environ),
+    return pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", "run", *args], env=dict(os.environ),
                          encoding="utf-8", timeout=90, dimensions=(40, 160))
 
 

@@ -109,7 +109,7 @@ def test_after_a_run_and_the_idle_time_nothing_of_ours_is_left_and_the_next_run_
 
 
 def test_a_turn_whose_client_went_away_keeps_the_services_until_it_ends(box: Box) -> None:
-    client = subprocess.Popen([sys.executable, "-m", "clients.cli.main", "run", "-w", str(box.workspace),
+    client = subprocess.Popen([sys.executable, "-m", "clients.cli.entry", "run", "-w", str(box.workspace),
                                "the slow one"], env=box.env, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -125,7 +125,7 @@ def test_a_turn_whose_client_went_away_keeps_the_services_until_it_ends(box: Box
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by scripts/setup_tests.sh")
 def test_an_open_repl_keeps_the_services_up_and_closing_it_lets_them_go(box: Box) -> None:
-    term = Tmux(box.base / "tmux.sock", box.env, [sys.executable, "-m", "clients.cli.main"], box.workspace)
+    term = Tmux(box.base / "tmux.sock", box.env, [sys.executable, "-m", "clients.cli.entry"], box.workspace)
     try:
         term.wait_for("/help for commands")
         term.line("hello")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], capture_output=True, text=True,
                           env=dict(os.environ), timeout=120, stdin=subprocess.DEVNULL, check=False)
 
 

@@ -43,7 +43,7 @@ def with_server(stack: Stack, workspace: Path, ceiling: str,
     """``body`` with a client session on ``ai-coding mcp serve -w WORKSPACE --permission-mode CEILING``."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "clients.cli.main", "mcp", "serve", "-w", str(workspace), "--permission-mode", ceiling],
+        args=["-m", "clients.cli.entry", "mcp", "serve", "-w", str(workspace), "--permission-mode", ceiling],
         env=stack.env, cwd=str(workspace))
 
     async def main() -> T:

@@ -71,7 +71,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AI_CODING_")}
     env.update(HOME=str(workspace), AI_CODING_RUNTIME_DIR=str(workspace / "run"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "clients.cli.main", "mcp", "serve", "-w", str(workspace), "--http",
+        [sys.executable, "-m", "clients.cli.entry", "mcp", "serve", "-w", str(workspace), "--http",
          f"127.0.0.1:{port}"], cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     try:

@@ -45,7 +45,7 @@ def repl(stack: Stack, workspace: Path, *args: str) -> Tmux:
     # A socket of its own per REPL: a second one started on the socket of the one just closed could
     # land on a tmux server that was still going away, and its pane vanished (an empty screen).
     sock = stack.base / f"tmux-{next(_SOCKETS)}.sock"
-    return Tmux(sock, stack.env, [sys.executable, "-m", "clients.cli.main", *args], workspace)
+    return Tmux(sock, stack.env, [sys.executable, "-m", "clients.cli.entry", *args], workspace)
 
 
 def user_texts(stack: Stack) -> list[str]:

@@ -55,7 +55,7 @@ class Term:
         # The user's entry points: `ai-coding -w WS [--session ID]` and `ai-coding attach ID -w WS`.
         # (A start that died before its prompt was grpc's fork handler aborting the pty child:
         # see services/kernel/__init__.py. No second start is allowed.)
-        self.child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", *args, "-w", str(workspace)],
+        self.child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", *args, "-w", str(workspace)],
                                    env=stack.env, cwd=str(workspace), encoding="utf-8", dimensions=(40, 120),
                                    timeout=TIMEOUT, codec_errors="replace")
         self.seen = ""
@@ -459,7 +459,7 @@ def test_at_60_columns_a_long_status_line_is_cut_not_wrapped(stack: Stack, works
 
 
 def test_a_missing_workspace_is_one_readable_line(stack: Stack) -> None:
-    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "-w", "/nonexistent/ws"], env=stack.env,
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", "-w", "/nonexistent/ws"], env=stack.env,
                           encoding="utf-8", timeout=60)
     child.expect(pexpect.EOF)
     child.close()
@@ -470,7 +470,7 @@ def test_a_missing_workspace_is_one_readable_line(stack: Stack) -> None:
 
 
 def test_without_a_terminal_the_repl_says_to_use_run(stack: Stack, workspace: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "-w", str(workspace)], env=stack.env,
+    done = subprocess.run([sys.executable, "-m", "clients.cli.entry", "-w", str(workspace)], env=stack.env,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr + done.stdout
@@ -512,7 +512,7 @@ def test_the_repl_starts_the_services_when_none_are_running(stack: Stack) -> Non
     env = {**stack.env, "AI_CODING_RUNTIME_DIR": str(base / "run")}
     workspace = base / "ws"
     workspace.mkdir()
-    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "-w", str(workspace)], env=env,
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", "-w", str(workspace)], env=env,
                           cwd=str(workspace), encoding="utf-8", dimensions=(40, 120), timeout=90)
     try:
         child.expect_exact("/help for commands")
@@ -527,7 +527,7 @@ def test_the_repl_starts_the_services_when_none_are_running(stack: Stack) -> Non
 
 
 def test_attaching_to_an_unknown_session_is_one_readable_line(stack: Stack, workspace: Path) -> None:
-    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.main", "attach", "feedbeef", "-w", str(workspace)],
+    child = pexpect.spawn(sys.executable, ["-m", "clients.cli.entry", "attach", "feedbeef", "-w", str(workspace)],
                           env=stack.env, cwd=str(workspace), encoding="utf-8", dimensions=(40, 120), timeout=60)
     child.expect(pexpect.EOF)
     child.close()

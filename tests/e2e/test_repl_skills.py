@@ -27,7 +27,7 @@ class Tmux:
     def __init__(self, stack: Stack, workspace: Path) -> None:
         self.socket = stack.base / "tmux.sock"
         self.env = stack.env
-        command = shlex.join([sys.executable, "-m", "clients.cli.main", "-w", str(workspace)])
+        command = shlex.join([sys.executable, "-m", "clients.cli.entry", "-w", str(workspace)])
         self._tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", "-c", str(workspace), command)
 
     def _tmux(self, *args: str) -> str:

@@ -66,7 +66,7 @@ def test_every_line_of_a_scripted_turn_validates_against_the_shipped_schema(env:
 
 @pytest.mark.slow
 def test_run_json_piped_into_head_ends_quietly_with_exit_0_every_time(env: dict[str, Any]) -> None:
-    command = (f"{shlex.quote(sys.executable)} -m clients.cli.main run --json -w "
+    command = (f"{shlex.quote(sys.executable)} -m clients.cli.entry run --json -w "
                f"{shlex.quote(str(env['workspace']))} 'what do the notes say?' | head -1; exit ${{PIPESTATUS[0]}}")
     assert cli("up").returncode == 0
     # A run once hung at exit one time in five: several runs, each bounded by its own timeout.

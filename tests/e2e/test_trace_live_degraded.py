@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 

@@ -136,7 +136,7 @@ def test_every_span_carries_the_required_and_conditionally_required_genai_attrib
     assert status_name(finished(events)) == "completed", finished(events).reason
     _, events = stack.turn("once more", session_id=sid)
     assert status_name(finished(events)) == "failed"
-    export = subprocess.run([sys.executable, "-m", "clients.cli.main", "trace", "export", "--session", sid,
+    export = subprocess.run([sys.executable, "-m", "clients.cli.entry", "trace", "export", "--session", sid,
                              "--format", "otlp-json", "-w", str(workspace)], capture_output=True, text=True,
                             timeout=60, check=False)
     assert export.returncode == 0, export.stderr

@@ -43,7 +43,7 @@ def test_the_trace_export_has_both_children_with_their_status_steps_and_tokens(
     assert status_name(finished(events)) == "completed"
     assert [e.WhichOneof("event") for e in events].index("turn_finished") < len(events) - 1  # bg ended after
 
-    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "trace", "export", "--session", sid,
+    done = subprocess.run([sys.executable, "-m", "clients.cli.entry", "trace", "export", "--session", sid,
                            "--format", "otlp-json", "-w", str(workspace)], capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 0, done.stderr

@@ -60,7 +60,7 @@ def _run_client(stack: Stack, workspace: Path, session_id: str,
     """One `run --json --session` (``during()`` is called once it started): (exit code, stdout,
     stderr); a client past its deadline fails the test with its stacks."""
     env = {**stack.env, "PYTHONFAULTHANDLER": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "clients.cli.main", "run", "--json", "--session", session_id,
+    proc = subprocess.Popen([sys.executable, "-m", "clients.cli.entry", "run", "--json", "--session", session_id,
                              "-w", str(workspace), "are you there?"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     during()

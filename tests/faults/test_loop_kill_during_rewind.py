@@ -47,7 +47,7 @@ def test_kill_9_of_the_loop_during_a_rewind_of_1000_files_leaves_a_checkpoint(tm
 
         journals = Path(stack.env["XDG_DATA_HOME"]) / "ai-coding" / "checkpoints"
         loop_pid = int(str(status(stack)["loop"]["pid"]))
-        rewind = subprocess.Popen([sys.executable, "-m", "clients.cli.main", "rewind", "--session", session, "--to",
+        rewind = subprocess.Popen([sys.executable, "-m", "clients.cli.entry", "rewind", "--session", session, "--to",
                                    "1.1", "--code", "-w", str(workspace)], env=stack.env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 60

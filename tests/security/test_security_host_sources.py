@@ -24,7 +24,7 @@ MARKERS = {"key": "SSH-KEY-MARKER-1177", "mcp": "MCP-TOKEN-MARKER-2288", "data":
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], capture_output=True, text=True,
                           timeout=180, stdin=subprocess.DEVNULL, check=False)
 
 

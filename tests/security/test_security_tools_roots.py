@@ -123,12 +123,12 @@ def test_a_private_dir_inside_a_root_is_masked_in_real_bwrap(tmp_path: Path) -> 
 
 def test_ai_coding_run_in_a_folder_containing_home_is_refused_before_any_turn(
         isolated_home: Path, tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "run", "-w", str(tmp_path), "hello"],
+    done = subprocess.run([sys.executable, "-m", "clients.cli.entry", "run", "-w", str(tmp_path), "hello"],
                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, check=False)
     try:
         assert done.returncode != 0, done.stdout
         assert "contains your home directory" in done.stderr and "Traceback" not in done.stderr, done.stderr
         assert "Handoff" not in done.stdout  # no turn ran
     finally:
-        subprocess.run([sys.executable, "-m", "clients.cli.main", "down"], capture_output=True, timeout=120,
+        subprocess.run([sys.executable, "-m", "clients.cli.entry", "down"], capture_output=True, timeout=120,
                        check=False)

@@ -25,7 +25,7 @@ KEY = "sk-user-key-trust-8841"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], capture_output=True, text=True,
                           timeout=240, stdin=subprocess.DEVNULL, check=False)
 
 

@@ -28,7 +28,7 @@ class Stack:
 
 def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`ai-coding ARGS` in ``env``, without a terminal."""
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", *args], env=env, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 

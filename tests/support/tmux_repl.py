@@ -22,7 +22,7 @@ class TmuxRepl:
         self.socket = stack.base / f"tmux-{workspace.name}-{name}.sock"  # one server per REPL
         self.env = stack.env
         self.name = name
-        command = shlex.join([sys.executable, "-m", "clients.cli.main", "-w", str(workspace), *args])
+        command = shlex.join([sys.executable, "-m", "clients.cli.entry", "-w", str(workspace), *args])
         self._tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(workspace), command)
 
     def _tmux(self, *args: str) -> str:

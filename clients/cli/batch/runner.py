@@ -109,7 +109,7 @@ class ResultRecord:
 
 
 def _run_command(task: Task, workspace: Path) -> list[str]:
-    argv = [sys.executable, "-m", "clients.cli.main", "run", "--json", "--auto-approve", "-w", str(workspace)]
+    argv = [sys.executable, "-m", "clients.cli.entry", "run", "--json", "--auto-approve", "-w", str(workspace)]
     if task.timeout_seconds:
         argv += ["--timeout", f"{task.timeout_seconds:g}"]
     return [*argv, "--", task.prompt]

@@ -87,7 +87,7 @@ def test_a_second_supervisor_on_the_same_runtime_dir_is_refused_with_a_clear_mes
     assert second.returncode == 2
     assert f"another supervisor (pid {proc.pid}) already runs on {setup.rdir}" in err
     assert "Traceback" not in err
-    via_cli = subprocess.run([sys.executable, "-m", "clients.cli.main", "up", "--foreground"], capture_output=True,
+    via_cli = subprocess.run([sys.executable, "-m", "clients.cli.entry", "up", "--foreground"], capture_output=True,
                              text=True, timeout=60, check=False)
     assert via_cli.returncode == 2
     assert via_cli.stderr.strip() == (f"ai-coding up: another supervisor (pid {proc.pid}) already runs on "
@@ -176,7 +176,7 @@ def test_a_socket_in_use_by_another_process_is_named_in_the_service_log(isolated
 
 def test_logs_prints_the_tail_and_follow_shows_new_lines(supervised: Supervised) -> None:
     setup, _ = supervised
-    cmd = [sys.executable, "-m", "clients.cli.main", "logs", "memory"]
+    cmd = [sys.executable, "-m", "clients.cli.entry", "logs", "memory"]
     done = subprocess.run([*cmd, "-n", "3"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "memory serving on" in done.stdout
     assert len(done.stdout.splitlines()) <= 3

@@ -64,7 +64,7 @@ def start_service(root: Path, config_yaml: str = "") -> ServiceProcess:
     log = root / "service.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "clients.cli.main", "serve", "memory"], cwd=REPO, env=env,
+            [sys.executable, "-m", "clients.cli.entry", "serve", "memory"], cwd=REPO, env=env,
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     _wait_serving(address, proc)

@@ -27,7 +27,7 @@ def cli(service: ServiceProcess, *args: str, stdin: str = "", **extra_env: str) 
     env.update(HOME=str(service.root / "home"), XDG_CONFIG_HOME=str(service.root / "home" / ".config"),
                AI_CODING_RUNTIME_DIR=str(service.root / "run"), AI_CODING_MEMORY_ENDPOINT=service.address,
                **extra_env)
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", "memory", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", "memory", *args], cwd=REPO, env=env,
                           input=stdin, capture_output=True, text=True, timeout=60)
 
 

@@ -140,7 +140,7 @@ def test_help_and_readme_use_the_words_a_claude_code_or_codex_user_looks_for() -
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "clients.cli.main", "--help"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "clients.cli.entry", "--help"], capture_output=True, text=True,
                           timeout=60, check=False, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     help_text = " ".join(done.stdout.split())

@@ -7,10 +7,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-import typer
 
-from clients.cli.commands.run import pick_session
+from clients.cli.failures import CommandExit
 from clients.cli.repl import resume
+from clients.cli.run_command import pick_session
 from clients.cli.session_rows import PREVIEW_CHARS, session_line
 
 # Two sessions opened in the same millisecond share their first 12 id characters (the timestamp).
@@ -24,8 +24,9 @@ def _at(hour: int, minute: int) -> float:
 def test_the_picker_and_the_resume_candidates_show_the_same_line(capsys: pytest.CaptureFixture[str]) -> None:
     rows = [resume.SessionRow(TWINS[1], _at(14, 3), "fix\nthe   failing test", 12),
             resume.SessionRow(TWINS[0], _at(9, 30), "", 1)]
-    with pytest.raises(typer.Exit):
+    with pytest.raises(CommandExit) as stopped:
         pick_session(rows, continue_last=False, resume=TWINS[0][:12], command="run")
+    assert stopped.value.code == 2
     printed = capsys.readouterr().err.splitlines()
     assert printed[:2] == [f"  2026-12-01 {resume.row_line(row)}" for row in rows]
     assert resume.row_line(rows[0]) == f"14:03  fix the failing test  (12 messages)  {TWINS[1]}"

@@ -22,7 +22,7 @@ def test_version_imports_no_openai_mcp_opentelemetry_or_grpc() -> None:
 
 
 def test_the_trace_commands_import_no_opentelemetry() -> None:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "clients.cli.main", "trace", "overview",
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "clients.cli.entry", "trace", "overview",
                            "--format", "json", "-w", "/nonexistent-workspace-for-import-check"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

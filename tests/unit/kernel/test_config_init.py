@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[3]
 def cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AI_CODING_")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
-    return subprocess.run([sys.executable, "-m", "clients.cli.main", "config", *args], cwd=cwd or REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "clients.cli.entry", "config", *args], cwd=cwd or REPO, env=env,
                           capture_output=True, text=True, timeout=60, check=False)
 
 
