@@ -225,18 +225,47 @@ def wait_serving(setup: Setup, names: list[str], timeout: float) -> list[str]:
     return pending
 
 
-def start(setup: Setup, timeout: float = 20.0) -> bool:
-    """Start the supervisor and wait for every local service to serve. False when already running
-    (also when another client started it at the same moment: then we wait for its services)."""
-    if supervisor_running(setup.rdir):
-        return False
+def _check_socket_dirs(setup: Setup) -> None:
     for name in setup.supervisor.services:
         if setup.endpoints[name].scheme != "unix":
             continue
         if not Path(setup.endpoints[name].path).parent.is_dir():
             raise EndpointError(f"the directory of {setup.endpoints[name]} does not exist",
                                 hint=f"Create it or fix endpoints.{name}.")
-    proc = _spawn_supervisor(setup)
+
+
+def begin(setup: Setup, names: list[str], *, quiet: bool = False) -> subprocess.Popen[bytes] | None:
+    """Spawn the supervisor now, without waiting, when nothing can serve ``names`` (no supervisor,
+    no socket that accepts); hand what it returns to :func:`ensure_running`, which waits for it.
+
+    A cold ``ai-coding run`` calls it before importing what the turn needs (grpc, protobuf, the
+    views: ~150 ms of one core), so the services start on the other core meanwhile. None when
+    something runs or may: :func:`ensure_running` then decides as always (and raises what a start
+    that cannot work raises)."""
+    from services.kernel.activity import hold_for_process
+
+    hold_for_process(setup.rdir)  # as ensure_running: a supervisor stopping for idleness finishes first
+    local = [n for n in names if n in setup.supervisor.services]
+    if not local or supervisor_running(setup.rdir) or any(
+            setup.endpoints[n].scheme != "unix" or os.path.exists(setup.endpoints[n].path) for n in local):
+        return None
+    try:
+        _check_socket_dirs(setup)
+    except EndpointError:
+        return None
+    if not quiet:
+        print("starting the services (ai-coding up) ...", file=sys.stderr)
+    return _spawn_supervisor(setup)
+
+
+def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] | None = None) -> bool:
+    """Start the supervisor and wait for every local service to serve. False when already running
+    (also when another client started it at the same moment: then we wait for its services).
+    ``spawned`` is one :func:`begin` started: it is waited for as if started here."""
+    if spawned is None and supervisor_running(setup.rdir):
+        return False
+    _check_socket_dirs(setup)
+    proc = spawned or _spawn_supervisor(setup)
     names = list(setup.supervisor.services)
     ours = True
     deadline = time.monotonic() + timeout
@@ -313,12 +342,16 @@ def _sockets_listening(setup: Setup, names: list[str]) -> bool:
 
 
 def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False,
-                   serving: Callable[[str], bool] | None = None) -> None:
+                   serving: Callable[[str], bool] | None = None,
+                   spawned: subprocess.Popen[bytes] | None = None) -> None:
     """Make sure ``names`` serve: start the supervisor when nothing runs, else wait a little.
 
     ``serving(name)``, when given, answers the first "does it serve?" in place of a Health Check on
     a channel of its own (``run`` asks on the channel its turn then uses); when it says no for any of
     them, everything below goes as without it.
+
+    ``spawned`` is the supervisor :func:`begin` started for this call: it is waited for as
+    :func:`start` waits for its own (a start-up failure is named the same way).
 
     Raises :class:`ServiceUnavailable` naming the service and how to start it. The services then stay
     up for as long as this client process lives (the idle shutdown waits for it to exit).
@@ -326,7 +359,9 @@ def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False,
     from services.kernel.activity import hold_for_process
 
     hold_for_process(setup.rdir)  # first: a supervisor stopping for idleness finishes, then we start anew
-    if serving is not None and all(serving(name) for name in names):
+    if spawned is not None:
+        start(setup, spawned=spawned)
+    elif serving is not None and all(serving(name) for name in names):
         return
     if not wait_serving(setup, names, timeout=0.0):
         return

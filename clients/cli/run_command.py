@@ -43,8 +43,7 @@ def run_command(opts: RunOptions) -> int:
     prompt, workspace, as_json, auto_approve = opts.prompt, opts.workspace, opts.as_json, opts.auto_approve
     continue_last, resume, session, model = opts.continue_last, opts.resume, opts.session, opts.model
     timeout, verbose, plan = opts.timeout, opts.verbose, opts.plan
-    from clients.cli import attachments, control, headless, mcp_input, turn
-    from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
+    from clients.cli import attachments, headless
 
     root, cwd = headless.workspace_and_cwd(workspace)
     if not root.is_dir():
@@ -65,9 +64,16 @@ def run_command(opts: RunOptions) -> int:
     except attachments.AttachmentError as err:
         raise fail("run", str(err)) from None
     with cli_errors("run"):
+        from clients.cli import control
+
         setup = control.resolve(root)
+        # Nothing runs: the services start while this process imports what the turn needs.
+        spawned = control.begin(setup, ["loop"], quiet=as_json)
+        from clients.cli import mcp_input, turn
+        from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
+
         # Asked on the channel the turn then uses: one connection to the loop for the whole run.
-        control.ensure_running(setup, ["loop"], quiet=as_json,
+        control.ensure_running(setup, ["loop"], quiet=as_json, spawned=spawned,
                                serving=lambda name: turn.loop_serving(setup.endpoints[name]))
         if mcp_input.wants_gateway(text):  # /server:prompt and @server:uri (docs/mcp.md)
             try:

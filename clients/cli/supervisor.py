@@ -8,7 +8,8 @@ the terminal, which is what the systemd unit does). It
 - stops the services a supervisor that was killed left behind (from its state file), then
   removes sockets nobody serves and old pid/state files;
 - starts ``ai-coding serve NAME`` for each configured service, each in its own process
-  group, and becomes a child subreaper so nothing a service starts can escape it;
+  group, and becomes a child subreaper so nothing a service starts can escape it; the loop and
+  tools first, the others once those listen (:data:`FIRST`);
 - restarts a service that dies with exponential backoff (1 s doubling, capped at 30 s;
   a service that stayed up for ``stable_seconds`` starts the series again) and counts
   the restart;
@@ -80,6 +81,23 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+FIRST = ("loop", "tools")
+"""Started first: what a turn needs before anything else. The loop's start is the longest (it
+builds its session runtime right after SERVING); on two cores, four services starting at once gave
+it a quarter of the machine. The others start once these listen (their sockets exist), once one
+of these has exited (it is restarted with backoff; the rest need not wait for it), or after
+:data:`DEFER_AT_MOST_SECONDS` whatever happened (a machine so loaded that the loop takes that
+long to bind is one where starting the others later pays most); a client waits for every
+service as before."""
+DEFER_AT_MOST_SECONDS = 3.0
+
+
+def first_wave(services: list[str]) -> list[str]:
+    """Those of ``services`` to start at once: :data:`FIRST`, or all when none of it runs here."""
+    first = [name for name in services if name in FIRST]
+    return first or list(services)
+
+
 class LockHeld(Exception):
     """Another supervisor holds the runtime dir."""
 
@@ -109,6 +127,8 @@ class Supervisor:
         self._last_busy = time.monotonic()
         self._next_idle_check = 0.0
         self._idle_fd: int | None = None  # the activity lock, held exclusively while stopping when idle
+        self._deferred: list[str] = []  # not started yet: they wait for the first wave to listen
+        self._defer_until = 0.0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -133,12 +153,15 @@ class Supervisor:
         ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
-        for name in self.children:
+        first = first_wave(list(self.children))
+        self._deferred = [name for name in self.children if name not in first]
+        self._defer_until = time.monotonic() + DEFER_AT_MOST_SECONDS
+        for name in first:
             self._start(name)
         self._save()
         while not self._stopping:
             self._tick()
-            time.sleep(0.1)
+            time.sleep(0.01 if self._deferred else 0.1)
         self._stop_all()
         return 0
 
@@ -164,8 +187,25 @@ class Supervisor:
         svc.pid, svc.started_at, svc.state, svc.next_start_at = proc.pid, time.time(), "running", None
         log.info("started %s (pid %d)", name, proc.pid)
 
+    def _first_wave_done(self) -> bool:
+        """Every started service's Unix socket exists (a TCP one counts as listening), or one exited."""
+        for name, child in self.children.items():
+            if name in self._deferred:
+                continue
+            if child.pid is None:
+                return True  # it exited: restarted with backoff, nothing to wait for
+            endpoint = self.state.services[name].endpoint
+            if endpoint.startswith("unix://") and not os.path.exists(endpoint[len("unix://"):]):
+                return False
+        return True
+
     def _tick(self) -> None:
         changed = self._reap()
+        if self._deferred and (self._first_wave_done() or time.monotonic() >= self._defer_until):
+            for name in self._deferred:
+                self._start(name)
+            self._deferred = []
+            changed = True
         now = time.time()
         for name, svc in self.state.services.items():
             if svc.state == "backoff" and svc.next_start_at is not None and now >= svc.next_start_at:

@@ -213,3 +213,15 @@ class TestGlobalOptions:
                 f"ai-coding: {flag} does not apply to `ai-coding {args[-1]}`; leave it out"]
         both = cli("-w", str(env["workspace"]), "run", "-w", str(env["workspace"]), "hi")
         assert both.returncode == 2 and "given both before and after `run`" in both.stderr
+
+
+def test_a_cold_run_whose_loop_cannot_start_names_the_service_its_exit_and_its_reason(env: dict[str, Any]) -> None:
+    # The client reads this config fine; the loop refuses it at start (before SERVING). The run
+    # starts the services early (control.begin) and still reports that start's failure itself.
+    config: Path = env["config"]
+    config.write_text(config.read_text() + "hooks: [not, a, mapping]\n")
+    assert cli("down").returncode == 0
+    done = cli("run", "-w", str(env["workspace"]), "hello")
+    assert done.returncode == 3, done.stdout + done.stderr  # UNAVAILABLE
+    assert "starting the services" in done.stderr
+    assert "the loop service exited with code 2 while starting" in done.stderr and "hooks" in done.stderr, done.stderr

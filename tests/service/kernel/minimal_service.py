@@ -9,7 +9,9 @@ Environment knobs (all optional):
   session (the kind of process a supervisor must still clean up);
 - ``AIC_TEST_DRAIN_SECONDS``: how long the shutdown hook takes (health is NOT_SERVING meanwhile);
 - ``AIC_TEST_CRASH``: service name that exits with code 3 right after starting;
-- ``AIC_TEST_START_SECONDS``: how long on_start takes after SERVING (as the loop's runtime build).
+- ``AIC_TEST_START_SECONDS``: how long on_start takes after SERVING (as the loop's runtime build);
+- ``AIC_TEST_BIND_DELAY``: ``NAME=SECONDS``, how long service NAME waits before it binds its socket;
+- ``AIC_TEST_EXIT_BEFORE_BIND``: service name that exits with code 3 before it binds anything.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from services.kernel.config import Config
@@ -53,4 +56,9 @@ def build(config: Config) -> ServiceDef:
 
 
 if __name__ == "__main__":
+    if os.environ.get("AIC_TEST_EXIT_BEFORE_BIND") == NAME:
+        sys.exit(3)
+    who, _, delay = os.environ.get("AIC_TEST_BIND_DELAY", "").partition("=")
+    if who == NAME:
+        time.sleep(float(delay))
     sys.exit(run_service(build, NAME))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import pytest
 
 from clients.cli import control
 from clients.cli.runtime import PID_FILE, STATE_FILE, descendants, pid_alive, read_state, wait_until
+from clients.cli.supervisor import DEFER_AT_MOST_SECONDS
 from services.kernel.endpoints import ensure_runtime_dir
 
 HERE = Path(__file__).parent
@@ -31,6 +33,16 @@ def _spawn(rdir: Path, env: dict[str, str] | None = None) -> subprocess.Popen[st
     )
 
 
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM the supervisor, then SIGKILL whatever was below it and is still there."""
+    everything = descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    for pid in everything:
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _all_serving(setup: control.Setup) -> bool:
     report = control.status_report(setup)
     return all(s["health"] == "SERVING" for s in report["services"].values())
@@ -44,12 +56,7 @@ def supervised(isolated_home: Path, short_dir: Path) -> Iterator[Supervised]:
     assert wait_until(lambda: _all_serving(setup), 30, interval=0.1), (rdir / "logs" / "supervisor.log").read_text()
     yield setup, proc
     if proc.poll() is None:
-        everything = descendants(proc.pid)
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        for pid in everything:
-            if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        _stop(proc)
 
 
 def test_every_service_is_serving_and_status_shows_pid_endpoint_and_no_restarts(supervised: Supervised) -> None:
@@ -220,3 +227,63 @@ def test_down_after_the_supervisor_was_killed_outright_cleans_up_what_its_servic
     for pid in escaped:
         if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def _started_at(rdir: Path) -> dict[str, float]:
+    state = read_state(rdir)
+    assert state is not None
+    return {name: svc.started_at or 0.0 for name, svc in state.services.items()}
+
+
+def _supervise_until_serving(rdir: Path, env: dict[str, str]) -> dict[str, float]:
+    """Run a supervisor with ``env`` until every service serves; the start times it recorded."""
+    proc = _spawn(rdir, env)
+    try:
+        setup = control.resolve()
+        assert wait_until(lambda: _all_serving(setup), 30, interval=0.1), (rdir / "logs" / "supervisor.log").read_text()
+        return _started_at(rdir)
+    finally:
+        _stop(proc)
+
+
+def test_memory_and_the_gateway_start_once_the_loop_and_tools_listen(isolated_home: Path, short_dir: Path) -> None:
+    rdir = ensure_runtime_dir(short_dir / "run")
+    bound: list[float] = []
+
+    def loop_bound() -> bool:  # when the loop's socket appeared (it binds 0.3 s after its start)
+        with contextlib.suppress(FileNotFoundError):
+            bound.append(os.stat(rdir / "loop.sock").st_mtime)
+        return bool(bound)
+
+    watcher = threading.Thread(target=wait_until, args=(loop_bound, 30, 0.005), daemon=True)
+    watcher.start()
+    started = _supervise_until_serving(rdir, {"AIC_TEST_BIND_DELAY": "loop=0.3"})
+    watcher.join(timeout=30)
+    assert bound and started["loop"] + 0.25 <= bound[0], (bound, started)
+    # The loop and tools at once; the others not before the loop's socket existed.
+    assert abs(started["loop"] - started["tools"]) < 0.3, started
+    assert all(started[name] >= bound[0] - 0.01 for name in ("memory", "mcp_gateway")), (bound, started)
+
+
+@pytest.mark.slow
+def test_a_loop_slow_to_listen_holds_the_others_back_a_few_seconds_at_most(isolated_home: Path, short_dir: Path) -> None:
+    rdir = ensure_runtime_dir(short_dir / "run")
+    started = _supervise_until_serving(rdir, {"AIC_TEST_BIND_DELAY": "loop=8"})
+    first = max(started["loop"], started["tools"])
+    wait = DEFER_AT_MOST_SECONDS
+    assert all(wait - 0.1 <= started[name] - first < 8 for name in ("memory", "mcp_gateway")), started
+
+
+def test_a_loop_that_exits_at_start_does_not_hold_the_others_back(isolated_home: Path, short_dir: Path) -> None:
+    rdir = ensure_runtime_dir(short_dir / "run")
+    proc = _spawn(rdir, {"AIC_TEST_EXIT_BEFORE_BIND": "loop"})
+    try:
+        # The loop exits before it binds, every time: memory and the gateway start without waiting
+        # out DEFER_AT_MOST_SECONDS (counted from the supervisor's own start).
+        assert wait_until(lambda: all((rdir / f"{n}.sock").exists() for n in ("memory", "mcp_gateway")), 30, 0.05)
+        state = read_state(rdir)
+        assert state is not None
+        late = [state.services[n].started_at or 0.0 for n in ("memory", "mcp_gateway")]
+        assert all(0 < at - state.started_at < DEFER_AT_MOST_SECONDS - 1.0 for at in late), (late, state.started_at)
+    finally:
+        _stop(proc)
