@@ -8,7 +8,6 @@ checked against the descriptors by tests/unit/cli/test_cli_convert.py.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,6 +18,7 @@ from google.protobuf.message import Message
 
 from clients.cli import service_views, session_views, views
 from clients.cli.attachments import Attachment
+from clients.cli.records import fields_of
 
 if TYPE_CHECKING:
     from ai_coding.v1 import memory_pb2
@@ -83,7 +83,7 @@ ENUMS: dict[str, type[enum.Enum]] = {
 def copy(message: Message, view: type[T]) -> T:
     """The view dataclass ``view`` filled from the same-named fields of ``message``."""
     fields = message.DESCRIPTOR.fields_by_name
-    values = {f.name: _value(message, fields[f.name]) for f in dataclasses.fields(view)}  # type: ignore[arg-type]
+    values = {f.name: _value(message, fields[f.name]) for f in fields_of(view)}
     return view(**values)
 
 

@@ -6,10 +6,12 @@ stdlib only, like :mod:`clients.cli.views`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from clients.cli.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Note:
     """One memory note as stored: its text, kind, importance, scope, evidence and use counts."""
 
@@ -28,7 +30,7 @@ class Note:
     updated: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class RecallHit:
     """One note a recall found, with its score and the terms that matched."""
 
@@ -38,7 +40,7 @@ class RecallHit:
     matched_terms: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Recall:
     """A recall's answer: the hits, the ranking's diagnostics (JSON) and the text the model would see."""
 
@@ -47,7 +49,7 @@ class Recall:
     rendered: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ServerLogLine:
     """One line a server logged: an MCP log message, or (level ``stderr``) a local server's stderr."""
 
@@ -56,7 +58,7 @@ class ServerLogLine:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ServerStatus:
     """One MCP server's state in the gateway: its tools, retries, degradation and newest log lines."""
 
@@ -77,7 +79,7 @@ class ServerStatus:
     """Non-empty: an editor's server, for that loop session alone (not in the user's config)."""
 
 
-@dataclass(frozen=True)
+@record
 class CatalogEntry:
     """One tool an MCP server offers the model: its qualified name, description, input schema and permission."""
 

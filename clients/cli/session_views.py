@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from clients.cli.records import record
 
 
-@dataclass(frozen=True)
+@record
 class OpenedSession:
     """What OpenSession answered: the session's id, size, last event and model, and warnings to show."""
 
@@ -19,7 +19,7 @@ class OpenedSession:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class SessionSummary:
     """One saved session in a list: id, when it was created and last active, a preview and its size."""
 
@@ -31,7 +31,7 @@ class SessionSummary:
     open: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class UnreadableSession:
     """A saved session the loop could not read: its file, why, and what to do."""
 
@@ -41,7 +41,7 @@ class UnreadableSession:
     hint: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class SessionList:
     """ListSessions: the readable sessions (newest first) and the ones that could not be read."""
 
@@ -49,7 +49,7 @@ class SessionList:
     unreadable: tuple[UnreadableSession, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class SessionDetail:
     """One session with its messages (JSON) and its plan, for a redraw after /resume."""
 
@@ -59,7 +59,7 @@ class SessionDetail:
     """The last /plan run's receipts (JSON; "" when none), replayed as step headers."""
 
 
-@dataclass(frozen=True)
+@record
 class CommandReply:
     """What a slash command the loop handles answered: text to show, and data (JSON)."""
 

@@ -12,7 +12,9 @@ Each turn event kind is one frozen dataclass named after its ``TurnEvent`` oneof
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from clients.cli.records import record
 
 
 class Decision(enum.Enum):
@@ -50,7 +52,7 @@ class Scope(enum.Enum):
 # ---- parts of events ----
 
 
-@dataclass(frozen=True)
+@record
 class Usage:
     """Token usage as the provider reported it; ``None`` where it reported nothing."""
 
@@ -64,7 +66,7 @@ class Usage:
     prefix_ratio: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ToolError:
     """Why a tool call failed: a stable code, the message and what to do about it."""
 
@@ -73,7 +75,7 @@ class ToolError:
     hint: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ToolResult:
     """What one tool call returned (``ToolResult``): its output, or the error, and how long it took."""
 
@@ -87,7 +89,7 @@ class ToolResult:
     limit_hit: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class TaskItem:
     """One item of the turn's task list, with the ids of the items it waits for."""
 
@@ -97,7 +99,7 @@ class TaskItem:
     depends_on: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class LayerStat:
     """What one compaction layer did to the history: messages removed, rewritten, skipped; tokens before and after."""
 
@@ -112,7 +114,7 @@ class LayerStat:
 # ---- turn events (one per TurnEvent oneof field) ----
 
 
-@dataclass(frozen=True)
+@record
 class TurnStarted:
     """A turn began with this input (the turn's number in the session, the model it uses)."""
 
@@ -121,21 +123,21 @@ class TurnStarted:
     model: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class TextDelta:
     """A piece of the assistant's streamed answer."""
 
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ReasoningDelta:
     """A piece of the model's streamed reasoning (shown with --verbose)."""
 
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ToolStarted:
     """The model called a tool: its call id, name, arguments (JSON) and the title to show."""
 
@@ -145,7 +147,7 @@ class ToolStarted:
     title: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ToolChunk:
     """Output a running tool produced so far (stdout/stderr text, or progress of a total)."""
 
@@ -156,14 +158,14 @@ class ToolChunk:
     total: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class ToolFinished:
     """A tool call ended, with its result."""
 
     result: ToolResult = field(default_factory=ToolResult)
 
 
-@dataclass(frozen=True)
+@record
 class ApprovalRequested:
     """The loop asks whether a WARN-level call may run (with a preview of what it changes and why it asks)."""
 
@@ -175,7 +177,7 @@ class ApprovalRequested:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ApprovalResolved:
     """An approval request was answered: the decision, and by what (user, auto, timeout ...)."""
 
@@ -184,7 +186,7 @@ class ApprovalResolved:
     source: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class QuestionAsked:
     """The model asks the user a question (``ask_user``), with the choices it offers."""
 
@@ -193,7 +195,7 @@ class QuestionAsked:
     options: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class QuestionResolved:
     """A question was answered (the answer, and where it came from)."""
 
@@ -202,7 +204,7 @@ class QuestionResolved:
     source: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class BufferRequested:
     """The loop asks an editor client for its text of ``path`` (only ``ai-coding acp`` answers)."""
 
@@ -210,7 +212,7 @@ class BufferRequested:
     path: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class TaskListUpdated:
     """The turn's task list changed: its goal and every item as it stands now."""
 
@@ -218,7 +220,7 @@ class TaskListUpdated:
     items: tuple[TaskItem, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class CompactionStarted:
     """The history is being compacted (its estimated size, and why)."""
 
@@ -226,7 +228,7 @@ class CompactionStarted:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class CompactionEnded:
     """Compaction ended: each layer's work and the estimated size before and after."""
 
@@ -235,7 +237,7 @@ class CompactionEnded:
     estimated_after: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class MemoryRecalled:
     """Notes recalled from memory for this step (how many, their ids, how long it took)."""
 
@@ -244,7 +246,7 @@ class MemoryRecalled:
     elapsed_ms: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class Degraded:
     """An auxiliary component (memory recall, the sandbox, the session save ...) failed; the turn goes on."""
 
@@ -252,7 +254,7 @@ class Degraded:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class SearchStalled:
     """The loop found the model searching without progress (the step, how stale, what it does about it)."""
 
@@ -264,7 +266,7 @@ class SearchStalled:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ContextAssembled:
     """How the request's context was made up: bytes per part, the estimated tokens and the window."""
 
@@ -278,7 +280,7 @@ class ContextAssembled:
     window_tokens: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class ModelStepFinished:
     """One model call ended: its step number, token usage, latency and finish reason."""
 
@@ -288,7 +290,7 @@ class ModelStepFinished:
     finish_reason: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class InputQueued:
     """Input sent while a turn runs waits for it to end (its text and place in the queue)."""
 
@@ -296,7 +298,7 @@ class InputQueued:
     position: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class Notice:
     """A line the loop wants shown (its level and text)."""
 
@@ -304,7 +306,7 @@ class Notice:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class HookRun:
     """A configured hook ran at one point of the turn: which, how long, and what came of it."""
 
@@ -317,7 +319,7 @@ class HookRun:
     call_id: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class SkillCatalogChanged:
     """The skill catalog in the system message changed (skills added, removed or edited)."""
 
@@ -329,7 +331,7 @@ class SkillCatalogChanged:
     truncated: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class TurnFinished:
     """The turn's final event: how it ended, the answer, usage, steps and duration."""
 
@@ -343,7 +345,7 @@ class TurnFinished:
     cleared_requests: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class EventsSkipped:
     """Events this stream will not deliver (a slow reader fell behind); the saved session still has them."""
 
@@ -352,7 +354,7 @@ class EventsSkipped:
     hint: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class SubagentScope:
     """Which subagent child an event comes from (rendered nested under its subAgent call)."""
 
@@ -362,7 +364,7 @@ class SubagentScope:
     task: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class SubagentStarted:
     """A subagent (a child session) began a task, in the foreground or the background."""
 
@@ -374,7 +376,7 @@ class SubagentStarted:
     workspace: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class SubagentFinished:
     """A subagent ended: its status, usage, time and the packet its parent got (JSON)."""
 
@@ -388,7 +390,7 @@ class SubagentFinished:
     packet_json: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class BackgroundTaskDone:
     """A background subagent finished (completed, failed or stopped): its summary and where its transcript is."""
 
@@ -402,7 +404,7 @@ class BackgroundTaskDone:
     transcript_path: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class AcceptanceChecked:
     """One acceptance proof's verdict: the command the gate ran, its exit code and output tail."""
 
@@ -416,7 +418,7 @@ class AcceptanceChecked:
     error: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class PlanStepStarted:
     """A plan step begins: item ``index`` of ``total`` (1-based) runs in its own step session."""
 
@@ -426,7 +428,7 @@ class PlanStepStarted:
     content: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class PlanStepReceipt:
     """What one plan item came to: its outcome, proof grade, attempts, cost and verify command."""
 
@@ -445,7 +447,7 @@ class PlanStepReceipt:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class PlanReport:
     """The end of a /plan run: the goal, how many items were done or left unproven, and the report."""
 
@@ -456,7 +458,7 @@ class PlanReport:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class LedgerUpdated:
     """The uncertainty ledger's open entries changed (one line each)."""
 
@@ -471,7 +473,7 @@ Body = (TurnStarted | TextDelta | ReasoningDelta | ToolStarted | ToolChunk | Too
         | PlanReport | LedgerUpdated)
 
 
-@dataclass(frozen=True)
+@record
 class Event:
     """One turn event: its per-session sequence number and what happened (``None``: a kind
     this client does not know, sent by a newer loop; it is counted, never shown)."""

@@ -107,6 +107,7 @@ def plan_lines(plan_json: str) -> list[tuple[str, str]]:
     """The last /plan run's receipts as (text, style) lines: each step's header, then its receipt line
     (the same lines the run showed live)."""
     from clients.cli import views
+    from clients.cli.records import fields_of
     from clients.cli.render import plan_step_header, receipt_line
 
     try:
@@ -115,7 +116,7 @@ def plan_lines(plan_json: str) -> list[tuple[str, str]]:
         return []
     receipts = plan.get("receipts") if isinstance(plan, dict) else None
     lines: list[tuple[str, str]] = []
-    known = {f for f in views.PlanStepReceipt.__dataclass_fields__}
+    known = {f.name for f in fields_of(views.PlanStepReceipt)}
     for raw in receipts if isinstance(receipts, list) else []:
         if not isinstance(raw, dict):
             continue

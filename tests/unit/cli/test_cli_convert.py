@@ -3,13 +3,12 @@ and what the wire leaves unsaid stays unsaid (None, unspecified), never a guess.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from ai_coding.v1 import common_pb2, loop_pb2, mcp_gateway_pb2, memory_pb2
 from google.protobuf.message import Message
 
 from clients.cli import convert, service_views, session_views, views
+from clients.cli.records import fields_of
 
 _MESSAGES: dict[str, type[Message]] = {
     "ai_coding.v1.Usage": common_pb2.Usage,
@@ -44,7 +43,7 @@ def test_a_view_names_only_fields_its_message_has_and_copies_from_an_empty_one(v
     modules = [m for m in (loop_pb2, common_pb2, memory_pb2, mcp_gateway_pb2) if name in m.DESCRIPTOR.message_types_by_name]
     assert modules, f"no wire message {name} for the view {view.__name__}"
     message = getattr(modules[0], name)
-    fields = {f.name for f in dataclasses.fields(view)}  # type: ignore[arg-type]
+    fields = {f.name for f in fields_of(view)}
     assert fields <= set(message.DESCRIPTOR.fields_by_name), fields - set(message.DESCRIPTOR.fields_by_name)
     assert convert.copy(message(), view) == view()
 
