@@ -17,10 +17,6 @@ class CommandExit(SystemExit):
     """Ends the command with ``code`` (its line was already printed). A ``SystemExit``: typer lets it
     through unchanged, and the console script ends the process with its code."""
 
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.exit_code = code
-
 
 @contextlib.contextmanager
 def cli_errors(command: str) -> Iterator[None]:

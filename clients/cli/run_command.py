@@ -40,27 +40,25 @@ class RunOptions:
 def run_command(opts: RunOptions) -> int:
     """Run one turn; returns the exit code that says how it ended (raises :class:`CommandExit` on a
     usage error or an unreachable service, its line printed)."""
-    prompt, workspace, as_json, auto_approve = opts.prompt, opts.workspace, opts.as_json, opts.auto_approve
-    continue_last, resume, session, model = opts.continue_last, opts.resume, opts.session, opts.model
-    timeout, verbose, plan = opts.timeout, opts.verbose, opts.plan
     from clients.cli import attachments, headless
 
-    root, cwd = headless.workspace_and_cwd(workspace)
+    root, cwd = headless.workspace_and_cwd(opts.workspace)
     if not root.is_dir():
-        raise fail("run", f"workspace {workspace} is not a directory; pass an existing one with -w")
-    if plan and prompt:
+        raise fail("run", f"workspace {opts.workspace} is not a directory; pass an existing one with -w")
+    if opts.plan and opts.prompt:
         raise fail("run", "--plan takes the topic; pass either a prompt or --plan TOPIC, not both")
-    text = plan.strip() or headless.read_prompt(prompt, sys.stdin)
+    text = opts.plan.strip() or headless.read_prompt(opts.prompt, sys.stdin)
     if not text.strip():
         raise fail("run", "the prompt is empty; say what the agent should do (as an argument, or on stdin with `-`)")
     if problem := headless.not_utf8(text):
         raise fail("run", problem)
-    if timeout < 0:
-        raise fail("run", f"--timeout {timeout:g} is negative; give seconds, or 0 for the loop's own limit")
-    if session and resume:
+    if opts.timeout < 0:
+        raise fail("run", f"--timeout {opts.timeout:g} is negative; give seconds, or 0 for the loop's own limit")
+    session = opts.session  # --continue or --resume may pick one below
+    if session and opts.resume:
         raise fail("run", "--session and --resume both name a session; pass one of them")
     try:
-        files = [] if plan else attachments.collect(text, cwd, root)
+        files = [] if opts.plan else attachments.collect(text, cwd, root)
     except attachments.AttachmentError as err:
         raise fail("run", str(err)) from None
     with cli_errors("run"):
@@ -68,12 +66,12 @@ def run_command(opts: RunOptions) -> int:
 
         setup = control.resolve(root)
         # Nothing runs: the services start while this process imports what the turn needs.
-        spawned = control.begin(setup, ["loop"], quiet=as_json)
+        spawned = control.begin(setup, ["loop"], quiet=opts.as_json)
         from clients.cli import mcp_input, turn
         from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
         # Asked on the channel the turn then uses: one connection to the loop for the whole run.
-        control.ensure_running(setup, ["loop"], quiet=as_json, spawned=spawned,
+        control.ensure_running(setup, ["loop"], quiet=opts.as_json, spawned=spawned,
                                serving=lambda name: turn.loop_serving(setup.endpoints[name]))
         if mcp_input.wants_gateway(text):  # /server:prompt and @server:uri (docs/mcp.md)
             try:
@@ -81,24 +79,25 @@ def run_command(opts: RunOptions) -> int:
             except mcp_input.McpInputError as err:
                 raise fail("run", str(err)) from None
             text, files = expanded.text, [*files, *expanded.attachments]
-        if continue_last or resume or session:
+        if opts.continue_last or opts.resume or session:
             from clients.cli.commands.sessions import session_rows  # the session list: only when picking one
 
-            session = pick_session(session_rows(root, warn_unreadable=True), continue_last, resume or session, "run")
-        opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=model,
-                              auto_approve=auto_approve, cwd=str(cwd),
-                              interactive=sys.stdin.isatty() and not as_json)
+            session = pick_session(session_rows(root, warn_unreadable=True), opts.continue_last, opts.resume or session,
+                                   "run")
+        opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=opts.model,
+                              auto_approve=opts.auto_approve, cwd=str(cwd),
+                              interactive=sys.stdin.isatty() and not opts.as_json)
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         for item in files:
             note = " (cut at its size limit)" if item.truncated else ""
             print(f"attached {item.path} ({len(item.data):,} bytes){note}", file=sys.stderr)
-        approver = AutoApprover() if auto_approve else (TtyApprover() if sys.stdin.isatty() else NoTtyApprover())
-        printer = _json_printer() if as_json else None
-        sink, close = (printer.write, lambda: None) if printer else _rich_sink(verbose)
+        approver = AutoApprover() if opts.auto_approve else (TtyApprover() if sys.stdin.isatty() else NoTtyApprover())
+        printer = _json_printer() if opts.as_json else None
+        sink, close = (printer.write, lambda: None) if printer else _rich_sink(opts.verbose)
         try:
             outcome = drive_turn(setup.endpoints["loop"], opened.session_id, text, sink, approver,
-                                 timeout=timeout or None, attachments=files, plan=bool(plan))
+                                 timeout=opts.timeout or None, attachments=files, plan=bool(opts.plan))
         finally:
             close()
     if printer is not None:

@@ -213,11 +213,9 @@ def left_by_a_dead_supervisor(state: SupervisorState | None, names: list[str]) -
 def stop_leftover_services(state: SupervisorState, grace: float) -> list[str]:
     """Stop the services a supervisor that died left behind (``state`` is what it recorded): they got
     SIGTERM when it died (PDEATHSIG) but may still be draining, holding their sockets. Returns their names."""
-    stopped: list[str] = []
-    for name, svc in state.services.items():
-        if svc.pid and pid_alive(svc.pid) and is_service_process(svc.pid, name):
-            stop_group(svc.pid, grace)  # each service leads its own process group
-            stopped.append(name)
+    stopped = left_by_a_dead_supervisor(state, list(state.services))
+    for name in stopped:
+        stop_group(state.services[name].pid or 0, grace)  # each service leads its own process group
     return stopped
 
 

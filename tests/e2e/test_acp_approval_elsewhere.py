@@ -34,10 +34,8 @@ def model() -> Iterator[FakeModelServer]:
 
 def test_an_approval_answered_from_attach_cancels_the_editors_permission_request(env: dict[str, Any]) -> None:
     workspace: Path = env["workspace"]
-    editor = RawEditor(workspace)
-    try:
-        editor.send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-        editor.answer_of(1)
+    with RawEditor(workspace) as editor:
+        editor.initialize()
         editor.send({"id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
         sid = editor.answer_of(2)["result"]["sessionId"]
         editor.send({"id": 3, "method": "session/prompt",
@@ -60,7 +58,3 @@ def test_an_approval_answered_from_attach_cancels_the_editors_permission_request
                    and "elsewhere-7" in e.tool_finished.result.output for e in other.events)
         resolved = [e.approval_resolved for e in other.events if e.WhichOneof("event") == "approval_resolved"]
         assert [r.decision for r in resolved] == [loop_pb2.APPROVAL_DECISION_ALLOW_ONCE]
-    finally:
-        if editor.proc.poll() is None:
-            editor.proc.kill()
-            editor.proc.wait()

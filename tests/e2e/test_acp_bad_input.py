@@ -67,12 +67,35 @@ class RawEditor:
     def answer_of(self, ident: int) -> dict[str, Any]:
         return self.expect(lambda m: m.get("id") == ident and "method" not in m)
 
+    def initialize(self) -> dict[str, Any]:
+        """``initialize`` as request 1; its result."""
+        self.send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        result: dict[str, Any] = self.answer_of(1)["result"]
+        return result
+
+    def hang_up(self, timeout: float = WAIT_S) -> int:
+        """The editor ends: its side of stdin closes. The adapter's exit code."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        """Kill the adapter if it still runs (a test that failed half-way)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> RawEditor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 def test_bad_lines_get_protocol_errors_and_a_vanished_editor_leaves_the_turn_to_attach(
         env: dict[str, Any]) -> None:
     workspace: Path = env["workspace"]
-    editor = RawEditor(workspace)
-    try:
+    with RawEditor(workspace) as editor:
         editor.write(b"{this is not json\n")
         assert editor.expect(lambda m: "error" in m)["error"]["code"] == -32700
         editor.write(b"[1, 2]\n")
@@ -97,13 +120,7 @@ def test_bad_lines_get_protocol_errors_and_a_vanished_editor_leaves_the_turn_to_
                      "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "vanish mid-turn"}]}})
         asked = editor.expect(lambda m: m.get("method") == "session/request_permission")
         assert asked["params"]["toolCall"]["rawInput"]["command"] == "echo left-$((2+3))"
-        assert editor.proc.stdin is not None
-        editor.proc.stdin.close()  # the editor vanishes without answering
-        assert editor.proc.wait(timeout=WAIT_S) == 0
-    finally:
-        if editor.proc.poll() is None:
-            editor.proc.kill()
-            editor.proc.wait()
+        assert editor.hang_up() == 0  # the editor vanishes without answering
 
     with grpc.insecure_channel(f"unix:{env['rdir'] / 'loop.sock'}") as channel:
         stub = loop_pb2_grpc.AgentLoopStub(channel)

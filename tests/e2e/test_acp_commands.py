@@ -37,10 +37,8 @@ def _said(updates: list[dict[str, Any]]) -> str:
 def test_the_editor_lists_every_repl_command_it_can_use_and_each_one_answers(
         env: dict[str, Any], model: FakeModelServer) -> None:
     workspace: Path = env["workspace"]
-    editor = RawEditor(workspace)
-    try:
-        editor.send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-        editor.answer_of(1)
+    with RawEditor(workspace) as editor:
+        editor.initialize()
         editor.send({"id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
         updates, _, answer = updates_until_answer(editor, 2)
         sid = answer["result"]["sessionId"]
@@ -73,10 +71,4 @@ def test_the_editor_lists_every_repl_command_it_can_use_and_each_one_answers(
         assert answers["review"] == "No diff to review."
         assert REVIEW_PROMPT in str(model.chat_requests[-1].body["messages"])
         assert "no MCP servers" in answers["mcp"] and "memory" in answers["memory"]
-        assert editor.proc.stdin is not None
-        editor.proc.stdin.close()
-        assert editor.proc.wait(timeout=60) == 0
-    finally:
-        if editor.proc.poll() is None:
-            editor.proc.kill()
-            editor.proc.wait()
+        assert editor.hang_up(timeout=60) == 0

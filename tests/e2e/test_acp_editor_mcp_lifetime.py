@@ -61,8 +61,7 @@ def _until(what: str, check: Any, seconds: float = 60.0) -> None:
 
 
 def _open(editor: RawEditor, workspace: Path, mark: str, load: str = "") -> str:
-    editor.send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-    editor.answer_of(1)
+    editor.initialize()
     demo = [{"name": "editor-demo", "command": sys.executable, "args": [str(DEMO), "stdio"],
              "env": [{"name": "ACP_LIFETIME_MARK", "value": mark}]}]
     params: dict[str, Any] = {"cwd": str(workspace), "mcpServers": demo}
@@ -77,8 +76,7 @@ def test_a_killed_adapter_takes_its_editor_servers_with_it_and_a_load_brings_the
         env: dict[str, Any], model: FakeModelServer) -> None:
     workspace: Path = env["workspace"]
     mark = f"mark-{uuid.uuid4().hex}"
-    first = RawEditor(workspace)
-    try:
+    with RawEditor(workspace) as first:
         sid = _open(first, workspace, mark)
         first.send({"id": 3, "method": "session/prompt",
                     "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}})
@@ -98,13 +96,8 @@ def test_a_killed_adapter_takes_its_editor_servers_with_it_and_a_load_brings_the
         first.proc.wait(timeout=30)
         _until("the killed adapter's editor server is still in the gateway", lambda: name not in servers(env["rdir"]))
         _until("the killed adapter's editor server process is still running", lambda: not _processes_with(mark))
-    finally:
-        if first.proc.poll() is None:
-            first.proc.kill()
-            first.proc.wait()
 
-    second = RawEditor(workspace)
-    try:
+    with RawEditor(workspace) as second:
         assert _open(second, workspace, mark, load=sid) == sid
         wait_connected(env["rdir"], name)  # the new adapter's load brought it again
         assert _processes_with(mark)
@@ -116,11 +109,5 @@ def test_a_killed_adapter_takes_its_editor_servers_with_it_and_a_load_brings_the
         _until("the restarted gateway never got the editor's server back",
                lambda: _connected(env["rdir"], name), seconds=90)
         assert json.loads(cli("status", "--json", cwd=workspace).stdout)["services"]["mcp_gateway"]["restarts"] >= 1
-        assert second.proc.stdin is not None
-        second.proc.stdin.close()  # a clean end stops it too
-        assert second.proc.wait(timeout=60) == 0
+        assert second.hang_up(timeout=60) == 0  # a clean end stops it too
         _until("the closed adapter's editor server is still in the gateway", lambda: name not in servers(env["rdir"]))
-    finally:
-        if second.proc.poll() is None:
-            second.proc.kill()
-            second.proc.wait()

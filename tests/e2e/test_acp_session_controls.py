@@ -80,10 +80,8 @@ def updates_until_answer(editor: RawEditor, ident: int) -> tuple[list[dict[str, 
 def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_list_close_resume(env: dict[str, Any],
                                                                                            model: FakeModelServer) -> None:
     workspace: Path = env["workspace"]
-    editor = RawEditor(workspace)
-    try:
-        editor.send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-        editor.answer_of(1)
+    with RawEditor(workspace) as editor:
+        editor.initialize()
         editor.send({"id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": [
             {"name": "editor-demo", "command": sys.executable, "args": [str(DEMO), "stdio"], "env": []}]}})
         updates, _, answer = updates_until_answer(editor, 2)
@@ -143,10 +141,4 @@ def test_auto_mode_the_todo_plan_slash_commands_editor_mcp_servers_and_session_l
                      "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/status"}]}})
         updates, _, answer = updates_until_answer(editor, 11)
         assert sid in "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
-        assert editor.proc.stdin is not None
-        editor.proc.stdin.close()
-        assert editor.proc.wait(timeout=60) == 0
-    finally:
-        if editor.proc.poll() is None:
-            editor.proc.kill()
-            editor.proc.wait()
+        assert editor.hang_up(timeout=60) == 0

@@ -10,22 +10,7 @@ import textwrap
 from pathlib import Path
 
 from clients.cli.runtime import wait_until
-
-_SERVER = textwrap.dedent("""
-    import asyncio, sys
-    import services.kernel
-    import grpc
-    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-
-    async def main():
-        server = grpc.aio.server()
-        health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
-        server.add_insecure_port("unix://" + sys.argv[1])
-        await server.start()
-        await server.wait_for_termination()
-
-    asyncio.run(main())
-""")
+from tests.support.health_server import command
 
 _CLIENT = textwrap.dedent("""
     import asyncio, gc, sys
@@ -76,7 +61,7 @@ _CLIENT = textwrap.dedent("""
 
 def test_one_channel_per_service_per_process_closed_before_the_loop(tmp_path: Path) -> None:
     sock = tmp_path / "h.sock"
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(sock)])
+    server = subprocess.Popen(command(str(sock)))
     try:
         assert wait_until(sock.exists, 30)
         done = subprocess.run([sys.executable, "-c", _CLIENT, str(sock)], capture_output=True, text=True,

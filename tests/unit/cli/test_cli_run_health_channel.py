@@ -10,32 +10,14 @@ import textwrap
 from pathlib import Path
 
 from clients.cli.runtime import wait_until
-
-_SERVER = textwrap.dedent("""
-    import asyncio, sys
-    import services.kernel
-    import grpc
-    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-
-    async def main():
-        server = grpc.aio.server()
-        servicer = health.aio.HealthServicer()
-        status = health_pb2.HealthCheckResponse.SERVING if sys.argv[2] == "serving" else \\
-            health_pb2.HealthCheckResponse.NOT_SERVING
-        await servicer.set("ai_coding.v1.AgentLoop", status)
-        health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-        server.add_insecure_port("unix://" + sys.argv[1])
-        await server.start()
-        await server.wait_for_termination()
-
-    asyncio.run(main())
-""")
+from tests.support.health_server import command
 
 _CLIENT = textwrap.dedent("""
     import subprocess, sys, time
     from clients.cli import connection, turn
     from clients.cli.connection.loop import ClientError, LoopClient
     from services.kernel.endpoints import Endpoint
+    from tests.support.health_server import command
 
     endpoint = Endpoint("loop", "unix", path=sys.argv[1])
 
@@ -52,7 +34,7 @@ _CLIENT = textwrap.dedent("""
     print("serving", turn.loop_serving(endpoint))
     kept = list(connection._channels.values())
     if sys.argv[2] == "start-after":  # nothing listened at the check: the loop comes up now
-        server = subprocess.Popen([sys.executable, "-c", sys.argv[3], sys.argv[1], "serving"])
+        server = subprocess.Popen(command(sys.argv[1], "serving"))
         deadline = time.monotonic() + 30
         while not __import__("os").path.exists(sys.argv[1]) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -67,7 +49,7 @@ _CLIENT = textwrap.dedent("""
 
 
 def _client(sock: Path, how: str) -> dict[str, str]:
-    done = subprocess.run([sys.executable, "-c", _CLIENT, str(sock), how, _SERVER], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _CLIENT, str(sock), how], capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return dict(line.split(" ", 1) for line in done.stdout.splitlines())
@@ -75,7 +57,7 @@ def _client(sock: Path, how: str) -> dict[str, str]:
 
 def _client_beside_a_server(sock: Path, status: str) -> dict[str, str]:
     """The client's facts with a server already up, answering ``status`` for the loop."""
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(sock), status])
+    server = subprocess.Popen(command(str(sock), status))
     try:
         assert wait_until(sock.exists, 30)
         return _client(sock, "running")
