@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from clients.cli.failures import cli_errors, fail
 
 if TYPE_CHECKING:
+    from clients.cli.attachments import Attachment
+    from clients.cli.control import Setup
     from clients.cli.event_json import JsonLinesPrinter
     from clients.cli.session_rows import SessionLike
     from clients.cli.views import Event
@@ -35,6 +37,26 @@ class RunOptions:
     timeout: float = 0.0
     verbose: bool = False
     plan: str = ""
+
+
+def may_name_mcp(text: str) -> bool:
+    """False when ``text`` cannot hold an MCP prompt command (``/server:prompt``, at its start) or
+    resource mention (``@server:scheme://...``): most prompts, which then never import
+    :mod:`clients.cli.mcp_input` (its parsers and records, ~6 ms of a warm run)."""
+    return text.lstrip().startswith("/") or ("@" in text and "://" in text)
+
+
+def _expand_mcp(setup: Setup, text: str, files: list[Attachment]) -> tuple[str, list[Attachment]]:
+    """The prompt a ``/server:prompt`` command gives and the resources ``@server:uri`` names."""
+    from clients.cli import mcp_input
+
+    if not mcp_input.wants_gateway(text):
+        return text, files
+    try:
+        expanded = mcp_input.expand_with_services(setup, text)
+    except mcp_input.McpInputError as err:
+        raise fail("run", str(err)) from None
+    return expanded.text, [*files, *expanded.attachments]
 
 
 def run_command(opts: RunOptions) -> int:
@@ -67,18 +89,14 @@ def run_command(opts: RunOptions) -> int:
         setup = control.resolve(root)
         # Nothing runs: the services start while this process imports what the turn needs.
         spawned = control.begin(setup, ["loop"], quiet=opts.as_json)
-        from clients.cli import mcp_input, turn
+        from clients.cli import turn
         from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
         # Asked on the channel the turn then uses: one connection to the loop for the whole run.
         control.ensure_running(setup, ["loop"], quiet=opts.as_json, spawned=spawned,
                                serving=lambda name: turn.loop_serving(setup.endpoints[name]))
-        if mcp_input.wants_gateway(text):  # /server:prompt and @server:uri (docs/mcp.md)
-            try:
-                expanded = mcp_input.expand_with_services(setup, text)
-            except mcp_input.McpInputError as err:
-                raise fail("run", str(err)) from None
-            text, files = expanded.text, [*files, *expanded.attachments]
+        if may_name_mcp(text):  # /server:prompt and @server:uri (docs/mcp.md)
+            text, files = _expand_mcp(setup, text, files)
         if opts.continue_last or opts.resume or session:
             from clients.cli.commands.sessions import session_rows  # the session list: only when picking one
 

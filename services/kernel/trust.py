@@ -20,7 +20,6 @@ load/save.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -63,6 +62,8 @@ class Pending:
 
 
 def content_digest(value: Any) -> str:
+    import hashlib  # here: loading OpenSSL's libcrypto costs every command ~5 ms, and most digest nothing
+
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from services.kernel.config import parse_cache
 from services.kernel.config.keys import DECLARATION_KEY
 from services.kernel.errors import ConfigError
 
@@ -31,7 +30,8 @@ def user_config_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def read_yaml_file(path: Path) -> dict[str, Any]:
-    """Parse one YAML mapping; errors name the file, the line and the fix."""
+    """Parse one YAML mapping; errors name the file, the line and the fix. A file whose text is
+    unchanged since it was last parsed is not parsed again (:mod:`parse_cache`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -41,6 +41,11 @@ def read_yaml_file(path: Path) -> dict[str, Any]:
         ) from None
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8 text", hint="Re-save it as UTF-8.") from None
+    kept = parse_cache.lookup(path, text)
+    if kept is not None:
+        return kept
+    import yaml  # here, not at the top: most commands find the file unchanged and never need it
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -55,6 +60,7 @@ def read_yaml_file(path: Path) -> dict[str, Any]:
             f"config file {path} must hold a mapping at the top level, not {type(data).__name__}",
             hint="Write it as `key: value` lines.",
         )
+    parse_cache.store(path, text, dict(data))
     return dict(data)
 
 

@@ -43,3 +43,20 @@ def test_the_argument_being_typed_is_the_last_key_value_word() -> None:
     assert mcp_input.argument_being_typed("/library:summarize title=") == ("library", "summarize", "title", "")
     assert mcp_input.argument_being_typed("/library:summarize dune") is None
     assert mcp_input.argument_being_typed("/mcp retry x=y") is None
+
+
+
+@pytest.mark.parametrize(("text", "may"), [
+    ("/library:summarize dune style=brief", True), ("/srv:p", True), ("   /srv:p", True),
+    ("read @library:library://guide please", True), ("@a:b://c", True), ("see @x.y:file:///etc/hosts", True),
+    ("/a_b:c-d.e\nmore lines", True), ("/help", True), ("a@b:c//d", False),
+    ("fix the failing test", False), ("email me@example.com", False), ("see https://example.com", False),
+    ("@file.py", False), ("", False),
+])
+def test_run_skips_mcp_input_only_for_text_it_would_not_expand(text: str, may: bool) -> None:
+    """`ai-coding run` imports this module only when may_name_mcp says the text could need it."""
+    from clients.cli.run_command import may_name_mcp
+
+    assert may_name_mcp(text) is may
+    if mcp_input.wants_gateway(text):
+        assert may
