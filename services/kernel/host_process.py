@@ -11,13 +11,17 @@ there must not be picked up implicitly:
   so a planted ``./jq`` or ``.venv/bin/python`` is not found by name (``safe_path``);
 - git with the workspace's executable configuration neutralised (``GIT_SAFE_FLAGS``, ``git_env``).
 
+A host process a service keeps running (a stdio MCP server) is started through
+:func:`dies_with_parent`, so it cannot outlive a service killed with SIGKILL.
+
 What a hook author must still know is in docs/hooks.md ("What a hook runs").
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 
 PYTHON_DROPPED = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONINSPECT",
                   "PYTHONBREAKPOINT")
@@ -69,3 +73,29 @@ def git_env(env: Mapping[str, str]) -> dict[str, str]:
                  "GIT_CONFIG_COUNT", "GIT_EXTERNAL_DIFF", "GIT_EXEC_PATH"):
         out.pop(name, None)
     return out
+
+
+# Runs as `python -S -I -c _LAUNCH PARENT_PID PROGRAM ARGS...`: asks the kernel for SIGKILL when its
+# parent dies (PR_SET_PDEATHSIG = 1; kept across exec), checks the parent did not die before that,
+# then becomes PROGRAM (same pid, found on the PATH it was given, as any spawn would find it).
+_LAUNCH = """import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+if os.getppid() != int(sys.argv[1]):
+    os._exit(1)
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as exc:
+    sys.stderr.write(f"cannot start {sys.argv[2]}: {exc.strerror}\\n")
+    os._exit(127)
+"""
+
+
+def dies_with_parent(argv: Sequence[str]) -> list[str]:
+    """``argv`` behind a launcher that has the kernel SIGKILL it when the process that spawns it
+    dies, however that process ends (SIGKILL, OOM, a crash): a child's own end of its stdin is not
+    enough, as a server busy with a task or one that ignores EOF keeps running. The launcher costs
+    one ``python -S -I`` start (~15 ms); the command keeps its pid, process group and environment.
+    Elsewhere than Linux ``argv`` is returned as it is."""
+    if not sys.platform.startswith("linux") or not argv:
+        return list(argv)
+    return [sys.executable, "-S", "-I", "-c", _LAUNCH, str(os.getpid()), *argv]

@@ -35,7 +35,7 @@ from mcp.shared.exceptions import MCPError
 from services.kernel import __version__
 from services.kernel.config import expand_vars
 from services.kernel.errors import ConfigError
-from services.kernel.host_process import DEFAULT_PATH, safe_path
+from services.kernel.host_process import DEFAULT_PATH, dies_with_parent, safe_path
 from services.mcp_gateway.catalog import ToolEntry
 from services.mcp_gateway.domain import CallOutcome, ElicitHandler, LogLine, Progress, ProgressSink
 from services.mcp_gateway.errors import McpGatewayError, TransportFailure
@@ -331,12 +331,20 @@ def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
     program = settings.command[0]
     if "/" not in program and shutil.which(program) is None:
         raise FileNotFoundError(2, "not found", program)
+    if "/" in program:  # checked here, as the launcher only says so on stderr once it runs
+        where = os.path.join(settings.cwd or os.getcwd(), program)  # a relative one starts from cwd
+        if not os.path.isfile(where):
+            raise FileNotFoundError(2, "not found", program)
+        if not os.access(where, os.X_OK):
+            raise PermissionError(13, "not executable", program)
     if settings.cwd and not Path(settings.cwd).is_dir():
         raise McpGatewayError(f"working directory {settings.cwd} does not exist", hint="Fix `cwd`.",
                               reason="mcp_config_invalid")
+    # Through a launcher: the server gets SIGKILL if this gateway dies without closing it.
+    launch = dies_with_parent(settings.command)
     return StdioServerParameters(
-        command=program,
-        args=list(settings.command[1:]),
+        command=launch[0],
+        args=launch[1:],
         # The SDK adds HOME, PATH, ... to this; ours go on top: nothing of the directory it starts
         # in (often a workspace) is picked up implicitly (services/kernel/host_process.py).
         env={"PATH": safe_path(os.environ.get("PATH", DEFAULT_PATH), settings.cwd), "PYTHONSAFEPATH": "1",

@@ -46,43 +46,71 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_sigterm_to_the_gateway_process_leaves_no_orphan_server_process(isolated_home: Path,
-                                                                        short_dir: Path) -> None:
-    config = isolated_home / "cfg.yaml"
-    # "mute" never answers its handshake: it is still connecting (and ignores stdin) at SIGTERM.
+def start_gateway_with_servers(home: Path) -> tuple[subprocess.Popen[bytes], Path, set[int]]:
+    """The gateway as a real process with three connected stdio servers and one still connecting
+    ("mute" never answers its handshake and ignores stdin); its server processes."""
+    config = home / "cfg.yaml"
     config.write_text(yaml.safe_dump({"mcp": {"servers": [everything_server(), demo_server("demo"),
                                                           demo_server("demo2"), demo_server("mute", "mute")]}}))
     env = {**os.environ, "AI_CODING_CONFIG": str(config)}
     proc = subprocess.Popen([AI_CODING, "serve", "mcp_gateway"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     socket_path = Path(os.environ["AI_CODING_RUNTIME_DIR"]) / "mcp_gateway.sock"
-    try:
-        deadline = time.monotonic() + 60
-        connected: set[str] = set()
-        while connected != {"everything", "demo", "demo2"}:
-            assert proc.poll() is None, f"the gateway exited with {proc.returncode}"
-            assert time.monotonic() < deadline, f"servers never all connected: {connected}"
-            time.sleep(0.1)
-            if not socket_path.exists():
+    deadline = time.monotonic() + 60
+    connected: set[str] = set()
+    while connected != {"everything", "demo", "demo2"}:
+        assert proc.poll() is None, f"the gateway exited with {proc.returncode}"
+        assert time.monotonic() < deadline, f"servers never all connected: {connected}"
+        time.sleep(0.1)
+        if not socket_path.exists():
+            continue
+        with grpc.insecure_channel(f"unix:{socket_path}") as channel:
+            stub = mcp_gateway_pb2_grpc.McpGatewayStub(channel)
+            try:
+                resp = stub.ListServers(pb.ListServersRequest(), timeout=5)
+            except grpc.RpcError:
                 continue
-            with grpc.insecure_channel(f"unix:{socket_path}") as channel:
-                stub = mcp_gateway_pb2_grpc.McpGatewayStub(channel)
-                try:
-                    resp = stub.ListServers(pb.ListServersRequest(), timeout=5)
-                except grpc.RpcError:
-                    continue
-                connected = {s.name for s in resp.servers if s.state == pb.SERVER_STATE_CONNECTED}
-        children = descendants(proc.pid)
-        assert len(children) >= 4, f"expected four server processes under the gateway, saw {children}"
+            connected = {s.name for s in resp.servers if s.state == pb.SERVER_STATE_CONNECTED}
+    children = descendants(proc.pid)
+    assert len(children) >= 4, f"expected four server processes under the gateway, saw {children}"
+    return proc, socket_path, children
+
+
+def assert_all_gone(children: set[int], within: float) -> None:
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [pid for pid in children if alive(pid)]
+    assert not survivors, f"server processes outlived the gateway: {survivors}"
+
+
+def test_sigterm_to_the_gateway_process_leaves_no_orphan_server_process(isolated_home: Path,
+                                                                        short_dir: Path) -> None:
+    proc, socket_path, children = start_gateway_with_servers(isolated_home)
+    try:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
-        deadline = time.monotonic() + 10
-        while any(alive(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        survivors = [pid for pid in children if alive(pid)]
-        assert not survivors, f"server processes outlived the gateway: {survivors}"
+        assert_all_gone(children, within=10)
         assert not socket_path.exists()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sigkill_to_the_gateway_process_takes_its_server_processes_with_it(isolated_home: Path,
+                                                                           short_dir: Path) -> None:
+    """No chance to close anything: the kernel ends each server (a busy one, or "mute", which
+    ignores the end of its stdin, would otherwise run on, adopted by init)."""
+    proc, _, children = start_gateway_with_servers(isolated_home)
+    try:
+        proc.kill()
+        proc.wait(timeout=10)
+        assert_all_gone(children, within=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in children:  # what the assertion found alive must not outlive the test either
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
