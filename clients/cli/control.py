@@ -83,6 +83,18 @@ def resolve(workspace: Path | None = None) -> Setup:
     return Setup(config, rdir, sup, endpoints)
 
 
+def refuse_workspace(setup: Setup, root: Path) -> None:
+    """Raise :class:`~services.kernel.workspace.WorkspaceRefused` for a workspace the services
+    would refuse (the filesystem root, or one holding the home, runtime, config or data dir), before
+    anything is started for it. Only for a local loop (a Unix socket); a remote one judges its own
+    filesystem, and says so when the session opens."""
+    if setup.endpoints["loop"].scheme != "unix":
+        return
+    from services.kernel.workspace import private_dirs, workspace_root
+
+    workspace_root(str(root), Path.home(), private_dirs(setup.config))
+
+
 def resolve_without_config(workspace: Path | None = None) -> Setup:
     """Like :func:`resolve`, but when the config cannot be read, fall back on the runtime dir
     alone (its default or ``AI_CODING_RUNTIME_DIR``, and the endpoints the running supervisor

@@ -87,6 +87,7 @@ def run_command(opts: RunOptions) -> int:
         from clients.cli import control
 
         setup = control.resolve(root)
+        control.refuse_workspace(setup, root)
         # Nothing runs: the services start while this process imports what the turn needs.
         spawned = control.begin(setup, ["loop"], quiet=opts.as_json)
         from clients.cli import turn

@@ -20,6 +20,7 @@ def _endpoints(workspace: Path, quiet: bool = False) -> tuple[dict[str, Endpoint
     from clients.cli import control
 
     setup = control.resolve(workspace)
+    control.refuse_workspace(setup, workspace)
     control.ensure_running(setup, needed_services(setup), quiet=quiet)
     return setup.endpoints, setup.rdir / "logs" / "client.log"
 
