@@ -79,7 +79,7 @@ def git_env(env: Mapping[str, str]) -> dict[str, str]:
 # parent dies (PR_SET_PDEATHSIG = 1; kept across exec), checks the parent did not die before that,
 # then becomes PROGRAM (same pid, found on the PATH it was given, as any spawn would find it).
 _LAUNCH = """import ctypes, os, signal, sys
-ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
 if os.getppid() != int(sys.argv[1]):
     os._exit(1)
 try:

@@ -329,9 +329,11 @@ def expanded(values: Mapping[str, str], what: str, server: str) -> dict[str, str
 def stdio_parameters(settings: ServerSettings) -> StdioServerParameters:
     """Spawn parameters; a missing program or working directory fails before spawning."""
     program = settings.command[0]
-    if "/" not in program and shutil.which(program) is None:
-        raise FileNotFoundError(2, "not found", program)
-    if "/" in program:  # checked here, as the launcher only says so on stderr once it runs
+    # Checked here: behind the launcher, a program that cannot start would only say so on stderr.
+    if "/" not in program:
+        if shutil.which(program) is None:
+            raise FileNotFoundError(2, "not found", program)
+    else:
         where = os.path.join(settings.cwd or os.getcwd(), program)  # a relative one starts from cwd
         if not os.path.isfile(where):
             raise FileNotFoundError(2, "not found", program)

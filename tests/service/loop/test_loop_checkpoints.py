@@ -203,8 +203,13 @@ def test_opening_a_session_drops_the_checkpoints_of_the_workspaces_deleted_sessi
     tools.CloseSession(tools_pb2.CloseSessionRequest(session_id="deleted-one"), timeout=30)  # its loop is gone
 
     def sessions_with_checkpoints() -> set[str]:  # the store's refs, every session's
-        return {json.loads(p.read_text())["session_id"]
-                for p in isolated_home.glob("**/ai-coding/checkpoints/*/refs/cp-*.json")}
+        found = set()
+        for ref in isolated_home.glob("**/ai-coding/checkpoints/*/refs/cp-*.json"):
+            try:
+                found.add(json.loads(ref.read_text())["session_id"])
+            except FileNotFoundError:
+                continue  # pruned between the listing and the read: the wait below is for exactly that
+        return found
 
     assert sessions_with_checkpoints() == {kept, "deleted-one"}
     stack.open()  # another session opens: the workspace's sessions are `kept` and this one
