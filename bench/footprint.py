@@ -14,7 +14,11 @@ For the working tree ("head") and, with ``--base REV``, that commit in a tempora
   within 5 MB of after 100; the loop keeps at most 100 idle sessions in memory and evicts the
   least recently used);
 - CPU ms per turn of each process (its utime + stime over the turns, from /proc) and of the client:
-  ``--clients`` runs of ``ai-coding run`` (CPU of the finished process, from wait4's rusage).
+  ``--clients`` runs of ``ai-coding run`` (CPU of the finished process, from wait4's rusage);
+- the floor of the process model, once, before the trees: the RSS of a bare interpreter, of one
+  that imported asyncio and grpc, and of a gRPC server answering only health on a Unix socket
+  (what each of the four services holds before any code of its own), and what four of those and
+  the head's idle supervisor add up to against the 160 MB target.
 """
 
 from __future__ import annotations
@@ -58,6 +62,50 @@ def cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / TICK  # utime, stime
 
 
+FLOOR_SERVER = """
+import asyncio, sys
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+
+async def main():
+    server = grpc.aio.server()
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    server.add_insecure_port("unix:" + sys.argv[1])
+    await server.start()
+    await health.set("", health_pb2.HealthCheckResponse.SERVING)
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
+FLOOR_PROBES = {
+    "bare interpreter": "import sys; print('ready', flush=True); sys.stdin.read()",
+    "import asyncio, grpc": "import sys, asyncio, grpc, grpc.aio; print('ready', flush=True); sys.stdin.read()",
+    "gRPC server, health only": FLOOR_SERVER,
+}
+
+
+def floor_rss() -> dict[str, float]:
+    """RSS (MB) of each FLOOR_PROBES process, idle after it said ready (run with this interpreter)."""
+    got = {}
+    with tempfile.TemporaryDirectory(prefix="aicf-floor-", dir="/tmp") as tmp:
+        for what, code in FLOOR_PROBES.items():
+            proc = subprocess.Popen([sys.executable, "-c", code, str(Path(tmp) / "floor.sock")],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            try:
+                assert proc.stdout is not None
+                if proc.stdout.readline().strip() != "ready":
+                    raise SystemExit(f"the floor probe {what!r} did not start")
+                time.sleep(1)
+                got[what] = rss_mb(proc.pid)
+            finally:
+                proc.kill()
+                proc.wait()
+    return got
+
+
 def short_turn(stub: loop_pb2_grpc.AgentLoopStub, workspace: str, n: int) -> None:
     opened = stub.OpenSession(loop_pb2.OpenSessionLoopRequest(workspace=workspace, auto_approve=True), timeout=60)
     start = loop_pb2.ClientMessage(start=loop_pb2.StartTurn(session_id=opened.session_id, input=f"task {n}"))
@@ -88,7 +136,8 @@ def client_cpu_ms(tree: Tree, env: dict[str, str], workspace: Path, runs: int) -
     return samples
 
 
-def measure(tree: Tree, base: Path, marks: list[int], clients: int) -> None:
+def measure(tree: Tree, base: Path, marks: list[int], clients: int,
+            floor: dict[str, float] | None = None) -> None:
     home, run_dir, ws = base / tree.label / "home", Path(tempfile.mkdtemp(prefix="aicf-", dir="/tmp")), base / tree.label / "ws"
     ws.mkdir(parents=True)
     (home / ".config" / "ai-coding").mkdir(parents=True)
@@ -113,6 +162,11 @@ def measure(tree: Tree, base: Path, marks: list[int], clients: int) -> None:
                   + f" | total {sum(started.values()):.0f} ms (the services start side by side on {os.cpu_count()} "
                   "cores); after settling: " + ", ".join(f"{n} {v:.0f}" for n, v in settled.items()))
             idle = {name: rss_mb(pid) for name, pid in pids.items()}
+            if floor is not None:
+                least = 4 * floor["gRPC server, health only"] + idle["supervisor"]
+                print(f"[{tree.label}] floor of four gRPC services and a supervisor: 4 x "
+                      f"{floor['gRPC server, health only']:.1f} + {idle['supervisor']:.1f} = {least:.0f} MB RSS "
+                      "before any service code (target < 160 MB)")
             idle_pss = {name: pss_mb(pid) for name, pid in pids.items()}
             print(f"[{tree.label}] idle RSS: " + ", ".join(f"{n} {v:.0f}" for n, v in idle.items())
                   + f" | total {sum(idle.values()):.0f} MB (target < 160 MB; {load()})")
@@ -158,11 +212,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=10, help="`ai-coding run` processes for the client's CPU")
     args = parser.parse_args()
     marks = sorted(int(m) for m in args.turns.split(","))
+    floor = floor_rss()
+    print("floor RSS of one process: " + ", ".join(f"{what} {mb:.1f} MB" for what, mb in floor.items())
+          + f" ({load()})")
     base = Path(tempfile.mkdtemp(prefix="aic-fp-", dir="/tmp"))
     try:
         with trees(args.base) as checkout:
             for tree in checkout:
-                measure(tree, base, marks, args.clients)
+                measure(tree, base, marks, args.clients, floor if tree.label == "head" else None)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

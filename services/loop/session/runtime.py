@@ -103,6 +103,9 @@ class SessionRuntime(SessionHost):
                 self.tools.register(tool)
             if type(feature).on_event is not Feature.on_event:  # a listener per event costs: only real ones
                 self.events.add_listener(feature.on_event)
+        self._may_be_busy = [f for f in self.features if type(f).busy is not Feature.busy]
+        """The features that can have work running between turns (asked by ``quiet``, which
+        eviction asks of every open session at each OpenSession)."""
         for feature in self.features:
             feature.installed()
         check_slot_keys(self.features)
@@ -191,7 +194,7 @@ class SessionRuntime(SessionHost):
     @property
     def quiet(self) -> bool:
         """Idle, and no feature's work runs between turns (a background subagent): nothing more to follow."""
-        return self.idle and not any(feature.busy() for feature in self.features)
+        return self.idle and not any(feature.busy() for feature in self._may_be_busy)
 
     @property
     def busy(self) -> bool:
