@@ -17,8 +17,17 @@ For the working tree ("head") and, with ``--base REV``, that commit in a tempora
   ``--clients`` runs of ``ai-coding run`` (CPU of the finished process, from wait4's rusage);
 - the floor of the process model, once, before the trees: the RSS of a bare interpreter, of one
   that imported asyncio and grpc, and of a gRPC server answering only health on a Unix socket
-  (what each of the four services holds before any code of its own), and what four of those and
-  the head's idle supervisor add up to against the 160 MB target.
+  (what each service holds before any code of its own), and what the head's idle processes add
+  up to on that floor against the 160 MB target;
+- for the head, the life of the services started on demand with the default ``loop`` section
+  (memory on; supervisor.on_demand, services/kernel/on_demand.py): idle after ``ai-coding up``,
+  after one ``ai-coding run`` (memory started by its session), and once memory stopped for
+  idleness (``on_demand_idle_seconds`` set to a few seconds here); beside it, the same with
+  ``supervisor.on_demand: []`` (every service started by ``up``, as before).
+
+The trees' config turns the loop's memory and MCP off (the short turns measure the loop), so with
+the head's defaults neither memory nor the gateway is ever started there: the idle figure is the
+loop, tools and the supervisor; the base starts all four services.
 """
 
 from __future__ import annotations
@@ -136,25 +145,75 @@ def client_cpu_ms(tree: Tree, env: dict[str, str], workspace: Path, runs: int) -
     return samples
 
 
-def measure(tree: Tree, base: Path, marks: list[int], clients: int,
-            floor: dict[str, float] | None = None) -> None:
-    home, run_dir, ws = base / tree.label / "home", Path(tempfile.mkdtemp(prefix="aicf-", dir="/tmp")), base / tree.label / "ws"
-    ws.mkdir(parents=True)
+def bed(tree: Tree, base: Path, name: str) -> tuple[Path, Path, dict[str, str]]:
+    """A private HOME, runtime dir and workspace for ``tree``: (home, runtime dir, env)."""
+    home, run_dir = base / name / "home", Path(tempfile.mkdtemp(prefix="aicf-", dir="/tmp"))
+    (base / name / "ws").mkdir(parents=True)
     (home / ".config" / "ai-coding").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AI_CODING_") and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), AI_CODING_RUNTIME_DIR=str(run_dir))
-    env = tree.env(env)
+    return home, run_dir, tree.env(env)
+
+
+def write_config(home: Path, url: str, **sections: object) -> None:
+    config = {"default_model": "fake", "models": {"fake": {"provider": "generic", "model": "fake-model",
+                                                           "base_url": url, "api_key": "k", "max_retries": 0}},
+              **sections}
+    (home / ".config" / "ai-coding" / "config.yaml").write_text(json.dumps(config))
+
+
+def running(run_dir: Path) -> dict[str, int]:
+    """The supervisor's and every running service's pid, from the supervisor's state file."""
+    state = json.loads((run_dir / "supervisor.json").read_text())
+    return {"supervisor": int(state["pid"]),
+            **{name: int(s["pid"]) for name, s in state["services"].items() if s.get("pid")}}
+
+
+def on_demand_cycle(tree: Tree, base: Path) -> None:
+    """RSS with the default loop section (memory on): idle, after one run, after memory's idle stop;
+    and the same idle and after-one-run figures with every service started by ``up``."""
+    idle_stop = 3.0
     with FakeModelServer([{"text": "done, briefly", "repeat": "forever"}]) as fake:
-        config = {"default_model": "fake",
-                  "models": {"fake": {"provider": "generic", "model": "fake-model", "base_url": fake.url,
-                                      "api_key": "k", "max_retries": 0}},
-                  "loop": {"memory": False, "mcp": False, "harvest": False}}
-        (home / ".config" / "ai-coding" / "config.yaml").write_text(json.dumps(config))
+        for label, supervisor in (("on demand", {"on_demand_idle_seconds": idle_stop}),
+                                  ("all at up", {"on_demand": []})):
+            home, run_dir, env = bed(tree, base, "cycle-" + label.replace(" ", "-"))
+            ws = home.parent / "ws"
+            write_config(home, fake.url, loop={"harvest": False}, supervisor=supervisor)
+            try:
+                subprocess.run(tree.cli("up"), env=env, check=True, capture_output=True, timeout=120, cwd=ws)
+                time.sleep(3)
+                figures = [("idle after up", total_rss(run_dir))]
+                subprocess.run(tree.cli("run", "-w", str(ws), "one task"), env=env, check=True,
+                               capture_output=True, timeout=120, cwd=ws)
+                time.sleep(1)
+                figures.append(("after one run", total_rss(run_dir)))
+                if label == "on demand":
+                    deadline = time.monotonic() + idle_stop + 30
+                    while "memory" in running(run_dir) and time.monotonic() < deadline:
+                        time.sleep(0.2)
+                    figures.append((f"after memory's idle stop ({idle_stop:g} s here)", total_rss(run_dir)))
+                print(f"[{tree.label}] default loop config, {label}: " + "; ".join(
+                    f"{what} {mb:.0f} MB ({', '.join(who)})" for what, (mb, who) in figures) + f" ({load()})")
+            finally:
+                subprocess.run(tree.cli("down"), env=env, capture_output=True, timeout=120, cwd=ws)
+                shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def total_rss(run_dir: Path) -> tuple[float, list[str]]:
+    """Total RSS (MB) of the supervisor and the services running, and who they are."""
+    pids = running(run_dir)
+    return sum(rss_mb(pid) for pid in pids.values()), list(pids)
+
+
+def measure(tree: Tree, base: Path, marks: list[int], clients: int,
+            floor: dict[str, float] | None = None) -> None:
+    home, run_dir, env = bed(tree, base, tree.label)
+    ws = home.parent / "ws"
+    with FakeModelServer([{"text": "done, briefly", "repeat": "forever"}]) as fake:
+        write_config(home, fake.url, loop={"memory": False, "mcp": False, "harvest": False})
         try:
             subprocess.run(tree.cli("up"), env=env, check=True, capture_output=True, timeout=120, cwd=ws)
-            state = json.loads((run_dir / "supervisor.json").read_text())
-            pids = {"supervisor": int(state["pid"]),
-                    **{name: int(s["pid"]) for name, s in state["services"].items() if s.get("pid")}}
+            pids = running(run_dir)
             started = {name: cpu_ms(pid) for name, pid in pids.items()}
             time.sleep(3)  # let start-up work that follows SERVING finish
             settled = {name: cpu_ms(pid) for name, pid in pids.items()}
@@ -163,16 +222,18 @@ def measure(tree: Tree, base: Path, marks: list[int], clients: int,
                   "cores); after settling: " + ", ".join(f"{n} {v:.0f}" for n, v in settled.items()))
             idle = {name: rss_mb(pid) for name, pid in pids.items()}
             if floor is not None:
-                least = 4 * floor["gRPC server, health only"] + idle["supervisor"]
-                print(f"[{tree.label}] floor of four gRPC services and a supervisor: 4 x "
-                      f"{floor['gRPC server, health only']:.1f} + {idle['supervisor']:.1f} = {least:.0f} MB RSS "
-                      "before any service code (target < 160 MB)")
+                services = len(pids) - 1
+                least = services * floor["gRPC server, health only"] + idle["supervisor"]
+                print(f"[{tree.label}] floor of the {services} gRPC services running idle and a supervisor: "
+                      f"{services} x {floor['gRPC server, health only']:.1f} + {idle['supervisor']:.1f} = "
+                      f"{least:.0f} MB RSS before any service code (target < 160 MB; four services: "
+                      f"{4 * floor['gRPC server, health only'] + idle['supervisor']:.0f} MB)")
             idle_pss = {name: pss_mb(pid) for name, pid in pids.items()}
             print(f"[{tree.label}] idle RSS: " + ", ".join(f"{n} {v:.0f}" for n, v in idle.items())
                   + f" | total {sum(idle.values()):.0f} MB (target < 160 MB; {load()})")
             print(f"[{tree.label}] idle PSS: " + ", ".join(f"{n} {v:.0f}" for n, v in idle_pss.items())
                   + f" | total {sum(idle_pss.values()):.0f} MB (RSS counts the interpreter's and grpc's shared "
-                  "library pages once per process; PSS splits them: the memory the five really hold)")
+                  "library pages once per process; PSS splits them: the memory the processes really hold)")
             cpu_before = {name: cpu_ms(pid) for name, pid in pids.items()}
             done = 0
             rss_at: dict[int, dict[str, float]] = {}
@@ -220,6 +281,7 @@ def main() -> None:
         with trees(args.base) as checkout:
             for tree in checkout:
                 measure(tree, base, marks, args.clients, floor if tree.label == "head" else None)
+            on_demand_cycle(checkout[-1], base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -33,7 +33,7 @@ from clients.cli.runtime import (
     supervisor_running,
     wait_until,
 )
-from clients.cli.supervisor_config import ALL_SERVICES, SupervisorConfig
+from clients.cli.supervisor_config import ALL_SERVICES, SupervisorConfig, on_demand_services
 from services.kernel.config import Config, load_config
 from services.kernel.endpoints import (
     PROTO_SERVICE,
@@ -77,10 +77,42 @@ def resolve(workspace: Path | None = None) -> Setup:
             f"supervisor.services names unknown service(s): {', '.join(unknown)}",
             hint=f"Use some of: {', '.join(ALL_SERVICES)}.", reason="unknown_service",
         )
+    from services.kernel.on_demand import ALLOWED
+
+    refused = [s for s in sup.on_demand if s not in ALLOWED]
+    if refused:
+        raise AiCodingError(
+            f"supervisor.on_demand names {', '.join(refused)}, which cannot start on demand",
+            hint=f"Use some of: {', '.join(ALLOWED)} (or [] to start every service with `ai-coding up`).",
+            reason="unknown_service",
+        )
     endpoints = {name: endpoint_for(name, config) for name in ALL_SERVICES}
     for endpoint in endpoints.values():
         check_socket_path(endpoint)
     return Setup(config, rdir, sup, endpoints)
+
+
+def on_demand(setup: Setup) -> list[str]:
+    """The services the supervisor starts on demand here (see :func:`on_demand_services`)."""
+    return on_demand_services(setup.supervisor, {n: str(e) for n, e in setup.endpoints.items()})
+
+
+def used_at_once(setup: Setup, names: list[str]) -> list[str]:
+    """The services on demand a client that needs ``names`` calls at once: those among ``names``, and
+    memory with the loop (a turn asks it first thing) unless ``loop.memory`` is off. Not the gateway:
+    the loop starts it when it opens a session, once an MCP server is configured."""
+    from services.loop.loop_config import LoopConfig
+
+    wanted = set(names)
+    if "loop" in wanted and setup.config.section(LoopConfig, "loop").memory:
+        wanted.add("memory")
+    return [name for name in on_demand(setup) if name in wanted]
+
+
+def started_with_up(setup: Setup) -> list[str]:
+    """The services ``ai-coding up`` starts and waits for: all it runs but those on demand."""
+    lazy = on_demand(setup)
+    return [name for name in setup.supervisor.services if name not in lazy]
 
 
 def refuse_workspace(setup: Setup, root: Path) -> None:
@@ -149,15 +181,24 @@ def health_of(endpoint: Endpoint, name: str, timeout: float = 1.0) -> str:
     return check_health(endpoint, PROTO_SERVICE[name], timeout=timeout)
 
 
+ON_DEMAND = "ON_DEMAND"
+"""The health ``status`` reports for a service not running that its first call starts."""
+
+
 def status_report(setup: Setup) -> dict[str, Any]:
     """``{"supervisor": {...}, "services": {name: {pid, endpoint, health, restarts, uptime_s}}}``."""
+    from services.kernel.on_demand import waiting
+
     running = supervisor_running(setup.rdir)
     state = read_state(setup.rdir) if running else None
     services: dict[str, Any] = {}
     now = time.time()
     for name in ALL_SERVICES:
         svc = state.services.get(name, ServiceState()) if state else ServiceState()
-        health = health_of(setup.endpoints[name], name)
+        # Not asked when it waits for its first call: asking would start it.
+        endpoint = setup.endpoints[name]
+        asleep = svc.state == "on_demand" or (endpoint.scheme == "unix" and waiting(endpoint.path))
+        health = ON_DEMAND if asleep else health_of(endpoint, name)
         services[name] = {
             "pid": svc.pid,
             "endpoint": str(setup.endpoints[name]),
@@ -171,11 +212,12 @@ def status_report(setup: Setup) -> dict[str, Any]:
     }
 
 
-def _spawn_supervisor(setup: Setup) -> subprocess.Popen[bytes]:
+def _spawn_supervisor(setup: Setup, start_now: list[str] | None = None) -> subprocess.Popen[bytes]:
     logfile = setup.rdir / "logs" / "supervisor.log"
+    now = [n for n in start_now or [] if n in on_demand(setup)]
     with open(logfile, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "clients.cli.supervise"],
+            [sys.executable, "-m", "clients.cli.supervise", *(["--start", ",".join(now)] if now else [])],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     # A long-lived client (demo, REPL) that started the supervisor reaps it when it exits.
@@ -267,18 +309,21 @@ def begin(setup: Setup, names: list[str], *, quiet: bool = False) -> subprocess.
         return None
     if not quiet:
         print("starting the services (ai-coding up) ...", file=sys.stderr)
-    return _spawn_supervisor(setup)
+    return _spawn_supervisor(setup, used_at_once(setup, names))
 
 
-def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] | None = None) -> bool:
-    """Start the supervisor and wait for every local service to serve. False when already running
-    (also when another client started it at the same moment: then we wait for its services).
-    ``spawned`` is one :func:`begin` started: it is waited for as if started here."""
+def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] | None = None,
+          start_now: list[str] | None = None) -> bool:
+    """Start the supervisor and wait for every local service it starts at once to serve (those on
+    demand wait for their first call). False when already running (also when another client started
+    it at the same moment: then we wait for its services). ``spawned`` is one :func:`begin` started:
+    it is waited for as if started here. ``start_now``: services on demand this client will use at
+    once (the supervisor starts them right after the loop and tools; nobody waits for them here)."""
     if spawned is None and supervisor_running(setup.rdir):
         return False
     _check_socket_dirs(setup)
-    proc = spawned or _spawn_supervisor(setup)
-    names = list(setup.supervisor.services)
+    proc = spawned or _spawn_supervisor(setup, start_now)
+    names = started_with_up(setup)
     ours = True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -363,7 +408,9 @@ def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False,
     them, everything below goes as without it.
 
     ``spawned`` is the supervisor :func:`begin` started for this call: it is waited for as
-    :func:`start` waits for its own (a start-up failure is named the same way).
+    :func:`start` waits for its own (a start-up failure is named the same way). A supervisor started
+    here starts at once the services on demand this client will call (:func:`used_at_once`); one
+    among ``names`` that waits for its first call is started by the health check that asks.
 
     Raises :class:`ServiceUnavailable` naming the service and how to start it. The services then stay
     up for as long as this client process lives (the idle shutdown waits for it to exit).
@@ -389,7 +436,7 @@ def ensure_running(setup: Setup, names: list[str], *, quiet: bool = False,
     if local and not supervisor_running(setup.rdir):
         if not quiet:
             print("starting the services (ai-coding up) ...", file=sys.stderr)
-        start(setup)
+        start(setup, start_now=used_at_once(setup, names))
     # A supervisor that runs may be restarting a service: give it a few seconds.
     missing = wait_serving(setup, names, timeout=10.0 if supervisor_running(setup.rdir) else 0.0)
     if missing:

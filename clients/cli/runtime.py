@@ -46,7 +46,8 @@ class ServiceState:
     started_at: float | None = None
     """Unix time the current process was started."""
     state: str = "starting"
-    """starting, running, backoff (waiting to restart) or stopped."""
+    """starting, running, backoff (waiting to restart), on_demand (not running: the supervisor listens
+    on its socket and starts it with the first connection; services/kernel/on_demand.py) or stopped."""
     last_exit: int | None = None
     """Exit code (negative: signal) of the last process that died."""
     next_start_at: float | None = None
@@ -225,12 +226,18 @@ def remove_stale_files(rdir: Path, services: list[str]) -> list[str]:
     Only call this while holding the supervisor lock: a supervisor that starts meanwhile writes
     its own pid and state files, and they are not stale (see :func:`clear_stale_files`).
     """
+    from services.kernel.on_demand import marker_path
+
     removed: list[str] = []
     for name in services:
         sock = rdir / f"{name}.sock"
         if (sock.exists() or sock.is_symlink()) and _refuses_connections(sock):
             sock.unlink()
             removed.append(sock.name)
+        marker = marker_path(sock)
+        if marker.exists() and not sock.exists():  # a supervisor killed while it listened there
+            marker.unlink()
+            removed.append(marker.name)
     for fname in (PID_FILE, STATE_FILE):
         path = rdir / fname
         if path.exists():

@@ -10,6 +10,9 @@ the terminal, which is what the systemd unit does). It
 - starts ``ai-coding serve NAME`` for each configured service, each in its own process
   group, and becomes a child subreaper so nothing a service starts can escape it; the loop and
   tools first, the others once those listen (:data:`FIRST`);
+- listens itself on the socket of each service run on demand (``supervisor.on_demand``: memory
+  and the MCP gateway), starts it when the first connection arrives and listens again when it
+  stops for idleness (services/kernel/on_demand.py says how the two hand the socket over);
 - restarts a service that dies with exponential backoff (1 s doubling, capped at 30 s;
   a service that stayed up for ``stable_seconds`` starts the series again) and counts
   the restart;
@@ -23,14 +26,17 @@ at the top; :class:`Supervisor` only carries them out.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+import select
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -53,6 +59,16 @@ from clients.cli.runtime import (
 )
 from clients.cli.supervisor_config import ALL_SERVICES as ALL_SERVICES
 from clients.cli.supervisor_config import SupervisorConfig as SupervisorConfig
+from clients.cli.supervisor_config import on_demand_services
+from services.kernel.on_demand import (
+    IDLE_ENV,
+    IDLE_EXIT_CODE,
+    ON_DEMAND_ENV,
+    TAKE_OVER_ENV,
+    marker_path,
+    remove_marker,
+    socket_identity,
+)
 
 log = logging.getLogger("ai_coding.supervisor")
 
@@ -108,16 +124,25 @@ class _Child:
     pid: int | None = None
     started: float = 0.0
     streak: int = 0
+    crashed: bool = False
+    """Its last process died of something else than idleness: its next start is a restart."""
+    listener: socket.socket | None = None
+    """Our socket at the service's path while it runs on demand and has not taken the path over."""
+    listener_id: str = ""
 
 
 class Supervisor:
     """Runs the services until SIGTERM; see the module docstring."""
 
     def __init__(self, rdir: Path, config: SupervisorConfig, endpoints: dict[str, str],
-                 command: Callable[[str], list[str]] = serve_command) -> None:
+                 command: Callable[[str], list[str]] = serve_command, start_now: Iterable[str] = ()) -> None:
         self.rdir = rdir
         self.command = command
         self.config = config
+        self.on_demand = on_demand_services(config, endpoints)
+        """Services started by the first connection to their socket, not at once."""
+        self._start_now = [name for name in start_now if name in self.on_demand]
+        """Of those, the ones a client asked for at once (a cold ``ai-coding run`` that will use memory)."""
         self.state = SupervisorState(pid=os.getpid(), started_at=time.time(), runtime_dir=str(rdir))
         self.children = {name: _Child(name) for name in config.services}
         for name in config.services:
@@ -127,6 +152,7 @@ class Supervisor:
         self._last_busy = time.monotonic()
         self._next_idle_check = 0.0
         self._idle_fd: int | None = None  # the activity lock, held exclusively while stopping when idle
+        self._first: list[str] = []
         self._deferred: list[str] = []  # not started yet: they wait for the first wave to listen
         self._defer_until = 0.0
 
@@ -153,15 +179,21 @@ class Supervisor:
         ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
-        first = first_wave(list(self.children))
-        self._deferred = [name for name in self.children if name not in first]
+        eager = [name for name in self.children if name not in self.on_demand]
+        for name in self.on_demand:
+            if not self._listen(name):
+                eager.append(name)  # we cannot listen there: it starts with the others, as before
+        first = first_wave(eager)
+        self._first = first
+        self._deferred = [name for name in eager if name not in first]
+        self._deferred += [name for name in self._start_now if name not in eager]
         self._defer_until = time.monotonic() + DEFER_AT_MOST_SECONDS
         for name in first:
             self._start(name)
         self._save()
         while not self._stopping:
             self._tick()
-            time.sleep(0.01 if self._deferred else 0.1)
+            self._wait(0.01 if self._deferred or self._handing_over() else 0.1)
         self._stop_all()
         return 0
 
@@ -176,21 +208,102 @@ class Supervisor:
     def _start(self, name: str) -> None:
         logfile = self.rdir / "logs" / f"{name}.log"
         logfile.parent.mkdir(mode=0o700, exist_ok=True)
+        child = self.children[name]
+        env = {**os.environ, ON_DEMAND_ENV: ",".join(self.on_demand)}
+        if child.listener is not None:
+            env[IDLE_ENV] = str(self.config.on_demand_idle_seconds)
+            env[TAKE_OVER_ENV] = child.listener_id
         with open(logfile, "ab") as out:
             proc = subprocess.Popen(
                 self.command(name), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent,
+                start_new_session=True, preexec_fn=_die_with_parent, env=env,
             )
-        child = self.children[name]
+        if child.crashed:
+            child.crashed = False
+            self.state.services[name].restarts += 1
         child.pid, child.started = proc.pid, time.monotonic()
         svc = self.state.services[name]
         svc.pid, svc.started_at, svc.state, svc.next_start_at = proc.pid, time.time(), "running", None
-        log.info("started %s (pid %d)", name, proc.pid)
+        log.info("started %s (pid %d)%s", name, proc.pid, " on demand" if child.listener is not None else "")
+
+    # ------------------------------------------------------------------ on demand
+
+    def _socket_path(self, name: str) -> str:
+        return self.state.services[name].endpoint[len("unix://"):]
+
+    def _listen(self, name: str) -> bool:
+        """Listen on ``name``'s socket for the connection that starts it; False when we cannot."""
+        child, path = self.children[name], self._socket_path(name)
+        if child.listener is not None and socket_identity(path) != child.listener_id:
+            self._close_listener(child, path)  # a service that died while taking the path over
+        if child.listener is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)  # what a dead service left, or nothing
+                sock.bind(path)
+                os.chmod(path, 0o600)
+                # The marker before the first connection can be taken: whoever sees our socket accept
+                # can tell it starts the service (status must not start it by asking).
+                listener_id = socket_identity(path) or ""
+                write_atomic(marker_path(path), listener_id + "\n")
+                sock.listen(128)
+            except OSError as exc:
+                sock.close()
+                log.warning("cannot listen on %s for %s (%s): it starts with the others", path, name, exc)
+                return False
+            sock.setblocking(False)
+            child.listener, child.listener_id = sock, listener_id
+        svc = self.state.services[name]
+        if svc.state != "backoff":
+            svc.state = "on_demand"
+        return True
+
+    def _waiting_fds(self) -> dict[int, str]:
+        """Listeners whose next connection starts their service now."""
+        return {child.listener.fileno(): name for name, child in self.children.items()
+                if child.listener is not None and child.pid is None
+                and self.state.services[name].state == "on_demand"}
+
+    def _wait(self, timeout: float) -> None:
+        """Sleep ``timeout``, or less when a connection arrives for a service on demand: start it."""
+        fds = self._waiting_fds()
+        if not fds:
+            time.sleep(timeout)
+            return
+        readable, _, _ = select.select(list(fds), [], [], timeout)
+        for fd in readable:
+            if not self._stopping:
+                self._start(fds[fd])
+                self._save()
+
+    def _handing_over(self) -> bool:
+        return any(c.listener is not None and c.pid is not None for c in self.children.values())
+
+    def _hand_over(self) -> bool:
+        """Close our listener of each service that now listens on its path itself: connections still
+        queued on ours are refused there and reconnect to the service."""
+        changed = False
+        for name, child in self.children.items():
+            if child.listener is None or child.pid is None:
+                continue
+            path = self._socket_path(name)
+            if socket_identity(path) in (child.listener_id, None):
+                continue  # not listening yet (the path is ours, or between its unlink and its bind)
+            self._close_listener(child, path)
+            changed = True
+        return changed
+
+    def _close_listener(self, child: _Child, path: str) -> None:
+        if child.listener is not None:
+            child.listener.close()
+        child.listener, child.listener_id = None, ""
+        remove_marker(path)
 
     def _first_wave_done(self) -> bool:
         """Every started service's Unix socket exists (a TCP one counts as listening), or one exited."""
         for name, child in self.children.items():
-            if name in self._deferred:
+            if name not in self._first:
                 continue
             if child.pid is None:
                 return True  # it exited: restarted with backoff, nothing to wait for
@@ -201,16 +314,20 @@ class Supervisor:
 
     def _tick(self) -> None:
         changed = self._reap()
+        changed = self._hand_over() or changed
         if self._deferred and (self._first_wave_done() or time.monotonic() >= self._defer_until):
             for name in self._deferred:
-                self._start(name)
+                if self.children[name].pid is None:  # a service on demand may have been asked for already
+                    self._start(name)
             self._deferred = []
             changed = True
         now = time.time()
         for name, svc in self.state.services.items():
             if svc.state == "backoff" and svc.next_start_at is not None and now >= svc.next_start_at:
-                svc.restarts += 1
-                self._start(name)
+                if self.children[name].listener is not None:  # on demand: the next connection starts it
+                    svc.state, svc.next_start_at = "on_demand", None
+                else:
+                    self._start(name)
                 changed = True
         if changed:
             self._save()
@@ -263,12 +380,34 @@ class Supervisor:
         if self._stopping:
             svc.pid, svc.state, svc.last_exit = None, "stopped", code
             return
+        if name in self.on_demand and code == IDLE_EXIT_CODE:
+            child.streak, svc.pid = 0, None
+            svc.state = "on_demand"
+            log.info("%s stopped after %.0f s idle; listening for its next call", name,
+                     self.config.on_demand_idle_seconds)
+            if not self._listen(name):
+                self._start(name)
+            return
+        child.crashed = True
         child.streak = next_streak(child.streak, uptime, self.config.stable_seconds)
         delay = restart_delay(child.streak, self.config.backoff_initial_seconds, self.config.backoff_max_seconds)
         svc.pid, svc.state, svc.last_exit, svc.next_start_at = None, "backoff", code, time.time() + delay
+        if name in self.on_demand and self._listen(name):
+            # Connections wait on our socket meanwhile; the first after the delay starts it.
+            log.warning("%s exited with %d after %.1f s; started again on its next call from %.0f s on",
+                        name, code, uptime, delay)
+            return
         log.warning("%s exited with %d after %.1f s; restarting in %.0f s", name, code, uptime, delay)
 
     def _stop_all(self) -> None:
+        for name, child in self.children.items():
+            if child.listener is not None:
+                where = self._socket_path(name)
+                listened = socket_identity(where) == child.listener_id
+                self._close_listener(child, where)
+                if listened:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(where)
         grace = self.config.grace_seconds
         leaders = [c.pid for c in self.children.values() if c.pid]
         for pid in leaders:
@@ -306,9 +445,11 @@ class Supervisor:
         return not descendants(os.getpid())
 
 
-def run_foreground(rdir: Path, config: SupervisorConfig, endpoints: dict[str, str]) -> int:
-    """Entry point of the supervisor process (logs to ``<runtime>/logs/supervisor.log``)."""
+def run_foreground(rdir: Path, config: SupervisorConfig, endpoints: dict[str, str],
+                   start_now: Iterable[str] = ()) -> int:
+    """Entry point of the supervisor process (logs to ``<runtime>/logs/supervisor.log``);
+    ``start_now``: services on demand to start at once all the same."""
     from services.kernel.logs import setup_logging
 
     setup_logging("supervisor", rdir / "logs")
-    return Supervisor(rdir, config, endpoints).run()
+    return Supervisor(rdir, config, endpoints, start_now=start_now).run()

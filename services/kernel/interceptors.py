@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 
 from services.kernel.ids import new_id
+from services.kernel.on_demand import CallActivity
 
 REQUEST_ID_KEY = "x-request-id"
 request_id_var: ContextVar[str] = ContextVar("request_id", default="")
@@ -75,10 +76,12 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
 
 class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Put the caller's request id (or a new one) in ``request_id_var``; log each call."""
+    """Put the caller's request id (or a new one) in ``request_id_var``; log each call; count the
+    calls in flight in ``activity`` (health checks and reflection are not calls of the service)."""
 
-    def __init__(self, service: str) -> None:
+    def __init__(self, service: str, activity: CallActivity | None = None) -> None:
         self._service = service
+        self.activity = activity or CallActivity()
 
     async def intercept_service(
         self,
@@ -94,16 +97,19 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         inner = getattr(handler, kind)
         if method.startswith("/grpc.health") or method.startswith("/grpc.reflection"):
             return handler
+        activity = self.activity
 
         if kind.endswith("_stream"):
 
             async def wrapped_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 token = request_id_var.set(rid)
                 start = time.perf_counter()
+                activity.begin()
                 try:
                     async for item in inner(request, context):
                         yield item
                 finally:
+                    activity.end()
                     log.debug("%s %s %.1fms", rid, method, (time.perf_counter() - start) * 1000)
                     # A stream cancelled by its client is closed from another task's context, where
                     # this token cannot be reset (ValueError); that context does not outlive it anyway.
@@ -115,9 +121,11 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         async def wrapped_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
             token = request_id_var.set(rid)
             start = time.perf_counter()
+            activity.begin()
             try:
                 return await inner(request, context)
             finally:
+                activity.end()
                 log.debug("%s %s %.1fms", rid, method, (time.perf_counter() - start) * 1000)
                 request_id_var.reset(token)
 

@@ -39,6 +39,15 @@ from services.kernel.endpoints import (
 from services.kernel.errors import AiCodingError, EndpointError
 from services.kernel.interceptors import AuthInterceptor, ContextInterceptor
 from services.kernel.logs import setup_logging
+from services.kernel.on_demand import (
+    IDLE_ENV,
+    IDLE_EXIT_CODE,
+    TAKE_OVER_ENV,
+    CallActivity,
+    idle_due,
+    idle_seconds_from,
+    socket_identity,
+)
 
 log = logging.getLogger("ai_coding.server")
 
@@ -64,6 +73,9 @@ class ServiceDef:
     self_test: Callable[[], Awaitable[str | None]] | None = None
     """Run once the server listens: a returned reason keeps health NOT_SERVING (and is logged), so
     a probe of grpc.health.v1 sees a service that cannot do its work (tools: bwrap cannot start)."""
+    busy: Callable[[], bool] | None = None
+    """True while the service holds something a stop for idleness would lose, calls aside (the
+    gateway's MCP servers); asked only of a service started on demand (services/kernel/on_demand.py)."""
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -75,6 +87,8 @@ class RunningServer:
     service: ServiceDef
     health_port: grpc.aio.Server | None = None
     """The plaintext health-only listener (``AI_CODING_HEALTH_PORT``), when one is bound."""
+    activity: CallActivity = field(default_factory=CallActivity)
+    """The service's calls in flight and the last one's end (health checks do not count)."""
 
 
 def _server_options() -> list[tuple[str, int]]:
@@ -85,8 +99,13 @@ def _server_options() -> list[tuple[str, int]]:
     ]
 
 
-def _bind(server: grpc.aio.Server, endpoint: Endpoint) -> str:
+def _bind(server: grpc.aio.Server, endpoint: Endpoint, take_over: str | None = None) -> str:
     if endpoint.scheme == "unix":
+        if take_over and socket_identity(endpoint.path) == take_over:
+            # The supervisor's own listener, which started us on demand: ours to replace. Connections
+            # already queued there are closed by the supervisor once we listen, and reconnect here.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(endpoint.path)
         prepare_unix_socket(endpoint.path)
         Path(endpoint.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         server.add_insecure_port(f"unix:{endpoint.path}")
@@ -114,15 +133,18 @@ def _bind(server: grpc.aio.Server, endpoint: Endpoint) -> str:
 
 
 async def create_server(endpoint: Endpoint | str, service: ServiceDef,
-                        health: HealthServicer | None = None) -> RunningServer:
+                        health: HealthServicer | None = None, take_over: str | None = None) -> RunningServer:
     """Build, bind and start a server for ``service``; returns it with its bound address.
 
     ``health``, when given, is the health servicer to answer with: one the caller may already have
     put into graceful shutdown (a SIGTERM during start-up), which then never turns SERVING.
+    ``take_over``: the identity (services/kernel/on_demand.py) of a supervisor's listening socket at the endpoint's path, which
+    this server replaces (a service started on demand); any other socket there is refused if served.
     """
     if isinstance(endpoint, str):
         endpoint = parse_endpoint(service.name, endpoint)
-    interceptors: list[grpc.aio.ServerInterceptor] = [ContextInterceptor(service.name)]
+    context = ContextInterceptor(service.name)
+    interceptors: list[grpc.aio.ServerInterceptor] = [context]
     if endpoint.scheme == "tcp":
         interceptors.insert(0, AuthInterceptor(endpoint.auth.token))
     server = grpc.aio.server(interceptors=interceptors, options=_server_options())
@@ -133,7 +155,7 @@ async def create_server(endpoint: Endpoint | str, service: ServiceDef,
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [*service.proto_services, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
     reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
-    address = _bind(server, endpoint)
+    address = _bind(server, endpoint, take_over)
     await server.start()
     if endpoint.scheme == "unix":
         os.chmod(endpoint.path, 0o600)
@@ -145,7 +167,7 @@ async def create_server(endpoint: Endpoint | str, service: ServiceDef,
         await health.set(name, status)
     if service.on_start is not None:
         await service.on_start()
-    return RunningServer(server, address, health, service)
+    return RunningServer(server, address, health, service, activity=context.activity)
 
 
 def health_port_from(env: Mapping[str, str]) -> int | None:
@@ -190,8 +212,26 @@ async def shutdown(running: RunningServer, grace: float = DEFAULT_GRACE_SECONDS)
         await running.health_port.stop(0)
 
 
+async def stop_when_idle(running: RunningServer, idle_seconds: float, stop: asyncio.Event) -> None:
+    """Set ``stop`` once the service has been idle for ``idle_seconds`` (see :func:`idle_due`)."""
+    busy = running.service.busy or (lambda: False)
+    period = min(max(idle_seconds / 4, 0.05), 10.0)
+    while not stop.is_set():
+        await asyncio.sleep(period)
+        if idle_due(running.activity.quiet_for(), idle_seconds, busy()):
+            log.info("%s: no call for %.0f s: stopping (started on demand: the next call starts it again)",
+                     running.service.name, idle_seconds)
+            stop.set()
+            return
+
+
 async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> int:
-    """Run one service until SIGTERM/SIGINT. Returns the process exit code."""
+    """Run one service until SIGTERM/SIGINT, or until idle when started on demand. Returns the
+    process exit code (:data:`IDLE_EXIT_CODE` after a stop for idleness)."""
+    # What the supervisor tells a service it starts on demand; not for the processes it starts.
+    idle_seconds = idle_seconds_from(os.environ)
+    take_over = os.environ.pop(TAKE_OVER_ENV, None)
+    os.environ.pop(IDLE_ENV, None)
     config = load_config(None)
     rdir = ensure_runtime_dir(runtime_dir(config))
     setup_logging(name, rdir / "logs")
@@ -216,7 +256,7 @@ async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> i
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
-    running = await create_server(endpoint, service, health)
+    running = await create_server(endpoint, service, health, take_over)
     # What start-up built (modules, descriptors, the config) lives as long as the process: moved to the
     # permanent generation, no later collection walks it (a full one walked ~80,000 objects in the loop,
     # now ~30,000 with 100 sessions open; see services/loop/session/reclaim.py). O(1): nothing is walked.
@@ -226,14 +266,26 @@ async def serve(service_factory: Callable[[Config], ServiceDef], name: str) -> i
         log.info("%s health (plaintext, grpc.health.v1 only) on port %d", name, health_port)
     socket_id = _inode(endpoint.path) if endpoint.scheme == "unix" else None
     log.info("%s serving on %s (pid %d)", name, running.address, os.getpid())
+    idle_watch = loop.create_task(stop_when_idle(running, idle_seconds, stop)) if idle_seconds else None
     await stop.wait()
+    went_idle = idle_watch is not None and idle_watch.done() and not stopping
+    if idle_watch is not None:
+        idle_watch.cancel()
     log.info("%s shutting down", name)
+    if went_idle:
+        # No new connection from here on: a client that comes now finds the supervisor listening
+        # again (or nothing for a moment, and retries), not a server that is going away.
+        _unlink_own(endpoint, socket_id)
     await shutdown(running)
+    _unlink_own(endpoint, socket_id)
+    return IDLE_EXIT_CODE if went_idle else 0
+
+
+def _unlink_own(endpoint: Endpoint, socket_id: tuple[int, int] | None) -> None:
     # Only our own socket: a successor that started while we drained has bound a new one there.
     if socket_id is not None and _inode(endpoint.path) == socket_id:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(endpoint.path)
-    return 0
 
 
 def _inode(path: str) -> tuple[int, int] | None:

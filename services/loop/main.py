@@ -22,8 +22,9 @@ from services.kernel.server import ServiceDef
 from services.loop.compaction.settings import compaction_settings
 from services.loop.deferred import DeferredServicer
 from services.loop.hooks.config import parse_hooks
+from services.loop.loop_config import LoopConfig as LoopConfig
 from services.loop.plans.settings import PlansConfig
-from services.loop.policy.settings import DEFAULT_WINDOW, loop_settings
+from services.loop.policy.settings import loop_settings
 
 if TYPE_CHECKING:
     from services.loop.core.ports import ModelClient
@@ -47,27 +48,6 @@ class SessionsConfig:
 
     fsync: bool = False
     """fsync every session save: survives power loss, not only a killed process (costs ~ms per step)."""
-
-
-@dataclass
-class LoopConfig:
-    """Config section ``loop``."""
-
-    memory: bool = True
-    """Offer memory_search / memory_write through the memory service."""
-    mcp: bool = True
-    """Offer mcp_call through the MCP gateway."""
-    traces: bool = True
-    """Write turn traces under .ai-coding/traces/."""
-    harvest: bool = True
-    """After each turn, extract durable notes with one model call and send them to memory
-    (runs in the background with its own budget; never delays or fails the turn). Set false to
-    skip the extra model call; ``memory.extraction_enabled: false`` also stops it."""
-    harvest_timeout_seconds: float = 60.0
-    """Budget of one harvest (model call + reconcile)."""
-    event_window: int = DEFAULT_WINDOW
-    """Events kept in memory per session for clients that re-attach (default 20000, ~200 B each);
-    a client re-attaching from an older number is told how many it missed."""
 
 
 class ModelFactory:
@@ -152,11 +132,12 @@ def shared_deps(config: Config, loop: LoopConfig, fields: dict[str, Any], endpoi
     from services.loop.adapters.tools import GrpcToolRunner
     from services.loop.session.deps import LoopDeps
     from services.loop.tools.webgate import user_net
+    from services.mcp_gateway.settings import DeclaredServers
 
     return LoopDeps(
         **fields, tools=GrpcToolRunner(endpoints["tools"]),
         memory=GrpcMemoryClient(endpoints["memory"]) if loop.memory else None,
-        mcp=GrpcMcpClient(endpoints["mcp_gateway"]) if loop.mcp else None,
+        mcp=GrpcMcpClient(endpoints["mcp_gateway"], DeclaredServers()) if loop.mcp else None,
         span_export=span_export, net=user_net(config.data, config.source_of),
     )
 

@@ -65,6 +65,11 @@ class Gateway:
     def _make(self, server: ServerSettings) -> ServerSupervisor:
         return ServerSupervisor(server, self._opener, self._limiter)
 
+    def busy(self) -> bool:
+        """Whether a stop for idleness would lose something: a server (configured, added, an editor's,
+        connected or not: its process, its session, a login under way) or a session held."""
+        return bool(self.supervisors) or any(self.sessions.holds.values())
+
     async def start(self) -> None:
         """Start every owner task; never waits for a connection."""
         self._started = True

@@ -39,5 +39,6 @@ def build(config: Config, *, sidecar: Path | None = None, auth_path: Path | None
         register=register,
         on_start=gateway.start,
         on_shutdown=on_shutdown,
+        busy=gateway.busy,
         extra={"gateway": gateway, "accounts": accounts},
     )

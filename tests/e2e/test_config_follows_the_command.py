@@ -22,6 +22,7 @@ from services.fake_model import FakeModelServer
 from services.kernel.channels import sync_channel
 from services.kernel.endpoints import endpoint_for
 from tests.support.cli_stack import cli
+from tests.support.on_demand import started
 
 DEMO_SERVER = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
 SCRIPT = {"models": ["alpha", "beta", "gamma"], "steps": [{"text": "answered", "repeat": "forever"}]}
@@ -121,6 +122,7 @@ def test_an_edit_to_the_tools_section_names_the_tools_service_until_it_restarts(
 
 def test_the_memory_service_follows_its_section_without_a_restart(box: Box) -> None:
     assert cli(box.env, "up").returncode == 0
+    started(endpoint_for("memory", env=box.env))
     channel = sync_channel(endpoint_for("memory", env=box.env))
     stub = MemoryStub(channel)
     ws = str(box.workspace)

@@ -39,8 +39,9 @@ def test_the_demo_fixes_the_bug_says_it_was_a_replay_and_leaves_the_users_servic
         assert set(descendants(sup_pid)) == processes_before
         after = json.loads(cli("status", "--json").stdout)
         assert {n: (s["pid"], s["health"], s["restarts"]) for n, s in after["services"].items()} == {
-            n: (s["pid"], "SERVING", 0) for n, s in before["services"].items()
+            n: (s["pid"], s["health"], 0) for n, s in before["services"].items()
         }
+        assert {s["health"] for s in before["services"].values()} == {"SERVING", "ON_DEMAND"}
         assert not [p for p in os.listdir("/proc") if p.isdigit() and _runs_in(p, workspace.group(1))]
     finally:
         cli("down")

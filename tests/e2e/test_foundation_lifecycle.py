@@ -24,6 +24,7 @@ from services.kernel.channels import check_health
 from services.kernel.endpoints import PROTO_SERVICE, parse_endpoint
 
 SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
+ON_DEMAND = ["memory", "mcp_gateway"]
 
 BASH_TURN = [
     {"name": "run-a-command", "text": "Let me look.",
@@ -106,7 +107,11 @@ def test_up_status_run_json_down_leaves_no_process(env: dict[str, Any], model: F
     assert list(report) == ["services"] and set(report["services"]) == set(SERVICES)
     for name, svc in report["services"].items():
         assert set(svc) == {"pid", "endpoint", "health", "restarts", "uptime_s"}
-        assert svc["health"] == "SERVING" and pid_alive(svc["pid"]) and svc["restarts"] == 0
+        assert svc["restarts"] == 0
+        if name in ON_DEMAND:  # not started: the first call that needs it starts it
+            assert svc["health"] == "ON_DEMAND" and svc["pid"] is None and svc["uptime_s"] is None
+            continue
+        assert svc["health"] == "SERVING" and pid_alive(svc["pid"])
         assert isinstance(svc["uptime_s"], float)
         # Each service answers a grpc.health.v1 Check itself, on the endpoint status printed.
         assert check_health(parse_endpoint(name, svc["endpoint"]), PROTO_SERVICE[name], timeout=5) == "SERVING"
@@ -123,15 +128,21 @@ def test_up_status_run_json_down_leaves_no_process(env: dict[str, Any], model: F
     assert finished["tool"] == "bash" and "sandbox-says-42" in finished["output"]
     assert events[-1]["turnFinished"]["status"] == "TURN_STATUS_COMPLETED"
     assert model.errors == [] and len(model.chat_requests) == 2
+    assert not [e for e in events if "degraded" in e]  # memory started for the turn in time
+    # The session started memory; with no MCP server configured, nothing started the gateway.
+    after_run = _status()["services"]
+    assert after_run["memory"]["health"] == "SERVING" and pid_alive(after_run["memory"]["pid"])
+    assert after_run["mcp_gateway"]["health"] == "ON_DEMAND" and after_run["mcp_gateway"]["pid"] is None
 
     sup_pid = _supervisor_pid(env["rdir"])
     assert sup_pid is not None
     tree = [sup_pid, *descendants(sup_pid)]
-    assert len(tree) >= 5
+    assert len(tree) >= 4
     down = cli("down")
     assert down.returncode == 0 and "services stopped" in down.stdout
     assert wait_until(lambda: not any(pid_alive(p) for p in tree), 15)
     assert not any((env["rdir"] / f"{n}.sock").exists() for n in SERVICES)
+    assert not list(env["rdir"].glob("*.on-demand"))
     after = cli("status", "--json")
     assert after.returncode == 3
     assert {s["health"] for s in json.loads(after.stdout)["services"].values()} == {"UNREACHABLE"}
@@ -139,18 +150,36 @@ def test_up_status_run_json_down_leaves_no_process(env: dict[str, Any], model: F
 
 def test_a_sigkilled_service_is_back_within_seconds_with_one_restart(env: dict[str, Any]) -> None:
     assert cli("up").returncode == 0
-    victim = _status()["services"]["memory"]["pid"]
+    victim = _status()["services"]["tools"]["pid"]
     os.kill(victim, signal.SIGKILL)
 
     def back() -> bool:
-        svc = _status()["services"]["memory"]
+        svc = _status()["services"]["tools"]
         return bool(svc["health"] == "SERVING" and svc["pid"] != victim)
 
     assert wait_until(back, 20, interval=0.2)
     report = _status()
-    assert report["services"]["memory"]["restarts"] == 1
-    assert all(report["services"][n]["restarts"] == 0 for n in ("loop", "tools", "mcp_gateway"))
+    assert report["services"]["tools"]["restarts"] == 1
+    assert all(report["services"][n]["restarts"] == 0 for n in ("loop", "memory", "mcp_gateway"))
     assert not pid_alive(victim)
+
+
+def test_a_sigkilled_service_on_demand_is_back_for_the_next_turn_with_one_restart(env: dict[str, Any],
+                                                                                   model: FakeModelServer) -> None:
+    model.load_script(BASH_TURN * 2)
+    first = cli("run", "--json", "--auto-approve", "-w", str(env["workspace"]), "what does the sandbox say?")
+    assert first.returncode == 0, first.stderr[-2000:]
+    victim = _status()["services"]["memory"]["pid"]
+    assert victim and pid_alive(victim)
+    os.kill(victim, signal.SIGKILL)
+    assert wait_until(lambda: not pid_alive(victim), 10)
+
+    again = cli("run", "--json", "--auto-approve", "-w", str(env["workspace"]), "what does the sandbox say?")
+
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert not [e for e in _events(again.stdout) if "degraded" in e], again.stdout[-3000:]
+    memory = _status()["services"]["memory"]
+    assert memory["health"] == "SERVING" and memory["pid"] != victim and memory["restarts"] == 1
 
 
 def test_run_starts_the_services_when_none_are_running(env: dict[str, Any]) -> None:
@@ -158,7 +187,8 @@ def test_run_starts_the_services_when_none_are_running(env: dict[str, Any]) -> N
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "starting the services" in run.stderr
     assert "The command printed 42." in run.stdout
-    assert all(s["health"] == "SERVING" for s in _status()["services"].values())
+    health = {name: s["health"] for name, s in _status()["services"].items()}
+    assert health == {"loop": "SERVING", "tools": "SERVING", "memory": "SERVING", "mcp_gateway": "ON_DEMAND"}
 
 
 def test_a_warn_tool_with_no_terminal_and_no_flag_is_refused_naming_the_flag(env: dict[str, Any]) -> None:

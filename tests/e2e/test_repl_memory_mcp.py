@@ -16,9 +16,11 @@ from typing import Any
 import grpc
 from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
+from services.kernel.endpoints import parse_endpoint
 from tests.e2e.test_repl_session import Term, plain, script, stack, workspace
 from tests.support.cli_stack import Stack
 from tests.support.cli_stack import cli as _cli
+from tests.support.on_demand import started
 
 __all__ = ["stack", "workspace"]  # fixtures used by name below
 
@@ -34,8 +36,9 @@ def _endpoint(stack: Stack, service: str) -> str:
 
 
 def _memory_stub(stack: Stack) -> tuple[grpc.Channel, memory_pb2_grpc.MemoryStub]:
-    path = _endpoint(stack, "memory").removeprefix("unix://")
-    channel = grpc.insecure_channel(f"unix:{path}")
+    endpoint = _endpoint(stack, "memory")
+    started(parse_endpoint("memory", endpoint))
+    channel = grpc.insecure_channel(f"unix:{endpoint.removeprefix('unix://')}")
     return channel, memory_pb2_grpc.MemoryStub(channel)
 
 

@@ -75,13 +75,19 @@ def _run_client(stack: Stack, workspace: Path, session_id: str,
     return proc.returncode, out, err
 
 
-def _serving(stack: Stack, name: str, old_pid: int) -> bool:
-    state = read_state(Path(stack.env["AI_CODING_RUNTIME_DIR"]))
+def _serving(stack: Stack, name: str, old_pid: int | None) -> bool:
+    """``name`` serves from a process other than ``old_pid``. The health check comes first: memory
+    and the gateway run on demand, and a call is what brings them back after a kill."""
+    rdir = Path(stack.env["AI_CODING_RUNTIME_DIR"])
+    state = read_state(rdir)
     svc = state.services.get(name) if state else None
-    if svc is None or svc.pid in (None, old_pid):
+    if svc is None:
         return False
     endpoint = parse_endpoint(name, svc.endpoint, None)
-    return check_health(endpoint, PROTO_SERVICE[name], timeout=1.0) == "SERVING"
+    if check_health(endpoint, PROTO_SERVICE[name], timeout=1.0) != "SERVING":
+        return False
+    state = read_state(rdir)
+    return state is not None and state.services[name].pid not in (None, old_pid)
 
 
 def _session(stack: Stack) -> tuple[Path, str]:
@@ -93,6 +99,8 @@ def _session(stack: Stack) -> tuple[Path, str]:
 
 
 def _service_pid(stack: Stack, service: str) -> int:
+    """The pid of ``service``, started first if it waits on demand (the gateway: no turn here uses it)."""
+    assert wait_until(lambda: _serving(stack, service, None), 60), f"{service} does not serve"
     state = read_state(Path(stack.env["AI_CODING_RUNTIME_DIR"]))
     assert state is not None
     pid = state.services[service].pid

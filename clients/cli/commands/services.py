@@ -22,8 +22,10 @@ def up(
     stay: bool = typer.Option(False, "--stay", help="Keep them running until `ai-coding down` (no idle "
                                                      "shutdown after supervisor.idle_seconds)."),
 ) -> None:
-    """Start the four services in the background and wait until each is SERVING. They stop by
-    themselves after supervisor.idle_seconds (default 900) with no client, turn, child or job."""
+    """Start the services in the background and wait until each is SERVING; memory and the MCP
+    gateway start on demand, with the first call that needs them (supervisor.on_demand), and stop
+    again after supervisor.on_demand_idle_seconds (300) without one. They all stop by themselves
+    after supervisor.idle_seconds (900) with no client, turn, child or job."""
     from clients.cli import control
     from clients.cli.idle import set_stay
 
@@ -33,7 +35,7 @@ def up(
         if stay:
             with cli_errors("up"):
                 set_stay(control.resolve().rdir, True)
-        raise typer.Exit(supervise())
+        raise typer.Exit(supervise([]))
     with cli_errors("up"):
         setup = control.resolve()
         if stay:
@@ -63,7 +65,8 @@ def down() -> None:
 def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """Each service's pid, endpoint, health (asked by this client), restarts and uptime.
 
-    Exits 0 when every service is SERVING, 3 otherwise.
+    A service on demand that waits for its first call shows ON_DEMAND (it is not asked: that would
+    start it). Exits 0 when every service is SERVING or ON_DEMAND, 3 otherwise.
     """
     from clients.cli import control
     from clients.cli.runtime import supervisor_running
@@ -85,7 +88,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print one JSON ob
             uptime = f"{svc['uptime_s']:.0f}s" if svc["uptime_s"] is not None else "-"
             print(f"  {name:<12} {svc['pid'] or '-':>7} {svc['health']:<12} {svc['restarts']:>8} {uptime:>8}  "
                   f"{svc['endpoint']}")
-    if any(s["health"] != "SERVING" for s in report["services"].values()):
+    if any(s["health"] not in ("SERVING", control.ON_DEMAND) for s in report["services"].values()):
         raise typer.Exit(exit_codes.UNAVAILABLE)
 
 

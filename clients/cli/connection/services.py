@@ -7,6 +7,7 @@ use these clients; formatting is in ``clients.cli.services_view``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -35,6 +36,16 @@ def _channel(endpoint: Endpoint) -> tuple[grpc.aio.Channel, bool]:
     """(the channel to use, whether the client owns it): the process's shared one on its loop."""
     shared = shared_channel(endpoint)
     return (aio_channel(endpoint), True) if shared is None else (shared, False)
+
+
+async def _started(channel: grpc.aio.Channel, endpoint: Endpoint) -> None:
+    """A service on demand that waits for its first call is started by this one (services/kernel/
+    on_demand.py): wait until it takes calls, so the call is not refused while it starts."""
+    from services.kernel.on_demand import START_WAIT_SECONDS, waiting
+
+    if endpoint.scheme == "unix" and waiting(endpoint.path):
+        with contextlib.suppress(TimeoutError):  # then the call says the service is not reachable
+            await asyncio.wait_for(channel.channel_ready(), START_WAIT_SECONDS)
 
 
 def _unreachable(service: str, endpoint: Endpoint) -> ClientError:
@@ -66,6 +77,7 @@ class MemoryClient:
         self._stub = memory_pb2_grpc.MemoryStub(self._channel)
 
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        await _started(self._channel, self.endpoint)
         return await _call("memory service", self.endpoint, what, call)
 
     async def list_notes(self, kind: str = "", limit: int = 0) -> list[service_views.Note]:
@@ -120,6 +132,7 @@ class McpClient:
         self._stub = mcp_gateway_pb2_grpc.McpGatewayStub(self._channel)
 
     async def _run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        await _started(self._channel, self.endpoint)
         return await _call("MCP gateway", self.endpoint, what, call)
 
     async def servers(self, log_lines: int = 0) -> list[service_views.ServerStatus]:

@@ -9,8 +9,9 @@ from typing import Any
 import grpc
 from ai_coding.v1 import mcp_gateway_pb2, mcp_gateway_pb2_grpc
 
-from services.kernel.channels import aio_channel, call_metadata
+from services.kernel.channels import call_metadata
 from services.kernel.endpoints import Endpoint
+from services.loop.adapters.on_demand import ServiceChannel
 from services.loop.adapters.tools import result_to_outcome
 from services.loop.core.errors import AuxiliaryError
 from services.loop.core.ports import ElicitAsker, McpCatalog, McpClient, ToolChunkEvent, ToolOutcome
@@ -36,22 +37,30 @@ def _schema(text: str) -> dict[str, Any]:
 class GrpcMcpClient:
     """Catalog and calls through the gateway; failures raise AuxiliaryError."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
-        self._endpoint = endpoint
-        self._channel: grpc.aio.Channel | None = None
+    def __init__(self, endpoint: Endpoint, declared: Callable[[], bool] | None = None) -> None:
+        self._service = ServiceChannel(endpoint, "mcp_catalog")
+        self._declared = declared or (lambda: True)
+        """Whether the config or the sidecar names any MCP server (services/mcp_gateway/settings.py)."""
         self._client: mcp_gateway_pb2_grpc.McpGatewayStub | None = None
 
-    @property
-    def _stub(self) -> mcp_gateway_pb2_grpc.McpGatewayStub:
-        # Created on first use: an aio channel belongs to the event loop that is running then.
+    async def _stub(self) -> mcp_gateway_pb2_grpc.McpGatewayStub:
+        """The stub, once the gateway can take a call (it may be starting on demand)."""
+        await self._service.started()
         if self._client is None:
-            self._channel = aio_channel(self._endpoint)
-            self._client = mcp_gateway_pb2_grpc.McpGatewayStub(self._channel)
+            self._client = mcp_gateway_pb2_grpc.McpGatewayStub(self._service.channel)
         return self._client
 
+    def wanted(self) -> bool:
+        """False when asking would only start a gateway that has no server: it runs on demand, is not
+        running, and no MCP server is configured (the servers a session brings start it themselves)."""
+        return not self._service.waiting() or self._declared()
+
+    def warm(self) -> None:
+        if self.wanted():
+            self._service.warm()
+
     async def close(self) -> None:
-        if self._channel is not None:
-            await self._channel.close()
+        await self._service.close()
 
     def for_session(self, session_id: str) -> McpClient:
         """This client as ``session_id`` uses it: it sees that session's own servers (an editor's) too."""
@@ -59,7 +68,7 @@ class GrpcMcpClient:
 
     async def catalog(self, timeout_seconds: float, session_id: str = "") -> McpCatalog:
         try:
-            response = await self._stub.GetCatalog(
+            response = await (await self._stub()).GetCatalog(
                 mcp_gateway_pb2.GetCatalogRequest(session_id=session_id), timeout=timeout_seconds,
                 metadata=call_metadata()
             )
@@ -81,12 +90,12 @@ class GrpcMcpClient:
                         session_id: str = "") -> ToolOutcome:
         try:
             if uri:
-                read = await self._stub.ReadResource(mcp_gateway_pb2.ReadResourceRequest(
+                read = await (await self._stub()).ReadResource(mcp_gateway_pb2.ReadResourceRequest(
                     server=server, uri=uri, timeout_seconds=timeout_seconds, session_id=session_id),
                     timeout=timeout_seconds + 5.0, metadata=call_metadata())
                 result = read.result
             else:
-                listed = await self._stub.ListResources(mcp_gateway_pb2.ListResourcesRequest(
+                listed = await (await self._stub()).ListResources(mcp_gateway_pb2.ListResourcesRequest(
                     server=server, timeout_seconds=timeout_seconds, session_id=session_id),
                     timeout=timeout_seconds + 5.0, metadata=call_metadata())
                 result = listed.result
@@ -103,7 +112,7 @@ class GrpcMcpClient:
             call_id=call_id, server=server, tool=tool, input_json=input_json, timeout_seconds=timeout_seconds,
             session_id=session_id)
         try:
-            async for item in self._stub.CallTool(request, timeout=timeout_seconds + 5.0, metadata=call_metadata()):
+            async for item in (await self._stub()).CallTool(request, timeout=timeout_seconds + 5.0, metadata=call_metadata()):
                 if item.HasField("chunk"):
                     on_chunk(ToolChunkEvent(call_id, item.chunk.stream or "progress", item.chunk.text))
                 elif item.HasField("elicitation"):
@@ -117,7 +126,7 @@ class GrpcMcpClient:
     async def add_project_server(self, entry: dict[str, Any], source: str, timeout_seconds: float) -> str:
         request = mcp_gateway_pb2.AddServerRequest(server_json=json.dumps(entry), project_source=source)
         try:
-            await self._stub.AddServer(request, timeout=timeout_seconds, metadata=call_metadata())
+            await (await self._stub()).AddServer(request, timeout=timeout_seconds, metadata=call_metadata())
         except grpc.RpcError as err:
             if err.code() == grpc.StatusCode.ALREADY_EXISTS:
                 return ""  # this project's server from an earlier session, or a name the user configured
@@ -138,7 +147,7 @@ class GrpcMcpClient:
         reply = await on_elicit(ask) if on_elicit is not None else ElicitReply("decline")
         answer = mcp_gateway_pb2.McpElicitationAnswer(request_id=ask.request_id, action=reply.action,
                                                       content_json=json.dumps(dict(reply.content)))
-        await self._stub.AnswerElicitation(answer, timeout=timeout_seconds + 5.0, metadata=call_metadata())
+        await (await self._stub()).AnswerElicitation(answer, timeout=timeout_seconds + 5.0, metadata=call_metadata())
 
 
 def _reason(err: grpc.RpcError) -> str:
@@ -156,6 +165,12 @@ class SessionMcpClient:
 
     def for_session(self, session_id: str) -> McpClient:
         return self._inner.for_session(session_id)
+
+    def wanted(self) -> bool:
+        return self._inner.wanted()
+
+    def warm(self) -> None:
+        self._inner.warm()
 
     async def catalog(self, timeout_seconds: float) -> McpCatalog:
         return await self._inner.catalog(timeout_seconds, self.session_id)

@@ -8,8 +8,9 @@ from typing import Any
 import grpc
 from ai_coding.v1 import memory_pb2, memory_pb2_grpc
 
-from services.kernel.channels import aio_channel, call_metadata
+from services.kernel.channels import call_metadata
 from services.kernel.endpoints import Endpoint
+from services.loop.adapters.on_demand import ServiceChannel
 from services.loop.core.errors import AuxiliaryError
 from services.loop.core.ports import ArchivedRecord, MemorySearchResult
 from services.memory.tools_schema import parse_search_args, parse_write_args
@@ -19,21 +20,21 @@ class GrpcMemoryClient:
     """Recall, write and the constraints block over gRPC; failures raise AuxiliaryError."""
 
     def __init__(self, endpoint: Endpoint) -> None:
-        self._endpoint = endpoint
-        self._channel: grpc.aio.Channel | None = None
+        self._service = ServiceChannel(endpoint, "memory")
         self._client: memory_pb2_grpc.MemoryStub | None = None
 
-    @property
-    def _stub(self) -> memory_pb2_grpc.MemoryStub:
-        # Created on first use: an aio channel belongs to the event loop that is running then.
+    async def _stub(self) -> memory_pb2_grpc.MemoryStub:
+        """The stub, once the service can take a call (it may be starting on demand)."""
+        await self._service.started()
         if self._client is None:
-            self._channel = aio_channel(self._endpoint)
-            self._client = memory_pb2_grpc.MemoryStub(self._channel)
+            self._client = memory_pb2_grpc.MemoryStub(self._service.channel)
         return self._client
 
+    def warm(self) -> None:
+        self._service.warm()
+
     async def close(self) -> None:
-        if self._channel is not None:
-            await self._channel.close()
+        await self._service.close()
 
     async def search(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> MemorySearchResult:
         q = parse_search_args(args)  # ValueError names the bad argument
@@ -43,7 +44,7 @@ class GrpcMemoryClient:
             timeout_seconds=timeout_seconds,
         )
         try:
-            response = await self._stub.Recall(request, timeout=timeout_seconds + 1.0, metadata=call_metadata())
+            response = await (await self._stub()).Recall(request, timeout=timeout_seconds + 1.0, metadata=call_metadata())
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
         try:
@@ -61,7 +62,7 @@ class GrpcMemoryClient:
             action=memory_pb2.ReconcileAction.Value(f"RECONCILE_ACTION_{c.action.name}"),
         )
         try:
-            response = await self._stub.WriteNote(
+            response = await (await self._stub()).WriteNote(
                 memory_pb2.WriteNoteRequest(workspace=workspace, note=note, extractor="memory_write"),
                 timeout=timeout_seconds, metadata=call_metadata(),
             )
@@ -74,7 +75,7 @@ class GrpcMemoryClient:
 
     async def constraints(self, workspace: str, max_chars: int, timeout_seconds: float) -> str:
         try:
-            response = await self._stub.GetConstraints(
+            response = await (await self._stub()).GetConstraints(
                 memory_pb2.GetConstraintsRequest(workspace=workspace, max_chars=max_chars),
                 timeout=timeout_seconds, metadata=call_metadata(),
             )
@@ -85,7 +86,7 @@ class GrpcMemoryClient:
 
     async def existing_notes(self, workspace: str, limit: int, timeout_seconds: float) -> list[tuple[str, str]]:
         try:
-            response = await self._stub.ListNotes(memory_pb2.ListNotesRequest(workspace=workspace, limit=limit),
+            response = await (await self._stub()).ListNotes(memory_pb2.ListNotesRequest(workspace=workspace, limit=limit),
                                                   timeout=timeout_seconds, metadata=call_metadata())
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
@@ -95,7 +96,7 @@ class GrpcMemoryClient:
         fields = set(memory_pb2.NoteCandidate.DESCRIPTOR.fields_by_name)
         notes = [memory_pb2.NoteCandidate(**{k: v for k, v in c.items() if k in fields}) for c in candidates]
         try:
-            response = await self._stub.Reconcile(
+            response = await (await self._stub()).Reconcile(
                 memory_pb2.ReconcileRequest(workspace=workspace, candidates=notes, extractor="harvest"),
                 timeout=timeout_seconds, metadata=call_metadata())
         except grpc.RpcError as err:
@@ -108,7 +109,7 @@ class GrpcMemoryClient:
             memory_pb2.ArchivedMessage(session_id=session_id, index=r.index, role=r.role, text=r.text)
             for r in records])
         try:
-            response = await self._stub.ArchiveMessages(request, timeout=timeout_seconds, metadata=call_metadata())
+            response = await (await self._stub()).ArchiveMessages(request, timeout=timeout_seconds, metadata=call_metadata())
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
         return int(response.archived)
@@ -117,7 +118,7 @@ class GrpcMemoryClient:
                              timeout_seconds: float) -> list[ArchivedRecord]:
         request = memory_pb2.SearchHistoryRequest(workspace=workspace, session_id=session_id, query=query, k=k)
         try:
-            response = await self._stub.SearchHistory(request, timeout=timeout_seconds, metadata=call_metadata())
+            response = await (await self._stub()).SearchHistory(request, timeout=timeout_seconds, metadata=call_metadata())
         except grpc.RpcError as err:
             raise AuxiliaryError("memory", _reason(err)) from None
         return [ArchivedRecord(m.index, m.role, m.text) for m in response.messages]

@@ -140,6 +140,12 @@ class MemoryClient(Protocol):
     ``ValueError`` with a sentence that says what to send instead.
     """
 
+    def warm(self) -> None:
+        """Start the service now, without waiting, if it runs on demand and is not running (a session
+        that will use it opened). Every call waits for such a start (up to
+        ``services.kernel.on_demand.START_WAIT_SECONDS``) before its own timeout counts."""
+        ...
+
     async def search(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> MemorySearchResult: ...
 
     async def write(self, workspace: str, args: dict[str, Any], timeout_seconds: float) -> str: ...
@@ -174,6 +180,15 @@ class McpClient(Protocol):
 
     def for_session(self, session_id: str) -> McpClient:
         """The client one session uses: it also sees the servers added for that session alone."""
+        ...
+
+    def wanted(self) -> bool:
+        """False when asking would only start a gateway with no server (it runs on demand, is not
+        running, and none is configured): the catalog is then empty without asking."""
+        ...
+
+    def warm(self) -> None:
+        """Start the gateway now, without waiting, when it is :meth:`wanted` and not running."""
         ...
 
     async def catalog(self, timeout_seconds: float) -> McpCatalog: ...

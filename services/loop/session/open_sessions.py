@@ -101,6 +101,11 @@ class LoopRuntime:
     async def _start(self, store: SessionStore, deps: LoopDeps, workspace: str, session: Session, model: str,
                      options: SessionOptions, warnings: list[str]) -> tuple[SessionRuntime, list[str]]:
         """A runtime for ``session`` (new or just loaded), registered; its warnings after ``warnings``."""
+        # Services started on demand start now, while the session is built and its turn sent.
+        if deps.memory is not None:
+            deps.memory.warm()
+        if deps.mcp is not None:
+            deps.mcp.warm()
         try:
             client = deps.model_for(model or session.model)
         except ConfigError as err:

@@ -19,6 +19,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from services.kernel.on_demand import START_WAIT_SECONDS
 from services.loop.core.errors import AuxiliaryError
 from services.loop.core.ports import McpClient, MemoryClient
 from services.loop.core.tasks import TaskState, render_task_state
@@ -26,6 +27,9 @@ from services.loop.core.turn_events import Degraded, EventBody, Notice
 from services.loop.turn.prompt import with_mcp_catalog
 
 AUXILIARY_TIMEOUT_S = 1.5
+OUTER_BOUND_S = AUXILIARY_TIMEOUT_S + 0.5 + START_WAIT_SECONDS
+"""Past this, a memory or catalog call is abandoned whatever its adapter does: its own deadline, plus
+the wait for a service started on demand by this very call (services/kernel/on_demand.py)."""
 
 Emit = Callable[[EventBody], None]
 
@@ -63,7 +67,7 @@ class SessionTail:
             return {}
         try:
             block = await asyncio.wait_for(self.memory.constraints(self.workspace, 0, AUXILIARY_TIMEOUT_S),
-                                           AUXILIARY_TIMEOUT_S + 0.5)
+                                           OUTER_BOUND_S)
         except (AuxiliaryError, TimeoutError) as err:
             emit(Degraded(component="memory_constraints", reason=_why(err)))
             return {}
@@ -78,8 +82,12 @@ class SessionTail:
     async def _refresh_mcp(self, emit: Emit) -> None:
         if self.mcp is None:
             return
+        if not self.mcp.wanted():  # no server anywhere: an empty catalog, without starting a gateway
+            self.mcp_permissions, self.mcp_described, self.mcp_schemas = {}, {}, {}
+            self._place_catalog("", emit)
+            return
         try:
-            catalog = await asyncio.wait_for(self.mcp.catalog(AUXILIARY_TIMEOUT_S), AUXILIARY_TIMEOUT_S + 0.5)
+            catalog = await asyncio.wait_for(self.mcp.catalog(AUXILIARY_TIMEOUT_S), OUTER_BOUND_S)
         except (AuxiliaryError, TimeoutError) as err:
             if not self._gateway_reported:
                 self._gateway_reported = True

@@ -12,6 +12,10 @@ Environment knobs (all optional):
 - ``AIC_TEST_START_SECONDS``: how long on_start takes after SERVING (as the loop's runtime build);
 - ``AIC_TEST_BIND_DELAY``: ``NAME=SECONDS``, how long service NAME waits before it binds its socket;
 - ``AIC_TEST_EXIT_BEFORE_BIND``: service name that exits with code 3 before it binds anything.
+
+Besides health it answers ``/test.Minimal/Wait`` (:data:`WAIT_METHOD`): the request's bytes are a
+number of seconds to wait before answering with the service's pid, a call of the service's own as
+far as its idleness goes (health checks are not).
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
+
 from services.kernel.config import Config
 from services.kernel.endpoints import PROTO_SERVICE
 from services.kernel.server import ServiceDef, run_service
 
-NAME = sys.argv[1]
+NAME = sys.argv[1] if __name__ == "__main__" else ""
 
 
 async def _on_start() -> None:
@@ -50,8 +56,21 @@ async def _on_shutdown() -> None:
         Path(f"{marker}.{NAME}").write_text("drained")
 
 
+WAIT_METHOD = "/test.Minimal/Wait"
+
+
+async def _wait(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    await asyncio.sleep(float(request or b"0"))
+    return str(os.getpid()).encode()
+
+
+def _register(server: grpc.aio.Server) -> None:
+    handler = grpc.unary_unary_rpc_method_handler(_wait)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Minimal", {"Wait": handler}),))
+
+
 def build(config: Config) -> ServiceDef:
-    return ServiceDef(name=NAME, proto_services=[PROTO_SERVICE[NAME]], register=lambda server: None,
+    return ServiceDef(name=NAME, proto_services=[PROTO_SERVICE[NAME]], register=_register,
                       on_start=_on_start, on_shutdown=_on_shutdown)
 
 

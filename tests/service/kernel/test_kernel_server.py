@@ -144,3 +144,52 @@ def test_sigterm_while_on_start_runs_after_serving_is_a_graceful_stop(isolated_h
     assert proc.returncode == 0, out  # not -15: the signal was handled
     assert (short_dir / "drained.memory").read_text() == "drained"
     assert not Path(endpoint.path).exists()
+
+
+def test_a_service_on_demand_stops_when_idle_but_not_while_it_holds_something(short_dir: Path) -> None:
+    from services.kernel.server import stop_when_idle
+
+    async def scenario() -> tuple[bool, float]:
+        held = [True]
+        service = ServiceDef(name="mcp_gateway", proto_services=[PROTO_SERVICE["mcp_gateway"]],
+                             register=lambda server: None, busy=lambda: held[0])
+        running = await create_server(f"unix://{short_dir}/gw.sock", service)
+        stop = asyncio.Event()
+        watch = asyncio.ensure_future(stop_when_idle(running, 0.2, stop))
+        try:
+            await asyncio.sleep(1.0)  # five idle periods, but a server is held
+            stopped_while_held = stop.is_set()
+            held[0] = False
+            began = asyncio.get_running_loop().time()
+            await asyncio.wait_for(stop.wait(), 5)
+            return stopped_while_held, asyncio.get_running_loop().time() - began
+        finally:
+            watch.cancel()
+            await shutdown(running, grace=1)
+
+    stopped_while_held, after = asyncio.run(scenario())
+    assert not stopped_while_held
+    assert after < 2.0
+
+
+def test_a_service_started_on_demand_takes_over_only_the_supervisors_socket(short_dir: Path) -> None:
+    import socket as socketlib
+
+    from services.kernel.on_demand import socket_identity
+
+    path = short_dir / "memory.sock"
+    squatter = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+    squatter.bind(str(path))
+    squatter.listen(1)
+
+    async def bind(take_over: str | None) -> str:
+        running = await create_server(f"unix://{path}", _service(), take_over=take_over)
+        await shutdown(running, grace=1)
+        return running.address
+
+    try:
+        with pytest.raises(EndpointError, match="already in use"):
+            asyncio.run(bind("1:2:3"))  # not the socket that is there
+        assert asyncio.run(bind(socket_identity(path))) == f"unix://{path}"
+    finally:
+        squatter.close()
