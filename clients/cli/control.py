@@ -193,11 +193,14 @@ def status_report(setup: Setup) -> dict[str, Any]:
     state = read_state(setup.rdir) if running else None
     services: dict[str, Any] = {}
     now = time.time()
+    lazy = on_demand(setup) if running else []
     for name in ALL_SERVICES:
         svc = state.services.get(name, ServiceState()) if state else ServiceState()
-        # Not asked when it waits for its first call: asking would start it.
+        # Not asked when it waits for its first call: asking would start it. Nor while it stops for
+        # idleness (its socket is gone: the supervisor listens there again a moment later).
         endpoint = setup.endpoints[name]
-        asleep = svc.state == "on_demand" or (endpoint.scheme == "unix" and waiting(endpoint.path))
+        asleep = svc.state == "on_demand" or (endpoint.scheme == "unix" and (
+            waiting(endpoint.path) or (name in lazy and not os.path.exists(endpoint.path))))
         health = ON_DEMAND if asleep else health_of(endpoint, name)
         services[name] = {
             "pid": svc.pid,

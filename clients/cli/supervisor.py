@@ -60,6 +60,7 @@ from clients.cli.runtime import (
 from clients.cli.supervisor_config import ALL_SERVICES as ALL_SERVICES
 from clients.cli.supervisor_config import SupervisorConfig as SupervisorConfig
 from clients.cli.supervisor_config import on_demand_services
+from services.kernel.endpoints import socket_in_use
 from services.kernel.on_demand import (
     IDLE_ENV,
     IDLE_EXIT_CODE,
@@ -237,6 +238,9 @@ class Supervisor:
         if child.listener is not None and socket_identity(path) != child.listener_id:
             self._close_listener(child, path)  # a service that died while taking the path over
         if child.listener is None:
+            if socket_in_use(path):  # someone else serves there: the service, started, says who
+                log.warning("%s is in use by another process: %s starts with the others", path, name)
+                return False
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 with contextlib.suppress(FileNotFoundError):

@@ -14,14 +14,14 @@ _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
 ]
-_UNIX_OPTIONS = [
-    *_OPTIONS,
-    # A local service comes back within a second or so (a restart, or one started on demand by this
-    # very connection: services/kernel/on_demand.py); gRPC's default first retry is after 1 s, growing
-    # to 120 s. Reconnecting over a Unix socket costs next to nothing.
+ON_DEMAND_OPTIONS: list[tuple[str, object]] = [
+    # A service started on demand by this very connection (services/kernel/on_demand.py) listens
+    # within a second or so; gRPC's default first retry is after 1 s, growing to 120 s.
+    # Reconnecting over a Unix socket costs next to nothing.
     ("grpc.initial_reconnect_backoff_ms", 50),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
+"""Channel arguments for a client of a service that may start on demand (memory, the gateway)."""
 
 
 class _Metadata(grpc.AuthMetadataPlugin):  # type: ignore[misc]
@@ -36,7 +36,7 @@ def aio_channel(endpoint: Endpoint, options: list[tuple[str, object]] | None = N
     """An aio channel to ``endpoint`` (TLS + token for TCP); ``options`` add channel arguments."""
     extra = list(options or [])
     if endpoint.scheme == "unix":
-        return grpc.aio.insecure_channel(endpoint.grpc_target, options=[*_UNIX_OPTIONS, *extra])
+        return grpc.aio.insecure_channel(endpoint.grpc_target, options=[*_OPTIONS, *extra])
     return grpc.aio.secure_channel(
         endpoint.grpc_target, _tcp_credentials(endpoint), options=[*_tcp_options(endpoint), *extra]
     )
@@ -45,7 +45,7 @@ def aio_channel(endpoint: Endpoint, options: list[tuple[str, object]] | None = N
 def sync_channel(endpoint: Endpoint) -> grpc.Channel:
     """A blocking channel to ``endpoint`` (used by the CLI and tests)."""
     if endpoint.scheme == "unix":
-        return grpc.insecure_channel(endpoint.grpc_target, options=_UNIX_OPTIONS)
+        return grpc.insecure_channel(endpoint.grpc_target, options=_OPTIONS)
     return grpc.secure_channel(endpoint.grpc_target, _tcp_credentials(endpoint), options=_tcp_options(endpoint))
 
 

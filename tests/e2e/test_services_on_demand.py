@@ -102,3 +102,14 @@ def test_the_gateway_starts_once_an_mcp_server_is_configured_and_its_tools_reach
     assert gateway["health"] == "SERVING" and gateway["pid"]
     time.sleep(IDLE * 3)  # past its idle time, but it holds a server: it stays
     assert _services(stack)["mcp_gateway"]["pid"] == gateway["pid"]
+
+
+def test_status_and_logs_say_a_service_waits_for_its_first_call_without_starting_it(stack: Stack) -> None:
+    status = cli(stack.env, "status")
+    assert status.returncode == 0, status.stdout + status.stderr  # ON_DEMAND is ready, not down
+    assert [line.split()[:3] for line in status.stdout.splitlines() if "mcp_gateway" in line] == [
+        ["mcp_gateway", "-", "ON_DEMAND"]]
+    logs = cli(stack.env, "logs", "mcp_gateway")
+    assert logs.returncode != 0
+    assert "starts on demand, with the first call that needs it" in logs.stderr
+    assert _services(stack)["mcp_gateway"]["pid"] is None  # asking did not start it

@@ -106,6 +106,9 @@ def logs(
         setup = control.resolve_without_config()
         setup.warn_config("logs")
     path = setup.rdir / "logs" / f"{service}.log"
+    if not path.exists() and service in control.on_demand(setup):
+        raise fail("logs", f"no log yet at {path}: the {service} service starts on demand, with the first call "
+                           "that needs it (supervisor.on_demand), and has not run yet")
     if not path.exists():
         raise fail("logs", f"no log yet at {path}; start the services with `ai-coding up`")
     _print_tail(path, lines)

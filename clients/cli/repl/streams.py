@@ -10,6 +10,7 @@ that never reached a loop is sent again or put back on the input line.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Sequence
@@ -296,6 +297,11 @@ class TurnStreams:
             self.repl.turn_running = bool(self.repl.queued)
         elif isinstance(body, views.SubagentStarted) and body.background:
             self.background.add(body.run_id)
+        elif isinstance(body, views.ToolFinished) and (run_id := background_run(body.result)):
+            # The subAgent call's own result names the run: the child's SubagentStarted may come
+            # after the parent's turn ended (it first makes the child's worktree), and a user who
+            # moves on at once must still be shown the child's end.
+            self.background.add(run_id)
         elif isinstance(body, views.BackgroundTaskDone):
             self.background.discard(body.run_id)
         elif isinstance(body, views.InputQueued) and body.input in self._shown_queued:
@@ -336,3 +342,13 @@ def _turn_in_flight(backlog: list[views.Event]) -> list[views.Event]:
     return backlog[start:] if start is not None else []
 
 
+def background_run(result: views.ToolResult) -> str:
+    """The run id a ``subAgent`` call that started a background child returned ("" for any other result)."""
+    if result.tool != "subAgent" or not result.ok or not result.data_json:
+        return ""
+    try:
+        data = json.loads(result.data_json)
+    except ValueError:
+        return ""
+    run_id = data.get("run_id") if isinstance(data, dict) and data.get("background") is True else None
+    return run_id if isinstance(run_id, str) else ""

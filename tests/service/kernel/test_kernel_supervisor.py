@@ -162,12 +162,14 @@ def test_stale_sockets_and_pid_files_are_cleaned_before_starting(isolated_home: 
         proc.wait(timeout=30)
 
 
-def test_a_socket_in_use_by_another_process_is_named_in_the_service_log(isolated_home: Path, short_dir: Path) -> None:
+@pytest.mark.parametrize("on_demand", ["", "memory"])
+def test_a_socket_in_use_by_another_process_is_named_in_the_service_log(
+        isolated_home: Path, short_dir: Path, on_demand: str) -> None:
     rdir = ensure_runtime_dir(short_dir / "run")
     squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     squatter.bind(str(rdir / "memory.sock"))
     squatter.listen(1)
-    proc = _spawn(rdir)
+    proc = _spawn(rdir, {"AIC_TEST_ON_DEMAND": on_demand})  # on demand: never taken from its owner
     try:
         log = rdir / "logs" / "memory.log"
         assert wait_until(lambda: log.exists() and "already in use" in log.read_text(), 30, interval=0.1)
