@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clients.cli.failures import cli_errors, fail
+from services.kernel.records import record
 
 if TYPE_CHECKING:
     from clients.cli.attachments import Attachment
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from clients.cli.views import Event
 
 
-@dataclass(frozen=True)
+@record
 class RunOptions:
     """``ai-coding run``'s options, as its command line gave them (the defaults are typer's)."""
 

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol
 
@@ -27,6 +26,7 @@ from clients.cli.attachments import Attachment
 from clients.cli.driver import TurnDriver, TurnEnd
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import ServiceUnavailable
+from services.kernel.records import mutable_record, record
 
 Sink = Callable[[views.Event], None]
 # How often the client looks at Ctrl-C, signals and its --timeout while a turn runs.
@@ -134,7 +134,7 @@ class _Prompt:
         self.given_way.set()
 
 
-@dataclass
+@mutable_record
 class TurnOutcome:
     """How the turn ended."""
 
@@ -187,7 +187,7 @@ def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", mo
 STOP_GRACE_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
+@record
 class StopReason:
     """Why the client interrupts its own turn before it ends, and how it exits then."""
 
