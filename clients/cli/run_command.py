@@ -94,9 +94,16 @@ def run_command(opts: RunOptions) -> int:
         from clients.cli import turn
         from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
+        interactive = sys.stdin.isatty() and not opts.as_json
+        # A plain run (a new session, nothing to expand) opens its session with the health check.
+        early = None if (spawned is not None or may_name_mcp(text) or opts.continue_last or opts.resume
+                         or session) else \
+            turn.EarlyOpen(setup.endpoints["loop"], str(root), model=opts.model, auto_approve=opts.auto_approve,
+                           cwd=str(cwd), interactive=interactive)
         # Asked on the channel the turn then uses: one connection to the loop for the whole run.
         control.ensure_running(setup, ["loop"], quiet=opts.as_json, spawned=spawned,
-                               serving=lambda name: turn.loop_serving(setup.endpoints[name]))
+                               serving=early.serving if early is not None else
+                               lambda name: turn.loop_serving(setup.endpoints[name]))
         if may_name_mcp(text):  # /server:prompt and @server:uri (docs/mcp.md)
             text, files = _expand_mcp(setup, text, files)
         if opts.continue_last or opts.resume or session:
@@ -104,9 +111,10 @@ def run_command(opts: RunOptions) -> int:
 
             session = pick_session(session_rows(root, warn_unreadable=True), opts.continue_last, opts.resume or session,
                                    "run")
-        opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=opts.model,
-                              auto_approve=opts.auto_approve, cwd=str(cwd),
-                              interactive=sys.stdin.isatty() and not opts.as_json)
+        opened = early.take() if early is not None else None
+        if opened is None:
+            opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=opts.model,
+                                  auto_approve=opts.auto_approve, cwd=str(cwd), interactive=interactive)
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         for item in files:
