@@ -28,7 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from services.tools.guardian import MARKER, kill_marked
+from services.tools.guardian import MARKER as MARKER
+from services.tools.guardian import kill_marked as kill_marked
 from services.tools.guardian import marks as _marks
 
 _counter = itertools.count(1)
