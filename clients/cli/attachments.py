@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from services.kernel.records import record
 
 MAX_TEXT_BYTES = 64_000
 """A text file beyond this is cut (and marked truncated): it is paid on every later step."""
@@ -30,7 +31,7 @@ _MENTION = re.compile(r"(?<![\w@])@([^\s@,;:!?()\[\]{}<>\"'`]+)")
 _WORD = re.compile(r"\S+")
 
 
-@dataclass(frozen=True)
+@record
 class Attachment:
     """One file named in the prompt, as sent."""
 

@@ -10,14 +10,14 @@ What to do with the end (an exit code, a line in the REPL) is the caller's.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from clients.cli import views
 from clients.cli.attachments import Attachment
 from clients.cli.connection.loop import ClientError, LoopClient, TurnStream
+from services.kernel.records import mutable_record, record
 
 
-@dataclass(frozen=True)
+@record
 class TurnEnd:
     """How a followed stream ended: at the turn's final event, with an error, or just closed."""
 
@@ -30,7 +30,7 @@ def at_turn_finished(event: views.Event) -> bool:
     return isinstance(event.body, views.TurnFinished)
 
 
-@dataclass
+@mutable_record
 class OwnTurn:
     """Whether the events read so far still belong to someone else's turn (pure).
 

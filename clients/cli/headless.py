@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TextIO
 
 from clients.cli.session_rows import SessionLike
+from services.kernel.records import record
 
 PRINT_FLAGS = ("-p", "--print")
 # Root options that take a value: what follows them is not a prompt.
@@ -115,7 +116,7 @@ def workspace_and_cwd(given: str) -> tuple[Path, Path]:
     return root, here if here.is_relative_to(root) else root
 
 
-@dataclass(frozen=True)
+@record
 class SessionChoice:
     """Which session a turn runs in: ``session_id`` ("" = a new one), or why none was picked
     (``problem``, with the ``candidates`` to show)."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clients.cli.failures import cli_errors, fail
+from services.kernel.records import record
 
 if TYPE_CHECKING:
     from clients.cli.attachments import Attachment
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from clients.cli.views import Event
 
 
-@dataclass(frozen=True)
+@record
 class RunOptions:
     """``ai-coding run``'s options, as its command line gave them (the defaults are typer's)."""
 
@@ -90,12 +90,20 @@ def run_command(opts: RunOptions) -> int:
         control.refuse_workspace(setup, root)
         # Nothing runs: the services start while this process imports what the turn needs.
         spawned = control.begin(setup, ["loop"], quiet=opts.as_json)
+        import_asyncio_without_tls()
         from clients.cli import turn
         from clients.cli.turn import AutoApprover, NoTtyApprover, TtyApprover, drive_turn, open_session
 
+        interactive = sys.stdin.isatty() and not opts.as_json
+        # A plain run (a new session, nothing to expand) opens its session with the health check.
+        early = None if (spawned is not None or may_name_mcp(text) or opts.continue_last or opts.resume
+                         or session) else \
+            turn.EarlyOpen(setup.endpoints["loop"], str(root), model=opts.model, auto_approve=opts.auto_approve,
+                           cwd=str(cwd), interactive=interactive)
         # Asked on the channel the turn then uses: one connection to the loop for the whole run.
         control.ensure_running(setup, ["loop"], quiet=opts.as_json, spawned=spawned,
-                               serving=lambda name: turn.loop_serving(setup.endpoints[name]))
+                               serving=early.serving if early is not None else
+                               lambda name: turn.loop_serving(setup.endpoints[name]))
         if may_name_mcp(text):  # /server:prompt and @server:uri (docs/mcp.md)
             text, files = _expand_mcp(setup, text, files)
         if opts.continue_last or opts.resume or session:
@@ -103,9 +111,10 @@ def run_command(opts: RunOptions) -> int:
 
             session = pick_session(session_rows(root, warn_unreadable=True), opts.continue_last, opts.resume or session,
                                    "run")
-        opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=opts.model,
-                              auto_approve=opts.auto_approve, cwd=str(cwd),
-                              interactive=sys.stdin.isatty() and not opts.as_json)
+        opened = early.take() if early is not None else None
+        if opened is None:
+            opened = open_session(setup.endpoints["loop"], str(root), session_id=session, model=opts.model,
+                                  auto_approve=opts.auto_approve, cwd=str(cwd), interactive=interactive)
         for warning in opened.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         for item in files:
@@ -122,6 +131,22 @@ def run_command(opts: RunOptions) -> int:
     if printer is not None:
         printer.leave_if_reader_gone(outcome.exit_code)
     return outcome.exit_code
+
+
+def import_asyncio_without_tls() -> None:
+    """Import asyncio as a Python built without ``ssl`` has it: importing ``ssl`` (OpenSSL's library
+    and the module's tables) took ~4.5 ms of the ~95 ms of CPU a warm run spends before its turn is
+    sent, and nothing in this process makes a TLS connection through asyncio (gRPC's channels, a
+    remote service's TLS included, do their own TLS in gRPC's core). ``ssl`` itself stays importable:
+    only asyncio's TLS support is off in this process (a call that asks for it says "ssl module not
+    available")."""
+    if "asyncio" in sys.modules or "ssl" in sys.modules:
+        return
+    sys.modules["ssl"] = None  # type: ignore[assignment]  # what `import ssl` raises ImportError for
+    try:
+        import asyncio  # noqa: F401
+    finally:
+        del sys.modules["ssl"]
 
 
 def pick_session(rows: Sequence[SessionLike], continue_last: bool, resume: str, command: str) -> str:

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol
 
@@ -27,6 +26,7 @@ from clients.cli.attachments import Attachment
 from clients.cli.driver import TurnDriver, TurnEnd
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import ServiceUnavailable
+from services.kernel.records import mutable_record, record
 
 Sink = Callable[[views.Event], None]
 # How often the client looks at Ctrl-C, signals and its --timeout while a turn runs.
@@ -134,7 +134,7 @@ class _Prompt:
         self.given_way.set()
 
 
-@dataclass
+@mutable_record
 class TurnOutcome:
     """How the turn ended."""
 
@@ -177,17 +177,75 @@ def open_session(endpoint: Endpoint, workspace: str, *, session_id: str = "", mo
     try:
         return connection.run(call())
     except ClientError as err:
-        if err.reason != "service_unavailable":
-            raise ClientError(err.detail or err.message, reason=err.reason) from None  # the loop's own words
-        raise ServiceUnavailable(f"the loop service at {endpoint} is not answering",
-                                 hint="Start it with `ai-coding up`.") from None
+        raise _open_failure(endpoint, err) from None
+
+
+def _open_failure(endpoint: Endpoint, err: Exception) -> Exception:
+    """What a failed OpenSession raises: the loop's own words, or that it is not answering."""
+    from clients.cli.connection.loop import ClientError
+
+    assert isinstance(err, ClientError)
+    if err.reason != "service_unavailable":
+        return ClientError(err.detail or err.message, reason=err.reason)
+    return ServiceUnavailable(f"the loop service at {endpoint} is not answering", hint="Start it with `ai-coding up`.")
+
+
+class EarlyOpen:
+    """``OpenSession`` sent together with the health check that decides whether the loop serves
+    (``control.ensure_running(..., serving=early.serving)``): both on the channel the turn then uses,
+    one round trip where there were two. The session it opened is :meth:`take`-n only when the check
+    said SERVING; otherwise it is dropped (a session nothing was said in lives only in the loop's
+    memory) and the run goes on as before: the services are waited for or started, then
+    :func:`open_session`."""
+
+    def __init__(self, endpoint: Endpoint, workspace: str, *, session_id: str = "", model: str = "",
+                 auto_approve: bool = False, cwd: str = "", interactive: bool = False) -> None:
+        self.endpoint = endpoint
+        self.workspace, self.session_id, self.model = workspace, session_id, model
+        self.auto_approve, self.cwd, self.interactive = auto_approve, cwd, interactive
+        self.answer: session_views.OpenedSession | Exception | None = None
+        """The OpenSession's answer (its ClientError when it failed), once the loop said SERVING."""
+
+    def serving(self, name: str) -> bool:
+        """Whether the loop serves; when it does, :attr:`answer` holds what OpenSession answered."""
+        from clients.cli.connection.loop import ClientError, LoopClient
+
+        async def call() -> bool:
+            client = LoopClient(self.endpoint, cwd=self.cwd)
+            opening = asyncio.ensure_future(client.open_session(
+                self.workspace, self.session_id, model=self.model, auto_approve=self.auto_approve,
+                interactive=self.interactive))
+            try:
+                if not await client.serving():  # the channel is dropped: the call on it ends too
+                    opening.cancel()
+                    with contextlib.suppress(ClientError, asyncio.CancelledError):
+                        await opening
+                    return False
+                try:
+                    self.answer = await opening
+                except ClientError as err:
+                    self.answer = err
+                return True
+            finally:
+                if not opening.done():
+                    opening.cancel()
+                await client.close()
+
+        return connection.run(call())
+
+    def take(self) -> session_views.OpenedSession | None:
+        """The session opened with the check that said SERVING (raises what :func:`open_session` raises
+        when that OpenSession failed); None when the check did not say SERVING."""
+        if isinstance(self.answer, Exception):
+            raise _open_failure(self.endpoint, self.answer) from None
+        return self.answer
 
 
 # After the client sent Interrupt (timeout, SIGTERM), how long it waits for the turn's final event.
 STOP_GRACE_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
+@record
 class StopReason:
     """Why the client interrupts its own turn before it ends, and how it exits then."""
 

@@ -13,13 +13,14 @@ bound above 0 is there only where 0 would stop the component (a window of 0 toke
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from services.kernel.records import record
 
 HUGE = 1_000_000_000
 WEEK_SECONDS = 7 * 86_400.0
 
 
-@dataclass(frozen=True)
+@record
 class Range:
     """``low <= value <= high`` (``low`` excluded when ``above``)."""
 

@@ -21,11 +21,12 @@ import os
 import socket
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from services.kernel.config import Config
 from services.kernel.errors import EndpointError
+from services.kernel.records import record
 
 SERVICES: tuple[str, ...] = ("loop", "tools", "memory", "mcp_gateway")
 
@@ -38,7 +39,7 @@ PROTO_SERVICE: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class AuthSettings:
     """TLS and token settings for TCP endpoints."""
 
@@ -54,7 +55,7 @@ class AuthSettings:
     """TLS name override for clients (when the cert's name differs from the host)."""
 
 
-@dataclass(frozen=True)
+@record
 class Endpoint:
     """One service address: ``unix:/abs/path`` or ``tcp://host:port``."""
 

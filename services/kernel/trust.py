@@ -24,16 +24,17 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from services.kernel.datadir import data_dir
+from services.kernel.records import mutable_record, record
 
 FILE_NAME = "trust.json"
 
 
-@dataclass(frozen=True)
+@record
 class Item:
     """One execution item of a workspace: ``key`` names the file and the dotted place in it."""
 
@@ -45,7 +46,7 @@ class Item:
         return content_digest(self.value)
 
 
-@dataclass(frozen=True)
+@record
 class Pending:
     """An item the user has not approved as it is now; ``previous`` is what they approved (None: new)."""
 
@@ -106,7 +107,7 @@ def admitted_value(items: list[tuple[Item, tuple[Any, ...]]], value: Any, ok: se
     return bool(out), out
 
 
-@dataclass
+@mutable_record
 class TrustStore:
     """The user's approvals: workspace (real path) -> item key -> {digest, value, approved_at}."""
 
@@ -166,7 +167,7 @@ def store_path(env: Mapping[str, str] | None = None) -> Path:
     return data_dir(env) / FILE_NAME
 
 
-@dataclass
+@mutable_record
 class Admission:
     """One load of a workspace's project layer against the store: what is admitted, what is pending."""
 

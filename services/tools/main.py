@@ -56,8 +56,13 @@ def build(config: Config) -> ServiceDef:
 
     tools = runtime.config
     self_test = sandbox_self_test(runtime) if tools.sandbox.self_test and tools.sandbox.mode == "bwrap" else None
+
+    async def on_start() -> None:
+        if tools.sandbox.mode == "bwrap":  # the first session's check, done now (see BwrapProbe)
+            runtime.probe.start()
+
     return ServiceDef(name="tools", proto_services=[SERVICE_NAME], register=register, on_shutdown=runtime.close_all,
-                      self_test=self_test, extra={"runtime": runtime})
+                      on_start=on_start, self_test=self_test, extra={"runtime": runtime})
 
 
 def sandbox_self_test(runtime: ToolRuntime) -> Callable[[], Awaitable[str | None]]:

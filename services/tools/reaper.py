@@ -21,19 +21,17 @@ every environ) or another installation's, whose own next start is theirs to clea
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-MARKER = "AI_CODING_TOOLS_RUN"
-# Kill rounds: a process forking while it is killed can add a child after a scan; each round
-# finds those. Measured: a `while :; do setsid sleep 9 & done` loop is gone after 2-3 rounds.
-_ROUNDS = 20
+from services.tools.guardian import MARKER as MARKER
+from services.tools.guardian import kill_marked as kill_marked
+from services.tools.guardian import marks as _marks
+
 _counter = itertools.count(1)
 _scope: str | None = None
 
@@ -90,43 +88,6 @@ def marked_env(env: dict[str, str], token: str) -> dict[str, str]:
     return {**env, MARKER: token}
 
 
-def _marks() -> dict[int, str]:
-    """Every process of ours that carries a marker, and its value (others' environs are unreadable)."""
-    found: dict[int, str] = {}
-    needle = f"{MARKER}=".encode()
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                environ = handle.read()
-        except OSError:
-            continue
-        start = environ.find(needle)
-        if start < 0 or (start > 0 and environ[start - 1] != 0):
-            continue
-        end = environ.find(b"\0", start)
-        found[int(name)] = environ[start + len(needle):end if end >= 0 else None].decode(errors="replace")
-    return found
-
-
-def kill_marked(prefix: str) -> int:
-    """SIGKILL every process whose marker is ``prefix`` or starts with ``prefix/``; how many were killed.
-
-    Blocking (it reads /proc): call it off the event loop."""
-    killed = 0
-    for _ in range(_ROUNDS):
-        victims = [pid for pid, value in _marks().items() if value == prefix or value.startswith(prefix + "/")]
-        if not victims:
-            break
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-    return killed
-
-
 def sweep_dead_owners() -> int:
     """Kill the marked processes of services that are gone (run at a tools service's start)."""
     owners = {value.split("/", 1)[0] for value in _marks().values()}
@@ -141,6 +102,9 @@ def sweep_dead_owners() -> int:
     return killed
 
 
+_GUARDIAN_SCRIPT = str(Path(__file__).resolve().with_name("guardian.py"))
+
+
 class Guardian:
     """A child process that outlives a SIGKILL of this service just long enough to end its commands.
 
@@ -151,26 +115,12 @@ class Guardian:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def ensure(self) -> None:
-        """Start the guardian once (cheap to call before every command)."""
+        """Start the guardian once (cheap to call before every command): ``services/tools/guardian.py``
+        as a script, without ``site`` (it needs nothing but the standard library)."""
         if self._proc is not None and self._proc.poll() is None:
             return
         env = {k: v for k, v in os.environ.items() if k != MARKER}
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self._proc = subprocess.Popen([sys.executable, "-m", "services.tools.reaper", owner_mark()],
+        self._proc = subprocess.Popen([sys.executable, "-S", _GUARDIAN_SCRIPT, owner_mark()],
                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       env=env, start_new_session=True, close_fds=True)
 
-
-def _guard(owner: str) -> None:
-    """The guardian's body: wait for the service's end (EOF on stdin), then end its commands."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a supervisor's TERM to the group is the service's to handle
-    with contextlib.suppress(OSError):
-        while os.read(0, 4096):
-            pass
-    kill_marked(owner)
-
-
-if __name__ == "__main__":
-    _guard(sys.argv[1])

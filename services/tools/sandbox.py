@@ -257,11 +257,35 @@ def host_argv(command: str) -> list[str]:
 
 
 class BwrapProbe:
-    """Checks once that bwrap exists and can start a namespace here; caches success only."""
+    """Checks once that bwrap exists and can start a namespace here; caches success only.
+
+    The check is one bwrap run (~15 ms on 2 cores). It used to run at the first OpenSession of a
+    tools process, which the first ``ai-coding run`` after ``ai-coding up`` (and a cold run) waited
+    for; :meth:`start` runs it in the background when the service starts, and a session that opens
+    meanwhile waits for that run instead of starting its own. A failure is not kept: the next
+    :meth:`ensure` checks again and raises it (a session opening is told, as before)."""
 
     def __init__(self, bwrap: str) -> None:
         self.bwrap = bwrap
         self._ok = False
+        self._running: asyncio.Future[None] | None = None
+
+    def start(self) -> None:
+        """Check in the background now (on the running event loop), unless it is known to work."""
+        if not self._ok and self._running is None:
+            self._running = asyncio.ensure_future(self._check_found())
+            self._running.add_done_callback(self._finished)
+
+    def _finished(self, done: asyncio.Future[None]) -> None:
+        if self._running is done:
+            self._running = None
+        if not done.cancelled():
+            done.exception()  # retrieved: a failure is raised again by the next ensure(), not logged as lost
+
+    async def _check_found(self) -> None:
+        found = shutil.which(self.bwrap)
+        if found is not None:
+            await self._check(found)
 
     async def ensure(self) -> str:
         """The bwrap path, or a ``sandbox_unavailable`` error naming the cause and the fix."""
@@ -271,6 +295,16 @@ class BwrapProbe:
                             FIX_HINT)
         if self._ok:
             return found
+        running = self._running
+        if running is not None:  # the background check: wait for it (a cancelled caller leaves it running)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(running)
+            if self._ok:
+                return found
+        await self._check(found)
+        return found
+
+    async def _check(self, found: str) -> None:
         argv = [found, *BASE_FLAGS, "--unshare-net", *system_mounts(), "--", "/bin/true"]
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -288,4 +322,3 @@ class BwrapProbe:
                 "(sysctl kernel.unprivileged_userns_clone / AppArmor restrict_unprivileged_userns)",
                 FIX_HINT)
         self._ok = True
-        return found

@@ -132,7 +132,7 @@ def test_a_service_that_starts_ends_what_a_killed_service_and_its_guardian_left(
     _start_job(client, _detaching(stem) + "; sleep 900")
     assert len(_wait_for(stem, 3)) == 3
     assert service.proc is not None
-    guardians = [pid for pid in _pids_running("services.tools.reaper") if _parent(pid) == service.proc.pid]
+    guardians = [pid for pid in _pids_running("services/tools/guardian.py") if _parent(pid) == service.proc.pid]
     assert len(guardians) == 1, guardians
     os.kill(guardians[0], signal.SIGKILL)
     os.kill(service.proc.pid, signal.SIGKILL)

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from services.kernel.config.keys import unknown_key_warnings
 from services.kernel.config.sections import from_mapping
 from services.kernel.errors import ConfigError
+from services.kernel.records import mutable_record
 from services.kernel.trust import Admission
 
 T = TypeVar("T")
 
 
-@dataclass
+@mutable_record
 class Config:
     """The merged configuration and where each top-level value came from."""
 

@@ -12,6 +12,8 @@ the message ``Error code: N - MESSAGE``.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import ssl
 import threading
@@ -65,6 +67,15 @@ def status_message(status_code: int, body: object) -> str:
 def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
+
+CONNECTION_BACKEND = "anyio._backends._asyncio"
+"""What httpx2 opens its connections through (anyio's asyncio backend), a module anyio imports at
+the first connection: ~25 ms of CPU on 2 cores, which was the first model step of every loop
+process (the first turn after ``ai-coding up``, the cold run's turn). Imported with this module
+instead, which the loop loads in a thread right after SERVING (services/loop/main.py)."""
+
+with contextlib.suppress(ImportError):  # another HTTP stack underneath: it imports what it needs itself
+    importlib.import_module(CONNECTION_BACKEND)
 
 _TLS: list[ssl.SSLContext] = []
 _TLS_LOCK = threading.Lock()

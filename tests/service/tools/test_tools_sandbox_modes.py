@@ -99,3 +99,40 @@ def test_without_sandbox_options_the_service_config_decides_the_network(
     svc = make_service({"sandbox": {"network": True}})
     assert svc.open("s1", str(workspace)).sandbox.network
     assert not svc.open("s2", str(workspace), network=False).sandbox.network
+
+
+def test_the_service_checks_bwrap_when_it_starts_not_at_the_first_session(
+        make_service: Callable[..., ThreadedToolService], workspace: Path) -> None:
+    from clients.cli.runtime import wait_until
+
+    svc = make_service()
+    probe = svc.runtime().probe
+    assert wait_until(lambda: probe._ok, 30)  # no session opened yet: the service started the check itself
+    checks: list[str] = []
+    real_check = probe._check
+
+    async def counted(found: str) -> None:
+        checks.append(found)
+        await real_check(found)
+
+    probe._check = counted  # type: ignore[method-assign]
+    opened = svc.open("s1", str(workspace))
+    _, result = svc.call("s1", "bash", json.dumps({"command": "echo in-the-sandbox"}))
+    assert result.ok and "in-the-sandbox" in result.output and opened.sandbox.mode == "bwrap"
+    assert checks == []  # the session and its command used the check made at the start
+
+
+def test_a_failed_check_at_the_start_is_told_to_the_first_session(
+        make_service: Callable[..., ThreadedToolService], workspace: Path, tmp_path: Path) -> None:
+    from clients.cli.runtime import wait_until
+
+    broken = tmp_path / "bwrap"
+    runs = tmp_path / "runs"
+    broken.write_text(f"#!/bin/sh\necho run >> {runs}\necho 'bwrap: setting up uid map: Permission denied' >&2\n"
+                      "exit 1\n")
+    broken.chmod(0o755)
+    svc = make_service({"sandbox": {"bwrap": str(broken)}})
+    assert wait_until(runs.exists, 30)  # the start's check ran, and failed
+    opened = svc.open("s1", str(workspace))
+    assert any("uid map: Permission denied" in w for w in opened.warnings), opened.warnings
+    assert not svc.runtime().probe._ok

@@ -1,4 +1,5 @@
-"""``@record`` behaves as ``@dataclass(frozen=True)`` does, for every view class the client defines."""
+"""``@record`` behaves as ``@dataclass(frozen=True)`` does, for every view class the client defines, and
+``@mutable_record`` as ``@dataclass`` does."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from dataclasses import dataclass, field
 import pytest
 
 from clients.cli import service_views, session_views, views
+from clients.cli.attachments import Attachment
+from clients.cli.driver import OwnTurn, TurnEnd
+from clients.cli.headless import SessionChoice
 from clients.cli.records import fields_of, record
+from clients.cli.run_command import RunOptions
+from clients.cli.turn import StopReason, TurnOutcome
+from services.kernel.config import Config
+from services.kernel.config_ranges import Range
+from services.kernel.endpoints import AuthSettings, Endpoint
+from services.kernel.records import mutable_record
+from services.kernel.trust import Admission, Item, Pending, TrustStore
 
 
 @record
@@ -100,3 +111,55 @@ def test_every_view_class_builds_compares_and_prints_as_its_fields(cls: type) ->
     assert [f.name for f in fields] == [name for name in inspect.get_annotations(cls)]
     assert repr(made) == f"{cls.__qualname__}(" + ", ".join(
         f"{f.name}={getattr(made, f.name)!r}" for f in fields if f.repr) + ")"
+
+
+@mutable_record
+class Counter:
+    name: str
+    seen: list[str] = field(default_factory=list)
+    count: int = 0
+
+
+@dataclass
+class DcCounter:
+    name: str
+    seen: list[str] = field(default_factory=list)
+    count: int = 0
+
+
+def test_a_mutable_record_behaves_as_a_plain_dataclass() -> None:
+    rec, dc = Counter("a"), DcCounter("a")
+    assert repr(rec).replace("Counter(", "DcCounter(", 1) == repr(dc) == "DcCounter(name='a', seen=[], count=0)"
+    rec.count += 1
+    rec.seen.append("x")
+    assert rec == Counter("a", ["x"], 1) and rec != Counter("a")
+    assert Counter("a").seen is not Counter("a").seen
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(rec)
+    with pytest.raises(TypeError):
+        hash(dc)
+    del rec.count  # as on a dataclass: the attribute goes, the class default stays
+    assert rec.count == 0
+    with pytest.raises(TypeError, match="missing required argument: 'name'"):
+        Counter()  # type: ignore[call-arg]
+
+
+RUN_PATH_CLASSES = [RunOptions, SessionChoice, Attachment, TurnEnd, StopReason, Item, Pending, Range, AuthSettings,
+                    Endpoint]
+RUN_PATH_MUTABLE = [OwnTurn, TurnOutcome, TrustStore, Admission, Config]
+
+
+@pytest.mark.parametrize("cls", RUN_PATH_CLASSES + RUN_PATH_MUTABLE, ids=lambda cls: cls.__name__)
+def test_the_value_classes_a_run_imports_before_its_turn_is_sent_are_records(cls: type) -> None:
+    assert hasattr(cls, "__record_fields__") and not dataclasses.is_dataclass(cls)
+    assert (cls.__hash__ is None) == (cls in RUN_PATH_MUTABLE)
+
+
+def test_an_endpoint_is_a_value() -> None:
+    one = Endpoint("loop", "unix", "/run/x.sock")
+    assert one == Endpoint("loop", "unix", path="/run/x.sock", auth=AuthSettings())
+    assert {one: 1}[Endpoint("loop", "unix", "/run/x.sock")] == 1
+    assert repr(one) == ("Endpoint(service='loop', scheme='unix', path='/run/x.sock', host='', port=0, "
+                         "auth=AuthSettings(token='', tls_cert='', tls_key='', tls_ca='', server_name=''))")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.path = "/elsewhere"  # type: ignore[misc]

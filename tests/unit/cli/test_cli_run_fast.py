@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import typer
 from clients.cli import run_fast
 from clients.cli.main import for_command_line
 from clients.cli.run_command import RunOptions
+from services.kernel.records import fields_of
 
 
 def typer_reads(args: list[str]) -> RunOptions:
@@ -20,7 +20,7 @@ def typer_reads(args: list[str]) -> RunOptions:
     group = typer.main.get_command(for_command_line(["run", *args]))
     command = group.commands["run"]  # type: ignore[attr-defined]
     params = command.make_context("run", list(args)).params
-    return RunOptions(**{f.name: params[f.name] for f in dataclasses.fields(RunOptions)})
+    return RunOptions(**{f.name: params[f.name] for f in fields_of(RunOptions)})
 
 
 @pytest.mark.parametrize("args", [

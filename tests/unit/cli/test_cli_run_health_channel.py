@@ -82,3 +82,44 @@ def test_a_loop_started_after_a_failed_check_is_reached_on_a_fresh_channel(tmp_p
     reconnect backoff and fail the next call at once, so it is dropped and the call reaches the loop."""
     facts = _client(tmp_path / "loop.sock", "start-after")
     assert facts == {"serving": "False", "status": "unimplemented", "same_channel": "False", "quick": "True"}
+
+
+_EARLY = textwrap.dedent("""
+    import sys
+    from clients.cli import connection, turn
+    from clients.cli.connection.loop import ClientError
+    from services.kernel.endpoints import Endpoint
+
+    early = turn.EarlyOpen(Endpoint("loop", "unix", path=sys.argv[1]), "/nowhere", model="m")
+    print("serving", early.serving("loop"))
+    print("channels_kept", len(connection._channels))
+    try:
+        print("taken", early.take())
+    except ClientError as err:  # no AgentLoop behind this server: the OpenSession sent with the check failed
+        print("taken", "refused", err.reason)
+""")
+
+
+def _early(sock: Path, status: str) -> dict[str, str]:
+    server = subprocess.Popen(command(str(sock), status))
+    try:
+        assert wait_until(sock.exists, 30)
+        done = subprocess.run([sys.executable, "-c", _EARLY, str(sock)], capture_output=True, text=True,
+                              timeout=120, check=False)
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines())
+
+
+def test_a_session_opened_with_the_check_is_what_the_run_gets_when_the_loop_serves(tmp_path: Path) -> None:
+    """The OpenSession sent with a SERVING check is the run's: its failure is raised as open_session raises it."""
+    assert _early(tmp_path / "loop.sock", "serving") == {"serving": "True", "channels_kept": "1",
+                                                         "taken": "refused unimplemented"}
+
+
+def test_a_session_opened_with_a_check_that_did_not_say_serving_is_dropped(tmp_path: Path) -> None:
+    """Not SERVING: the run waits for the services and opens its session afterwards, as without it."""
+    assert _early(tmp_path / "loop.sock", "not-serving") == {"serving": "False", "channels_kept": "0",
+                                                             "taken": "None"}

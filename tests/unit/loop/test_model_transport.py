@@ -67,3 +67,37 @@ def test_every_model_transport_shares_one_verifying_tls_context() -> None:
     assert ctx.cert_store_stats()["x509_ca"] > 0  # the CA bundle is loaded
     pools = [t._http._transport._pool._ssl_context for t in (first, second)]  # type: ignore[attr-defined]
     assert pools == [ctx, ctx]
+
+
+_FIRST_REQUEST = """
+import asyncio, json, sys
+import services.loop.model.client  # what the loop imports right after SERVING (services/loop/main.py)
+from services.fake_model import FakeModelServer
+from services.loop.model.transport import ModelTransport
+
+async def first_request(url):
+    transport = ModelTransport(url, "k", 30)
+    before = set(sys.modules)
+    body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}).encode()
+    response = await transport.post_stream("chat/completions", body, {"Content-Type": "application/json"}, 30)
+    text = (await response.aread()).decode()
+    await response.aclose()
+    await transport.close()
+    return text, sorted(set(sys.modules) - before)
+
+with FakeModelServer([{"text": "hello"}]) as server:
+    text, new = asyncio.run(first_request(server.url))
+print(json.dumps({"answered": "hello" in text, "imported": new}))
+"""
+
+
+def test_a_loop_process_first_model_request_imports_nothing() -> None:
+    """httpx2 connects through anyio, whose asyncio backend anyio imports at the first connection:
+    it is loaded with the transport (right after the loop's SERVING), not in a turn."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", _FIRST_REQUEST], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts == {"answered": True, "imported": []}
