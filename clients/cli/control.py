@@ -282,6 +282,23 @@ def wait_serving(setup: Setup, names: list[str], timeout: float) -> list[str]:
     return pending
 
 
+def wait_started(setup: Setup, names: list[str], timeout: float) -> list[str]:
+    """Poll until each of ``names`` that builds something after it serves (the loop: its session
+    runtime; STARTED_SERVICE) says it is done; returns those that do not."""
+    from services.kernel.channels import check_health
+    from services.kernel.endpoints import STARTED_SERVICE
+
+    pending = [n for n in names if n in STARTED_SERVICE]
+
+    def check() -> bool:
+        pending[:] = [n for n in pending
+                      if check_health(setup.endpoints[n], STARTED_SERVICE[n], timeout=0.5) != "SERVING"]
+        return not pending
+
+    wait_until(check, timeout, interval=0.02)
+    return pending
+
+
 def _check_socket_dirs(setup: Setup) -> None:
     for name in setup.supervisor.services:
         if setup.endpoints[name].scheme != "unix":
@@ -316,9 +333,11 @@ def begin(setup: Setup, names: list[str], *, quiet: bool = False) -> subprocess.
 
 
 def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] | None = None,
-          start_now: list[str] | None = None) -> bool:
+          start_now: list[str] | None = None, built: bool = False) -> bool:
     """Start the supervisor and wait for every local service it starts at once to serve (those on
-    demand wait for their first call). False when already running (also when another client started
+    demand wait for their first call); with ``built``, the loop also until its session runtime is
+    built (``ai-coding up``: the turn that follows waits for nothing; a client that opens a session
+    at once need not wait, its OpenSession does). False when already running (also when another client started
     it at the same moment: then we wait for its services). ``spawned`` is one :func:`begin` started:
     it is waited for as if started here. ``start_now``: services on demand this client will use at
     once (the supervisor starts them right after the loop and tools; nobody waits for them here)."""
@@ -327,6 +346,7 @@ def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] 
     _check_socket_dirs(setup)
     proc = spawned or _spawn_supervisor(setup, start_now)
     names = started_with_up(setup)
+    names_started = list(names) if built else []
     ours = True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -339,9 +359,10 @@ def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] 
             if ours:
                 stop(setup)
             raise ServiceUnavailable(failure, hint=f"Full logs: {setup.rdir / 'logs'}.")
-        names = wait_serving(setup, names, timeout=0.2)
+        names = wait_serving(setup, names, timeout=0.2) or wait_started(setup, names_started, timeout=0.2)
         if not names:
-            return ours
+            # The services serve: whose are they? Ours may not have exited yet after losing the lock.
+            return ours and read_pid(setup.rdir) in (None, proc.pid)
     if ours:
         stop(setup)
     raise ServiceUnavailable(

@@ -38,6 +38,11 @@ PROTO_SERVICE: dict[str, str] = {
     "mcp_gateway": "ai_coding.v1.McpGateway",
 }
 
+STARTED_SERVICE: dict[str, str] = {"loop": "ai_coding.v1.AgentLoop.started"}
+"""A health name that turns SERVING only once the service's start-up work is done: the loop answers
+SERVING as soon as it listens and builds its session runtime after (calls meanwhile wait for it);
+``ai-coding up`` waits for this name, so the turn that follows it does not."""
+
 
 @record
 class AuthSettings:

@@ -73,6 +73,9 @@ class ServiceDef:
     self_test: Callable[[], Awaitable[str | None]] | None = None
     """Run once the server listens: a returned reason keeps health NOT_SERVING (and is logged), so
     a probe of grpc.health.v1 sees a service that cannot do its work (tools: bwrap cannot start)."""
+    started_name: str = ""
+    """A health name that turns SERVING only once on_start has finished (services/kernel/endpoints.py
+    STARTED_SERVICE), beside the names that do so as soon as the server listens."""
     busy: Callable[[], bool] | None = None
     """True while the service holds something a stop for idleness would lose, calls aside (the
     gateway's MCP servers); asked only of a service started on demand (services/kernel/on_demand.py)."""
@@ -163,10 +166,14 @@ async def create_server(endpoint: Endpoint | str, service: ServiceDef,
     status = health_pb2.HealthCheckResponse.NOT_SERVING if failed else health_pb2.HealthCheckResponse.SERVING
     if failed:
         log.error("%s self-test failed, health stays NOT_SERVING: %s", service.name, failed)
+    if service.started_name:
+        await health.set(service.started_name, health_pb2.HealthCheckResponse.NOT_SERVING)
     for name in ["", *service.proto_services]:
         await health.set(name, status)
     if service.on_start is not None:
         await service.on_start()
+    if service.started_name:
+        await health.set(service.started_name, status)
     return RunningServer(server, address, health, service, activity=context.activity)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ai_coding.v1 import loop_pb2_grpc
 
 from services.kernel.config import Config, effective_config_report, layer_stamp, load_config, restart_notes
-from services.kernel.endpoints import endpoint_for, runtime_dir
+from services.kernel.endpoints import STARTED_SERVICE, endpoint_for, runtime_dir
 from services.kernel.errors import ConfigError
 from services.kernel.invocation import effective_environment
 from services.kernel.server import ServiceDef
@@ -261,7 +261,7 @@ def build(config: Config) -> ServiceDef:
             await asyncio.to_thread(span_export.shutdown)
 
     return ServiceDef(name="loop", proto_services=[PROTO_SERVICE], register=register, on_start=on_start,
-                      on_shutdown=on_shutdown, extra=extra)
+                      on_shutdown=on_shutdown, started_name=STARTED_SERVICE["loop"], extra=extra)
 
 
 def load_runtime_modules() -> None:

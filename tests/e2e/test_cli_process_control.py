@@ -97,8 +97,9 @@ def env(isolated_home: Path, tmp_path: Path, model: FakeModelServer,
     _cleanup(rdir, config, text)
 
 
-UP = {"loop": "SERVING", "tools": "SERVING", "memory": "ON_DEMAND", "mcp_gateway": "ON_DEMAND"}
-"""What ``ai-coding up`` leaves: memory and the gateway wait for their first call."""
+UP = {"loop": "SERVING", "tools": "SERVING", "memory": "SERVING", "mcp_gateway": "ON_DEMAND"}
+"""What ``ai-coding up`` leaves: memory started for the turn to come (loop.memory is on), the gateway
+waiting for its first call (no MCP server is configured)."""
 
 
 def _health(stdout: str) -> dict[str, str]:

@@ -21,10 +21,9 @@ import pytest
 from clients.cli.runtime import descendants, pid_alive, wait_until
 from services.fake_model import FakeModelServer
 from services.kernel.channels import check_health
-from services.kernel.endpoints import PROTO_SERVICE, parse_endpoint
+from services.kernel.endpoints import PROTO_SERVICE, STARTED_SERVICE, parse_endpoint
 
 SERVICES = ["loop", "tools", "memory", "mcp_gateway"]
-ON_DEMAND = ["memory", "mcp_gateway"]
 
 BASH_TURN = [
     {"name": "run-a-command", "text": "Let me look.",
@@ -101,6 +100,10 @@ def test_up_status_run_json_down_leaves_no_process(env: dict[str, Any], model: F
     assert up.returncode == 0, up.stdout + up.stderr
     assert "services started" in up.stdout
 
+    # up returns once a turn can start at once: the loop's session runtime is built, and memory, which
+    # a turn asks first thing (loop.memory is on), was started for it.
+    loop_endpoint = parse_endpoint("loop", f"unix://{env['rdir']}/loop.sock")
+    assert check_health(loop_endpoint, STARTED_SERVICE["loop"], timeout=5) == "SERVING"
     status = cli("status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
@@ -108,7 +111,7 @@ def test_up_status_run_json_down_leaves_no_process(env: dict[str, Any], model: F
     for name, svc in report["services"].items():
         assert set(svc) == {"pid", "endpoint", "health", "restarts", "uptime_s"}
         assert svc["restarts"] == 0
-        if name in ON_DEMAND:  # not started: the first call that needs it starts it
+        if name == "mcp_gateway":  # on demand, and no MCP server is configured: nothing started it
             assert svc["health"] == "ON_DEMAND" and svc["pid"] is None and svc["uptime_s"] is None
             continue
         assert svc["health"] == "SERVING" and pid_alive(svc["pid"])

@@ -152,7 +152,7 @@ def test_up_stay_keeps_them_resident_until_down(box: Box) -> None:
     assert up.returncode == 0, up.stderr
     assert "staying until `ai-coding down`" in up.stdout
     time.sleep(IDLE + 3)
-    assert names_of(box.rdir) == {"supervisor", "loop", "tools"}  # memory and the gateway: on demand
+    assert names_of(box.rdir) == FOR_A_TURN  # the gateway: on demand, and no MCP server is configured
     assert cli(box.env, "down").returncode == 0
     wait_gone(box.rdir)
     assert not (box.rdir / "stay").exists()

@@ -61,8 +61,7 @@ def test_the_first_turn_after_memory_stopped_for_idleness_still_carries_the_user
     workspace = tmp_path / "ws"
     workspace.mkdir()
     endpoint = _services(stack)["memory"]["endpoint"]
-    assert _health(stack, "memory") == "ON_DEMAND"
-    started(parse_endpoint("memory", endpoint))
+    started(parse_endpoint("memory", endpoint))  # up started it for the turn to come (loop.memory is on)
     with grpc.insecure_channel(endpoint.replace("unix://", "unix:")) as channel:
         memory_pb2_grpc.MemoryStub(channel).WriteNote(memory_pb2.WriteNoteRequest(
             workspace=str(workspace), note=memory_pb2.NoteCandidate(

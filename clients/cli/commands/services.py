@@ -40,7 +40,10 @@ def up(
         setup = control.resolve()
         if stay:
             set_stay(setup.rdir, True)
-        started = control.start(setup, timeout=timeout)
+        # What a turn calls first starts now too (memory, unless loop.memory is off): up gets ready for one.
+        first_calls = control.used_at_once(setup, ["loop"])
+        started = control.start(setup, timeout=timeout, start_now=first_calls, built=True)
+        control.wait_serving(setup, first_calls, timeout=timeout)  # shown below as it then is
         report = control.status_report(setup)
     print(("services started" if started else "services already running")
           + (" (staying until `ai-coding down`):" if stay else ":"))

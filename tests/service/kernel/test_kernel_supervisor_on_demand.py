@@ -42,13 +42,15 @@ def service_state(rdir: Path, name: str) -> tuple[str, int | None, int]:
 def _supervised(short_dir: Path, idle: float, **env: str) -> Generator[Supervised, None, None]:
     rdir = ensure_runtime_dir(short_dir / "run")
     proc = _spawn(rdir, {"AIC_TEST_ON_DEMAND": "memory,mcp_gateway", "AIC_TEST_ON_DEMAND_IDLE": str(idle), **env})
-    setup = control.resolve()
-    ready = wait_until(lambda: all(control.status_report(setup)["services"][n]["health"] == "SERVING"
-                                   for n in ("loop", "tools")), 30, interval=0.1)
-    assert ready, (rdir / "logs" / "supervisor.log").read_text()
-    yield rdir, proc
-    if proc.poll() is None:
-        _stop(proc)
+    try:  # also when the generator is closed (a test that drives it itself): never leave a supervisor behind
+        setup = control.resolve()
+        ready = wait_until(lambda: all(control.status_report(setup)["services"][n]["health"] == "SERVING"
+                                       for n in ("loop", "tools")), 30, interval=0.1)
+        assert ready, (rdir / "logs" / "supervisor.log").read_text()
+        yield rdir, proc
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
 
 
 @pytest.fixture
