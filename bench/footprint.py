@@ -20,9 +20,9 @@ For the working tree ("head") and, with ``--base REV``, that commit in a tempora
   (what each service holds before any code of its own), and what the head's idle processes add
   up to on that floor against the 160 MB target;
 - for the head, the life of the services started on demand with the default ``loop`` section
-  (memory on; supervisor.on_demand, services/kernel/on_demand.py): idle after ``ai-coding up``,
-  after one ``ai-coding run`` (memory started by its session), and once memory stopped for
-  idleness (``on_demand_idle_seconds`` set to a few seconds here); beside it, the same with
+  (memory on; supervisor.on_demand, services/kernel/on_demand.py): right after ``ai-coding up``
+  (which starts memory for the turn to come), after one ``ai-coding run``, and once memory stopped
+  for idleness (``on_demand_idle_seconds`` set to a few seconds here); beside it, the same with
   ``supervisor.on_demand: []`` (every service started by ``up``, as before).
 
 The trees' config turns the loop's memory and MCP off (the short turns measure the loop), so with
@@ -172,7 +172,7 @@ def running(run_dir: Path) -> dict[str, int]:
 def on_demand_cycle(tree: Tree, base: Path) -> None:
     """RSS with the default loop section (memory on): idle, after one run, after memory's idle stop;
     and the same idle and after-one-run figures with every service started by ``up``."""
-    idle_stop = 3.0
+    idle_stop = 6.0
     with FakeModelServer([{"text": "done, briefly", "repeat": "forever"}]) as fake:
         for label, supervisor in (("on demand", {"on_demand_idle_seconds": idle_stop}),
                                   ("all at up", {"on_demand": []})):
@@ -181,8 +181,8 @@ def on_demand_cycle(tree: Tree, base: Path) -> None:
             write_config(home, fake.url, loop={"harvest": False}, supervisor=supervisor)
             try:
                 subprocess.run(tree.cli("up"), env=env, check=True, capture_output=True, timeout=120, cwd=ws)
-                time.sleep(3)
-                figures = [("idle after up", total_rss(run_dir))]
+                time.sleep(1)  # up started memory for the turn to come; it stops idle_stop s later
+                figures = [("right after up", total_rss(run_dir))]
                 subprocess.run(tree.cli("run", "-w", str(ws), "one task"), env=env, check=True,
                                capture_output=True, timeout=120, cwd=ws)
                 time.sleep(1)
