@@ -217,10 +217,9 @@ def status_report(setup: Setup) -> dict[str, Any]:
 
 def _spawn_supervisor(setup: Setup, start_now: list[str] | None = None) -> subprocess.Popen[bytes]:
     logfile = setup.rdir / "logs" / "supervisor.log"
-    now = [n for n in start_now or [] if n in on_demand(setup)]
     with open(logfile, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "clients.cli.supervise", *(["--start", ",".join(now)] if now else [])],
+            [sys.executable, "-m", "clients.cli.supervise", *(["--start", ",".join(start_now)] if start_now else [])],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     # A long-lived client (demo, REPL) that started the supervisor reaps it when it exits.
@@ -264,9 +263,15 @@ def _service_failure(setup: Setup, supervisor_pid: int | None) -> str | None:
     return None
 
 
-def wait_serving(setup: Setup, names: list[str], timeout: float) -> list[str]:
-    """Poll until every service in ``names`` answers SERVING; returns those that do not."""
+def wait_serving(setup: Setup, names: list[str], timeout: float, built: bool = False) -> list[str]:
+    """Poll until every service in ``names`` answers SERVING; returns those that do not. ``built``: a
+    service that builds something after it serves (the loop: its session runtime) answers for that
+    (services/kernel/endpoints.py STARTED_SERVICE)."""
+    from services.kernel.channels import check_health
+    from services.kernel.endpoints import STARTED_SERVICE
+
     pending = list(names)
+    asked = {n: STARTED_SERVICE.get(n, PROTO_SERVICE[n]) if built else PROTO_SERVICE[n] for n in names}
 
     def bound(endpoint: Endpoint) -> bool:
         # A service binds its socket just before it serves: until then a health call (a new gRPC
@@ -275,27 +280,10 @@ def wait_serving(setup: Setup, names: list[str], timeout: float) -> list[str]:
 
     def check() -> bool:
         pending[:] = [n for n in pending if not bound(setup.endpoints[n])
-                      or health_of(setup.endpoints[n], n, timeout=0.5) != "SERVING"]
+                      or check_health(setup.endpoints[n], asked[n], timeout=0.5) != "SERVING"]
         return not pending
 
     wait_until(check, timeout, interval=0.05)
-    return pending
-
-
-def wait_started(setup: Setup, names: list[str], timeout: float) -> list[str]:
-    """Poll until each of ``names`` that builds something after it serves (the loop: its session
-    runtime; STARTED_SERVICE) says it is done; returns those that do not."""
-    from services.kernel.channels import check_health
-    from services.kernel.endpoints import STARTED_SERVICE
-
-    pending = [n for n in names if n in STARTED_SERVICE]
-
-    def check() -> bool:
-        pending[:] = [n for n in pending
-                      if check_health(setup.endpoints[n], STARTED_SERVICE[n], timeout=0.5) != "SERVING"]
-        return not pending
-
-    wait_until(check, timeout, interval=0.02)
     return pending
 
 
@@ -346,7 +334,6 @@ def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] 
     _check_socket_dirs(setup)
     proc = spawned or _spawn_supervisor(setup, start_now)
     names = started_with_up(setup)
-    names_started = list(names) if built else []
     ours = True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -359,7 +346,7 @@ def start(setup: Setup, timeout: float = 20.0, spawned: subprocess.Popen[bytes] 
             if ours:
                 stop(setup)
             raise ServiceUnavailable(failure, hint=f"Full logs: {setup.rdir / 'logs'}.")
-        names = wait_serving(setup, names, timeout=0.2) or wait_started(setup, names_started, timeout=0.2)
+        names = wait_serving(setup, names, timeout=0.2, built=built)
         if not names:
             # The services serve: whose are they? Ours may not have exited yet after losing the lock.
             return ours and read_pid(setup.rdir) in (None, proc.pid)

@@ -14,14 +14,15 @@ _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
 ]
-ON_DEMAND_OPTIONS: list[tuple[str, object]] = [
-    # A service started on demand by this very connection (services/kernel/on_demand.py) listens
-    # within a second or so; gRPC's default first retry is after 1 s, growing to 120 s.
-    # Reconnecting over a Unix socket costs next to nothing.
-    ("grpc.initial_reconnect_backoff_ms", 50),
-    ("grpc.max_reconnect_backoff_ms", 1000),
+FAST_RECONNECT: list[tuple[str, object]] = [
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
 ]
-"""Channel arguments for a client of a service that may start on demand (memory, the gateway)."""
+"""Channel arguments for a client that must find a local service again quickly: a loop restarted
+under a client that stays open for hours, or memory or the gateway started on demand by this very
+connection (services/kernel/on_demand.py). gRPC's default backoff starts at 1 s and grows to 120 s,
+and a call made meanwhile waited that long; reconnecting over a Unix socket costs next to nothing."""
 
 
 class _Metadata(grpc.AuthMetadataPlugin):  # type: ignore[misc]

@@ -132,7 +132,7 @@ def shared_deps(config: Config, loop: LoopConfig, fields: dict[str, Any], endpoi
     from services.loop.adapters.tools import GrpcToolRunner
     from services.loop.session.deps import LoopDeps
     from services.loop.tools.webgate import user_net
-    from services.mcp_gateway.settings import DeclaredServers
+    from services.mcp_gateway.sidecar_watch import DeclaredServers
 
     return LoopDeps(
         **fields, tools=GrpcToolRunner(endpoints["tools"]),

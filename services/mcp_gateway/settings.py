@@ -336,44 +336,6 @@ def sidecar_path(env: Mapping[str, str] | None = None) -> Path:
     return user_config_path(env).parent / SIDECAR_NAME
 
 
-class DeclaredServers:
-    """Whether a gateway started now would have a server to run: an entry under ``mcp.servers`` in
-    the user config or under ``servers`` in the sidecar (valid or not: a bad one is reported by the
-    gateway). The loop asks before it starts a gateway on demand for a catalog; each file is read
-    again only when its ``stat`` changed, so asking every step costs two stats."""
-
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        self._env = env
-        self._files = (user_config_path(env), sidecar_path(env))
-        self._stamps: tuple[object, ...] | None = None
-        self._answer = True
-
-    def __call__(self) -> bool:
-        stamps = tuple(_stamp(path) for path in self._files)
-        if stamps != self._stamps:
-            self._stamps, self._answer = stamps, self._read()
-        return self._answer
-
-    def _read(self) -> bool:
-        from services.kernel.config import load_config
-
-        sidecar = self._files[1]
-        try:
-            if load_config(None, env=self._env).get("mcp.servers"):
-                return True
-            return sidecar.is_file() and bool(read_yaml_file(sidecar).get("servers"))
-        except ConfigError:
-            return True  # unreadable: the gateway says what is wrong with it
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
 def load_mcp_settings(config: Config, sidecar: Path | None = None) -> McpSettings:
     """Servers from the merged config's ``mcp`` section plus the sidecar; later duplicates are refused."""
     source = config.source_of("mcp.servers")

@@ -112,3 +112,11 @@ def test_status_and_logs_say_a_service_waits_for_its_first_call_without_starting
     assert logs.returncode != 0
     assert "starts on demand, with the first call that needs it" in logs.stderr
     assert _services(stack)["mcp_gateway"]["pid"] is None  # asking did not start it
+
+
+def test_doctor_starts_a_service_waiting_on_demand_to_prove_it_can_start(stack: Stack, tmp_path: Path) -> None:
+    assert _services(stack)["mcp_gateway"]["pid"] is None
+    doctor = cli(stack.env, "doctor", "-w", str(tmp_path))
+    line = next((line for line in doctor.stdout.splitlines() if "service mcp_gateway" in line), "")
+    assert "SERVING (started on demand for this check)" in line, doctor.stdout + doctor.stderr
+    assert _services(stack)["mcp_gateway"]["health"] == "SERVING"

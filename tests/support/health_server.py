@@ -9,7 +9,11 @@ the whole server ("") answers, SERVING. It runs until killed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import services.kernel  # noqa: F401  (before grpc, as in every process of ours: gRPC's fork handlers off)
 
@@ -34,6 +38,28 @@ async def main(path: str, status: str) -> None:
 def command(path: str, status: str = "") -> list[str]:
     """The argv that runs this server on ``path``."""
     return [sys.executable, "-m", "tests.support.health_server", path, *([status] if status else [])]
+
+
+@contextlib.contextmanager
+def running(sock: Path, status: str = "") -> Iterator[None]:
+    """This server on ``sock`` (answering ``status`` for the loop) while the block runs."""
+    from clients.cli.runtime import wait_until
+
+    server = subprocess.Popen(command(str(sock), status))
+    try:
+        assert wait_until(sock.exists, 30)
+        yield
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+
+
+def client_facts(script: str, *args: str) -> dict[str, str]:
+    """Run a client ``script`` (``python -c``) with ``args``; the ``name value`` lines it printed."""
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines())
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _runner: asyncio.Runner | None = None
-_channels: dict[tuple[str, tuple[tuple[str, object], ...]], grpc.aio.Channel] = {}
+_channels: dict[tuple[str, str, tuple[tuple[str, object], ...]], grpc.aio.Channel] = {}
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
@@ -55,7 +55,7 @@ def shared_channel(endpoint: Endpoint, options: Sequence[tuple[str, object]] = (
         return None
     if _runner is None or running is not _runner.get_loop():
         return None
-    key = (str(endpoint), tuple(options))
+    key = _key(endpoint, options)
     channel = _channels.get(key)
     if channel is None:
         from services.kernel.channels import aio_channel
@@ -64,11 +64,16 @@ def shared_channel(endpoint: Endpoint, options: Sequence[tuple[str, object]] = (
     return channel
 
 
+def _key(endpoint: Endpoint, options: Sequence[tuple[str, object]]) -> tuple[str, str, tuple[tuple[str, object], ...]]:
+    """One channel per service, target and arguments (two services on one socket keep their own)."""
+    return endpoint.service, str(endpoint), tuple(options)
+
+
 async def drop_channel(endpoint: Endpoint, options: Sequence[tuple[str, object]] = ()) -> None:
     """Close and forget the process's channel to ``endpoint`` (a call on the loop of :func:`run`): the
     next call makes a fresh one. For a channel whose service did not answer: gRPC keeps such a channel
     in reconnect backoff, and a call made during it fails at once even after the service came up."""
-    channel = _channels.pop((str(endpoint), tuple(options)), None)
+    channel = _channels.pop(_key(endpoint, options), None)
     if channel is not None:
         with contextlib.suppress(Exception):
             await channel.close()

@@ -18,20 +18,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from clients.cli import convert, session_views, views
 from clients.cli.attachments import Attachment
 from clients.cli.connection import drop_channel, shared_channel
-from services.kernel.channels import aio_channel
+from services.kernel.channels import FAST_RECONNECT, aio_channel
 from services.kernel.endpoints import PROTO_SERVICE, Endpoint
 from services.kernel.errors import AiCodingError, reason_of
 
 UNARY_TIMEOUT = 15.0
 # /compact may ask the model for a summary (in chunks, within the loop's own time budget).
 COMPACT_TIMEOUT = 150.0
-# A client that stays open for hours must find a restarted loop quickly: gRPC's default
-# reconnect backoff grows to minutes, and a turn started meanwhile waited that long.
-_FAST_RECONNECT = [
-    ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.min_reconnect_backoff_ms", 200),
-    ("grpc.max_reconnect_backoff_ms", 2000),
-]
 
 
 class ClientError(AiCodingError):
@@ -138,9 +131,9 @@ class LoopClient:
 
     def __init__(self, endpoint: Endpoint, cwd: str = "") -> None:
         self.endpoint = endpoint
-        shared = shared_channel(endpoint, _FAST_RECONNECT)
+        shared = shared_channel(endpoint, FAST_RECONNECT)
         self._owned = shared is None
-        self._channel = aio_channel(endpoint, options=list(_FAST_RECONNECT)) if shared is None else shared
+        self._channel = aio_channel(endpoint, options=list(FAST_RECONNECT)) if shared is None else shared
         self.stub = loop_pb2_grpc.AgentLoopStub(self._channel)
         self.cwd = cwd  # where the user is: project instructions are read down to here
         self._streams: list[TurnStream] = []
@@ -156,7 +149,7 @@ class LoopClient:
         except grpc.RpcError:
             ok = False
         if not ok and not self._owned:
-            await drop_channel(self.endpoint, _FAST_RECONNECT)
+            await drop_channel(self.endpoint, FAST_RECONNECT)
         return ok
 
     async def open_session(self, workspace: str, session_id: str = "", *, model: str = "",

@@ -19,7 +19,7 @@ from clients.cli import convert, service_views, views
 from clients.cli import services_view as view
 from clients.cli.connection import shared_channel
 from clients.cli.connection.loop import ClientError
-from services.kernel.channels import ON_DEMAND_OPTIONS, aio_channel
+from services.kernel.channels import FAST_RECONNECT, aio_channel
 from services.kernel.endpoints import Endpoint
 from services.kernel.errors import reason_of
 
@@ -34,9 +34,9 @@ T = TypeVar("T")
 
 def _channel(endpoint: Endpoint) -> tuple[grpc.aio.Channel, bool]:
     """(the channel to use, whether the client owns it): the process's shared one on its loop. Memory and
-    the gateway may start on demand: their channels reconnect after 50 ms, not gRPC's 1 s."""
-    shared = shared_channel(endpoint, ON_DEMAND_OPTIONS)
-    return (aio_channel(endpoint, ON_DEMAND_OPTIONS), True) if shared is None else (shared, False)
+    the gateway may start on demand: their channels reconnect after 200 ms, not gRPC's 1 s."""
+    shared = shared_channel(endpoint, FAST_RECONNECT)
+    return (aio_channel(endpoint, FAST_RECONNECT), True) if shared is None else (shared, False)
 
 
 async def _started(channel: grpc.aio.Channel, endpoint: Endpoint) -> None:

@@ -10,7 +10,6 @@ import asyncio
 import enum
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,14 +141,11 @@ def service_checks(config: Config | None) -> list[Check]:
 def _started_health(endpoint: Any, name: str) -> str:
     """The health of a service on demand once its start (set off by the first check) is over."""
     from clients.cli.control import health_of
+    from clients.cli.runtime import wait_until
     from services.kernel.on_demand import START_WAIT_SECONDS
 
-    deadline = time.monotonic() + START_WAIT_SECONDS
-    health = health_of(endpoint, name)
-    while health != "SERVING" and time.monotonic() < deadline:
-        time.sleep(0.1)
-        health = health_of(endpoint, name)
-    return health
+    wait_until(lambda: health_of(endpoint, name) == "SERVING", START_WAIT_SECONDS, interval=0.1)
+    return health_of(endpoint, name)
 
 
 def run_checks(workspace: Path) -> list[Check]:

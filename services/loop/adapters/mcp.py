@@ -40,7 +40,7 @@ class GrpcMcpClient:
     def __init__(self, endpoint: Endpoint, declared: Callable[[], bool] | None = None) -> None:
         self._service = ServiceChannel(endpoint, "mcp_catalog")
         self._declared = declared or (lambda: True)
-        """Whether the config or the sidecar names any MCP server (services/mcp_gateway/settings.py)."""
+        """Whether the config or the sidecar names any MCP server (services/mcp_gateway/sidecar_watch.py)."""
         self._client: mcp_gateway_pb2_grpc.McpGatewayStub | None = None
 
     async def _stub(self) -> mcp_gateway_pb2_grpc.McpGatewayStub:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import grpc
 
-from services.kernel.channels import ON_DEMAND_OPTIONS, aio_channel
+from services.kernel.channels import FAST_RECONNECT, aio_channel
 from services.kernel.endpoints import Endpoint
 from services.kernel.on_demand import START_WAIT_SECONDS, names_from, waiting
 from services.loop.core.errors import AuxiliaryError
@@ -47,7 +47,7 @@ class ServiceChannel:
     @property
     def channel(self) -> grpc.aio.Channel:
         if self._channel is None:
-            self._channel = aio_channel(self.endpoint, [_WAIT_FOR_READY, *ON_DEMAND_OPTIONS] if self.on_demand else None)
+            self._channel = aio_channel(self.endpoint, [_WAIT_FOR_READY, *FAST_RECONNECT] if self.on_demand else None)
         return self._channel
 
     def waiting(self) -> bool:

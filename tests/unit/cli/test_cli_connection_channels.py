@@ -4,13 +4,10 @@ since the channels are process-wide)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from clients.cli.runtime import wait_until
-from tests.support.health_server import command
+from tests.support.health_server import client_facts, running
 
 _CLIENT = textwrap.dedent("""
     import asyncio, gc, sys
@@ -61,20 +58,12 @@ _CLIENT = textwrap.dedent("""
 
 def test_one_channel_per_service_per_process_closed_before_the_loop(tmp_path: Path) -> None:
     sock = tmp_path / "h.sock"
-    server = subprocess.Popen(command(str(sock)))
-    try:
-        assert wait_until(sock.exists, 30)
-        done = subprocess.run([sys.executable, "-c", _CLIENT, str(sock)], capture_output=True, text=True,
-                              timeout=120, check=False)
-    finally:
-        server.kill()
-        server.wait(timeout=30)
-    assert done.returncode == 0, done.stderr[-3000:]
-    facts = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    with running(sock):
+        facts = client_facts(_CLIENT, str(sock))
     assert facts == {
         "same": "True",  # the three calls' clients shared one channel to the loop
         "shared": "2",  # one to the loop (its reconnect options) and one to the memory service
         "owned_on_another_loop": "True",  # a loop of its own (a benchmark's) gets its own channel
         "left": "0 0",  # at exit every channel was closed and released, none waits for the collector
         "closed_loop": "True",
-    }, done.stdout + done.stderr[-2000:]
+    }, facts

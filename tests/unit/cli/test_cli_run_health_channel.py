@@ -4,20 +4,17 @@ A real gRPC server in another process; each client in a fresh process (the chann
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from clients.cli.runtime import wait_until
-from tests.support.health_server import command
+from tests.support.health_server import client_facts, running
 
 _CLIENT = textwrap.dedent("""
     import subprocess, sys, time
     from clients.cli import connection, turn
     from clients.cli.connection.loop import ClientError, LoopClient
     from services.kernel.endpoints import Endpoint
-    from tests.support.health_server import command
+    from tests.support.health_server import client_facts, command, running
 
     endpoint = Endpoint("loop", "unix", path=sys.argv[1])
 
@@ -49,21 +46,13 @@ _CLIENT = textwrap.dedent("""
 
 
 def _client(sock: Path, how: str) -> dict[str, str]:
-    done = subprocess.run([sys.executable, "-c", _CLIENT, str(sock), how], capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    return client_facts(_CLIENT, str(sock), how)
 
 
 def _client_beside_a_server(sock: Path, status: str) -> dict[str, str]:
     """The client's facts with a server already up, answering ``status`` for the loop."""
-    server = subprocess.Popen(command(str(sock), status))
-    try:
-        assert wait_until(sock.exists, 30)
+    with running(sock, status):
         return _client(sock, "running")
-    finally:
-        server.kill()
-        server.wait(timeout=30)
 
 
 def test_the_health_check_and_the_calls_after_it_share_one_channel(tmp_path: Path) -> None:
@@ -101,16 +90,8 @@ _EARLY = textwrap.dedent("""
 
 
 def _early(sock: Path, status: str) -> dict[str, str]:
-    server = subprocess.Popen(command(str(sock), status))
-    try:
-        assert wait_until(sock.exists, 30)
-        done = subprocess.run([sys.executable, "-c", _EARLY, str(sock)], capture_output=True, text=True,
-                              timeout=120, check=False)
-    finally:
-        server.kill()
-        server.wait(timeout=30)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    with running(sock, status):
+        return client_facts(_EARLY, str(sock))
 
 
 def test_a_session_opened_with_the_check_is_what_the_run_gets_when_the_loop_serves(tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from clients.cli.runtime import wait_until
-from tests.support.health_server import command
+from tests.support.health_server import client_facts, running
 
 _CLIENT = textwrap.dedent("""
     import sys
@@ -43,16 +42,8 @@ _CLIENT = textwrap.dedent("""
 
 def test_the_run_client_works_without_importing_ssl(tmp_path: Path) -> None:
     sock = tmp_path / "loop.sock"
-    server = subprocess.Popen(command(str(sock), "serving"))
-    try:
-        assert wait_until(sock.exists, 30)
-        done = subprocess.run([sys.executable, "-c", _CLIENT, str(sock)], capture_output=True, text=True,
-                              timeout=120, check=False)
-    finally:
-        server.kill()
-        server.wait(timeout=30)
-    assert done.returncode == 0, done.stderr[-3000:]
-    facts = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    with running(sock, "serving"):
+        facts = client_facts(_CLIENT, str(sock))
     assert facts == {"serving": "True", "ssl_loaded": "False", "asyncio_tls": "False",
                      "asked_for_tls": "stdlib ssl module not available", "ssl_importable": "True"}
 
