@@ -32,7 +32,8 @@ _CHILD = textwrap.dedent("""
         while not stop.is_set():
             stub.Check(health_pb2.HealthCheckRequest(), timeout=5)
 
-    threading.Thread(target=calls, daemon=True).start()
+    caller = threading.Thread(target=calls, daemon=True)
+    caller.start()
     failures = []
     for i in range(FORKS):
         if i % 2:
@@ -46,7 +47,10 @@ _CHILD = textwrap.dedent("""
         if code != 0 or out.strip() != "ok":
             failures.append(f"fork {i}: exit {code}: {out.strip()[:200]}")
     stop.set()
-    server.stop(0)
+    caller.join(10)
+    # Wait for the server's own thread too: one still raising while the interpreter finalized
+    # aborted this script (a fatal error on stderr's lock) after every fork had succeeded.
+    server.stop(0).wait(10)
     print(len(failures))
     print("\\n".join(failures[:3]))
 """)
